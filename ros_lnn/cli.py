@@ -1,0 +1,61 @@
+"""The ``ros-lnn`` command. Each subcommand lives in ``ros_lnn/commands/<name>.py`` with
+``add_arguments(parser)`` and ``run(args) -> int``; modules are imported only when their subcommand
+runs, so the deployment commands never import torch."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from . import __version__
+from .errors import RosLnnError
+
+COMMANDS = {
+    "demo": "run the shipped model on a held-out simulated trial (estimated vs true)",
+    "simulate": "simulate the reference systems and write trials (npz or rosbag2)",
+    "record": "record the configured topics to rosbag2 through rclpy",
+    "train": "train a model (ServoLNN by default) and export it to ONNX",
+    "export": "export a trained checkpoint to ONNX with metadata",
+    "evaluate": "evaluate an ONNX model on simulated or recorded trials",
+    "bench": "benchmarks: inference, node, train, control",
+}
+
+
+def _load(name):
+    return importlib.import_module(f"ros_lnn.commands.{name}")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ros-lnn", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"ros_lnn {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if only is None or only == name:
+            try:
+                _load(name).add_arguments(p)
+            except ModuleNotFoundError as exc:
+                if only == name:
+                    raise RosLnnError(f"'{name}' is not available in this installation: {exc}") from exc
+    return parser
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if a in COMMANDS), None)
+    try:
+        args = build_parser(only=command).parse_args(argv)
+        if args.command is None:
+            build_parser().print_help()
+            return 2
+        return int(_load(args.command).run(args) or 0)
+    except RosLnnError as exc:
+        print(f"ros-lnn {command or ''}: error: {exc}".replace("  ", " "), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

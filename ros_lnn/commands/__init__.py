@@ -1,0 +1,1 @@
+"""Subcommands of ``ros-lnn`` (see ros_lnn/cli.py)."""

@@ -1,0 +1,1 @@
+"""Control laws on numpy: tensor-invariant DAC."""

@@ -1,0 +1,1 @@
+"""ONNX Runtime inference on numpy (never imports torch)."""

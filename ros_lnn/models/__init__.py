@@ -1,0 +1,1 @@
+"""torch models: analytic-derivative MLP, ServoLNN/DeLaN, losses, ONNX export."""

@@ -1,0 +1,1 @@
+"""rclpy nodes: thin adapters from messages to the library."""

@@ -1,0 +1,1 @@
+"""Reference physics on numpy/scipy only (no torch): Lagrangian machinery, analytic systems, simulators."""

@@ -1,0 +1,154 @@
+"""The Lagrangian machinery of EQUATIONS.md §1, written once for numpy and torch.
+
+From the mass matrix ``M(q)``, its partials ``∂M/∂q``, the potential ``V(q)`` and ``∂V/∂q`` this module
+computes every ServoLNN output: forward dynamics ``q̈_f``, all-coordinate generalised force ``Q`` and
+the servo driving force ``Q_e``, the force decomposition, energies and power. The same function
+serves the analytic reference systems (numpy, float64) and the network (torch, exported to ONNX),
+so the network is checked against exact physics through identical code.
+
+Shapes (leading batch dimensions ``...`` are allowed everywhere):
+    M (..., n, n); dM (..., n, n, n) with dM[..., k, i, j] = ∂M_ij/∂q_k; V (...); dV (..., n);
+    qd, qdd (..., n); qdd_e (..., n_e); Q_f (..., n_f).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+
+class NumpyOps:
+    """Array operations the machinery needs, on numpy."""
+
+    einsum = staticmethod(np.einsum)
+
+    @staticmethod
+    def solve(A, b):
+        if A.shape[-1] == 1:
+            return b / A[..., 0]
+        return np.linalg.solve(A, b[..., None])[..., 0]
+
+    @staticmethod
+    def cat(xs, axis=-1):
+        return np.concatenate(xs, axis=axis)
+
+    @staticmethod
+    def take(x, idx, axis=-1):
+        return np.take(x, idx, axis=axis)
+
+
+NUMPY = NumpyOps()
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Which coordinates are free (``q_f``) and which servo-driven (``q_e``); indices into ``q``."""
+
+    free: tuple[int, ...]
+    servo: tuple[int, ...]
+
+    def __post_init__(self):
+        both = sorted(self.free + self.servo)
+        if both != list(range(len(both))):
+            raise ValueError(f"free {self.free} and servo {self.servo} must partition 0..n-1 exactly")
+        if not self.free:
+            # Without free coordinates there is no forward dynamics; inverse mode still works.
+            pass
+
+    @property
+    def n(self) -> int:
+        return len(self.free) + len(self.servo)
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        """Permutation that sorts coordinates as ``[q_f; q_e]``."""
+        return self.free + self.servo
+
+    @property
+    def inverse_order(self) -> tuple[int, ...]:
+        inv = [0] * self.n
+        for pos, i in enumerate(self.order):
+            inv[i] = pos
+        return tuple(inv)
+
+    @classmethod
+    def from_servo(cls, n: int, servo: Sequence[int]) -> "Partition":
+        servo = tuple(sorted(int(i) for i in servo))
+        return cls(tuple(i for i in range(n) if i not in servo), servo)
+
+
+# Names of everything ``dynamics`` returns, in a fixed order; the ONNX graph exports the same names.
+OUTPUT_NAMES = (
+    "qdd", "Q", "Q_e", "Q_inertial", "Q_coriolis", "Q_conservative",
+    "Q_ff_m", "Q_fe_m", "Q_ef_m", "Q_ee_m",
+    "T", "V", "E", "T_dot", "V_dot", "E_dot", "W_dot", "power", "M",
+)
+
+
+def velocity_terms(ops, M, dM, qd):
+    """``Ṁ`` and the centrifugal/Coriolis force ``Ṁ q̇ − ½ k(q, q̇)`` (both full-size)."""
+    M_dot = ops.einsum("...kij,...k->...ij", dM, qd)
+    k = ops.einsum("...kij,...i,...j->...k", dM, qd, qd)
+    Q_c = ops.einsum("...ij,...j->...i", M_dot, qd) - 0.5 * k
+    return M_dot, Q_c
+
+
+def forward_acceleration(ops, M, Q_c, dV, qdd_e, Q_f, part: Partition):
+    """Eq 18: ``q̈_f = M_ff⁻¹ (Q_f − M_fe q̈_e − Q_f,c − Q_f,g)``."""
+    f, e = list(part.free), list(part.servo)
+    M_f = ops.take(M, f, axis=-2)
+    M_ff = ops.take(M_f, f, axis=-1)
+    rhs = Q_f - ops.take(Q_c, f) - ops.take(dV, f)
+    if e:
+        M_fe = ops.take(M_f, e, axis=-1)
+        rhs = rhs - ops.einsum("...ij,...j->...i", M_fe, qdd_e)
+    return ops.solve(M_ff, rhs)
+
+
+def dynamics(ops, M, dM, V, dV, qd, part: Partition, *, qdd=None, qdd_e=None, Q_f=None) -> dict:
+    """Every ServoLNN output of EQUATIONS.md §1.
+
+    Inverse mode: pass the full ``qdd``. Forward mode: pass ``qdd_e`` and ``Q_f``; ``q̈_f`` is solved
+    from eq 18 and ``Q`` (hence ``Q_e``) is evaluated at the predicted acceleration.
+    """
+    M_dot, Q_c = velocity_terms(ops, M, dM, qd)
+    f, e = list(part.free), list(part.servo)
+    if qdd is None:
+        if qdd_e is None or Q_f is None:
+            raise ValueError("forward mode needs qdd_e and Q_f (or pass qdd for inverse mode)")
+        qdd_f = forward_acceleration(ops, M, Q_c, dV, qdd_e, Q_f, part)
+        qdd = ops.take(ops.cat([qdd_f, qdd_e]), list(part.inverse_order))
+    Q_m = ops.einsum("...ij,...j->...i", M, qdd)
+    Q = Q_m + Q_c + dV
+    qdd_f, qdd_e = ops.take(qdd, f), ops.take(qdd, e)
+    M_f, M_e = ops.take(M, f, axis=-2), ops.take(M, e, axis=-2)
+
+    def block(Mrow, cols, acc):
+        return ops.einsum("...ij,...j->...i", ops.take(Mrow, cols, axis=-1), acc)
+
+    T = 0.5 * ops.einsum("...i,...i->...", qd, ops.einsum("...ij,...j->...i", M, qd))
+    T_dot = ops.einsum("...i,...i->...", qd, Q_m + Q_c)
+    V_dot = ops.einsum("...i,...i->...", dV, qd)
+    W_dot = qd * Q
+    return {
+        "qdd": qdd,
+        "Q": Q,
+        "Q_e": ops.take(Q, e),
+        "Q_inertial": Q_m,
+        "Q_coriolis": Q_c,
+        "Q_conservative": dV,
+        "Q_ff_m": block(M_f, f, qdd_f),
+        "Q_fe_m": block(M_f, e, qdd_e),
+        "Q_ef_m": block(M_e, f, qdd_f),
+        "Q_ee_m": block(M_e, e, qdd_e),
+        "T": T,
+        "V": V,
+        "E": T + V,
+        "T_dot": T_dot,
+        "V_dot": V_dot,
+        "E_dot": T_dot + V_dot,
+        "W_dot": W_dot,
+        "power": W_dot.sum(-1),
+        "M": M,
+    }
