@@ -1,0 +1,36 @@
+"""Shared test set-up.
+
+ROS tests talk over real DDS: each pytest session takes its own random ROS_DOMAIN_ID and stays on
+localhost, so parallel runs on one machine never hear each other. Math libraries run single-threaded
+so timings and results do not depend on the machine's load.
+"""
+import os
+import random
+
+os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(1, 100)))
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
+
+
+def _importable(name: str) -> bool:
+    try:
+        __import__(name)
+        return True
+    except Exception:  # noqa: BLE001 - any import failure means "not available here"
+        return False
+
+
+HAVE_TORCH = _importable("torch")
+HAVE_RCLPY = _importable("rclpy")
+
+if HAVE_TORCH:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+requires_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed (pip install '.[train]')")
+requires_rclpy = pytest.mark.skipif(not HAVE_RCLPY, reason="rclpy is not importable (pip install '.[ros]' or source ROS 2)")
