@@ -1,0 +1,217 @@
+"""ONNX Runtime evaluation of an exported ServoLNN/DeLaN model, on numpy only (never imports torch).
+
+    rt = ServoLnnRuntime(default_model_path())
+    out = rt.evaluate(q, qd, qdd_e, Q_f)     # 1-D inputs: one sample; 2-D: a batch
+    out["Q_e"], out["qdd_f"], out["E"], ...
+
+Inputs and outputs are in *model order* (free joints, then servo joints; see ``rt.joints``). Single
+samples run through pre-bound buffers (ONNX Runtime I/O binding), so a call costs one graph run and
+a few small copies; batches run through a plain ``session.run``.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelError
+from ..physics.lagrangian import OUTPUT_NAMES
+from .metadata import METADATA_KEY, ModelMetadata
+
+DEFAULT_MODEL_NAME = "crane_servo_lnn.onnx"
+_ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64}
+
+
+def model_search_paths(name: str = DEFAULT_MODEL_NAME) -> list[Path]:
+    """Where a shipped model is looked for: the ament index, the install prefix, the source tree."""
+    paths = []
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        paths.append(Path(get_package_share_directory("ros_lnn")) / "models" / name)
+    except Exception:  # noqa: BLE001 - no ament index, or the package is not in it
+        pass
+    paths.append(Path(sys.prefix) / "share" / "ros_lnn" / "models" / name)
+    paths.append(Path(__file__).resolve().parents[2] / "models" / name)
+    return paths
+
+
+def default_model_path(name: str = DEFAULT_MODEL_NAME) -> Path:
+    """The shipped model file; ModelError naming every place looked at when there is none."""
+    paths = model_search_paths(name)
+    for path in paths:
+        if path.is_file():
+            return path
+    raise ModelError(f"shipped model {name} not found (looked in: {', '.join(map(str, paths))}); "
+                     "pass a model path or train one with: ros-lnn train --out models/" + name)
+
+
+def read_metadata(path) -> ModelMetadata:
+    """Metadata of a model file without creating a full inference session's worth of state."""
+    return _open_session(Path(path), 1)[1]
+
+
+def _open_session(path: Path, threads: int):
+    import onnxruntime as ort
+
+    if not path.is_file():
+        raise ModelError(f"model file not found: {path}")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = int(threads)
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - onnxruntime raises several unrelated types
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"{path}: not a readable ONNX model ({first})") from exc
+    props = session.get_modelmeta().custom_metadata_map
+    if METADATA_KEY not in props:
+        raise ModelError(f"{path}: no '{METADATA_KEY}' metadata; it was not exported by ros_lnn "
+                         "(re-export with: ros-lnn export)")
+    return session, ModelMetadata.from_json(props[METADATA_KEY], source=str(path))
+
+
+class ServoLnnRuntime:
+    """An exported model, ready to evaluate on the CPU."""
+
+    def __init__(self, path=None, free_joints=None, servo_joints=None, threads: int = 1):
+        self.path = Path(path) if path is not None else default_model_path()
+        self.session, self.metadata = _open_session(self.path, threads)
+        if free_joints is not None or servo_joints is not None:
+            self.metadata.check_joints(
+                self.metadata.free_joints if free_joints is None else free_joints,
+                self.metadata.servo_joints if servo_joints is None else servo_joints,
+                source=str(self.path))
+        self.free_joints = list(self.metadata.free_joints)
+        self.servo_joints = list(self.metadata.servo_joints)
+        self.joints = self.free_joints + self.servo_joints
+        self.n, self.n_f, self.n_e = len(self.joints), len(self.free_joints), len(self.servo_joints)
+        self._check_graph()
+        self._single = None
+
+    @property
+    def model_id(self) -> str:
+        """Short identifier for logs and diagnostics: file name and training hash when known."""
+        tag = self.metadata.provenance.get("data_hash", "")[:8] if self.metadata.provenance else ""
+        return f"{self.path.name}{'@' + tag if tag else ''}"
+
+    def _check_graph(self) -> None:
+        inputs = {i.name: i for i in self.session.get_inputs()}
+        expected = {"q": self.n, "qd": self.n, "Q_f": self.n_f}
+        if self.n_e:
+            expected["qdd_e"] = self.n_e
+        problems = []
+        for name, width in expected.items():
+            if name not in inputs:
+                problems.append(f"input '{name}' missing")
+            elif inputs[name].shape[-1] != width:
+                problems.append(f"input '{name}' has width {inputs[name].shape[-1]}, metadata says {width}")
+        self.output_names = [o.name for o in self.session.get_outputs()]
+        lacking = [k for k in OUTPUT_NAMES if k not in self.output_names]
+        if lacking:
+            problems.append(f"outputs {lacking} missing")
+        if problems:
+            raise ModelError(f"{self.path}: graph does not match its metadata: {'; '.join(problems)}")
+        self.input_names = [name for name in ("q", "qd", "qdd_e", "Q_f") if name in inputs]
+        self.dtype = _ORT_TYPES.get(inputs["q"].type)
+        if self.dtype is None:
+            raise ModelError(f"{self.path}: unsupported input type {inputs['q'].type}")
+
+    # -- evaluation -----------------------------------------------------------------------------
+    def _feeds(self, q, qd, qdd_e, Q_f, batch: int) -> dict:
+        values = {"q": q, "qd": qd, "qdd_e": qdd_e, "Q_f": Q_f}
+        widths = {"q": self.n, "qd": self.n, "qdd_e": self.n_e, "Q_f": self.n_f}
+        feeds = {}
+        for name in self.input_names:
+            value = values[name]
+            if value is None:
+                value = np.zeros((batch, widths[name]), self.dtype)
+            value = np.asarray(value, dtype=self.dtype).reshape(batch, -1)
+            if value.shape[1] != widths[name]:
+                raise ValueError(f"{name} has {value.shape[1]} entries per sample, model expects {widths[name]} "
+                                 f"(joints in model order: {self.joints})")
+            feeds[name] = value
+        return feeds
+
+    def evaluate(self, q, qd, qdd_e=None, Q_f=None) -> dict:
+        """All outputs (forward mode). ``qdd_e``/``Q_f`` default to zero. Returns float64 arrays."""
+        q = np.asarray(q)
+        if q.ndim == 1:
+            return self._evaluate_single(q, qd, qdd_e, Q_f)
+        feeds = self._feeds(q, qd, qdd_e, Q_f, q.shape[0])
+        results = self.session.run(self.output_names, feeds)
+        out = {name: np.asarray(value, dtype=np.float64) for name, value in zip(self.output_names, results)}
+        out.setdefault("qdd_f", out["qdd"][:, : self.n_f])
+        return out
+
+    def _evaluate_single(self, q, qd, qdd_e, Q_f) -> dict:
+        if self._single is None:
+            self._single = _SingleSampleBinding(self)
+        return self._single.run(q, qd, qdd_e, Q_f)
+
+    def inverse(self, q, qd, qdd) -> dict:
+        """Inverse mode: ``Q = M q̈ + Ṁq̇ − ½k + ∂V/∂q`` from measured accelerations (model order)."""
+        qdd = np.asarray(qdd, dtype=np.float64)
+        single = qdd.ndim == 1
+        qdd2 = qdd.reshape(-1, self.n)
+        q2, qd2 = np.asarray(q, np.float64).reshape(-1, self.n), np.asarray(qd, np.float64).reshape(-1, self.n)
+        out = self.evaluate(q2, qd2, qdd2[:, self.n_f:], np.zeros((len(qdd2), self.n_f)))
+        M, Q_c, dV = out["M"], out["Q_coriolis"], out["Q_conservative"]
+        Q_m = np.einsum("bij,bj->bi", M, qdd2)
+        Q = Q_m + Q_c + dV
+        f, e = slice(0, self.n_f), slice(self.n_f, self.n)
+        T_dot = np.einsum("bi,bi->b", qd2, Q_m + Q_c)
+        V_dot = np.einsum("bi,bi->b", qd2, dV)
+        res = dict(out)
+        res.update({
+            "qdd": qdd2, "qdd_f": qdd2[:, f], "Q": Q, "Q_e": Q[:, e], "Q_inertial": Q_m,
+            "Q_ff_m": np.einsum("bij,bj->bi", M[:, f, f], qdd2[:, f]),
+            "Q_fe_m": np.einsum("bij,bj->bi", M[:, f, e], qdd2[:, e]),
+            "Q_ef_m": np.einsum("bij,bj->bi", M[:, e, f], qdd2[:, f]),
+            "Q_ee_m": np.einsum("bij,bj->bi", M[:, e, e], qdd2[:, e]),
+            "T_dot": T_dot, "V_dot": V_dot, "E_dot": T_dot + V_dot, "W_dot": qd2 * Q,
+            "power": np.einsum("bi,bi->b", qd2, Q),
+        })
+        return {k: v[0] for k, v in res.items()} if single else res
+
+
+class _SingleSampleBinding:
+    """Pre-bound input/output buffers for batch size 1: one graph run, no per-call allocations in ORT."""
+
+    def __init__(self, rt: ServoLnnRuntime):
+        import onnxruntime as ort
+
+        self.rt = rt
+        widths = {"q": rt.n, "qd": rt.n, "qdd_e": rt.n_e, "Q_f": rt.n_f}
+        self.inputs = {name: np.zeros((1, widths[name]), rt.dtype) for name in rt.input_names}
+        self.binding = rt.session.io_binding()
+        for name, buf in self.inputs.items():
+            self.binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(buf))
+        # Run once to learn each output's shape, then bind preallocated buffers.
+        probe = rt.session.run(rt.output_names, dict(self.inputs))
+        self.outputs = {}
+        for name, value in zip(rt.output_names, probe):
+            buf = np.zeros(np.asarray(value).shape, rt.dtype)
+            self.outputs[name] = buf
+            self.binding.bind_ortvalue_output(name, ort.OrtValue.ortvalue_from_numpy(buf))
+        self.zeros = {name: np.zeros(widths[name]) for name in widths}
+
+    def run(self, q, qd, qdd_e, Q_f) -> dict:
+        rt = self.rt
+        for name, value in (("q", q), ("qd", qd), ("qdd_e", qdd_e), ("Q_f", Q_f)):
+            if name not in self.inputs:
+                continue
+            value = self.zeros[name] if value is None else np.asarray(value)
+            if value.size != self.inputs[name].shape[1]:
+                raise ValueError(f"{name} has {value.size} entries, model expects {self.inputs[name].shape[1]} "
+                                 f"(joints in model order: {rt.joints})")
+            self.inputs[name][0] = value.ravel()
+        rt.session.run_with_iobinding(self.binding)
+        out = {name: buf[0].astype(np.float64) for name, buf in self.outputs.items()}
+        out.setdefault("qdd_f", out["qdd"][: rt.n_f])
+        return out
+
