@@ -1,0 +1,40 @@
+"""``ros-lnn bench <what>``: benchmarks whose figures go into closing notes and the README."""
+from __future__ import annotations
+
+import importlib
+
+# name -> (module, function, help)
+BENCHES = {
+    "inference": ("ros_lnn.commands.bench_inference", "bench_inference",
+                  "ONNX runtime vs torch (analytic) vs torch (autograd) per-sample latency, batched throughput"),
+    "node": ("ros_lnn.commands.bench_node", "bench_node", "estimator node driven at 1 kHz / 5 kHz over DDS"),
+    "control": ("ros_lnn.commands.bench_control", "bench_control", "DAC controller step time for N bodies"),
+    "ingest": ("ros_lnn.commands.bench_ingest", "bench_ingest", "rosbag ingest speed against the naive rosbags loop"),
+    "train": ("ros_lnn.commands.bench_train", "bench_train", "training steps/s: analytic vs autograd, paper schedule"),
+}
+
+
+def add_arguments(parser):
+    parser.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
+    parser.add_argument("--model", help="ONNX model (default: the shipped one)")
+    parser.add_argument("--duration", type=float, default=None, help="seconds, for timed benchmarks")
+
+
+def run(args) -> int:
+    module, func, _ = BENCHES[args.what]
+    try:
+        fn = getattr(importlib.import_module(module), func)
+    except (ModuleNotFoundError, AttributeError) as exc:
+        from ..errors import RosLnnError
+
+        raise RosLnnError(f"benchmark '{args.what}' is not available: {exc}") from exc
+    result = fn(args)
+    if args.json and isinstance(result, dict):
+        import json
+
+        with open(args.json, "w") as fh:
+            json.dump(result, fh, indent=2, default=float)
+        print(f"figures written to {args.json}")
+    return 0
