@@ -1,0 +1,208 @@
+"""Data sets of reference trials: the crane trials of the ServoLNN paper (Sec. 5) and small chain
+excitation trials.
+
+The paper does not publish its 11 input functions, only their kinds (Fig. 4): cosines, some with
+several frequencies, some decaying, one stationary cart, and 4 force-driven trials replayed as
+position input. The functions below are ours, of those kinds, with ``x(0) = 0`` and ``θ(0) ∈ {0, 1}``.
+Samples are taken at the accepted steps of Dormand–Prince RK45 at rtol = atol = 1e-10, like the
+paper's ode45 run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from .chain import PlanarChain
+from .crane import Crane
+from .lagrangian import NUMPY, forward_acceleration, velocity_terms
+from .simulate import CosineServo, SimulationError, simulate, stationary_servo
+from .trials import Trial, load_trials, save_trials
+
+DURATION = 20.0
+TOLERANCE = 1e-10
+CACHE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CraneTrialSpec:
+    """One paper-like trial. ``kind`` "position": ``x(t) = Σ a (1 − e^{−λt} cos ωt)`` (so x(0) = 0).
+    ``kind`` "force": cart force ``F(t) = Σ a e^{−λt} cos ωt`` on the all-free crane from rest,
+    then the recorded ``x(t)`` replayed as the servo input."""
+
+    name: str
+    kind: str
+    theta0: float
+    amplitude: tuple = ()
+    omega: tuple = ()
+    decay: tuple = ()
+
+
+# Which trials train and which test is fixed here (see paper_split).
+PAPER_TRIALS = (
+    CraneTrialSpec("stationary", "position", 1.0),
+    CraneTrialSpec("cosine_a", "position", 0.0, (0.4,), (1.3,), (0.0,)),
+    CraneTrialSpec("cosine_b", "position", 1.0, (0.25,), (2.9,), (0.0,)),
+    CraneTrialSpec("multi_a", "position", 0.0, (0.3, 0.08), (0.9, 3.7), (0.0, 0.0)),
+    CraneTrialSpec("multi_b", "position", 1.0, (-0.2, 0.1, 0.04), (1.7, 0.6, 5.1), (0.0, 0.0, 0.0)),
+    CraneTrialSpec("decay_a", "position", 0.0, (0.5,), (2.2,), (0.25,)),
+    CraneTrialSpec("decay_b", "position", 1.0, (0.3, -0.15), (1.1, 3.3), (0.1, 0.3)),
+    CraneTrialSpec("force_a", "force", 0.0, (0.3,), (1.5,), (0.0,)),
+    CraneTrialSpec("force_b", "force", 1.0, (0.2, 0.12), (0.8, 2.6), (0.0, 0.0)),
+    CraneTrialSpec("force_c", "force", 0.0, (0.6,), (2.0,), (0.15,)),
+    CraneTrialSpec("force_d", "force", 1.0, (-0.25, 0.2), (1.2, 3.1), (0.05, 0.2)),
+)
+PAPER_TEST_TRIALS = ("cosine_b", "multi_b", "decay_b", "force_b", "force_d")
+PAPER_TRAIN_TRIALS = tuple(s.name for s in PAPER_TRIALS if s.name not in PAPER_TEST_TRIALS)
+
+
+def position_servo(spec: CraneTrialSpec) -> CosineServo:
+    a = np.array(spec.amplitude, dtype=float)
+    return CosineServo(amplitude=-a[None], omega=np.array(spec.omega)[None],
+                       decay=np.array(spec.decay)[None], offset=np.array([a.sum()]))
+
+
+def force_function(spec: CraneTrialSpec):
+    a, w, lam = (np.array(v, dtype=float) for v in (spec.amplitude, spec.omega, spec.decay))
+    return lambda t: float(np.sum(a * np.exp(-lam * t) * np.cos(w * t)))
+
+
+def force_driven_replay(crane: Crane, spec: CraneTrialSpec, **solver) -> Trial:
+    """Simulate the all-free crane under the cart force, then replay its cart motion as servo input.
+
+    The replay's servo trajectory is the force-driven solution's dense output (x, ẋ) with ẍ from the
+    force-driven equations at that state, so its exact ``Q_e`` reproduces the applied force.
+    """
+    free = crane.with_servo([])
+    force = force_function(spec)
+    part = free.partition
+
+    def accel(t, q, qd):
+        M = free.mass_matrix(q)
+        _, Q_c = velocity_terms(NUMPY, M, free.mass_matrix_partials(q), qd)
+        return forward_acceleration(NUMPY, M, Q_c, free.potential_gradient(q), np.zeros(0),
+                                    np.array([0.0, force(t)]), part)
+
+    rtol, atol = solver.get("rtol", TOLERANCE), solver.get("atol", TOLERANCE)
+    method = solver.get("method", "RK45")
+    y0 = np.array([spec.theta0, 0.0, 0.0, 0.0])
+    sol = solve_ivp(lambda t, y: np.concatenate([y[2:], accel(t, y[:2], y[2:])]), (0.0, DURATION), y0,
+                    method=method, rtol=rtol, atol=atol, dense_output=True)
+    if not sol.success:
+        raise SimulationError(f"crane force-driven trial '{spec.name}': {sol.message}")
+
+    def servo(t):
+        y = sol.sol(t)
+        return y[1:2], y[3:4], accel(t, y[:2], y[2:])[1:2]
+
+    trial = simulate(crane, DURATION, [spec.theta0], [0.0], servo=servo, method=method, rtol=rtol,
+                     atol=atol, name=spec.name,
+                     attrs={"force_driven": True, "force_steps": int(len(sol.t) - 1)})
+    trial.attrs["applied_force"] = "F(t) = sum a exp(-lambda t) cos(omega t)"
+    return trial
+
+
+def crane_trial(crane: Crane, spec: CraneTrialSpec, **solver) -> Trial:
+    attrs = {"spec": spec.__dict__ | {"amplitude": list(spec.amplitude), "omega": list(spec.omega),
+                                      "decay": list(spec.decay)}}
+    if spec.kind == "force":
+        trial = force_driven_replay(crane, spec, **solver)
+    elif spec.kind == "position":
+        servo = position_servo(spec) if spec.amplitude else stationary_servo([0.0])
+        trial = simulate(crane, DURATION, [spec.theta0], [0.0], servo=servo, name=spec.name,
+                         **{"rtol": TOLERANCE, "atol": TOLERANCE} | solver)
+    else:
+        raise SimulationError(f"crane trial '{spec.name}': unknown kind '{spec.kind}'")
+    trial.attrs.update(attrs)
+    return trial
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("ROS_LNN_CACHE", Path(tempfile.gettempdir()) / "ros_lnn_cache"))
+
+
+def _cache_key(crane: Crane, specs, solver) -> str:
+    blob = json.dumps({"v": CACHE_VERSION, "crane": [crane.m1, crane.m2, crane.L, crane.g],
+                       "specs": [s.__dict__ for s in specs], "solver": solver, "T": DURATION},
+                      sort_keys=True, default=list)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def paper_crane_trials(crane: Crane | None = None, *, cache: bool | str | os.PathLike = True,
+                       specs=PAPER_TRIALS, **solver) -> list[Trial]:
+    """The 11 crane trials (20 s each), sampled at the accepted RK45 steps at 1e-10.
+
+    ``cache``: True = a file keyed by the parameters under ``$ROS_LNN_CACHE`` (default: the temp
+    directory), a path = that file, False = always regenerate.
+    """
+    crane = crane or Crane()
+    path = None
+    if cache:
+        path = (default_cache_dir() / f"crane_trials_{_cache_key(crane, specs, solver)}.npz"
+                if cache is True else Path(cache))
+        if path.is_file():
+            return load_trials(path)
+    trials = [crane_trial(crane, spec, **solver) for spec in specs]
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_trials(path, trials)
+    return trials
+
+
+SAMPLE_KEYS = ("t", "q", "qd", "qdd", "Q", "T", "V", "E", "M")
+
+
+def paper_split(trials, n_train_samples: int = 4096, seed: int = 0,
+                test_names=PAPER_TEST_TRIALS) -> tuple[dict, dict]:
+    """Train: ``n_train_samples`` random samples (without replacement) pooled from the trials not in
+    ``test_names`` (the paper's 6); test: every sample of the ``test_names`` trials (the paper's 5).
+    Each side is a dict of stacked arrays plus ``trial`` (index into ``trials``) and ``names``."""
+    names = [tr.name for tr in trials]
+    missing = [n for n in test_names if n not in names]
+    if missing:
+        raise SimulationError(f"paper_split: test trials {missing} are not among {names}")
+
+    def pool(idx):
+        out = {k: np.concatenate([getattr(trials[i], k) for i in idx]) for k in SAMPLE_KEYS}
+        out["trial"] = np.concatenate([np.full(len(trials[i]), i) for i in idx])
+        return out
+
+    train_idx = [i for i, n in enumerate(names) if n not in test_names]
+    test_idx = [i for i, n in enumerate(names) if n in test_names]
+    train = pool(train_idx)
+    total = len(train["t"])
+    if n_train_samples > total:
+        raise SimulationError(f"paper_split: {n_train_samples} training samples requested, "
+                              f"the training trials hold only {total}")
+    pick = np.sort(np.random.default_rng(seed).choice(total, n_train_samples, replace=False))
+    train = {k: v[pick] for k, v in train.items()}
+    test = pool(test_idx)
+    train["names"] = [names[i] for i in train_idx]
+    test["names"] = [names[i] for i in test_idx]
+    return train, test
+
+
+def chain_trials(chain: PlanarChain | None = None, *, n_trials: int = 3, duration: float = 5.0,
+                 seed: int = 0, rtol: float = 1e-9, atol: float = 1e-9, **solver) -> list[Trial]:
+    """A few excitation trials of a chain: servo joints follow random two-frequency cosines about
+    their start, free joints start at small random angles/extensions at rest."""
+    chain = chain or PlanarChain.uniform(2, servo_joints=("joint_1",))
+    rng = np.random.default_rng(seed)
+    n_f, n_e = len(chain.partition.free), len(chain.partition.servo)
+    trials = []
+    for k in range(n_trials):
+        servo = None
+        if n_e:
+            a = rng.uniform(-0.4, 0.4, (n_e, 2))
+            servo = CosineServo(amplitude=a, omega=rng.uniform(0.5, 3.0, (n_e, 2)),
+                                phase=rng.uniform(0, 2 * np.pi, (n_e, 2)))
+        q0 = rng.uniform(-0.5, 0.5, n_f)
+        trials.append(simulate(chain, duration, q0, np.zeros(n_f), servo=servo, rtol=rtol, atol=atol,
+                               name=f"chain_{k}", attrs={"links": chain.describe()}, **solver))
+    return trials
