@@ -182,3 +182,18 @@ def test_chain_trials_energy_balance():
         np.testing.assert_allclose(out["E_dot"], power(trial), atol=1e-12)
         np.testing.assert_allclose(trial.Q_f, 0.0, atol=1e-12)
         assert np.abs(trial.Q_e).max() > 1e-2
+
+
+def test_simulate_command_writes_trials(tmp_path, capsys):
+    from ros_lnn.cli import main
+
+    out = tmp_path / "chain.npz"
+    assert main(["simulate", "--system", "chain", "--links", "3", "--servo", "joint_1,joint_3",
+                 "--trials", "2", "--duration", "0.5", "--out", str(out)]) == 0
+    trials = load_trials(out)
+    assert len(trials) == 2 and trials[0].servo_joints == ("joint_1", "joint_3")
+    assert trials[0].coordinate_names == ("joint_1", "joint_2", "joint_3")
+    assert main(["simulate", "--system", "chain", "--servo", "joint_9", "--out", str(out)]) == 2
+    assert "joint_9" in capsys.readouterr().err
+    assert main(["simulate", "--out", str(tmp_path / "x.csv")]) == 2
+    assert ".csv" in capsys.readouterr().err

@@ -135,11 +135,12 @@ def _cache_key(crane: Crane, specs, solver) -> str:
 
 
 def paper_crane_trials(crane: Crane | None = None, *, cache: bool | str | os.PathLike = True,
-                       specs=PAPER_TRIALS, **solver) -> list[Trial]:
+                       specs=PAPER_TRIALS, progress=None, **solver) -> list[Trial]:
     """The 11 crane trials (20 s each), sampled at the accepted RK45 steps at 1e-10.
 
     ``cache``: True = a file keyed by the parameters under ``$ROS_LNN_CACHE`` (default: the temp
-    directory), a path = that file, False = always regenerate.
+    directory), a path = that file, False = always regenerate. ``progress(name)`` is called before
+    each trial is simulated.
     """
     crane = crane or Crane()
     path = None
@@ -148,7 +149,11 @@ def paper_crane_trials(crane: Crane | None = None, *, cache: bool | str | os.Pat
                 if cache is True else Path(cache))
         if path.is_file():
             return load_trials(path)
-    trials = [crane_trial(crane, spec, **solver) for spec in specs]
+    trials = []
+    for spec in specs:
+        if progress:
+            progress(spec.name)
+        trials.append(crane_trial(crane, spec, **solver))
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         save_trials(path, trials)

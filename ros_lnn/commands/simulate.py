@@ -1,0 +1,68 @@
+"""``ros-lnn simulate``: simulate the reference systems and write the trials (npz)."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from ..errors import ConfigError
+
+
+def add_arguments(parser):
+    parser.add_argument("--system", choices=("crane", "chain"), default="crane",
+                        help="crane: the 11 trials of the ServoLNN paper (default); chain: n-link excitation trials")
+    parser.add_argument("--links", type=int, default=2, help="chain: number of links (default 2)")
+    parser.add_argument("--servo", default=None,
+                        help="comma-separated servo joints (chain default: joint_1; '' for none; "
+                             "crane: cart_joint only)")
+    parser.add_argument("--trials", type=int, default=3, help="chain: number of trials (default 3)")
+    parser.add_argument("--duration", type=float, default=5.0, help="chain: seconds per trial (default 5)")
+    parser.add_argument("--seed", type=int, default=0, help="chain: random seed of the excitations")
+    parser.add_argument("--no-cache", action="store_true", help="crane: regenerate instead of using the cache")
+    parser.add_argument("--out", required=True, help="output file (.npz)")
+
+
+def make_trials(args, progress=print):
+    from ..physics.chain import PlanarChain
+    from ..physics.datasets import chain_trials, paper_crane_trials
+
+    servo = None if args.servo is None else tuple(s for s in args.servo.split(",") if s.strip())
+    if args.system == "crane":
+        if servo not in (None, ("cart_joint",)):
+            raise ConfigError(f"--servo {args.servo}: the crane data set drives cart_joint only")
+        return paper_crane_trials(cache=not args.no_cache, progress=lambda n: progress(f"simulating {n}"))
+    if args.links < 1:
+        raise ConfigError(f"--links {args.links}: a chain needs at least one link")
+    chain = PlanarChain.uniform(args.links, servo_joints=("joint_1",) if servo is None else servo)
+    progress(f"simulating {args.trials} trials of a {args.links}-link chain, servo {chain.servo_names}")
+    return chain_trials(chain, n_trials=args.trials, duration=args.duration, seed=args.seed)
+
+
+def trial_writer(path):
+    """The function that writes trials to ``path``, chosen by its suffix (.npz); checked before any
+    simulation runs so a bad ``--out`` fails at once."""
+    from ..physics.trials import save_trials
+
+    path = Path(path)
+    if path.suffix != ".npz":
+        raise ConfigError(f"--out {path}: unsupported output format '{path.suffix}' (use .npz)")
+
+    def write(trials):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_trials(path, trials)
+
+    return write
+
+
+def write_trials(path, trials) -> None:
+    trial_writer(path)(trials)
+
+
+def run(args) -> int:
+    start = time.perf_counter()
+    write = trial_writer(args.out)
+    trials = make_trials(args, progress=lambda msg: print(msg, file=sys.stderr))
+    write(trials)
+    samples = sum(len(t) for t in trials)
+    print(f"wrote {len(trials)} trials ({samples} samples) to {args.out} in {time.perf_counter() - start:.1f} s")
+    return 0
