@@ -171,6 +171,10 @@ def test_cache_round_trip(tmp_path, paper_trials):
     for a, b, c in zip(first, second, paper_trials[:2]):
         np.testing.assert_array_equal(a.q, b.q)
         np.testing.assert_allclose(a.Q, c.Q, atol=1e-12)
+    path.write_bytes(b"damaged")  # a broken cache file is regenerated, not an error
+    third = paper_crane_trials(cache=path, specs=PAPER_TRIALS[:2])
+    np.testing.assert_array_equal(third[1].q, first[1].q)
+    assert len(load_trials(path)) == 2
 
 
 def test_chain_trials_energy_balance():

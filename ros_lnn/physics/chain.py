@@ -174,7 +174,12 @@ class PlanarChain(LagrangianSystem):
 
     def partial_forces(self, q, qd, qdd):
         """(..., n, n_links): column i is ``D_k 𝓛_i`` for every coordinate k (the paper's Table 1
-        column i); row sums are the whole-system generalised force ``Q``. Rows k > i are zero."""
+        column i); row sums are the whole-system generalised force ``Q``. Rows k > i are zero.
+
+        Extension (``append_link``) holds pointwise in (q, q̇, q̈): the first n columns of the longer
+        chain, restricted to its first n rows, equal this chain's columns at the same first-n
+        coordinates, and vanish in the new row. The motion of the longer chain differs, of course:
+        the new column loads every joint below the new link."""
         q, qd, qdd = (np.asarray(a, dtype=float) for a in (q, qd, qdd))
         cols = []
         for i in range(len(self.links)):

@@ -23,6 +23,7 @@ from .chain import PlanarChain
 from .crane import Crane
 from .lagrangian import NUMPY, forward_acceleration, velocity_terms
 from .simulate import CosineServo, SimulationError, simulate, stationary_servo
+from ..errors import DataError
 from .trials import Trial, load_trials, save_trials
 
 DURATION = 20.0
@@ -139,7 +140,8 @@ def paper_crane_trials(crane: Crane | None = None, *, cache: bool | str | os.Pat
     """The 11 crane trials (20 s each), sampled at the accepted RK45 steps at 1e-10.
 
     ``cache``: True = a file keyed by the parameters under ``$ROS_LNN_CACHE`` (default: the temp
-    directory), a path = that file, False = always regenerate. ``progress(name)`` is called before
+    directory), a path = that file, False = always regenerate. The key covers the crane, the specs,
+    the solver options and ``CACHE_VERSION`` (bump it when the simulation itself changes). ``progress(name)`` is called before
     each trial is simulated.
     """
     crane = crane or Crane()
@@ -148,7 +150,10 @@ def paper_crane_trials(crane: Crane | None = None, *, cache: bool | str | os.Pat
         path = (default_cache_dir() / f"crane_trials_{_cache_key(crane, specs, solver)}.npz"
                 if cache is True else Path(cache))
         if path.is_file():
-            return load_trials(path)
+            try:
+                return load_trials(path)
+            except DataError:
+                pass  # a damaged cache file is regenerated below
     trials = []
     for spec in specs:
         if progress:

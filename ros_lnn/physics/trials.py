@@ -97,7 +97,7 @@ def save_trials(path, trials) -> None:
         })
     arrays["header"] = np.array(json.dumps(header))
     path = os.fspath(path)
-    tmp = path + ".tmp.npz"
+    tmp = f"{path}.{os.getpid()}.tmp.npz"  # unique: parallel writers of one cache file
     np.savez_compressed(tmp, **arrays)
     os.replace(tmp, path)
 
