@@ -1,0 +1,104 @@
+"""``ros-lnn demo``: the shipped model against exact physics.
+
+Live (default when rclpy is importable): simulator node + estimator node in one process over real
+topics, printing a live table. ``--offline``: the model evaluated directly on a held-out simulated
+trial of the paper's crane data set. No torch needed for either.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+
+
+def add_arguments(parser):
+    parser.add_argument("--offline", action="store_true",
+                        help="no ROS: evaluate the model on a held-out simulated trial")
+    parser.add_argument("--model", help="ONNX model (default: the shipped crane model)")
+    parser.add_argument("--trial", default="multi_b",
+                        help="offline: held-out paper trial to replay (default: multi_b)")
+    parser.add_argument("--rows", type=int, default=8, help="offline: table rows to print")
+    parser.add_argument("--duration", type=float, default=10.0, help="live: seconds to run (default 10)")
+    parser.add_argument("--rate", type=float, default=500.0, help="live: joint_states rate in Hz (default 500)")
+
+
+def run(args) -> int:
+    if not args.offline:
+        try:
+            from ..nodes.live_demo import run_live_demo
+        except ImportError as exc:
+            print(f"live demo unavailable ({exc}); running the offline demo instead")
+        else:
+            return int(run_live_demo(duration_s=args.duration, model_path=args.model, rate_hz=args.rate) or 0)
+    return offline_demo(args.model, args.trial, args.rows)
+
+
+def held_out_trial(name: str):
+    """One of the paper's test trials, simulated exactly (never seen in training)."""
+    from ..physics.crane import Crane
+    from ..physics.datasets import PAPER_TEST_TRIALS, PAPER_TRIALS, crane_trial
+
+    if name not in PAPER_TEST_TRIALS:
+        raise ConfigError(f"trial '{name}' is not held out; choose one of {', '.join(PAPER_TEST_TRIALS)}")
+    spec = next(s for s in PAPER_TRIALS if s.name == name)
+    return crane_trial(Crane(), spec)
+
+
+def model_order_inputs(trial, joints):
+    """Trial arrays rearranged into the model's coordinate order (free joints, then servo joints)."""
+    cols = [trial.coordinate_names.index(j) for j in joints]
+    q, qd, qdd, Q = (a[:, cols] for a in (trial.q, trial.qd, trial.qdd, trial.Q))
+    return q, qd, qdd, Q
+
+
+def offline_demo(model_path, trial_name: str, rows: int) -> int:
+    from ..inference.runtime import ServoLnnRuntime
+    from ..timing import summary_us, time_calls
+
+    rt = ServoLnnRuntime(model_path)
+    if rt.metadata.system not in ("", "crane"):
+        raise ConfigError(f"{rt.path.name} models '{rt.metadata.system}'; the offline demo replays crane trials")
+    print(f"model: {rt.path} ({rt.metadata.family}, free {rt.free_joints}, servo {rt.servo_joints})")
+    print(f"simulating held-out trial '{trial_name}' (20 s, RK45 at 1e-10) ...", flush=True)
+    trial = held_out_trial(trial_name)
+    q, qd, qdd, Q = model_order_inputs(trial, rt.joints)
+    f, e = slice(0, rt.n_f), slice(rt.n_f, rt.n)
+    out = rt.evaluate(q, qd, qdd[:, e], Q[:, f])
+    m = metrics(out, qdd, Q, trial.E, f, e)
+
+    idx = np.linspace(0, len(trial.t) - 1, max(rows, 2)).astype(int)
+    header = f"{'t [s]':>7} | {'Q_e true':>9} {'Q_e est':>9} | {'qdd_f true':>10} {'qdd_f est':>10} | {'E true':>8} {'E est':>8}"
+    print(header)
+    print("-" * len(header))
+    offset = m["E_offset"]
+    for i in idx:
+        print(f"{trial.t[i]:7.2f} | {Q[i, e][0]:9.4f} {out['Q_e'][i][0]:9.4f} | "
+              f"{qdd[i, f][0]:10.4f} {out['qdd_f'][i][0]:10.4f} | {trial.E[i]:8.4f} {out['E'][i] - offset:8.4f}")
+    print("-" * len(header))
+    print(f"samples {len(trial.t)}: Q_e relative RMS error {100 * m['Q_e_rel_rms']:.2f} %, "
+          f"q̈_f nMSE {m['qdd_f_nmse']:.2e}, E RMS error {m['E_rms']:.2e} J "
+          f"(after removing the constant {offset:+.4f} J: V is known up to a constant)")
+    i = 0
+
+    def one_sample():
+        nonlocal i
+        i = (i + 1) % len(q)
+        rt.evaluate(q[i], qd[i], qdd[i, e], Q[i, f])
+
+    s = summary_us(time_calls(one_sample, 2000))
+    print(f"one sample at a time, all outputs, 1 thread: median {s['median_us']:.1f} µs, p99 {s['p99_us']:.1f} µs")
+    return 0
+
+
+def metrics(out, qdd, Q, E, f, e) -> dict:
+    """Errors of a model's outputs against exact values (all arrays in model order)."""
+    err_qdd = out["qdd_f"] - qdd[:, f]
+    qdd_f = qdd[:, f]
+    Q_e = Q[:, e]
+    offset = float(np.mean(out["E"] - E))
+    return {
+        "qdd_f_nmse": float(np.mean(err_qdd ** 2) / np.var(qdd_f)),
+        "Q_e_rel_rms": float(np.sqrt(np.mean((out["Q_e"] - Q_e) ** 2) / np.mean(Q_e ** 2))) if Q_e.size else 0.0,
+        "E_offset": offset,
+        "E_rms": float(np.sqrt(np.mean((out["E"] - offset - E) ** 2))),
+    }
