@@ -1,0 +1,433 @@
+"""Coordinate-free Newton–Euler model of a multibody system (seed 004 §2, EQUATIONS.md §6).
+
+Every tensor is expressed in the inertial frame I. A :class:`MultibodyModel` is the immutable
+description (bodies, joints, gravity and precomputed index tables); :func:`update` evaluates a
+:class:`MultibodyData` workspace at one state (Pinocchio's model/data split). Algorithms are plain
+functions named after what they compute: :func:`mass_matrix`, :func:`constraint_jacobian`,
+:func:`generalized_force`, :func:`forward_dynamics` (the KKT system of eq 32), :func:`momentum`,
+:func:`energy`, :func:`joint_mismatch`.
+
+State: body centre-of-mass positions ``r`` (N, 3), attitudes ``quat`` (N, 4; body → inertial,
+scalar first) and the twist ``ν = [v_1 … v_N, ω_1 … ω_N]`` (6N). The port ``τ = [f_1 … f_N,
+m_1 … m_N]`` has the same layout.
+
+Joints (joint k joins parent body p — or the world, p = -1 — to child body c):
+
+* every joint makes its two anchor points coincide: three rows ``v_c + S_c ω_c − v_p − S_p ω_p = 0``
+  with ``s_c = r_c − r_J`` (eq 27 for the chain, where p = j and c = j+1);
+* ``revolute`` adds two rows blocking rotation about the directions normal to its axis,
+  ``n_iᵀ(ω_c − ω_p) = 0``, ``fixed`` adds three; their multipliers are constraint moments;
+* ``spherical`` joints carry torsional springs on the relative XYZ Euler angles (eqs 19–24);
+  revolute joints may carry a spring/damper about the axis. Spring moments enter 𝓕 as ``C_F M_J``.
+
+Sign of the joint forces. Eqs 6–7 and 17 give body p the force ``+f_J`` and body c ``−f_J``
+(``C_F = −J_vᵀ``), i.e. ``𝓜 ν̇ = 𝓕 − Jᵀ F_J``; eq 32 as printed (unknown ``−F_J``) has the opposite
+sign. We follow eqs 6–7 and solve ``[𝓜 Jᵀ; J 0] [ν̇; F_J] = [𝓕; γ]``: ``F_J`` is the force the child
+exerts on the parent at the joint (a constraint moment, likewise, for the rotation rows).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ConfigError
+from .multibody_quaternion import cross, euler_xyz_intrinsic, quat_to_matrix, skew
+
+JOINT_KINDS = ("spherical", "revolute", "fixed")
+SPRING_LAWS = ("paper", "potential")
+
+
+@dataclass(frozen=True)
+class Body:
+    name: str
+    mass: float
+    inertia: np.ndarray  # (3, 3) about the centre of mass, body coordinates
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str
+    kind: str
+    parent: int  # body index, -1 for the world
+    child: int
+    anchor_parent: np.ndarray  # joint point from the parent's CoM, parent coordinates (world if parent = -1)
+    anchor_child: np.ndarray  # joint point from the child's CoM, child coordinates
+    rest: np.ndarray = field(default_factory=lambda: np.eye(3))  # child attitude in parent frame at q = 0
+    axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))  # revolute, child coordinates
+    stiffness: np.ndarray = field(default_factory=lambda: np.zeros(3))  # spherical (3,) / revolute (1,)
+    damping: float = 0.0
+    effort_limit: float = np.inf
+    velocity_limit: float = np.inf
+
+
+def _normals(axis: np.ndarray) -> np.ndarray:
+    """Two unit vectors completing ``axis`` to a right-handed orthonormal triad."""
+    a = axis / np.linalg.norm(axis)
+    t = np.eye(3)[int(np.argmin(np.abs(a)))]
+    n1 = cross(a, t)
+    n1 /= np.linalg.norm(n1)
+    return np.stack([n1, cross(a, n1)])
+
+
+class MultibodyModel:
+    """Immutable description of a tree of rigid bodies (a chain in the paper) plus index tables."""
+
+    def __init__(self, bodies, joints, gravity=(0.0, 0.0, -9.81), spring_law: str = "paper",
+                 name: str = "multibody"):
+        self.name = name
+        self.bodies = tuple(bodies)
+        self.joints = tuple(joints)
+        self.gravity = np.asarray(gravity, dtype=float).reshape(3)
+        if spring_law not in SPRING_LAWS:
+            raise ConfigError(f"multibody '{name}': spring_law '{spring_law}' is not one of {SPRING_LAWS}")
+        self.spring_law = spring_law
+        n = self.n_bodies = len(self.bodies)
+        if n == 0:
+            raise ConfigError(f"multibody '{name}': no bodies; give at least one body with mass and inertia")
+        for b in self.bodies:
+            ev = np.linalg.eigvalsh(0.5 * (b.inertia + b.inertia.T))
+            if not (b.mass > 0 and np.all(ev > 0)):
+                raise ConfigError(f"body '{b.name}': mass and inertia must be positive definite "
+                                  f"(mass {b.mass}, inertia eigenvalues {ev}); fix its parameters")
+        self._check_topology()
+        self.masses = np.array([b.mass for b in self.bodies])
+        self.inertia_body = np.stack([b.inertia for b in self.bodies])
+        self.inertia_body_inv = np.linalg.inv(self.inertia_body)
+        js = self.joints
+        k = self.n_joints = len(js)
+        self.parent = np.array([j.parent for j in js], dtype=int)
+        self.child = np.array([j.child for j in js], dtype=int)
+        self.has_parent = self.parent >= 0
+        self.anchor_parent = np.array([j.anchor_parent for j in js], dtype=float).reshape(k, 3)
+        self.anchor_child = np.array([j.anchor_child for j in js], dtype=float).reshape(k, 3)
+        self.rest = np.array([j.rest for j in js], dtype=float).reshape(k, 3, 3)
+        self.axis = np.array([np.asarray(j.axis, float) / np.linalg.norm(j.axis) for j in js]).reshape(k, 3)
+        kinds = [j.kind for j in js]
+        self.spherical = np.array([i for i, kd in enumerate(kinds) if kd == "spherical"], dtype=int)
+        self.revolute = np.array([i for i, kd in enumerate(kinds) if kd == "revolute"], dtype=int)
+        self.sph_stiffness = np.array([np.broadcast_to(js[i].stiffness, 3) for i in self.spherical],
+                                      dtype=float).reshape(-1, 3)
+        self.rev_stiffness = np.array([float(np.ravel(js[i].stiffness)[0]) for i in self.revolute])
+        self.damping = np.array([j.damping for j in js], dtype=float)
+        # rotation rows: (joint, direction in the joint's rest frame R_p R0)
+        rot_joint, rot_dir = [], []
+        for i, j in enumerate(js):
+            if j.kind == "revolute":
+                a_rest = self.rest[i] @ self.axis[i]  # axis in the parent frame
+                for nvec in _normals(a_rest):
+                    rot_joint.append(i)
+                    rot_dir.append(self.rest[i].T @ nvec)
+            elif j.kind == "fixed":
+                rot_joint += [i, i, i]
+                rot_dir += list(np.eye(3))
+        self.rot_joint = np.array(rot_joint, dtype=int)
+        self.rot_dir = np.array(rot_dir, dtype=float).reshape(-1, 3)
+        self.n_constraints = 3 * k + len(rot_joint)
+        self._index_tables()
+
+    # ----------------------------------------------------------------- set-up helpers
+    def _check_topology(self):
+        children = {j.child for j in self.joints}
+        roots = [i for i in range(len(self.bodies)) if i not in children]
+        if len(roots) > 1 and not any(j.parent == -1 for j in self.joints):
+            raise ConfigError(f"multibody '{self.name}': bodies {[self.bodies[i].name for i in roots]} are "
+                              "not connected; join every body to the chain or to the world")
+        if len(roots) > 1 or (roots and any(j.parent == -1 for j in self.joints)):
+            raise ConfigError(f"multibody '{self.name}': body '{self.bodies[roots[0]].name}' has no parent "
+                              "joint while others hang from the world; join it to the chain")
+        placed = set(roots)
+        for j in self.joints:
+            if j.kind not in JOINT_KINDS:
+                raise ConfigError(f"joint '{j.name}': kind '{j.kind}' is not one of {JOINT_KINDS}")
+            if not (0 <= j.child < len(self.bodies)) or not (-1 <= j.parent < len(self.bodies)):
+                raise ConfigError(f"joint '{j.name}': parent/child index out of range")
+            if j.child in placed:
+                raise ConfigError(f"joint '{j.name}': body '{self.bodies[j.child].name}' already has a parent "
+                                  "(closed loops are not supported)")
+            if j.parent != -1 and j.parent not in placed:
+                raise ConfigError(f"joint '{j.name}': list joints parent-first (parent "
+                                  f"'{self.bodies[j.parent].name}' is not attached yet)")
+            placed.add(j.child)
+        self.floating_root = roots[0] if roots else None
+
+    def _index_tables(self):
+        n, k = self.n_bodies, self.n_joints
+        ar3 = np.arange(3)
+        rows = 3 * np.arange(k)[:, None, None] + ar3[None, :, None] + 0 * ar3[None, None, :]
+        self._pt_rows = rows
+        self._pt_cols_c = 3 * n + 3 * self.child[:, None, None] + 0 * ar3[:, None] + ar3[None, None, :]
+        self._pt_cols_p = 3 * n + 3 * np.maximum(self.parent, 0)[:, None, None] + 0 * ar3[:, None] + ar3[None, None, :]
+        jv = np.zeros((3 * k, 6 * n))
+        for i in range(k):
+            jv[3 * i:3 * i + 3, 3 * self.child[i]:3 * self.child[i] + 3] = np.eye(3)
+            if self.parent[i] >= 0:
+                jv[3 * i:3 * i + 3, 3 * self.parent[i]:3 * self.parent[i] + 3] = -np.eye(3)
+        self._jv = jv
+        nr = len(self.rot_joint)
+        self._rot_rows = (3 * k + np.arange(nr))[:, None] + 0 * ar3[None, :]
+        self._rot_cols_c = 3 * n + 3 * self.child[self.rot_joint][:, None] + ar3[None, :]
+        self._rot_cols_p = 3 * n + 3 * np.maximum(self.parent[self.rot_joint], 0)[:, None] + ar3[None, :]
+        self._rot_has_parent = self.has_parent[self.rot_joint] if nr else np.zeros(0, bool)
+        # descendants (child and below) of every joint, for G(q)
+        desc = np.zeros((k, n), dtype=bool)
+        for i in reversed(range(k)):
+            desc[i, self.child[i]] = True
+            for m in range(k):
+                if self.parent[m] == self.child[i]:
+                    desc[i] |= desc[m]
+        self.descendants = desc
+
+    # ----------------------------------------------------------------- names
+    @property
+    def body_names(self):
+        return tuple(b.name for b in self.bodies)
+
+    @property
+    def joint_names(self):
+        return tuple(j.name for j in self.joints)
+
+    def port_labels(self):
+        """Labels of the 6N port/twist entries: ``f_<body>_x`` … then ``m_<body>_x`` …"""
+        ax = "xyz"
+        return [f"f_{b}_{a}" for b in self.body_names for a in ax] + [f"m_{b}_{a}" for b in self.body_names for a in ax]
+
+    def body_index(self, name: str) -> int:
+        try:
+            return self.body_names.index(name)
+        except ValueError:
+            raise ConfigError(f"multibody '{self.name}': no body named '{name}' (bodies: {self.body_names})") from None
+
+
+@dataclass
+class MultibodyData:
+    """Workspace: everything the algorithms need at one state, in inertial coordinates."""
+    r: np.ndarray
+    quat: np.ndarray
+    nu: np.ndarray
+    R: np.ndarray  # (N, 3, 3) body → inertial
+    inertia: np.ndarray  # (N, 3, 3) I_i = R_i I_i^B R_iᵀ
+    inertia_inv: np.ndarray
+    omega: np.ndarray  # (N, 3)
+    v: np.ndarray  # (N, 3)
+    R_parent: np.ndarray  # (K, 3, 3), identity for the world
+    s_child: np.ndarray  # (K, 3)  s_{B_c J} = r_c − r_J
+    s_parent: np.ndarray  # (K, 3)
+    point_child: np.ndarray  # (K, 3) joint point seen from the child
+    point_parent: np.ndarray
+    rot_normals: np.ndarray  # (R, 3) blocked rotation directions in inertial coordinates
+    J: np.ndarray
+    gamma: np.ndarray
+    gyroscopic: np.ndarray  # (6N,)  𝓒(ν)ν
+    joint_moments: np.ndarray  # (K, 3)  M_J per joint (spring + damper)
+    joint_moment_port: np.ndarray  # (6N,)  [0; C_F M_J]
+    spring_energy: float
+
+
+def update(model: MultibodyModel, r, quat, nu) -> MultibodyData:
+    """Evaluate the inertial-frame tensors of eqs 7–33 at one state."""
+    n = model.n_bodies
+    r = np.asarray(r, dtype=float).reshape(n, 3)
+    quat = np.asarray(quat, dtype=float).reshape(n, 4)
+    nu = np.asarray(nu, dtype=float).reshape(6 * n)
+    R = quat_to_matrix(quat)
+    inertia = R @ model.inertia_body @ R.transpose(0, 2, 1)
+    inertia_inv = R @ model.inertia_body_inv @ R.transpose(0, 2, 1)
+    v, omega = nu[:3 * n].reshape(n, 3), nu[3 * n:].reshape(n, 3)
+    gyro = np.concatenate([np.zeros(3 * n), cross(omega, np.einsum("nij,nj->ni", inertia, omega)).ravel()])
+
+    hp = model.has_parent
+    par = np.maximum(model.parent, 0)
+    R_p = np.where(hp[:, None, None], R[par], np.eye(3))
+    r_p = np.where(hp[:, None], r[par], 0.0)
+    w_p = np.where(hp[:, None], omega[par], 0.0)
+    v_p = np.where(hp[:, None], v[par], 0.0)
+    R_c, r_c, w_c = R[model.child], r[model.child], omega[model.child]
+    arm_p = np.einsum("kij,kj->ki", R_p, model.anchor_parent)  # r_J − r_p
+    arm_c = np.einsum("kij,kj->ki", R_c, model.anchor_child)
+    s_p, s_c = -arm_p, -arm_c
+    s_p = np.where(hp[:, None], s_p, 0.0)  # the world has no twist; its column block is absent anyway
+
+    k = model.n_joints
+    J = np.zeros((model.n_constraints, 6 * n))
+    J[:3 * k] = model._jv
+    J[model._pt_rows, model._pt_cols_c] = skew(s_c)
+    if hp.any():
+        J[model._pt_rows[hp], model._pt_cols_p[hp]] = -skew(s_p[hp])
+    gamma_pt = cross(w_c, cross(w_c, s_c)) - cross(w_p, cross(w_p, s_p))
+    nr = len(model.rot_joint)
+    if nr:
+        frame = R_p[model.rot_joint] @ model.rest[model.rot_joint]
+        normals = np.einsum("rij,rj->ri", frame, model.rot_dir)
+        J[model._rot_rows, model._rot_cols_c] = normals
+        rp = model._rot_has_parent
+        J[model._rot_rows[rp], model._rot_cols_p[rp]] = -normals[rp]
+        wr_p, wr_c = w_p[model.rot_joint], w_c[model.rot_joint]
+        gamma_rot = -np.sum(cross(wr_p, normals) * (wr_c - wr_p), axis=1)
+    else:
+        normals = np.zeros((0, 3))
+        gamma_rot = np.zeros(0)
+    gamma = np.concatenate([gamma_pt.ravel(), gamma_rot])
+
+    moments, spring_energy = _joint_moments(model, R_p, R_c, w_p, w_c)
+    mj_port = np.zeros((n, 3))
+    np.add.at(mj_port, model.child, -moments)
+    if hp.any():
+        np.add.at(mj_port, par[hp], moments[hp])
+    joint_port = np.concatenate([np.zeros(3 * n), mj_port.ravel()])
+    return MultibodyData(r, quat, nu, R, inertia, inertia_inv, omega, v, R_p, s_c, s_p,
+                         r_c + arm_c, r_p + arm_p, normals, J, gamma, gyro, moments, joint_port,
+                         spring_energy)
+
+
+def _joint_moments(model, R_p, R_c, w_p, w_c):
+    """Internal joint moments ``M_J`` (eq 19 and a revolute spring/damper); body p gets +m, body c −m."""
+    k = model.n_joints
+    m = model.damping[:, None] * (w_c - w_p)
+    energy = 0.0
+    sph = model.spherical
+    if len(sph) and np.any(model.sph_stiffness):
+        frame = R_p[sph] @ model.rest[sph]  # parent-side rest frame of the joint
+        rel = frame.transpose(0, 2, 1) @ R_c[sph]
+        phi, theta, psi = euler_xyz_intrinsic(rel)
+        e1 = frame[:, :, 0]
+        e2 = np.einsum("kij,kj->ki", frame, np.stack([0 * phi, np.cos(phi), np.sin(phi)], axis=1))
+        e3 = R_c[sph][:, :, 2]
+        angles = np.stack([phi, theta, psi], axis=1)
+        gen = model.sph_stiffness * angles  # K θ per Euler angle
+        if model.spring_law == "paper":
+            m_s = gen[:, :1] * e1 + gen[:, 1:2] * e2 + gen[:, 2:] * e3
+        else:  # conservative: m · e_l = K_l θ_l, the gradient of ½ Σ K θ²
+            E = np.stack([e1, e2, e3], axis=2)
+            m_s = np.linalg.solve(E.transpose(0, 2, 1), gen[..., None])[..., 0]
+        m[sph] += m_s
+        energy += 0.5 * float(np.sum(model.sph_stiffness * angles ** 2))
+    rev = model.revolute
+    if len(rev) and np.any(model.rev_stiffness):
+        q = revolute_angles(model, R_p, R_c)[rev]
+        a = np.einsum("kij,kj->ki", R_p[rev] @ model.rest[rev], model.axis[rev])
+        m[rev] += model.rev_stiffness[:, None] * q[:, None] * a
+        energy += 0.5 * float(np.sum(model.rev_stiffness * q ** 2))
+    return m.reshape(k, 3), energy
+
+
+def revolute_angles(model, R_p, R_c) -> np.ndarray:
+    """Rotation angle of every joint about its axis (0 for non-revolute joints), from the attitudes."""
+    rel = model.rest.transpose(0, 2, 1) @ R_p.transpose(0, 2, 1) @ R_c
+    vee = 0.5 * np.stack([rel[:, 2, 1] - rel[:, 1, 2], rel[:, 0, 2] - rel[:, 2, 0], rel[:, 1, 0] - rel[:, 0, 1]], 1)
+    q = np.arctan2(np.sum(vee * model.axis, axis=1), 0.5 * (np.trace(rel, axis1=1, axis2=2) - 1.0))
+    q[np.array([j.kind != "revolute" for j in model.joints], dtype=bool)] = 0.0
+    return q
+
+
+# ----------------------------------------------------------------------------- algorithms
+def mass_matrix(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
+    """𝓜 = blockdiag(m_i I₃ …, I_i …), 6N × 6N (eq 61)."""
+    n = model.n_bodies
+    M = np.zeros((6 * n, 6 * n))
+    M[:3 * n, :3 * n] = np.kron(np.diag(model.masses), np.eye(3))
+    for i in range(n):
+        M[3 * n + 3 * i:3 * n + 3 * i + 3, 3 * n + 3 * i:3 * n + 3 * i + 3] = data.inertia[i]
+    return M
+
+
+def apply_mass(model, data, x: np.ndarray) -> np.ndarray:
+    """𝓜 x for x of shape (6N,) or (6N, k) without forming 𝓜."""
+    n = model.n_bodies
+    x = np.asarray(x, dtype=float)
+    xs = x.reshape((2, n, 3) + x.shape[1:])
+    lin = model.masses.reshape((n, 1) + (1,) * (x.ndim - 1)) * xs[0]
+    ang = np.einsum("nij,nj...->ni...", data.inertia, xs[1])
+    return np.concatenate([lin, ang]).reshape(x.shape)
+
+
+def apply_mass_inverse(model, data, x: np.ndarray) -> np.ndarray:
+    """𝓜⁻¹ x (block-diagonal inverse)."""
+    n = model.n_bodies
+    x = np.asarray(x, dtype=float)
+    xs = x.reshape((2, n, 3) + x.shape[1:])
+    lin = xs[0] / model.masses.reshape((n, 1) + (1,) * (x.ndim - 1))
+    ang = np.einsum("nij,nj...->ni...", data.inertia_inv, xs[1])
+    return np.concatenate([lin, ang]).reshape(x.shape)
+
+
+def gravity_port(model) -> np.ndarray:
+    """[M_v g_3N; 0]."""
+    n = model.n_bodies
+    return np.concatenate([(model.masses[:, None] * model.gravity).ravel(), np.zeros(3 * n)])
+
+
+def generalized_force(model, data, port) -> np.ndarray:
+    """𝓕 = [F_B + M_v g; M_B + C_F M_J − 𝓒(ν)ν] (eq 33) with the port τ = [F_B; M_B]."""
+    return np.asarray(port, dtype=float) + gravity_port(model) + data.joint_moment_port - data.gyroscopic
+
+
+def constraint_violation(model, data) -> np.ndarray:
+    """Position-level constraint residual φ, one entry per row of J (joint point gap, axis misalignment)."""
+    gap = (data.point_child - data.point_parent).ravel()
+    nr = len(model.rot_joint)
+    if not nr:
+        return gap
+    out = np.zeros(nr)
+    R_c = data.R[model.child]
+    for i in np.unique(model.rot_joint):
+        rows = np.flatnonzero(model.rot_joint == i)
+        frame = data.R_parent[i] @ model.rest[i]
+        if model.joints[i].kind == "revolute":
+            eps = cross(frame @ model.axis[i], R_c[i] @ model.axis[i])
+        else:
+            E = R_c[i] @ frame.T
+            eps = 0.5 * np.array([E[2, 1] - E[1, 2], E[0, 2] - E[2, 0], E[1, 0] - E[0, 1]])
+        out[rows] = data.rot_normals[rows] @ eps
+    return np.concatenate([gap, out])
+
+
+def forward_dynamics(model, data, port, baumgarte: tuple[float, float] | None = None):
+    """Solve the augmented system (eq 32) for ``(ν̇, F_J)``.
+
+    ``baumgarte=(α, β)`` replaces ``J ν̇ = γ`` by ``J ν̇ = γ − 2α Jν − β² φ`` (constraint
+    stabilisation for simulation; ``None`` gives the exact model). Solved through the Schur complement
+    ``S = J 𝓜⁻¹ Jᵀ`` with the block-diagonal 𝓜⁻¹ (eq 35).
+    """
+    F = generalized_force(model, data, port)
+    rhs = data.gamma
+    if baumgarte is not None:
+        a, b = baumgarte
+        rhs = rhs - 2.0 * a * (data.J @ data.nu) - b * b * constraint_violation(model, data)
+    MiF = apply_mass_inverse(model, data, F)
+    if model.n_constraints == 0:
+        return MiF, np.zeros(0)
+    MiJt = apply_mass_inverse(model, data, data.J.T)
+    S = data.J @ MiJt
+    f_j = np.linalg.solve(S, data.J @ MiF - rhs)
+    return MiF - MiJt @ f_j, f_j
+
+
+def kkt_matrix(model, data) -> np.ndarray:
+    """K = [𝓜 Jᵀ; J 0] (eq 34), dense, for checks."""
+    M = mass_matrix(model, data)
+    J = data.J
+    m = J.shape[0]
+    return np.block([[M, J.T], [J, np.zeros((m, m))]])
+
+
+def momentum(model, data):
+    """Total linear momentum and angular momentum about the inertial origin."""
+    mv = model.masses[:, None] * data.v
+    p = mv.sum(axis=0)
+    L = np.sum(cross(data.r, mv) + np.einsum("nij,nj->ni", data.inertia, data.omega), axis=0)
+    return p, L
+
+
+def energy(model, data) -> dict:
+    """Kinetic, gravitational and spring energies (the spring energy is a potential only for
+    ``spring_law='potential'``; the paper's law of eq 19 is not conservative away from small angles)."""
+    T = 0.5 * float(np.sum(model.masses * np.sum(data.v ** 2, axis=1))) + 0.5 * float(
+        np.einsum("ni,nij,nj->", data.omega, data.inertia, data.omega))
+    Vg = -float(np.sum(model.masses * (data.r @ model.gravity)))
+    return {"kinetic": T, "gravity": Vg, "spring": data.spring_energy, "total": T + Vg + data.spring_energy}
+
+
+def joint_mismatch(model, data) -> np.ndarray:
+    """Distance between the two sides of every joint point (the integral of the velocity constraint)."""
+    return np.linalg.norm(data.point_child - data.point_parent, axis=1)

@@ -1,0 +1,146 @@
+"""Unit quaternions and small rotation helpers for the tensor multibody model (seed 004, App. A).
+
+Convention: ``q = [w, x, y, z]`` (scalar first) maps body coordinates to inertial coordinates,
+``a^I = R(q) a^B``; the paper's ``[T]^{B I}`` (eq 58) is ``R(q)ᵀ``. Every function accepts a
+leading batch dimension.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def skew(v: np.ndarray) -> np.ndarray:
+    """``[v]×`` with ``[v]× u = v × u``; shape (..., 3) → (..., 3, 3)."""
+    v = np.asarray(v, dtype=float)
+    out = np.zeros(v.shape[:-1] + (3, 3))
+    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
+    return out
+
+
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a × b`` over the last axis (broadcasting); several times faster than ``np.cross`` on small arrays."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product ``a ⊗ b``."""
+    aw, av = a[..., :1], a[..., 1:]
+    bw, bv = b[..., :1], b[..., 1:]
+    w = aw * bw - np.sum(av * bv, axis=-1, keepdims=True)
+    v = aw * bv + bw * av + cross(av, bv)
+    return np.concatenate([w, v], axis=-1)
+
+
+def quat_conj(q: np.ndarray) -> np.ndarray:
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def quat_normalize(q: np.ndarray) -> np.ndarray:
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """Rotation matrix ``R`` (body → inertial) of unit quaternions, shape (..., 4) → (..., 3, 3)."""
+    w, x, y, z = (q[..., i] for i in range(4))
+    out = np.empty(q.shape[:-1] + (3, 3))
+    out[..., 0, 0] = w * w + x * x - y * y - z * z
+    out[..., 0, 1] = 2 * (x * y - w * z)
+    out[..., 0, 2] = 2 * (x * z + w * y)
+    out[..., 1, 0] = 2 * (x * y + w * z)
+    out[..., 1, 1] = w * w - x * x + y * y - z * z
+    out[..., 1, 2] = 2 * (y * z - w * x)
+    out[..., 2, 0] = 2 * (x * z - w * y)
+    out[..., 2, 1] = 2 * (y * z + w * x)
+    out[..., 2, 2] = w * w - x * x - y * y + z * z
+    return out
+
+
+def matrix_to_quat(R: np.ndarray) -> np.ndarray:
+    """Unit quaternion (w ≥ 0) of a rotation matrix, shape (3, 3) → (4,) (Shepperd's method)."""
+    R = np.asarray(R, dtype=float)
+    tr = np.trace(R)
+    if tr > 0:
+        s = 2.0 * np.sqrt(1.0 + tr)
+        q = np.array([0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s])
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        q = np.empty(4)
+        q[0] = (R[k, j] - R[j, k]) / s
+        q[1 + i] = 0.25 * s
+        q[1 + j] = (R[j, i] + R[i, j]) / s
+        q[1 + k] = (R[k, i] + R[i, k]) / s
+    q = q / np.linalg.norm(q)
+    return q if q[0] >= 0 else -q
+
+
+def quat_from_axis_angle(axis, angle) -> np.ndarray:
+    axis = np.asarray(axis, dtype=float)
+    angle = np.asarray(angle, dtype=float)[..., None]
+    n = axis / np.linalg.norm(axis, axis=-1, keepdims=True)
+    return np.concatenate([np.cos(angle / 2), np.sin(angle / 2) * n], axis=-1)
+
+
+def quat_exp(rotvec: np.ndarray) -> np.ndarray:
+    """Quaternion of the rotation vector ``θ n`` (exact exponential map, safe at 0)."""
+    rotvec = np.asarray(rotvec, dtype=float)
+    th = np.linalg.norm(rotvec, axis=-1, keepdims=True)
+    half = 0.5 * th
+    # sin(θ/2)/θ with its Taylor series near zero
+    k = np.where(th > 1e-8, np.sin(half) / np.where(th > 0, th, 1.0), 0.5 - th * th / 48.0)
+    return np.concatenate([np.cos(half), k * rotvec], axis=-1)
+
+
+def quat_rate(q: np.ndarray, omega_world: np.ndarray) -> np.ndarray:
+    """``q̇ = ½ [0, ω^I] ⊗ q`` — eq 55 written with the angular velocity in inertial coordinates."""
+    zero = np.zeros(omega_world.shape[:-1] + (1,))
+    return 0.5 * quat_mul(np.concatenate([zero, omega_world], axis=-1), q)
+
+
+def euler_zyx_to_quat(roll, pitch, yaw) -> np.ndarray:
+    """Eq 56: Z-Y-X (yaw, pitch, roll) Euler angles to the body → inertial quaternion."""
+    cr, sr = np.cos(np.asarray(roll) / 2), np.sin(np.asarray(roll) / 2)
+    cp, sp = np.cos(np.asarray(pitch) / 2), np.sin(np.asarray(pitch) / 2)
+    cy, sy = np.cos(np.asarray(yaw) / 2), np.sin(np.asarray(yaw) / 2)
+    return np.stack([cy * cp * cr + sy * sp * sr, cy * cp * sr - sy * sp * cr,
+                     cy * sp * cr + sy * cp * sr, sy * cp * cr - cy * sp * sr], axis=-1)
+
+
+def rpy_to_matrix(rpy) -> np.ndarray:
+    """URDF ``rpy``: ``R = Rz(yaw) Ry(pitch) Rx(roll)`` (fixed axes X, Y, Z)."""
+    return quat_to_matrix(euler_zyx_to_quat(*np.asarray(rpy, dtype=float)))
+
+
+def rot_x(a):
+    c, s = np.cos(a), np.sin(a)
+    return np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
+
+
+def rot_axis(axis, angle) -> np.ndarray:
+    return quat_to_matrix(quat_from_axis_angle(axis, angle))
+
+
+def euler_xyz_intrinsic(R: np.ndarray):
+    """Relative Euler angles of eq 20, ``R = Rx(φ) Ry(θ) Rz(ψ)``; shape (..., 3, 3) → three (...)."""
+    phi = np.arctan2(-R[..., 1, 2], R[..., 2, 2])
+    theta = np.arcsin(np.clip(R[..., 0, 2], -1.0, 1.0))
+    psi = np.arctan2(-R[..., 0, 1], R[..., 0, 0])
+    return phi, theta, psi
+
+
+def attitude_error(q: np.ndarray, q_d: np.ndarray) -> np.ndarray:
+    """Attitude error as an inertial tensor: vector part of ``q ⊗ q_d⁻¹`` (sign chosen with w ≥ 0).
+
+    This is ``R_d · vec(q_d⁻¹ ⊗ q)`` — the paper's error of eq 44 carried to the inertial frame, so that
+    rotating the whole problem rotates it like every other tensor (the body-frame form does not rotate).
+    Returns (error (..., 3), scalar part (...)).
+    """
+    qe = quat_mul(q, quat_conj(q_d))
+    sign = np.where(qe[..., :1] < 0, -1.0, 1.0)
+    qe = qe * sign
+    return qe[..., 1:], qe[..., 0]
