@@ -163,6 +163,15 @@ def test_paper_split(paper_trials):
     assert not np.array_equal(other["q"], train["q"])
 
 
+def test_test_trials_lie_inside_the_training_ranges(paper_trials):
+    train, test = paper_split(paper_trials)
+    train_all = [t for t in paper_trials if t.name in PAPER_TRAIN_TRIALS]
+    for key in ("q", "qd", "qdd"):
+        lo = np.min([getattr(t, key).min(0) for t in train_all], axis=0)
+        hi = np.max([getattr(t, key).max(0) for t in train_all], axis=0)
+        assert np.all(test[key].min(0) >= lo) and np.all(test[key].max(0) <= hi), key
+
+
 def test_cache_round_trip(tmp_path, paper_trials):
     path = tmp_path / "crane.npz"
     first = paper_crane_trials(cache=path, specs=PAPER_TRIALS[:2])

@@ -10,7 +10,8 @@ from ..errors import ConfigError
 
 def add_arguments(parser):
     parser.add_argument("--system", choices=("crane", "chain"), default="crane",
-                        help="crane: the 11 trials of the ServoLNN paper (default); chain: n-link excitation trials")
+                        help="crane: the 11 trials of the ServoLNN paper (default); "
+                             "chain: n-link excitation trials")
     parser.add_argument("--links", type=int, default=2, help="chain: number of links (default 2)")
     parser.add_argument("--servo", default=None,
                         help="comma-separated servo joints (chain default: joint_1; '' for none; "
@@ -18,7 +19,8 @@ def add_arguments(parser):
     parser.add_argument("--trials", type=int, default=3, help="chain: number of trials (default 3)")
     parser.add_argument("--duration", type=float, default=5.0, help="chain: seconds per trial (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="chain: random seed of the excitations")
-    parser.add_argument("--no-cache", action="store_true", help="crane: regenerate instead of using the cache")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="crane: regenerate instead of using the cache")
     parser.add_argument("--out", required=True, help="output file (.npz)")
 
 
@@ -64,5 +66,6 @@ def run(args) -> int:
     trials = make_trials(args, progress=lambda msg: print(msg, file=sys.stderr))
     write(trials)
     samples = sum(len(t) for t in trials)
-    print(f"wrote {len(trials)} trials ({samples} samples) to {args.out} in {time.perf_counter() - start:.1f} s")
+    elapsed = time.perf_counter() - start
+    print(f"wrote {len(trials)} trials ({samples} samples) to {args.out} in {elapsed:.1f} s")
     return 0

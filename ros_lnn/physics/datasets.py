@@ -5,7 +5,11 @@ The paper does not publish its 11 input functions, only their kinds (Fig. 4): co
 several frequencies, some decaying, one stationary cart, and 4 force-driven trials replayed as
 position input. The functions below are ours, of those kinds, with ``x(0) = 0`` and ``θ(0) ∈ {0, 1}``.
 Samples are taken at the accepted steps of Dormand–Prince RK45 at rtol = atol = 1e-10, like the
-paper's ode45 run.
+paper's ode45 run (about 1 100 samples per 20 s trial; the paper's 5 test trials held 5 864).
+
+Split (``paper_split``): train on stationary, cosine_a, multi_b, decay_b, force_a, force_b (θ(0) = 1
+three times, 0 three times); test on cosine_b, multi_a, decay_a, force_c, force_d. The test trials'
+ranges of q, q̇ and q̈ lie inside the training trials' ranges, so the test measures interpolation.
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ from .trials import Trial, load_trials, save_trials
 
 DURATION = 20.0
 TOLERANCE = 1e-10
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ PAPER_TRIALS = (
     CraneTrialSpec("cosine_a", "position", 0.0, (0.4,), (1.3,), (0.0,)),
     CraneTrialSpec("cosine_b", "position", 1.0, (0.25,), (2.9,), (0.0,)),
     CraneTrialSpec("multi_a", "position", 0.0, (0.3, 0.08), (0.9, 3.7), (0.0, 0.0)),
-    CraneTrialSpec("multi_b", "position", 1.0, (-0.2, 0.1, 0.04), (1.7, 0.6, 5.1), (0.0, 0.0, 0.0)),
+    CraneTrialSpec("multi_b", "position", 1.0, (-0.35, 0.1, 0.04), (1.7, 0.6, 5.1), (0.0, 0.0, 0.0)),
     CraneTrialSpec("decay_a", "position", 0.0, (0.5,), (2.2,), (0.25,)),
     CraneTrialSpec("decay_b", "position", 1.0, (0.3, -0.15), (1.1, 3.3), (0.1, 0.3)),
     CraneTrialSpec("force_a", "force", 0.0, (0.3,), (1.5,), (0.0,)),
@@ -59,7 +63,7 @@ PAPER_TRIALS = (
     CraneTrialSpec("force_c", "force", 0.0, (0.6,), (2.0,), (0.15,)),
     CraneTrialSpec("force_d", "force", 1.0, (-0.25, 0.2), (1.2, 3.1), (0.05, 0.2)),
 )
-PAPER_TEST_TRIALS = ("cosine_b", "multi_b", "decay_b", "force_b", "force_d")
+PAPER_TEST_TRIALS = ("cosine_b", "multi_a", "decay_a", "force_c", "force_d")
 PAPER_TRAIN_TRIALS = tuple(s.name for s in PAPER_TRIALS if s.name not in PAPER_TEST_TRIALS)
 
 
@@ -141,8 +145,8 @@ def paper_crane_trials(crane: Crane | None = None, *, cache: bool | str | os.Pat
 
     ``cache``: True = a file keyed by the parameters under ``$ROS_LNN_CACHE`` (default: the temp
     directory), a path = that file, False = always regenerate. The key covers the crane, the specs,
-    the solver options and ``CACHE_VERSION`` (bump it when the simulation itself changes). ``progress(name)`` is called before
-    each trial is simulated.
+    the solver options and ``CACHE_VERSION`` (bump it when the simulation itself changes).
+    ``progress(name)`` is called before each trial is simulated.
     """
     crane = crane or Crane()
     path = None
