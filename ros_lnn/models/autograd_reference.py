@@ -1,0 +1,54 @@
+"""The paper's (and DeLaN's) way of getting ``∂M/∂q`` and ``∂V/∂q``: torch.autograd through the plain
+network, with ``create_graph=True`` so the result can be trained. It shares the weights of a
+:class:`ServoLNN`, checks the analytic derivatives, and is the slow baseline of ``ros-lnn bench``.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..physics.lagrangian import dynamics
+from .servo_lnn import ServoLNN
+from .torch_ops import TORCH
+
+
+class AutogradServoLNN(nn.Module):
+    """Same network and signature as :class:`ServoLNN`; derivatives by ``torch.autograd.grad``."""
+
+    def __init__(self, model: ServoLNN):
+        super().__init__()
+        self.model = model  # shared, not copied
+        self.n, self.n_f, self.n_e = model.n, model.n_f, model.n_e
+        self.partition = model.partition
+
+    @classmethod
+    def from_model(cls, model: ServoLNN) -> "AutogradServoLNN":
+        return cls(model)
+
+    def terms(self, q):
+        m, n = self.model, self.n
+        with torch.enable_grad():
+            if not q.requires_grad:
+                q = q.detach().requires_grad_(True)
+            V, L = m.heads(m.net.values(q))
+            M = L @ L.transpose(-1, -2) + m.epsilon * m.eye
+            (dV,) = torch.autograd.grad(V.sum(), q, create_graph=True)
+            # One backward pass per entry of M (samples are independent, so summing over the batch is exact).
+            rows = [torch.autograd.grad(M[..., i, j].sum(), q, create_graph=True)[0]
+                    for i in range(n) for j in range(n)]
+        dM = torch.stack(rows, dim=-1).unflatten(-1, (n, n))  # (..., k, i, j)
+        return M, dM, V, dV
+
+    def forward(self, q, qd, qdd_e=None, Q_f=None) -> dict:
+        if qdd_e is None:
+            qdd_e = q.new_zeros(q.shape[:-1] + (self.n_e,))
+        if Q_f is None:
+            Q_f = q.new_zeros(q.shape[:-1] + (self.n_f,))
+        M, dM, V, dV = self.terms(q)
+        out = dynamics(TORCH, M, dM, V, dV, qd, self.partition, qdd_e=qdd_e, Q_f=Q_f)
+        out["qdd_f"] = out["qdd"][..., :self.n_f]
+        return out
+
+    def inverse(self, q, qd, qdd) -> dict:
+        M, dM, V, dV = self.terms(q)
+        return dynamics(TORCH, M, dM, V, dV, qd, self.partition, qdd=qdd)

@@ -1,0 +1,112 @@
+"""Export a :class:`ServoLNN` to ONNX per the contract of :mod:`ros_lnn.inference.metadata`.
+
+Inputs ``q, qd, qdd_e, Q_f`` (``qdd_e`` omitted without servo joints), model order, dynamic batch;
+outputs :data:`OUTPUT_NAMES` plus ``qdd_f``. Metadata JSON under ``metadata_props['ros_lnn']``.
+The TorchScript exporter (``dynamo=False``) is used: for this small fixed graph it gives a compact
+graph with no extra shape plumbing (see the report of issue 2 for the comparison).
+"""
+from __future__ import annotations
+
+import copy
+import io
+import os
+import warnings
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ..inference.metadata import METADATA_KEY, ModelMetadata
+from ..physics.lagrangian import OUTPUT_NAMES
+from .servo_lnn import FAMILY, ServoLNN
+
+EXPORT_OUTPUTS = (*OUTPUT_NAMES, "qdd_f")
+OPSET = 17
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+class _Graph(nn.Module):
+    """Positional-output wrapper of the forward mode, in the order of ``EXPORT_OUTPUTS``."""
+
+    def __init__(self, model: ServoLNN):
+        super().__init__()
+        self.model = model
+
+    def forward(self, q, qd, qdd_e, Q_f):
+        out = self.model(q, qd, qdd_e, Q_f)
+        return tuple(out[k] for k in EXPORT_OUTPUTS)
+
+
+class _GraphNoServo(_Graph):
+    def forward(self, q, qd, Q_f):
+        out = self.model(q, qd, None, Q_f)
+        return tuple(out[k] for k in EXPORT_OUTPUTS)
+
+
+def default_metadata(model: ServoLNN, **fields) -> ModelMetadata:
+    base = dict(family=FAMILY, free_joints=list(model.free_joints), servo_joints=list(model.servo_joints),
+                coordinate_units=list(model.coordinate_units), network=model.config())
+    base.update(fields)
+    return ModelMetadata(**base)
+
+
+def export_onnx(model: ServoLNN, path, metadata: ModelMetadata | None = None, dtype: str = "float32",
+                dynamo: bool = False) -> Path:
+    """Write ``model`` as ONNX to ``path`` (atomically) and return the path. onnx.checker must pass."""
+    import onnx
+
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    metadata = copy.deepcopy(metadata) if metadata is not None else default_metadata(model)
+    if metadata.joints != model.joints or list(metadata.free_joints) != model.free_joints:
+        raise ValueError(f"metadata joints free={metadata.free_joints} servo={metadata.servo_joints} do not match "
+                         f"the model's free={model.free_joints} servo={model.servo_joints}")
+    metadata.dtype = dtype
+    if not metadata.network:
+        metadata.network = model.config()
+    if not metadata.package_version:
+        from .. import __version__
+
+        metadata.package_version = __version__
+
+    net = copy.deepcopy(model).to(device="cpu", dtype=DTYPES[dtype]).eval()
+    for p in net.parameters():
+        p.requires_grad_(False)
+    graph = _Graph(net) if net.n_e else _GraphNoServo(net)
+    batch = 2
+    z = lambda k: torch.zeros(batch, k, dtype=DTYPES[dtype])  # noqa: E731
+    args = (z(net.n), z(net.n), z(net.n_e), z(net.n_f)) if net.n_e else (z(net.n), z(net.n), z(net.n_f))
+    input_names = ["q", "qd", "qdd_e", "Q_f"] if net.n_e else ["q", "qd", "Q_f"]
+
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if dynamo:
+            dyn = {name: {0: torch.export.Dim("batch")} for name in input_names}
+            program = torch.onnx.export(graph, args, dynamo=True, input_names=input_names,
+                                        output_names=list(EXPORT_OUTPUTS), dynamic_shapes=dyn,
+                                        opset_version=max(OPSET, 18), optimize=True, verbose=False)
+            proto = program.model_proto
+        else:
+            dyn = {name: {0: "batch"} for name in (*input_names, *EXPORT_OUTPUTS)}
+            torch.onnx.export(graph, args, buf, dynamo=False, input_names=input_names,
+                              output_names=list(EXPORT_OUTPUTS), dynamic_axes=dyn, opset_version=OPSET,
+                              do_constant_folding=True)
+            proto = onnx.load_from_string(buf.getvalue())
+    proto.producer_name = "ros_lnn"
+    del proto.metadata_props[:]
+    entry = proto.metadata_props.add()
+    entry.key, entry.value = METADATA_KEY, metadata.to_json()
+    onnx.checker.check_model(proto, full_check=True)
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(proto.SerializeToString())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
