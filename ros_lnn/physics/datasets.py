@@ -25,8 +25,7 @@ from scipy.integrate import solve_ivp
 
 from .chain import PlanarChain
 from .crane import Crane
-from .lagrangian import NUMPY, forward_acceleration, velocity_terms
-from .simulate import CosineServo, SimulationError, simulate, stationary_servo
+from .simulate import CosineServo, SimulationError, equations_of_motion, simulate, stationary_servo
 from ..errors import DataError
 from .trials import Trial, load_trials, save_trials
 
@@ -84,27 +83,18 @@ def force_driven_replay(crane: Crane, spec: CraneTrialSpec, **solver) -> Trial:
     The replay's servo trajectory is the force-driven solution's dense output (x, ẋ) with ẍ from the
     force-driven equations at that state, so its exact ``Q_e`` reproduces the applied force.
     """
-    free = crane.with_servo([])
     force = force_function(spec)
-    part = free.partition
-
-    def accel(t, q, qd):
-        M = free.mass_matrix(q)
-        _, Q_c = velocity_terms(NUMPY, M, free.mass_matrix_partials(q), qd)
-        return forward_acceleration(NUMPY, M, Q_c, free.potential_gradient(q), np.zeros(0),
-                                    np.array([0.0, force(t)]), part)
-
+    rhs, _ = equations_of_motion(crane.with_servo([]), force=lambda t, q, qd: [0.0, force(t)])
     rtol, atol = solver.get("rtol", TOLERANCE), solver.get("atol", TOLERANCE)
     method = solver.get("method", "RK45")
     y0 = np.array([spec.theta0, 0.0, 0.0, 0.0])
-    sol = solve_ivp(lambda t, y: np.concatenate([y[2:], accel(t, y[:2], y[2:])]), (0.0, DURATION), y0,
-                    method=method, rtol=rtol, atol=atol, dense_output=True)
+    sol = solve_ivp(rhs, (0.0, DURATION), y0, method=method, rtol=rtol, atol=atol, dense_output=True)
     if not sol.success:
         raise SimulationError(f"crane force-driven trial '{spec.name}': {sol.message}")
 
     def servo(t):
         y = sol.sol(t)
-        return y[1:2], y[3:4], accel(t, y[:2], y[2:])[1:2]
+        return y[1:2], y[3:4], rhs(t, y)[3:4]
 
     trial = simulate(crane, DURATION, [spec.theta0], [0.0], servo=servo, method=method, rtol=rtol,
                      atol=atol, name=spec.name,

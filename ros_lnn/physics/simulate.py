@@ -64,31 +64,13 @@ def system_name(system: LagrangianSystem) -> str:
     return getattr(system, "name", type(system).__name__.lower())
 
 
-def simulate(system: LagrangianSystem, duration: float, q0_f: Sequence[float], qd0_f: Sequence[float], *,
-             servo: ServoTrajectory | None = None, force: AppliedForce | None = None,
-             t_eval: Sequence[float] | None = None, refine: int = 1, method: str = "RK45",
-             rtol: float = 1e-10, atol: float = 1e-10, max_step: float = np.inf,
-             t0: float = 0.0, name: str = "trial", attrs: dict | None = None) -> Trial:
-    """Integrate ``system`` from ``t0`` to ``t0 + duration``.
-
-    ``q0_f``/``qd0_f``: initial values of the free coordinates (order of ``system.free_names``).
-    ``servo``: t -> (q_e, q̇_e, q̈_e), needed when the system has servo coordinates.
-    ``force``: applied forces on the free coordinates (zero when omitted).
-    Sampling: ``t_eval`` given -> dense output at those times; otherwise the integrator's accepted
-    steps (with ``refine - 1`` extra dense points inside each step, like MATLAB ode45's Refine).
-    """
+def equations_of_motion(system: LagrangianSystem, servo: ServoTrajectory | None = None,
+                        force: AppliedForce | None = None):
+    """``(rhs, state)`` for the first-order state ``y = [q_f, q̇_f]``: ``rhs(t, y) = ẏ`` (eq 18 of the
+    shared machinery) and ``state(t, y) = (q, q̇, q̈_e, Q_f)`` with the servo and force applied."""
     part = system.partition
     free, servo_idx = list(part.free), list(part.servo)
     n, n_f, n_e = system.n, len(free), len(servo_idx)
-    if n_f == 0:
-        raise SimulationError(f"{system_name(system)}: no free coordinates to integrate")
-    if n_e and servo is None:
-        raise SimulationError(f"{system_name(system)}: servo joints {system.servo_names} need a servo "
-                              "trajectory (servo=...), or use system.with_servo([])")
-    q0_f, qd0_f = np.asarray(q0_f, dtype=float).reshape(-1), np.asarray(qd0_f, dtype=float).reshape(-1)
-    if q0_f.shape != (n_f,) or qd0_f.shape != (n_f,):
-        raise SimulationError(f"{system_name(system)}: initial values must have {n_f} entries, one per "
-                              f"free joint {system.free_names}")
 
     def state(t, y):
         q, qd = np.empty(n), np.empty(n)
@@ -107,6 +89,34 @@ def simulate(system: LagrangianSystem, duration: float, q0_f: Sequence[float], q
         qdd_f = forward_acceleration(NUMPY, M, Q_c, system.potential_gradient(q), qdd_e, Q_f, part)
         return np.concatenate([y[n_f:], qdd_f])
 
+    return rhs, state
+
+
+def simulate(system: LagrangianSystem, duration: float, q0_f: Sequence[float], qd0_f: Sequence[float], *,
+             servo: ServoTrajectory | None = None, force: AppliedForce | None = None,
+             t_eval: Sequence[float] | None = None, refine: int = 1, method: str = "RK45",
+             rtol: float = 1e-10, atol: float = 1e-10, max_step: float = np.inf,
+             t0: float = 0.0, name: str = "trial", attrs: dict | None = None) -> Trial:
+    """Integrate ``system`` from ``t0`` to ``t0 + duration``.
+
+    ``q0_f``/``qd0_f``: initial values of the free coordinates (order of ``system.free_names``).
+    ``servo``: t -> (q_e, q̇_e, q̈_e), needed when the system has servo coordinates.
+    ``force``: applied forces on the free coordinates (zero when omitted).
+    Sampling: ``t_eval`` given -> dense output at those times; otherwise the integrator's accepted
+    steps (with ``refine - 1`` extra dense points inside each step, like MATLAB ode45's Refine).
+    """
+    n_f, n_e = len(system.partition.free), len(system.partition.servo)
+    if n_f == 0:
+        raise SimulationError(f"{system_name(system)}: no free coordinates to integrate")
+    if n_e and servo is None:
+        raise SimulationError(f"{system_name(system)}: servo joints {system.servo_names} need a servo "
+                              "trajectory (servo=...), or use system.with_servo([])")
+    q0_f, qd0_f = np.asarray(q0_f, dtype=float).reshape(-1), np.asarray(qd0_f, dtype=float).reshape(-1)
+    if q0_f.shape != (n_f,) or qd0_f.shape != (n_f,):
+        raise SimulationError(f"{system_name(system)}: initial values must have {n_f} entries, one per "
+                              f"free joint {system.free_names}")
+
+    rhs, state = equations_of_motion(system, servo, force)
     t1 = t0 + float(duration)
     dense = t_eval is not None or refine > 1
     sol = solve_ivp(rhs, (t0, t1), np.concatenate([q0_f, qd0_f]), method=method, rtol=rtol, atol=atol,
