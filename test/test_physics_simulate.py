@@ -210,3 +210,19 @@ def test_simulate_command_writes_trials(tmp_path, capsys):
     assert "joint_9" in capsys.readouterr().err
     assert main(["simulate", "--out", str(tmp_path / "x.csv")]) == 2
     assert ".csv" in capsys.readouterr().err
+
+
+def test_step_simulator_matches_one_long_simulation():
+    from ros_lnn.physics.simulate import StepSimulator
+
+    servo = position_servo(SPEC)
+    whole = simulate(Crane(), 2.0, [1.0], [0.0], servo=servo, t_eval=[2.0])
+    stepper = StepSimulator(Crane(), [1.0], [0.0])
+    for _ in range(100):
+        stepper.step(0.02, servo=servo)
+    out = stepper.outputs()
+    assert stepper.t == pytest.approx(2.0, abs=1e-12)
+    np.testing.assert_allclose(out["q"], whole.q[-1], atol=1e-8)
+    np.testing.assert_allclose(out["Q"], whole.Q[-1], atol=1e-7)
+    with pytest.raises(SimulationError, match="cart_joint"):
+        stepper.step(0.01)

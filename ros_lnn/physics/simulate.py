@@ -146,3 +146,45 @@ def trial_from_states(system, t, Y, state, *, name, attrs) -> Trial:
                  free_joints=system.free_names, servo_joints=system.servo_names, t=np.asarray(t),
                  q=q, qd=qd, qdd=out["qdd"], Q=out["Q"], T=out["T"], V=out["V"], E=out["E"],
                  M=out["M"], attrs=attrs)
+
+
+class StepSimulator:
+    """Advance a system step by step (for a simulation node fed by live commands).
+
+    State: time ``t`` and the free coordinates' ``q_f``, ``q̇_f``. Each :meth:`step` integrates over
+    ``dt`` with the servo trajectory and applied force valid for that step (e.g. the latest
+    commands); :meth:`outputs` gives the exact ground truth at the current state.
+    """
+
+    def __init__(self, system: LagrangianSystem, q0_f, qd0_f, *, t0: float = 0.0, method: str = "RK45",
+                 rtol: float = 1e-10, atol: float = 1e-10):
+        self.system, self.t = system, float(t0)
+        self.y = np.concatenate([np.asarray(q0_f, dtype=float).reshape(-1),
+                                 np.asarray(qd0_f, dtype=float).reshape(-1)])
+        if self.y.shape != (2 * len(system.partition.free),):
+            raise SimulationError(f"{system_name(system)}: initial values must have one entry per free "
+                                  f"joint {system.free_names}")
+        self.method, self.rtol, self.atol = method, rtol, atol
+        self._servo = self._force = None
+
+    def step(self, dt: float, servo: ServoTrajectory | None = None, force: AppliedForce | None = None):
+        if self.system.partition.servo and servo is None:
+            raise SimulationError(f"{system_name(self.system)}: servo joints {self.system.servo_names} "
+                                  "need a servo trajectory for this step")
+        rhs, _ = equations_of_motion(self.system, servo, force)
+        sol = solve_ivp(rhs, (self.t, self.t + dt), self.y, method=self.method, rtol=self.rtol,
+                        atol=self.atol)
+        if not sol.success:
+            raise SimulationError(f"{system_name(self.system)}: step at t={self.t:.6g} failed: {sol.message}")
+        self.t, self.y = float(sol.t[-1]), sol.y[:, -1]
+        self._servo, self._force = servo, force
+        return self
+
+    def outputs(self) -> dict:
+        """Every output of the machinery (``q``, ``qd`` added) at the current time and state, with the
+        servo and force of the last step."""
+        _, state = equations_of_motion(self.system, self._servo, self._force)
+        q, qd, qdd_e, Q_f = state(self.t, self.y)
+        out = self.system.dynamics(q, qd, qdd_e=qdd_e, Q_f=Q_f)
+        out.update(q=q, qd=qd, t=self.t)
+        return out
