@@ -72,11 +72,17 @@ def connections_of(reader, topic: str, bag_name: str = "bag"):
 
 
 def read_raw(reader, conns, bag_name: str = "bag"):
-    """``(receive ns (N,), [raw bytes])`` of the given connections, in bag order."""
+    """``(receive ns (N,), [raw bytes])`` of the given connections (one topic), in receive order."""
+    from .bag_storage import fetch_topic
+
+    topic = normalise_topic(conns[0].topic)
     try:
+        fast = fetch_topic(reader, topic, normalise_topic)
+        if fast is not None:
+            return fast
         rows = list(reader.messages(connections=conns))
     except Exception as exc:  # noqa: BLE001 - storage back ends raise many types on damaged files
-        raise DataError(f"{bag_name}: corrupt or truncated bag while reading {conns[0].topic} "
+        raise DataError(f"{bag_name}: corrupt or truncated bag while reading {topic} "
                         f"({type(exc).__name__}: {exc}); re-record it") from None
     recv = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
     return recv, [r[2] for r in rows]
