@@ -163,3 +163,16 @@ def test_servo_driven_chain_energy_balance():
     h = t[1] - t[0]
     bound = 2.0 * h**2 * np.abs(np.diff(power, 2) / h**2).max() / 12
     assert np.abs(trial.E - trial.E[0] - work).max() < 2 * bound + 1e-8
+
+
+def test_free_chain_with_sprung_prismatic_link_conserves_energy_plus_spring_energy():
+    """A spring force −k d on the prismatic joint, applied as Q_f: E + ½ k d² stays constant."""
+    chain = PlanarChain([rod("a", 1.0, 1.0), Link("b", "prismatic", 0.8, 0.9, 0.45, 0.05),
+                         Link("c", mass=0.5, length=0.6)])
+    k = 40.0
+    spring = lambda t, q, qd: [0.0, -k * q[1], 0.0]  # noqa: E731
+    trial = simulate(chain, 3.0, [1.2, 0.0, 0.8], [0.0, 0.3, 0.0], force=spring)
+    assert 0.05 < np.ptp(trial.q[:, 1]) < 2.0  # it really slides, and the spring holds it
+    total = trial.E + 0.5 * k * trial.q[:, 1] ** 2
+    assert np.abs(total - total[0]).max() < 1e-8 * np.abs(trial.T).max()
+    np.testing.assert_allclose(trial.Q_f[:, 1], -k * trial.q[:, 1], atol=1e-12)

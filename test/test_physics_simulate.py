@@ -222,7 +222,7 @@ def test_step_simulator_matches_one_long_simulation():
         stepper.step(0.02, servo=servo)
     out = stepper.outputs()
     assert stepper.t == pytest.approx(2.0, abs=1e-12)
-    np.testing.assert_allclose(out["q"], whole.q[-1], atol=1e-8)
-    np.testing.assert_allclose(out["Q"], whole.Q[-1], atol=1e-7)
+    np.testing.assert_allclose(out["q"], whole.q[-1], atol=1e-9)
+    np.testing.assert_allclose(out["Q"], whole.Q[-1], atol=1e-8)
     with pytest.raises(SimulationError, match="cart_joint"):
         stepper.step(0.01)
