@@ -1,0 +1,86 @@
+"""Causal derivative estimation from a sampled stream (the estimator's q̈_e filter).
+
+Filter: a causal local-polynomial least-squares fit (a one-sided Savitzky–Golay filter on possibly
+irregular time stamps). The last ``window`` samples of a signal are fitted by a polynomial of degree
+``degree`` in ``t − t_newest``; the fit's derivatives at the newest sample are the estimates. For
+signals that are polynomials of degree ≤ ``degree`` over the window the estimates are exact, with no
+lag; otherwise the error is the truncation of the signal's Taylor series over the window length.
+Larger windows average more noise (the estimate's noise falls roughly as window^-3/2 for the first
+derivative) at the cost of truncation error on fast signals.
+
+The estimator differentiates the measured servo *velocities* once (``degree`` 2, default window 9
+samples, i.e. 18 ms at 500 Hz); where a stream carries no velocities it differentiates positions
+twice (``degree`` 3).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class CausalPolyDerivative:
+    """Derivatives at the newest sample of a local polynomial fit over the last ``window`` samples."""
+
+    def __init__(self, window: int = 9, degree: int = 2, order: int = 1):
+        if degree < order:
+            raise ValueError(f"degree {degree} cannot give derivatives up to order {order}")
+        if window < degree + 1:
+            raise ValueError(f"window {window} must hold at least degree + 1 = {degree + 1} samples")
+        self.window, self.degree, self.order = int(window), int(degree), int(order)
+        self.reset()
+
+    def reset(self) -> None:
+        self._t: list[float] = []
+        self._x: list[np.ndarray] = []
+
+    @property
+    def ready(self) -> bool:
+        return len(self._t) >= self.degree + 1
+
+    def update(self, t: float, x) -> np.ndarray | None:
+        """Add the sample ``x`` (1-D) at time ``t``; returns derivatives of order 1..``order`` at ``t``
+        as an array (order, len(x)), or None while fewer than ``degree + 1`` samples are held.
+        A time that does not increase resets the history (a restarted stream)."""
+        x = np.asarray(x, dtype=float).ravel()
+        if self._t and (t <= self._t[-1] or x.size != self._x[-1].size):
+            self.reset()
+        self._t.append(float(t))
+        self._x.append(x)
+        if len(self._t) > self.window:
+            del self._t[0], self._x[0]
+        if not self.ready:
+            return None
+        tau = np.asarray(self._t) - self._t[-1]
+        scale = max(-tau[0], 1e-12)           # conditions the Vandermonde matrix
+        s = tau / scale
+        A = np.vander(s, self.degree + 1, increasing=True)          # columns s^0..s^d
+        coef, *_ = np.linalg.lstsq(A, np.asarray(self._x), rcond=None)
+        # d^k/dt^k of Σ c_j (t/scale)^j at t = 0 is k! c_k / scale^k
+        factorial = 1.0
+        out = np.empty((self.order, x.size))
+        for k in range(1, self.order + 1):
+            factorial *= k
+            out[k - 1] = factorial * coef[k] / scale**k
+        return out
+
+
+class ServoAccelerationEstimator:
+    """q̈_e (and, when velocities are missing, q̇_e) of the servo joints from the joint-state stream."""
+
+    def __init__(self, window: int = 9):
+        self.from_velocity = CausalPolyDerivative(window=window, degree=2, order=1)
+        self.from_position = CausalPolyDerivative(window=max(window, 5), degree=3, order=2)
+
+    def reset(self) -> None:
+        self.from_velocity.reset()
+        self.from_position.reset()
+
+    def update(self, t: float, q_e, qd_e=None):
+        """Returns ``(qd_e, qdd_e)`` estimates (``qd_e`` is the measured one when given), or None
+        until the filter holds enough samples."""
+        if qd_e is not None:
+            self.from_position.reset()
+            d = self.from_velocity.update(t, qd_e)
+            return None if d is None else (np.asarray(qd_e, dtype=float), d[0])
+        self.from_velocity.reset()
+        d = self.from_position.update(t, q_e)
+        return None if d is None else (d[0], d[1])

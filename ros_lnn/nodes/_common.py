@@ -1,0 +1,159 @@
+"""Small pieces shared by the nodes: QoS, parameter declaration, stamps, message layouts, statistics.
+
+The message builders here are used by both the estimator and the simulator's ``~/ground_truth``,
+so the two publish the same layout by construction.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import numpy as np
+from builtin_interfaces.msg import Duration, Time
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy,
+                       qos_profile_sensor_data)
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+#: Entries of ``~/energy`` (Float64MultiArray): J, J, J, W, W, W, W, then the input's stamp
+#: (seconds and nanoseconds as exact integers, since Float64MultiArray has no header).
+ENERGY_LABELS = ("T", "V", "E", "T_dot", "V_dot", "E_dot", "power", "stamp_sec", "stamp_nanosec")
+ENERGY_LAYOUT_LABEL = ",".join(ENERGY_LABELS)
+
+#: High-rate streams (joint states and per-sample outputs): best effort, shallow queue.
+SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.BEST_EFFORT,
+                        durability=DurabilityPolicy.VOLATILE)
+#: Commands and low-rate outputs: reliable.
+COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
+assert SENSOR_QOS.reliability == qos_profile_sensor_data.reliability
+
+
+def declare(node, name: str, default, description: str, *, dynamic: bool = False, read_only: bool = False):
+    """Declare one parameter with a description; returns its value. Empty-list defaults are declared
+    with dynamic typing (rclpy cannot infer an array type from an empty list)."""
+    empty_list = isinstance(default, list) and not default
+    desc = ParameterDescriptor(description=description, read_only=read_only,
+                               dynamic_typing=dynamic or empty_list)
+    return node.declare_parameter(name, default, desc).value
+
+
+def param(node, name: str):
+    value = node.get_parameter(name).value
+    return list(value) if isinstance(value, (list, tuple)) or type(value).__name__ == "array" else value
+
+
+def stamp_ns(stamp) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def ns_to_stamp(ns: int) -> Time:
+    return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
+
+
+def duration_ns(d) -> int:
+    return int(d.sec) * 1_000_000_000 + int(d.nanosec)
+
+
+def seconds_to_duration(s: float) -> Duration:
+    ns = int(round(s * 1e9))
+    return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def _floats(x) -> list[float]:
+    return [float(v) for v in np.asarray(x, dtype=float).ravel()]
+
+
+def driving_force_msg(stamp: Time, frame_id: str, names, q_e, qd_e, Q_e) -> JointState:
+    msg = JointState()
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    msg.name = list(names)
+    msg.position, msg.velocity, msg.effort = _floats(q_e), _floats(qd_e), _floats(Q_e)
+    return msg
+
+
+def prediction_msg(stamp: Time, frame_id: str, names, q, qd, qdd, Q) -> JointTrajectory:
+    """One point at the input's time: measured q, q̇; q̈ with the predicted q̈_f; effort = Q."""
+    msg = JointTrajectory()
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    msg.joint_names = list(names)
+    point = JointTrajectoryPoint()
+    point.positions, point.velocities, point.accelerations, point.effort = (
+        _floats(q), _floats(qd), _floats(qdd), _floats(Q))
+    msg.points = [point]
+    return msg
+
+
+def energy_msg(stamp: Time, out: dict) -> Float64MultiArray:
+    msg = Float64MultiArray()
+    msg.layout.dim = [MultiArrayDimension(label=ENERGY_LAYOUT_LABEL, size=len(ENERGY_LABELS),
+                                          stride=len(ENERGY_LABELS))]
+    values = [float(np.asarray(out[k]).reshape(())) for k in ENERGY_LABELS[:7]]
+    msg.data = values + [float(stamp.sec), float(stamp.nanosec)]
+    return msg
+
+
+def energy_dict(msg: Float64MultiArray) -> dict:
+    """Read ``~/energy`` back by its labels."""
+    labels = msg.layout.dim[0].label.split(",") if msg.layout.dim else list(ENERGY_LABELS)
+    return dict(zip(labels, msg.data))
+
+
+def outputs_finite(out: dict, keys) -> bool:
+    return all(np.all(np.isfinite(out[k])) for k in keys)
+
+
+class RateLatency:
+    """Input rate and processing latency over a sliding window (for /diagnostics and the live table)."""
+
+    def __init__(self, window_s: float = 2.0, max_samples: int = 20000):
+        self.window_s = window_s
+        self.arrivals: deque = deque(maxlen=max_samples)
+        self.latencies: deque = deque(maxlen=max_samples)
+
+    def arrive(self, now: float | None = None) -> None:
+        self.arrivals.append(time.monotonic() if now is None else now)
+
+    def latency(self, latency_s: float, now: float | None = None) -> None:
+        self.latencies.append((time.monotonic() if now is None else now, latency_s))
+
+    def summary(self, now: float | None = None) -> dict:
+        now = time.monotonic() if now is None else now
+        cut = now - self.window_s
+        while self.arrivals and self.arrivals[0] < cut:
+            self.arrivals.popleft()
+        while self.latencies and self.latencies[0][0] < cut:
+            self.latencies.popleft()
+        lat = np.array([v for _, v in self.latencies]) * 1e6
+        rate = 0.0
+        if len(self.arrivals) >= 2:
+            span = self.arrivals[-1] - self.arrivals[0]
+            rate = (len(self.arrivals) - 1) / span if span > 0 else 0.0
+        return {"rate_hz": rate,
+                "latency_median_us": float(np.median(lat)) if lat.size else float("nan"),
+                "latency_p99_us": float(np.percentile(lat, 99)) if lat.size else float("nan")}
+
+
+def diagnostic_status(name: str, hardware_id: str, level, message: str, values: dict) -> DiagnosticStatus:
+    """``level`` is one of DiagnosticStatus.OK / WARN / ERROR."""
+    status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id)
+    status.values = [KeyValue(key=str(k), value=(f"{v:.6g}" if isinstance(v, float) else str(v)))
+                     for k, v in values.items()]
+    return status
+
+
+class Throttle:
+    """True at most once per ``period_s`` (per key): for work that need not run at the input rate."""
+
+    def __init__(self, period_s: float):
+        self.period_s = period_s
+        self.last: dict = {}
+
+    def __call__(self, key="", now: float | None = None) -> bool:
+        now = time.monotonic() if now is None else now
+        if now - self.last.get(key, -np.inf) >= self.period_s:
+            self.last[key] = now
+            return True
+        return False

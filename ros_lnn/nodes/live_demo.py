@@ -1,0 +1,169 @@
+"""Live demo: the simulator and the estimator in one process on one rclpy executor (a supported
+deployment mode: the same nodes also run as separate processes), printing a live table of input
+rate, processing latency and estimated vs true Q_e, q̈_f and E.
+
+Topics are the real ones (``/joint_states``, ``/servo_lnn/...``, ``/sim/ground_truth/...``) over DDS,
+so ``ros2 topic echo`` from another shell sees the demo. By default the estimator takes the servo
+accelerations from the simulator's ``/sim/servo_plan`` (commanded, as from a motion planner); with
+``estimate_qdd=True`` it estimates them from the joint-state stream instead.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+
+import numpy as np
+
+
+class _Comparison:
+    """Pairs estimator outputs with the simulator's ground truth by stamp."""
+
+    def __init__(self, keep: int = 4000):
+        self.est: dict = {}
+        self.true: dict = {}
+        self.pairs: deque = deque(maxlen=keep)
+
+    def add(self, side: str, key: int, field: str, value) -> None:
+        book = self.est if side == "est" else self.true
+        entry = book.setdefault(key, {})
+        entry[field] = np.asarray(value, dtype=float)
+        other = (self.true if side == "est" else self.est).get(key)
+        if other is not None and len(entry) == 3 and len(other) == 3:
+            e, t = (entry, other) if side == "est" else (other, entry)
+            self.pairs.append((time.monotonic(), e, t))
+            self.est.pop(key, None)
+            self.true.pop(key, None)
+        if len(book) > 10000:          # unmatched leftovers (e.g. warm-up samples)
+            for k in sorted(book)[:5000]:
+                book.pop(k)
+
+    def window(self, seconds: float):
+        cut = time.monotonic() - seconds
+        return [(e, t) for stamp, e, t in self.pairs if stamp >= cut]
+
+
+def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = 500.0, *,
+                  estimate_qdd: bool = False, print_period_s: float = 1.0, out=None, sim_overrides=None,
+                  estimator_overrides=None) -> int:
+    """Run for ``duration_s`` seconds; returns 0 when the estimator produced outputs that were
+    compared with the truth, 1 otherwise. ``out``: stream for the table (default stdout)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory
+
+    from ..inference.runtime import default_model_path
+    from . import _common as C
+    from .servo_lnn import ServoLnnNode, start
+    from .sim import SimNode
+
+    out = out or sys.stdout
+    model_path = str(model_path or default_model_path())
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context)
+    nodes = []
+    try:
+        sim_params = [Parameter("rate_hz", value=float(rate_hz))] + [
+            Parameter(k, value=v) for k, v in (sim_overrides or {}).items()]
+        sim = SimNode(context=context, parameter_overrides=sim_params)
+        nodes.append(sim)
+        est_params = [Parameter("model_path", value=model_path),
+                      Parameter("servo_joints", value=list(sim.servo_names)),
+                      Parameter("free_joints", value=list(sim.free_names))] + [
+            Parameter(k, value=v) for k, v in (estimator_overrides or {}).items()]
+        remap = [] if estimate_qdd else ["--ros-args", "-r", "servo_commands:=/sim/servo_plan"]
+        est = ServoLnnNode(context=context, parameter_overrides=est_params, cli_args=remap or None)
+        nodes.append(est)
+        if not start(est):
+            print("live demo: the estimator could not be configured (see the error above)", file=sys.stderr)
+            return 1
+        probe = rclpy.create_node("live_demo_probe", context=context)
+        nodes.append(probe)
+        comp = _Comparison()
+        servo = slice(est.runtime.n_f, est.runtime.n)
+        nf = est.runtime.n_f
+
+        def sub(topic, msg_type, side, handler):
+            probe.create_subscription(msg_type, topic, lambda m: handler(side, m), C.SENSOR_QOS)
+
+        def on_force(side, m):
+            comp.add(side, C.stamp_ns(m.header.stamp), "Q_e", m.effort)
+
+        def on_pred(side, m):
+            comp.add(side, C.stamp_ns(m.header.stamp), "qdd_f", m.points[0].accelerations[:nf])
+
+        def on_energy(side, m):
+            d = C.energy_dict(m)
+            comp.add(side, int(d["stamp_sec"]) * 1_000_000_000 + int(d["stamp_nanosec"]), "E", d["E"])
+
+        for side, prefix in (("est", "/servo_lnn"), ("true", "/sim/ground_truth")):
+            sub(f"{prefix}/driving_force", JointState, side, on_force)
+            sub(f"{prefix}/prediction", JointTrajectory, side, on_pred)
+            sub(f"{prefix}/energy", Float64MultiArray, side, on_energy)
+
+        executor = SingleThreadedExecutor(context=context)
+        for node in nodes:
+            executor.add_node(node)
+        qdd_src = "estimated from joint_states" if estimate_qdd else "commanded (/sim/servo_plan)"
+        print(f"live demo: crane simulator at {rate_hz:.0f} Hz + servo_lnn estimator ({est.runtime.model_id}), "
+              f"one process, {duration_s:.0f} s; q̈_e {qdd_src}", file=out)
+        header = (f"{'t[s]':>5} {'rate[Hz]':>8} {'lat med/p99[us]':>16} | {'Q_e est':>8} {'true':>8} {'|err|':>7} |"
+                  f" {'q̈_f est':>8} {'true':>8} {'|err|':>7} | {'E est':>7} {'true':>7} {'|err|':>7}")
+        print(header, file=out)
+        print("-" * len(header), file=out)
+        t_start = time.monotonic()
+        next_print = t_start + print_period_s
+        total_pairs = 0
+        errors = {"Q_e": [], "qdd_f": [], "E": []}
+        while time.monotonic() - t_start < duration_s:
+            executor.spin_once(timeout_sec=0.01)
+            now = time.monotonic()
+            if now >= next_print:
+                next_print += print_period_s
+                window = comp.window(print_period_s)
+                total_pairs += len(window)
+                diag = est.diagnostics_values()
+                if not window:
+                    print(f"{now - t_start:5.1f} {diag['input_rate_hz']:8.1f}   (waiting for outputs)", file=out)
+                    continue
+                e, t = window[-1]
+                row = [f"{now - t_start:5.1f} {diag['input_rate_hz']:8.1f} "
+                       f"{diag['latency_median_us']:7.0f}/{diag['latency_p99_us']:<8.0f}"]
+                for key in ("Q_e", "qdd_f", "E"):
+                    err = float(np.mean([np.max(np.abs(a[key] - b[key])) for a, b in window]))
+                    errors[key].append(err)
+                    row.append(f"{e[key].ravel()[0]:8.3f} {t[key].ravel()[0]:8.3f} {err:7.4f}")
+                print(" | ".join(row), file=out, flush=True)
+        diag = est.diagnostics_values()
+        print(f"done: {diag['processed']} of {diag['received']} joint states processed "
+              f"({diag['warming_up']} during filter warm-up), {total_pairs} "
+              f"outputs compared with the truth; mean |error| Q_e {np.mean(errors['Q_e']) if errors['Q_e'] else float('nan'):.4g}, "
+              f"q̈_f {np.mean(errors['qdd_f']) if errors['qdd_f'] else float('nan'):.4g}, "
+              f"E {np.mean(errors['E']) if errors['E'] else float('nan'):.4g}", file=out)
+        if total_pairs == 0:
+            print("live demo: no estimator output could be compared with the simulator's truth", file=sys.stderr)
+            return 1
+        return 0
+    finally:
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--rate", type=float, default=500.0)
+    parser.add_argument("--estimate-qdd", action="store_true")
+    args = parser.parse_args(argv)
+    return run_live_demo(args.duration, args.model, args.rate, estimate_qdd=args.estimate_qdd)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

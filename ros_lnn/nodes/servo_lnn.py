@@ -1,0 +1,464 @@
+"""``servo_lnn``: lifecycle node that runs an exported ServoLNN on the joint-state stream.
+
+configure   load the ONNX model + metadata, check it against ``free_joints``/``servo_joints``;
+            a missing/corrupt model or a joint mismatch leaves the node unconfigured (one error line)
+activate    subscribe ``joint_states`` (+ ``servo_commands``), publish per input sample:
+              ~/driving_force  sensor_msgs/JointState      servo joints, effort = Q_e
+              ~/prediction     trajectory_msgs/JointTrajectory  one point: q, q̇, q̈ (q̈_f predicted), effort = Q
+              ~/energy         std_msgs/Float64MultiArray  T, V, E, Ṫ, V̇, Ė, q̇ᵀQ, stamp_sec, stamp_nanosec
+            and at lower rates ~/markers (MarkerArray), /diagnostics, ~/predicted_trajectory (optional)
+deactivate  stop subscriptions (publishers stop publishing); cleanup drops the model.
+
+Every output carries the input joint state's stamp. q̈_e: the servo command's acceleration when a
+fresh command carries one, otherwise estimated from the stream (ros_lnn.estimation.derivative).
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import Point
+from rclpy.executors import ExternalShutdownException
+from rclpy.lifecycle import Node as LifecycleNode
+from rclpy.lifecycle import State, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rcl_interfaces.msg import SetParametersResult
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from visualization_msgs.msg import Marker, MarkerArray
+
+from ..errors import RosLnnError
+from ..estimation.derivative import CausalPolyDerivative
+from ..estimation.rollout import rollout_free
+from ..estimation.trajectory import ServoPlan, SplicedPlan
+from . import _common as C
+
+COMMAND_TYPES = ("trajectory", "array", "none")
+INVALID_REASONS = ("non_finite", "missing_joint", "bad_size", "out_of_order", "stale", "non_finite_output",
+                   "warming_up")
+
+# name, default, description; (applied) "configure" = read on configure, "live" = may change any time
+PARAMETERS = (
+    ("model_path", "", "ONNX model file; empty = the shipped models/crane_servo_lnn.onnx", "configure"),
+    ("free_joints", [], "free (unactuated) joint names in model order; empty = as in the model metadata",
+     "configure"),
+    ("servo_joints", [], "servo (position-driven) joint names in model order; empty = as in the model metadata",
+     "configure"),
+    ("model_threads", 1, "ONNX Runtime intra-op threads", "configure"),
+    ("servo_command_type", "trajectory",
+     "servo_commands message type: trajectory (JointTrajectory), array (Float64MultiArray of n_e positions, "
+     "2 n_e positions+velocities or 3 n_e positions+velocities+accelerations, servo_joints order) or none",
+     "configure"),
+    ("qdd_filter_window", 9, "samples in the causal polynomial fit that estimates servo accelerations "
+     "(degree 2 on velocities; degree 3 on positions when a stream has no velocities)", "configure"),
+    ("command_timeout_s", 0.5, "a servo command is stale this long after its last point (trajectory) or "
+     "its receipt (array); stale commands are ignored and q̈_e is estimated", "live"),
+    ("max_input_age_s", 1.0, "joint states older than this (node clock minus stamp) are skipped; 0 = no check",
+     "live"),
+    ("free_joint_forces", [], "Q_f on the free joints when joint_states carries no finite efforts for them; "
+     "empty = zeros", "live"),
+    ("frame_id", "", "frame_id of the outputs; empty = the input's frame_id", "live"),
+    ("diagnostics_period_s", 1.0, "period of /diagnostics", "configure"),
+    ("publish_markers", True, "publish ~/markers (force arrows at the servo joints, energy text)", "configure"),
+    ("marker_rate_hz", 30.0, "rate limit of ~/markers", "live"),
+    ("marker_frame", "world", "frame of the energy text (and of arrows without a marker_frames entry)", "live"),
+    ("marker_frames", [], "per servo joint: the TF frame its force arrow is drawn in; empty = marker_frame",
+     "live"),
+    ("marker_axes", [], "per servo joint: the joint axis in that frame, 'x', 'y' or 'z' (default 'x')", "live"),
+    ("force_scale", 0.05, "arrow length per unit force (m/N or m/(N m))", "live"),
+    ("rollout_horizon_s", 0.0, "horizon of ~/predicted_trajectory over the servo plan; 0 = off", "live"),
+    ("rollout_dt_s", 0.01, "RK4 step of the rollout", "live"),
+    ("rollout_rate_hz", 10.0, "rate limit of ~/predicted_trajectory", "live"),
+    ("autostart", False, "configure and activate at start-up (for ros2 run / launch without a lifecycle manager)",
+     "configure"),
+)
+
+
+class ServoLnnNode(LifecycleNode):
+    def __init__(self, node_name: str = "servo_lnn", **kwargs):
+        super().__init__(node_name, **kwargs)
+        for name, default, description, _ in PARAMETERS:
+            C.declare(self, name, default, f"{description} [applied: {_}]")
+        self.add_on_set_parameters_callback(self._check_parameters)
+        self.runtime = None
+        self._subs, self._timers, self._pubs = [], [], {}
+        self.counts = {k: 0 for k in INVALID_REASONS + ("processed", "received", "commands", "invalid_command",
+                                                           "stale_command", "velocity_estimated")}
+        self.stats = C.RateLatency()
+
+    # -- parameters ---------------------------------------------------------------------------
+    def _check_parameters(self, params) -> SetParametersResult:
+        for p in params:
+            if p.name == "servo_command_type" and p.value not in COMMAND_TYPES:
+                return SetParametersResult(successful=False, reason=f"servo_command_type must be one of {COMMAND_TYPES}")
+            if p.name in ("command_timeout_s", "max_input_age_s", "rollout_horizon_s", "force_scale") and \
+                    p.type_ in (Parameter.Type.DOUBLE, Parameter.Type.INTEGER) and p.value < 0:
+                return SetParametersResult(successful=False, reason=f"{p.name} must be >= 0")
+            if p.name == "free_joint_forces" and self.runtime is not None:
+                value = list(p.value)
+                if value and (len(value) != self.runtime.n_f or not np.all(np.isfinite(value))):
+                    return SetParametersResult(successful=False, reason=(
+                        f"free_joint_forces needs {self.runtime.n_f} finite values for {self.runtime.free_joints}"))
+        return SetParametersResult(successful=True)
+
+    def p(self, name):
+        return C.param(self, name)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        from ..inference.runtime import ServoLnnRuntime, default_model_path
+
+        try:
+            path = self.p("model_path") or default_model_path()
+            free, servo = self.p("free_joints") or None, self.p("servo_joints") or None
+            if self.p("servo_command_type") not in COMMAND_TYPES:
+                raise RosLnnError(f"parameter servo_command_type must be one of {COMMAND_TYPES}")
+            forces = self.p("free_joint_forces")
+            self.runtime = ServoLnnRuntime(path, free, servo, threads=int(self.p("model_threads")))
+            if forces and len(forces) != self.runtime.n_f:
+                raise RosLnnError(f"parameter free_joint_forces has {len(forces)} values, the model's free joints "
+                                  f"{self.runtime.free_joints} need {self.runtime.n_f}")
+        except RosLnnError as exc:
+            self.runtime = None
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        rt = self.runtime
+        self._index_cache = (None, None)
+        window = int(self.p("qdd_filter_window"))
+        self.vel_filter = CausalPolyDerivative(window=window, degree=2, order=1)
+        self.pos_filter = CausalPolyDerivative(window=max(window, 5), degree=3, order=2)
+        self.plan, self.array_cmd = None, None
+        self.origin_ns, self.last_stamp_ns = None, None
+        self.last_state = None
+        self.marker_throttle, self.rollout_throttle = C.Throttle(1.0), C.Throttle(1.0)
+        self._pubs = {
+            "driving_force": self.create_lifecycle_publisher(JointState, "~/driving_force", C.SENSOR_QOS),
+            "prediction": self.create_lifecycle_publisher(JointTrajectory, "~/prediction", C.SENSOR_QOS),
+            "energy": self.create_lifecycle_publisher(Float64MultiArray, "~/energy", C.SENSOR_QOS),
+            "diagnostics": self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", C.COMMAND_QOS),
+            "predicted_trajectory": self.create_lifecycle_publisher(
+                JointTrajectory, "~/predicted_trajectory", C.COMMAND_QOS),
+        }
+        if self.p("publish_markers"):
+            self._pubs["markers"] = self.create_lifecycle_publisher(MarkerArray, "~/markers", C.COMMAND_QOS)
+        self.get_logger().info(f"configured: model {rt.model_id} ({rt.metadata.family}), free joints "
+                               f"{rt.free_joints}, servo joints {rt.servo_joints}")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        self._subs.append(self.create_subscription(JointState, "joint_states", self._on_joint_state, C.SENSOR_QOS))
+        kind = self.p("servo_command_type")
+        if kind == "trajectory":
+            self._subs.append(self.create_subscription(JointTrajectory, "servo_commands", self._on_trajectory,
+                                                       C.COMMAND_QOS))
+        elif kind == "array":
+            self._subs.append(self.create_subscription(Float64MultiArray, "servo_commands", self._on_array,
+                                                       C.COMMAND_QOS))
+        self._timers.append(self.create_timer(float(self.p("diagnostics_period_s")), self._publish_diagnostics))
+        self.vel_filter.reset()
+        self.pos_filter.reset()
+        self.last_stamp_ns = None
+        self.get_logger().info("activated")
+        return super().on_activate(state)
+
+    def _drop_io(self) -> None:
+        for sub in self._subs:
+            self.destroy_subscription(sub)
+        for timer in self._timers:
+            self.destroy_timer(timer)
+        self._subs, self._timers = [], []
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        self._drop_io()
+        self.get_logger().info("deactivated")
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        self._drop_io()
+        for pub in self._pubs.values():
+            self.destroy_publisher(pub)
+        self._pubs, self.runtime = {}, None
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        return self.on_cleanup(state)
+
+    def on_error(self, state: State) -> TransitionCallbackReturn:
+        self._drop_io()
+        return TransitionCallbackReturn.SUCCESS
+
+    # -- inputs ---------------------------------------------------------------------------------
+    def _reject(self, reason: str, detail: str) -> None:
+        self.counts[reason] += 1
+        self.get_logger().warn(f"joint_states skipped ({reason}): {detail}", throttle_duration_sec=2.0)
+
+    def _relative_s(self, ns: int) -> float:
+        if self.origin_ns is None:
+            self.origin_ns = ns
+        return (ns - self.origin_ns) * 1e-9
+
+    def _indices(self, names):
+        cached_names, idx = self._index_cache
+        if cached_names is not None and cached_names == names:
+            return idx
+        lookup = {name: i for i, name in enumerate(names)}
+        missing = [j for j in self.runtime.joints if j not in lookup]
+        idx = None if missing else np.array([lookup[j] for j in self.runtime.joints])
+        self._index_cache = (list(names), idx)
+        return idx
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        servo = self.runtime.servo_joints
+        try:
+            cols = [list(msg.joint_names).index(j) for j in servo]
+        except ValueError:
+            return self._bad_command(f"joint_names {list(msg.joint_names)} lack servo joints {servo}")
+        if not msg.points:
+            self.plan = None                     # an empty trajectory cancels the plan (as in ros2_control)
+            return
+        k = len(msg.joint_names)
+        base_ns = C.stamp_ns(msg.header.stamp) or self.get_clock().now().nanoseconds
+        try:
+            times, pos, vel, acc = [], [], [], []
+            for pt in msg.points:
+                if len(pt.positions) != k or len(pt.velocities) not in (0, k) or len(pt.accelerations) not in (0, k):
+                    raise ValueError("every point needs one position (and velocity/acceleration, if any) per joint")
+                times.append(self._relative_s(base_ns + C.duration_ns(pt.time_from_start)))
+                pos.append([pt.positions[c] for c in cols])
+                vel.append([pt.velocities[c] for c in cols] if len(pt.velocities) else None)
+                acc.append([pt.accelerations[c] for c in cols] if len(pt.accelerations) else None)
+            has_v = all(v is not None for v in vel)
+            has_a = has_v and all(a is not None for a in acc)
+            plan = ServoPlan(times, pos, vel if has_v else None, acc if has_a else None)
+            self.plan = SplicedPlan(self.plan, plan)
+        except ValueError as exc:
+            return self._bad_command(str(exc))
+        self.array_cmd = None
+        self.counts["commands"] += 1
+
+    def _on_array(self, msg: Float64MultiArray) -> None:
+        n_e = self.runtime.n_e
+        data = np.asarray(msg.data, dtype=float)
+        if data.size not in (n_e, 2 * n_e, 3 * n_e) or n_e == 0:
+            return self._bad_command(f"{data.size} values; expected {n_e}, {2 * n_e} or {3 * n_e} for "
+                                     f"{self.runtime.servo_joints}")
+        if not np.all(np.isfinite(data)):
+            return self._bad_command("NaN or inf in the command")
+        self.array_cmd = (time.monotonic(), data.reshape(-1, n_e))
+        self.plan = None
+        self.counts["commands"] += 1
+
+    def _bad_command(self, detail: str) -> None:
+        self.counts["invalid_command"] += 1
+        self.get_logger().warn(f"servo_commands rejected: {detail}", throttle_duration_sec=2.0)
+
+    def _commanded_qdd_e(self, t: float):
+        """Commanded servo acceleration at relative time t, or None (none/stale/not commanded)."""
+        timeout = float(self.p("command_timeout_s"))
+        if self.plan is not None:
+            if t > self.plan.end_time + timeout:
+                self.counts["stale_command"] += 1
+                self.get_logger().warn("servo plan is stale (ended more than command_timeout_s ago); "
+                                       "estimating q̈_e from joint_states", throttle_duration_sec=2.0)
+                return None
+            sample = self.plan.sample(t)
+            return sample.qdd if sample.commanded_acceleration else None
+        if self.array_cmd is not None:
+            received, data = self.array_cmd
+            if time.monotonic() - received > timeout:
+                self.counts["stale_command"] += 1
+                self.get_logger().warn("servo array command is stale; estimating q̈_e from joint_states",
+                                       throttle_duration_sec=2.0)
+                return None
+            return data[2] if data.shape[0] == 3 else None
+        return None
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        t_start = time.perf_counter()
+        self.counts["received"] += 1
+        self.stats.arrive()
+        rt = self.runtime
+        ns = C.stamp_ns(msg.header.stamp)
+        now_ns = self.get_clock().now().nanoseconds
+        if ns == 0:
+            ns = now_ns
+        if self.last_stamp_ns is not None and ns <= self.last_stamp_ns:
+            return self._reject("out_of_order", f"stamp {ns * 1e-9:.6f} s is not after the last {self.last_stamp_ns * 1e-9:.6f} s")
+        max_age = float(self.p("max_input_age_s"))
+        if max_age > 0 and now_ns > 0 and now_ns - ns > max_age * 1e9:
+            return self._reject("stale", f"stamp is {(now_ns - ns) * 1e-9:.3f} s old (max_input_age_s {max_age})")
+        k = len(msg.name)
+        if len(msg.position) != k or len(msg.velocity) not in (0, k) or len(msg.effort) not in (0, k):
+            return self._reject("bad_size", f"{k} names, {len(msg.position)} positions, {len(msg.velocity)} "
+                                            f"velocities, {len(msg.effort)} efforts")
+        idx = self._indices(list(msg.name))
+        if idx is None:
+            return self._reject("missing_joint", f"model joints {rt.joints} not all in {list(msg.name)}")
+        q = np.asarray(msg.position)[idx]
+        qd = np.asarray(msg.velocity)[idx] if len(msg.velocity) else None
+        if not np.all(np.isfinite(q)) or (qd is not None and not np.all(np.isfinite(qd))):
+            return self._reject("non_finite", "NaN or inf in positions/velocities of the model joints")
+        t = self._relative_s(ns)
+        servo = slice(rt.n_f, rt.n)
+        if qd is not None:
+            self.pos_filter.reset()
+            d = self.vel_filter.update(t, qd[servo])
+            qdd_est = None if d is None else d[0]
+        else:
+            self.vel_filter.reset()
+            d = self.pos_filter.update(t, q)
+            self.counts["velocity_estimated"] += 1
+            qd, qdd_est = (None, None) if d is None else (d[0], d[1][servo])
+        self.last_stamp_ns = ns
+        qdd_e = self._commanded_qdd_e(t)
+        if qdd_e is None:
+            qdd_e = qdd_est
+        if qdd_e is None or qd is None:
+            self.counts["warming_up"] += 1
+            return
+        Q_f = None
+        if len(msg.effort):
+            Q_f = np.asarray(msg.effort)[idx[: rt.n_f]]
+            if not np.all(np.isfinite(Q_f)):
+                Q_f = None
+        if Q_f is None:
+            forces = self.p("free_joint_forces")
+            Q_f = np.asarray(forces, dtype=float) if forces else np.zeros(rt.n_f)
+        out = rt.evaluate(q, qd, qdd_e, Q_f)
+        if not C.outputs_finite(out, ("Q", "qdd", "T", "V", "T_dot", "V_dot", "power")):
+            return self._reject("non_finite_output", "the model returned NaN/inf for this state")
+        stamp = C.ns_to_stamp(ns)
+        frame = self.p("frame_id") or msg.header.frame_id
+        pubs = self._pubs
+        pubs["driving_force"].publish(C.driving_force_msg(stamp, frame, rt.servo_joints, q[servo], qd[servo], out["Q_e"]))
+        pubs["prediction"].publish(C.prediction_msg(stamp, frame, rt.joints, q, qd, out["qdd"], out["Q"]))
+        pubs["energy"].publish(C.energy_msg(stamp, out))
+        self.counts["processed"] += 1
+        self.last_state = (t, stamp, q, qd, out)
+        if "markers" in pubs and self._due(self.marker_throttle, "marker_rate_hz"):
+            pubs["markers"].publish(self._markers(stamp, out))
+        if self.plan is not None and float(self.p("rollout_horizon_s")) > 0 and \
+                self._due(self.rollout_throttle, "rollout_rate_hz"):
+            self._publish_rollout(t, stamp, q, qd)
+        self.stats.latency(time.perf_counter() - t_start)
+
+    def _due(self, throttle, rate_param: str) -> bool:
+        rate = float(self.p(rate_param))
+        if rate <= 0:
+            return False
+        throttle.period_s = 1.0 / rate
+        return throttle()
+
+    # -- low-rate outputs -----------------------------------------------------------------------
+    def _markers(self, stamp, out) -> MarkerArray:
+        rt = self.runtime
+        frames, axes = self.p("marker_frames"), self.p("marker_axes")
+        base, scale = self.p("marker_frame"), float(self.p("force_scale"))
+        markers = []
+        for i, joint in enumerate(rt.servo_joints):
+            m = Marker()
+            m.header.stamp, m.header.frame_id = stamp, (frames[i] if i < len(frames) and frames[i] else base)
+            m.ns, m.id, m.type, m.action = "driving_force", i, Marker.ARROW, Marker.ADD
+            axis = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0)}.get(
+                axes[i] if i < len(axes) else "x", (1.0, 0.0, 0.0))
+            length = scale * float(out["Q_e"][i])
+            m.points = [Point(), Point(x=axis[0] * length, y=axis[1] * length, z=axis[2] * length)]
+            m.scale.x, m.scale.y, m.scale.z = 0.02, 0.04, 0.06
+            m.color.r, m.color.g, m.color.b, m.color.a = 0.9, 0.2, 0.1, 1.0
+            m.text = joint
+            markers.append(m)
+        text = Marker()
+        text.header.stamp, text.header.frame_id = stamp, base
+        text.ns, text.id, text.type, text.action = "energy", 0, Marker.TEXT_VIEW_FACING, Marker.ADD
+        text.pose.position.z = 0.5
+        text.scale.z = 0.08
+        text.color.r = text.color.g = text.color.b = text.color.a = 1.0
+        text.text = (f"T {float(out['T']):.3f} J  V {float(out['V']):.3f} J  E {float(out['E']):.3f} J\n"
+                     f"dE/dt {float(out['E_dot']):.3f} W  qd.Q {float(out['power']):.3f} W\n"
+                     + "  ".join(f"Q_e[{j}] {float(v):.3f}" for j, v in zip(rt.servo_joints, out["Q_e"])))
+        markers.append(text)
+        return MarkerArray(markers=markers)
+
+    def _publish_rollout(self, t, stamp, q, qd) -> None:
+        rt, plan = self.runtime, self.plan
+        horizon = min(float(self.p("rollout_horizon_s")), max(plan.end_time - t, 0.0))
+        dt = float(self.p("rollout_dt_s"))
+        if horizon < dt:
+            return
+        nf = rt.n_f
+
+        def accel(x, v, q_e, qd_e, qdd_e):
+            return rt.evaluate(np.concatenate([x, q_e]), np.concatenate([v, qd_e]), qdd_e, np.zeros(nf))["qdd_f"]
+
+        def servo(ts):
+            s = plan.sample(ts)
+            return s.q, s.qd, s.qdd
+
+        taus, xs, vs, accs = rollout_free(accel, servo, t, q[:nf], qd[:nf], horizon, dt)
+        msg = JointTrajectory()
+        msg.header.stamp, msg.header.frame_id = stamp, self.p("frame_id")
+        msg.joint_names = list(rt.joints)
+        for tau, x, v, a in zip(taus, xs, vs, accs):
+            s = plan.sample(t + tau)
+            pt = JointTrajectoryPoint()
+            pt.positions = [float(z) for z in np.concatenate([x, s.q])]
+            pt.velocities = [float(z) for z in np.concatenate([v, s.qd])]
+            pt.accelerations = [float(z) for z in np.concatenate([a, s.qdd])]
+            pt.time_from_start = C.seconds_to_duration(tau)
+            msg.points.append(pt)
+        self._pubs["predicted_trajectory"].publish(msg)
+
+    def diagnostics_values(self) -> dict:
+        summary = self.stats.summary()
+        values = {"input_rate_hz": summary["rate_hz"], "latency_median_us": summary["latency_median_us"],
+                  "latency_p99_us": summary["latency_p99_us"],
+                  "model_id": self.runtime.model_id if self.runtime else "",
+                  "skipped": sum(self.counts[k] for k in INVALID_REASONS)}
+        values.update(self.counts)
+        return values
+
+    def _publish_diagnostics(self) -> None:
+        values = self.diagnostics_values()
+        bad = values["skipped"] - values["warming_up"]
+        level = DiagnosticStatus.OK if bad == 0 and values["invalid_command"] == 0 else DiagnosticStatus.WARN
+        message = "ok" if level == DiagnosticStatus.OK else f"{bad} inputs skipped, {values['invalid_command']} commands rejected"
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [C.diagnostic_status(f"{self.get_name()}: servo_lnn estimator", values["model_id"], level,
+                                          message, values)]
+        self._pubs["diagnostics"].publish(msg)
+
+
+def start(node: ServoLnnNode) -> bool:
+    """configure + activate; False (with the error already logged) when configure fails."""
+    node.trigger_configure()
+    if node.runtime is None:
+        return False
+    node.trigger_activate()
+    return True
+
+
+def main(argv=None) -> int:
+    rclpy.init(args=argv if argv is not None else sys.argv)
+    node = ServoLnnNode()
+    code = 0
+    try:
+        if C.param(node, "autostart") and not start(node):
+            code = 1
+        else:
+            rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        if rclpy.ok():
+            rclpy.try_shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
