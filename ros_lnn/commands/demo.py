@@ -15,8 +15,8 @@ def add_arguments(parser):
     parser.add_argument("--offline", action="store_true",
                         help="no ROS: evaluate the model on a held-out simulated trial")
     parser.add_argument("--model", help="ONNX model (default: the shipped crane model)")
-    parser.add_argument("--trial", default="multi_b",
-                        help="offline: held-out paper trial to replay (default: multi_b)")
+    parser.add_argument("--trial", default="multi_a",
+                        help="offline: held-out paper trial to replay (default: multi_a)")
     parser.add_argument("--rows", type=int, default=8, help="offline: table rows to print")
     parser.add_argument("--duration", type=float, default=10.0, help="live: seconds to run (default 10)")
     parser.add_argument("--rate", type=float, default=500.0, help="live: joint_states rate in Hz (default 500)")
