@@ -1,0 +1,178 @@
+"""Trainer of ServoLNN/DeLaN: Adam (paper: lr 1e-4, weight decay 1e-5, batch 2048, 10 000 epochs),
+deterministic seed, data resident on the device, no host synchronisation between log points,
+validation by trial, atomic checkpoints."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..models.losses import NEEDS_QE, loss_terms, select_losses
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 10_000
+    batch: int = 2048
+    lr: float = 1e-4
+    weight_decay: float = 1e-5
+    seed: int = 0
+    device: str = "auto"
+    dtype: str = "float32"
+    losses: tuple = ()            # empty: chosen from the data (select_losses)
+    with_qe: bool = True
+    log_every: int = 100          # epochs between progress lines (the only host syncs)
+    val_every: int = 500          # epochs between validations on the test trials
+    checkpoint_dir: str | None = None
+    checkpoint_every: int = 1000
+    threads: int | None = None    # torch intra-op threads on CPU (None: leave torch's default)
+    extra: dict = field(default_factory=dict)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def seed_everything(seed: int) -> None:
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+
+
+@torch.no_grad()
+def evaluate(model, samples: dict) -> dict:
+    """Accuracy on held-out samples (model order; ``Q_e`` is *not* used as an input):
+    ``qdd_f_nmse`` = mean (q̈̂_f − q̈_f)² / variance of q̈_f; ``Q_e_rel_rms`` = rms(Q̂_e − Q_e) / rms(Q_e)
+    (forward mode, as the estimator runs); ``M_rel_err`` = rms‖M̂ − M‖_F / rms‖M‖_F;
+    ``V_rel_err`` and ``E_rel_err`` = rms of the error after removing its mean (V is defined up to a
+    constant) over the standard deviation of the truth; per trial ``qdd_f_nmse``."""
+    dev = next(model.parameters()).device
+    dt = next(model.parameters()).dtype
+    t = {k: torch.as_tensor(np.asarray(samples[k]), device=dev, dtype=dt) for k in ("q", "qd", "qdd", "Q")}
+    n_f = model.n_f
+    out = model(t["q"], t["qd"], t["qdd"][:, n_f:], t["Q"][:, :n_f])
+    inv = model.inverse(t["q"], t["qd"], t["qdd"])
+    get = lambda x: x.detach().cpu().double().numpy()  # noqa: E731
+    qdd_f, qdd_f_hat = np.asarray(samples["qdd"])[:, :n_f], get(out["qdd"])[:, :n_f]
+    res = {"qdd_f_nmse": float(np.mean((qdd_f_hat - qdd_f) ** 2) / np.var(qdd_f))}
+    if model.n_e:
+        Q_e = np.asarray(samples["Q"])[:, n_f:]
+        rms = np.sqrt(np.mean(Q_e ** 2))
+        res["Q_e_rel_rms"] = float(np.sqrt(np.mean((get(out["Q_e"]) - Q_e) ** 2)) / rms)
+        res["Q_e_rel_rms_inverse"] = float(np.sqrt(np.mean((get(inv["Q_e"]) - Q_e) ** 2)) / rms)
+    Q_f = np.asarray(samples["Q"])[:, :n_f]
+    res["Q_f_rms_inverse"] = float(np.sqrt(np.mean((get(inv["Q"])[:, :n_f] - Q_f) ** 2)))
+    if "M" in samples:
+        M = np.asarray(samples["M"])
+        res["M_rel_err"] = float(np.sqrt(np.mean(np.sum((get(out["M"]) - M) ** 2, (-1, -2))) /
+                                         np.mean(np.sum(M ** 2, (-1, -2)))))
+    for key in ("V", "E"):
+        if key in samples:
+            truth = np.asarray(samples[key])
+            err = get(out[key]) - truth
+            res[f"{key}_rel_err"] = float(np.std(err) / np.std(truth))
+    if "trial" in samples and "names" in samples:
+        trial = np.asarray(samples["trial"])
+        per = {}
+        for i in np.unique(trial):
+            sel = trial == i
+            per[str(int(i))] = float(np.mean((qdd_f_hat[sel] - qdd_f[sel]) ** 2) / max(np.var(qdd_f[sel]), 1e-12))
+        res["qdd_f_nmse_per_trial"] = per
+    return res
+
+
+def save_checkpoint(path, model, optimizer, epoch: int, history: dict, extra: dict | None = None) -> None:
+    """Write a checkpoint atomically (temporary file, then ``os.replace``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {"model_config": model.config(), "model_state": model.state_dict(),
+             "optimizer_state": optimizer.state_dict() if optimizer is not None else None,
+             "epoch": epoch, "history": history, "extra": extra or {}}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path, map_location="cpu"):
+    """(model, checkpoint dict) from a checkpoint written by :func:`save_checkpoint`."""
+    from ..errors import ModelError
+    from ..models.servo_lnn import ServoLNN
+
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"checkpoint not found: {path}; train one with: ros-lnn train --checkpoint-dir DIR")
+    try:
+        ckpt = torch.load(path, map_location=map_location, weights_only=False)
+        model = ServoLNN.from_config(ckpt["model_config"])
+        model.load_state_dict(ckpt["model_state"])
+    except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file
+        raise ModelError(f"{path}: not a ros_lnn checkpoint ({type(exc).__name__}: {exc})") from exc
+    return model, ckpt
+
+
+def train(model, train_samples: dict, val_samples: dict | None = None, config: TrainConfig | None = None,
+          progress=print) -> dict:
+    """Train ``model`` in place; returns the history (losses per log point, validations, timing)."""
+    cfg = config or TrainConfig()
+    if cfg.threads:
+        torch.set_num_threads(int(cfg.threads))
+    device, dtype = resolve_device(cfg.device), DTYPES[cfg.dtype]
+    names = tuple(cfg.losses) or select_losses(cfg.with_qe, model.n_e)
+    if not cfg.with_qe and NEEDS_QE & set(names):
+        raise ValueError(f"losses {sorted(NEEDS_QE & set(names))} need measured Q_e (with_qe is False)")
+    model.to(device=device, dtype=dtype).train()
+    data = {k: torch.as_tensor(np.asarray(train_samples[k]), device=device, dtype=dtype)
+            for k in ("q", "qd", "qdd", "Q")}
+    N = data["q"].shape[0]
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    gen = torch.Generator(device=device)
+    gen.manual_seed(cfg.seed)
+    history = {"epoch": [], "loss": [], "terms": {k: [] for k in names}, "val": [], "losses": list(names),
+               "config": asdict(cfg) | {"losses": list(names)}, "device": str(device)}
+    acc = torch.zeros(len(names) + 1, device=device, dtype=torch.float64)
+    steps_since = 0
+    start = time.perf_counter()
+    for epoch in range(1, cfg.epochs + 1):
+        perm = torch.randperm(N, generator=gen, device=device)
+        for i in range(0, N, cfg.batch):
+            idx = perm[i:i + cfg.batch]
+            batch = {k: v[idx] for k, v in data.items()}
+            terms = loss_terms(model, batch, names)
+            loss = sum(terms.values())
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            acc += torch.stack([loss.detach(), *[terms[k].detach() for k in names]]).double()
+            steps_since += 1
+        if epoch % cfg.log_every == 0 or epoch == cfg.epochs:
+            means = (acc / steps_since).tolist()  # the one host sync per log point
+            acc.zero_()
+            steps_since = 0
+            history["epoch"].append(epoch)
+            history["loss"].append(means[0])
+            for k, v in zip(names, means[1:]):
+                history["terms"][k].append(v)
+            elapsed = time.perf_counter() - start
+            rate = epoch / elapsed
+            progress(f"epoch {epoch}/{cfg.epochs}  loss {means[0]:.3e}  "
+                     + "  ".join(f"{k} {v:.2e}" for k, v in zip(names, means[1:]))
+                     + f"  {rate:.1f} epochs/s  eta {(cfg.epochs - epoch) / rate:.0f} s")
+        if val_samples is not None and (epoch % cfg.val_every == 0 or epoch == cfg.epochs):
+            model.eval()
+            metrics = evaluate(model, val_samples)
+            model.train()
+            history["val"].append({"epoch": epoch, **metrics})
+            progress(f"  validation @ {epoch}: q̈_f nMSE {metrics['qdd_f_nmse']:.2e}"
+                     + (f"  Q_e rel rms {metrics['Q_e_rel_rms']:.2%}" if "Q_e_rel_rms" in metrics else ""))
+        if cfg.checkpoint_dir and (epoch % cfg.checkpoint_every == 0 or epoch == cfg.epochs):
+            save_checkpoint(Path(cfg.checkpoint_dir) / "last.pt", model, optimizer, epoch, history)
+    history["seconds"] = time.perf_counter() - start
+    model.eval()
+    return history
