@@ -21,7 +21,11 @@ def add_arguments(parser):
     parser.add_argument("--seed", type=int, default=0, help="chain: random seed of the excitations")
     parser.add_argument("--no-cache", action="store_true",
                         help="crane: regenerate instead of using the cache")
-    parser.add_argument("--out", required=True, help="output file (.npz)")
+    parser.add_argument("--out", help="output file (.npz)")
+    parser.add_argument("--bag", help="(also) write the trials as a rosbag2 directory: /joint_states, "
+                                      "/servo_commands, /ground_truth (see ros_lnn/training/bag_writer.py)")
+    parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3",
+                        help="rosbag2 storage of --bag (default sqlite3)")
 
 
 def make_trials(args, progress=print):
@@ -62,10 +66,20 @@ def write_trials(path, trials) -> None:
 
 def run(args) -> int:
     start = time.perf_counter()
-    write = trial_writer(args.out)
+    if not args.out and not args.bag:
+        raise ConfigError("give --out FILE.npz and/or --bag DIR")
+    write = trial_writer(args.out) if args.out else None
+    if args.bag and Path(args.bag).exists():
+        raise ConfigError(f"--bag {args.bag} exists already; remove it or choose another path")
     trials = make_trials(args, progress=lambda msg: print(msg, file=sys.stderr))
-    write(trials)
     samples = sum(len(t) for t in trials)
-    elapsed = time.perf_counter() - start
-    print(f"wrote {len(trials)} trials ({samples} samples) to {args.out} in {elapsed:.1f} s")
+    if write:
+        write(trials)
+        print(f"wrote {len(trials)} trials ({samples} samples) to {args.out}")
+    if args.bag:
+        from ..training.bag_writer import write_trials_bag
+
+        write_trials_bag(args.bag, trials, args.storage)
+        print(f"wrote {len(trials)} trials ({samples} samples) to rosbag2 {args.bag} ({args.storage})")
+    print(f"done in {time.perf_counter() - start:.1f} s")
     return 0
