@@ -15,6 +15,11 @@ def add_arguments(parser):
     parser.add_argument("--system", choices=SYSTEMS, default="crane", help="reference system (default crane)")
     parser.add_argument("--data", metavar="TRIALS.npz",
                         help="trials file (ros-lnn simulate); default: simulate the paper's crane data set")
+    parser.add_argument("--bag", nargs="+", metavar="BAG", help="rosbag2 recording(s) to train on (sqlite3 or mcap)")
+    parser.add_argument("--config", help="YAML with a bag: mapping section (default: the crane's topics/joints)")
+    from ..training.bag_mapping import add_mapping_arguments
+
+    add_mapping_arguments(parser)
     qe = parser.add_mutually_exclusive_group()
     qe.add_argument("--with-qe", dest="with_qe", action="store_true", default=True,
                     help="train with the measured servo forces Q_e (default)")
@@ -58,6 +63,10 @@ def load_trials(args):
     from ..physics.trials import load_trials as load_file
 
     system = Crane()
+    if getattr(args, "bag", None):
+        from ..training.bag_source import bag_training_data
+
+        return bag_training_data(args, system)
     if args.data:
         return system, load_file(args.data), {"kind": "trials_file", "path": str(args.data),
                                               "sha256": file_sha256(args.data)}
