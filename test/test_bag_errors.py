@@ -1,0 +1,99 @@
+"""Bad input: one clear line naming the bag/topic/joint at fault, and exit code 2 from the CLI."""
+import numpy as np
+import pytest
+
+from bag_helpers import crane_trials, mapping
+from ros_lnn.cli import main
+from ros_lnn.errors import ConfigError, DataError
+from ros_lnn.training.bag_dataset import load_bag_dataset
+from ros_lnn.training.bag_mapping import BagMapping
+from ros_lnn.training.bag_writer import START_NS, BagWriter, write_trials_bag
+
+pytest.importorskip("rosbags")
+
+
+@pytest.fixture(scope="module")
+def bags(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bags")
+    trials = crane_trials()
+    return {s: write_trials_bag(root / s, trials, s) for s in ("sqlite3", "mcap")}
+
+
+def _one_line(excinfo, *needles):
+    text = str(excinfo.value)
+    assert "\n" not in text
+    for needle in needles:
+        assert needle in text, (needle, text)
+
+
+def test_missing_bag(tmp_path):
+    with pytest.raises(DataError) as exc:
+        load_bag_dataset(tmp_path / "nope", mapping())
+    _one_line(exc, "nope", "no such bag")
+
+
+def test_corrupt_sqlite_and_truncated_mcap(tmp_path, bags):
+    import shutil
+
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(bags["sqlite3"], corrupt)
+    db = next(corrupt.glob("*.db3"))
+    db.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(DataError) as exc:
+        load_bag_dataset(corrupt, mapping())
+    _one_line(exc, "corrupt", "re-record")
+    truncated = tmp_path / "truncated"
+    shutil.copytree(bags["mcap"], truncated)
+    mcap = next(truncated.glob("*.mcap"))
+    mcap.write_bytes(mcap.read_bytes()[: mcap.stat().st_size // 2])
+    with pytest.raises(DataError) as exc:
+        load_bag_dataset(truncated, mapping())
+    _one_line(exc, str(truncated))
+
+
+def test_missing_topic_and_unknown_joint(bags):
+    with pytest.raises(DataError) as exc:
+        load_bag_dataset(bags["mcap"], mapping(joint_states_topic="/robot/joint_states"))
+    _one_line(exc, "/robot/joint_states", "not in the bag", "/joint_states")
+    with pytest.raises(DataError) as exc:
+        load_bag_dataset(bags["sqlite3"], mapping(servo_joints=["trolley_joint"]))
+    _one_line(exc, "trolley_joint", "not found", "cart_joint")
+
+
+def test_no_overlap_and_too_few_samples(tmp_path):
+    trial = crane_trials()[0]
+    stamps = START_NS + np.round(trial.t * 1e9).astype(np.int64)
+    with BagWriter(tmp_path / "late", "sqlite3") as w:
+        w.joint_states("/joint_states", stamps, trial.coordinate_names, trial.q, trial.qd, trial.Q)
+        w.joint_trajectory("/servo_commands", stamps + 3_600 * 10**9, trial.servo_joints, trial.q[:, 1:],
+                           trial.qd[:, 1:], trial.qdd[:, 1:])
+    with pytest.raises(DataError) as exc:
+        load_bag_dataset(tmp_path / "late", mapping())
+    _one_line(exc, "/servo_commands", "no data overlapping")
+    with BagWriter(tmp_path / "short", "mcap") as w:
+        w.joint_states("/joint_states", stamps[:20], trial.coordinate_names, trial.q[:20], trial.qd[:20])
+    with pytest.raises(DataError) as exc:
+        load_bag_dataset(tmp_path / "short", mapping(servo_topic=""))
+    _one_line(exc, "too few samples", "min_samples")
+
+
+def test_bad_mapping_config(tmp_path):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("bag:\n  free_joints: [pendulum_joint]\n  joint_state_topic: /js\n")
+    with pytest.raises(ConfigError, match="unknown bag setting.*joint_state_topic"):
+        BagMapping.from_yaml(cfg)
+    cfg.write_text("bag:\n  free_joints: [pendulum_joint]\n  savgol_window: eleven\n")
+    with pytest.raises(ConfigError, match="savgol_window"):
+        BagMapping.from_yaml(cfg)
+
+
+def test_cli_exit_code_2_on_bad_bag(tmp_path, capsys, bags):
+    pytest.importorskip("torch")
+    code = main(["train", "--bag", str(tmp_path / "missing_bag"), "--epochs", "1", "--out", str(tmp_path / "m.onnx")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "missing_bag" in err[0]
+    code = main(["train", "--bag", str(bags["mcap"]), "--free-joints", "bob_joint", "--epochs", "1",
+                 "--out", str(tmp_path / "m.onnx")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "bob_joint" in err[-1]
+    assert not (tmp_path / "m.onnx").exists()
