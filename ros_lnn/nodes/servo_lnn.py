@@ -85,6 +85,7 @@ class ServoLnnNode(LifecycleNode):
             C.declare(self, name, default, f"{description} [applied: {_}]")
         self.add_on_set_parameters_callback(self._check_parameters)
         self.runtime = None
+        self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
         self.counts = {k: 0 for k in INVALID_REASONS + ("processed", "received", "commands", "invalid_command",
                                                            "stale_command", "velocity_estimated")}
@@ -124,6 +125,7 @@ class ServoLnnNode(LifecycleNode):
                                   f"{self.runtime.free_joints} need {self.runtime.n_f}")
         except RosLnnError as exc:
             self.runtime = None
+            self.last_error = str(exc)
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         rt = self.runtime
@@ -286,11 +288,11 @@ class ServoLnnNode(LifecycleNode):
         now_ns = self.get_clock().now().nanoseconds
         if ns == 0:
             ns = now_ns
-        if self.last_stamp_ns is not None and ns <= self.last_stamp_ns:
-            return self._reject("out_of_order", f"stamp {ns * 1e-9:.6f} s is not after the last {self.last_stamp_ns * 1e-9:.6f} s")
         max_age = float(self.p("max_input_age_s"))
         if max_age > 0 and now_ns > 0 and now_ns - ns > max_age * 1e9:
             return self._reject("stale", f"stamp is {(now_ns - ns) * 1e-9:.3f} s old (max_input_age_s {max_age})")
+        if self.last_stamp_ns is not None and ns <= self.last_stamp_ns:
+            return self._reject("out_of_order", f"stamp {ns * 1e-9:.6f} s is not after the last {self.last_stamp_ns * 1e-9:.6f} s")
         k = len(msg.name)
         if len(msg.position) != k or len(msg.velocity) not in (0, k) or len(msg.effort) not in (0, k):
             return self._reject("bad_size", f"{k} names, {len(msg.position)} positions, {len(msg.velocity)} "

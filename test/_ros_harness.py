@@ -1,0 +1,64 @@
+"""A test process's view of the ROS graph: nodes under test and a probe node spun by one executor in
+a background thread, with helpers to publish and to wait for messages over real DDS."""
+from __future__ import annotations
+
+import threading
+import time
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+
+
+class Harness:
+    def __init__(self, *nodes, context=None):
+        self.context = context
+        self.probe = rclpy.create_node(f"probe_{id(self)}", context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.nodes = list(nodes) + [self.probe]
+        for node in self.nodes:
+            self.executor.add_node(node)
+        self.lock = threading.Lock()
+        self._stop = False
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self):
+        while not self._stop:
+            self.executor.spin_once(timeout_sec=0.005)
+
+    def add(self, node):
+        self.executor.add_node(node)
+        self.nodes.insert(0, node)
+
+    def collect(self, msg_type, topic, qos):
+        """Subscribe on the probe; returns the list the messages land in."""
+        box = []
+
+        def cb(msg):
+            with self.lock:
+                box.append(msg)
+        self.probe.create_subscription(msg_type, topic, cb, qos)
+        return box
+
+    def publisher(self, msg_type, topic, qos, wait_for_subscribers: int = 1, timeout: float = 10.0):
+        pub = self.probe.create_publisher(msg_type, topic, qos)
+        self.wait(lambda: pub.get_subscription_count() >= wait_for_subscribers, timeout,
+                  f"no subscriber on {topic}")
+        return pub
+
+    @staticmethod
+    def wait(predicate, timeout: float = 10.0, what: str = "condition"):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if predicate():
+                return
+            time.sleep(0.005)
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+    def close(self):
+        self._stop = True
+        self.thread.join(timeout=5)
+        for node in self.nodes:
+            self.executor.remove_node(node)
+            node.destroy_node()
+        self.executor.shutdown()
