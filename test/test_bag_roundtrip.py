@@ -201,3 +201,14 @@ def test_humble_and_jazzy_metadata_versions(tmp_path):
         assert [len(t) for t in ds.trials] == [len(t) for t in trials]
         for got, ref in zip(ds.trials, trials):
             assert np.array_equal(got.q, ref.q) and np.array_equal(got.Q_e, ref.Q_e)
+
+
+def test_several_bags_make_one_dataset(tmp_path):
+    trials = crane_trials()
+    a = write_trials_bag(tmp_path / "a", trials[:2], "sqlite3")
+    b = write_trials_bag(tmp_path / "b", trials[2:], "mcap")
+    ds = load_bag_dataset([a, b], mapping())
+    assert [t.name for t in ds.trials] == [t.name for t in trials]
+    assert [x["path"] for x in ds.summary["bags"]] == [str(a), str(b)]
+    assert ds.summary["streams"]["/joint_states"]["messages"] == sum(len(t) for t in trials)
+    assert {t.attrs["bag"] for t in ds.trials} == {str(a), str(b)}

@@ -57,7 +57,9 @@ def _clean(stream, mapping, summary, quiet=False):
     stamp, source = _stamps(stream, mapping, summary, quiet)
     keep, counts = tb.order_and_dedupe(stamp)
     counts["stamps"] = source
-    summary["streams"][stream.topic] = {"type": stream.msgtype, **stream.counts, **counts}
+    entry = summary["streams"].setdefault(stream.topic, {"type": stream.msgtype})
+    for key, value in {**stream.counts, **counts}.items():  # summed over bags
+        entry[key] = entry.get(key, 0) + value if isinstance(value, int) else value
     return stamp[keep], {k: v[keep] for k, v in stream.values.items()}
 
 
@@ -114,7 +116,8 @@ def _read_bag(path, mapping: BagMapping, summary) -> list:
         js_stream.values = {k: v[~bad] for k, v in js_stream.values.items()}
         t_ns, vals = _clean(js_stream, mapping, summary)
         js = {"t_ns": t_ns, "joints": joints, **vals}
-        summary["streams"][js_stream.topic]["nan_efforts"] = int(np.isnan(vals["effort"]).any(axis=1).sum())
+        entry = summary["streams"][js_stream.topic]
+        entry["nan_efforts"] = entry.get("nan_efforts", 0) + int(np.isnan(vals["effort"]).any(axis=1).sum())
         used = {js_stream.topic}
 
         servo_acc = None
