@@ -172,31 +172,40 @@ def test_float64_servo_commands_and_other_topics_skipped(tmp_path):
     assert np.array_equal(np.concatenate([t.q for t in ds.trials]), tr.q)
 
 
-def _make_humble(bag):
-    """Rewrite a rosbags-written sqlite3 bag into what ROS 2 Humble writes: metadata version 5
-    (no type hashes, no ros_distro), sqlite schema 3 without message_definitions."""
+def _older_metadata(bag, version):
+    """Rewrite the metadata of a rosbags-written bag to an older version: 7 (Iron: no ros_distro),
+    5 (Humble: no type hashes, no custom data)."""
     meta_path = bag / "metadata.yaml"
     doc = yaml.safe_load(meta_path.read_text())
     info = doc["rosbag2_bagfile_information"]
-    info["version"] = 5
-    for key in ("ros_distro", "custom_data"):
-        info.pop(key, None)
+    info["version"] = version
+    info.pop("ros_distro", None)
+    if version < 6:
+        info.pop("custom_data", None)
     for topic in info["topics_with_message_count"]:
-        topic["topic_metadata"].pop("type_description_hash", None)
+        if version < 7:
+            topic["topic_metadata"].pop("type_description_hash", None)
         topic["topic_metadata"]["offered_qos_profiles"] = ""
     meta_path.write_text(yaml.safe_dump(doc))
+
+
+def _make_humble(bag):
+    """What ROS 2 Humble writes: metadata version 5, sqlite schema 3 without message_definitions."""
+    _older_metadata(bag, 5)
     db = next(bag.glob("*.db3"))
     with sqlite3.connect(db) as conn:
         conn.executescript("DROP TABLE message_definitions; ALTER TABLE topics DROP COLUMN type_description_hash;"
                            "DROP TABLE metadata; UPDATE schema SET schema_version = 3;")
 
 
-def test_humble_and_jazzy_metadata_versions(tmp_path):
+def test_humble_iron_jazzy_metadata_versions(tmp_path):
     trials = crane_trials()
     v8 = write_trials_bag(tmp_path / "jazzy", trials, "mcap", version=8)
+    iron = write_trials_bag(tmp_path / "iron", trials, "mcap")
+    _older_metadata(iron, 7)
     humble = write_trials_bag(tmp_path / "humble", trials, "sqlite3")
     _make_humble(humble)
-    for bag in (v8, humble):
+    for bag in (v8, iron, humble):
         ds = load_bag_dataset(bag, mapping())
         assert [len(t) for t in ds.trials] == [len(t) for t in trials]
         for got, ref in zip(ds.trials, trials):
