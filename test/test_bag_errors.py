@@ -97,3 +97,14 @@ def test_cli_exit_code_2_on_bad_bag(tmp_path, capsys, bags):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "bob_joint" in err[-1]
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_config_without_bag_section(tmp_path):
+    cfg = tmp_path / "ros_params.yaml"
+    cfg.write_text("servo_lnn:\n  ros__parameters:\n    rate_hz: 100.0\n")
+    with pytest.raises(ConfigError, match="no 'bag:' section"):
+        BagMapping.from_yaml(cfg)
+    cfg.write_text("servo_lnn:\n  ros__parameters: {}\nbag:\n  free_joints: [pendulum_joint]\n"
+                   "  servo_joints: [cart_joint]\n  servo_topic: ''\n")
+    m = BagMapping.from_yaml(cfg, {"savgol_window": 7})
+    assert m.servo_topic == "" and m.savgol_window == 7 and m.free_joints == ("pendulum_joint",)

@@ -115,3 +115,21 @@ def test_zero_header_stamps_fall_back_to_receive_time(tmp_path):
     # without servo commands, the servo acceleration also comes from Savitzky–Golay
     assert "savgol" in ds.summary["trials"][0]["qdd_e"]
     assert np.max(np.abs(ds.trials[0].qdd[:, 1] - trial.qdd[:, 1])) < 1e-3
+
+
+def test_efforts_on_their_own_topics(tmp_path):
+    """Q_e published by the servo driver on a Float64MultiArray topic (no header: receive time),
+    Q_f measured in the joint states."""
+    trial = crane_trials()[0]
+    stamps = START_NS + np.round(trial.t * 1e9).astype(np.int64)
+    effort = trial.Q.copy()
+    effort[:, 0] = 0.01 * np.sin(trial.t)                           # a small measured Q_f
+    with BagWriter(tmp_path / "efforts", "mcap") as w:
+        w.joint_states("/joint_states", stamps, trial.coordinate_names, trial.q, trial.qd, effort)
+        w.float64_array("/cart/motor_force", stamps, None, trial.Q[:, 1:])
+    ds = load_bag_dataset(tmp_path / "efforts", mapping(servo_topic="", servo_effort="/cart/motor_force",
+                                                        free_effort="joint_states", val_fraction=0))
+    got = ds.trials[0]
+    assert np.array_equal(got.Q_e, trial.Q_e) and np.array_equal(got.Q_f[:, 0], effort[:, 0])
+    assert ds.summary["streams"]["/cart/motor_force"]["stamps"] == "receive"
+    assert "/cart/motor_force" not in ds.summary["skipped_topics"]

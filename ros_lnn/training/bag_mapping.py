@@ -102,6 +102,9 @@ class BagMapping:
         section = doc.get("bag", doc) if isinstance(doc, dict) else None
         if not isinstance(section, dict):
             raise ConfigError(f"{path}: expected a 'bag:' mapping")
+        if "bag" not in doc and not set(section) & {f.name for f in fields(cls)}:
+            raise ConfigError(f"{path}: no 'bag:' section (topics and joints of the recording); "
+                              "see config/bag_mapping_crane.yaml")
         return cls.from_dict({**section, **(overrides or {})}, str(path))
 
     def with_overrides(self, **overrides) -> "BagMapping":
