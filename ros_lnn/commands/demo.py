@@ -44,14 +44,8 @@ def held_out_trial(name: str):
     return crane_trial(Crane(), spec)
 
 
-def model_order_inputs(trial, joints):
-    """Trial arrays rearranged into the model's coordinate order (free joints, then servo joints)."""
-    cols = [trial.coordinate_names.index(j) for j in joints]
-    q, qd, qdd, Q = (a[:, cols] for a in (trial.q, trial.qd, trial.qdd, trial.Q))
-    return q, qd, qdd, Q
-
-
 def offline_demo(model_path, trial_name: str, rows: int) -> int:
+    from ..inference.evaluation import evaluate_trial, model_order_inputs
     from ..inference.runtime import ServoLnnRuntime
     from ..timing import summary_us, time_calls
 
@@ -61,10 +55,9 @@ def offline_demo(model_path, trial_name: str, rows: int) -> int:
     print(f"model: {rt.path} ({rt.metadata.family}, free {rt.free_joints}, servo {rt.servo_joints})")
     print(f"simulating held-out trial '{trial_name}' (20 s, RK45 at 1e-10) ...", flush=True)
     trial = held_out_trial(trial_name)
+    out, m = evaluate_trial(rt, trial)
     q, qd, qdd, Q = model_order_inputs(trial, rt.joints)
     f, e = slice(0, rt.n_f), slice(rt.n_f, rt.n)
-    out = rt.evaluate(q, qd, qdd[:, e], Q[:, f])
-    m = metrics(out, qdd, Q, trial.E, f, e)
 
     idx = np.linspace(0, len(trial.t) - 1, max(rows, 2)).astype(int)
     header = f"{'t [s]':>7} | {'Q_e true':>9} {'Q_e est':>9} | {'qdd_f true':>10} {'qdd_f est':>10} | {'E true':>8} {'E est':>8}"
@@ -89,16 +82,3 @@ def offline_demo(model_path, trial_name: str, rows: int) -> int:
     print(f"one sample at a time, all outputs, 1 thread: median {s['median_us']:.1f} µs, p99 {s['p99_us']:.1f} µs")
     return 0
 
-
-def metrics(out, qdd, Q, E, f, e) -> dict:
-    """Errors of a model's outputs against exact values (all arrays in model order)."""
-    err_qdd = out["qdd_f"] - qdd[:, f]
-    qdd_f = qdd[:, f]
-    Q_e = Q[:, e]
-    offset = float(np.mean(out["E"] - E))
-    return {
-        "qdd_f_nmse": float(np.mean(err_qdd ** 2) / np.var(qdd_f)),
-        "Q_e_rel_rms": float(np.sqrt(np.mean((out["Q_e"] - Q_e) ** 2) / np.mean(Q_e ** 2))) if Q_e.size else 0.0,
-        "E_offset": offset,
-        "E_rms": float(np.sqrt(np.mean((out["E"] - offset - E) ** 2))),
-    }
