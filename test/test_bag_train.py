@@ -45,5 +45,6 @@ def test_train_from_bag_to_onnx(tmp_path, storage, capsys):
     q, qd, qdd, Q = (np.concatenate([getattr(x, k) for x in truth]) for k in ("q", "qd", "qdd", "Q"))
     pred = rt.evaluate(q, qd, qdd[:, 1:], Q[:, :1])
     nmse = np.mean((pred["qdd"][:, 0] - qdd[:, 0]) ** 2) / np.var(qdd[:, 0])
-    assert nmse == pytest.approx(rt.metadata.metrics["qdd_f_nmse"], rel=1e-9)
+    # exported graph vs the torch model that computed the metric: float64, elementary softplus
+    assert nmse == pytest.approx(rt.metadata.metrics["qdd_f_nmse"], rel=1e-6)
     assert np.isfinite(pred["Q_e"]).all()
