@@ -19,12 +19,16 @@ class Harness:
             self.executor.add_node(node)
         self.lock = threading.Lock()
         self._stop = False
+        self.errors: list = []
         self.thread = threading.Thread(target=self._spin, daemon=True)
         self.thread.start()
 
     def _spin(self):
         while not self._stop:
-            self.executor.spin_once(timeout_sec=0.005)
+            try:
+                self.executor.spin_once(timeout_sec=0.005)
+            except Exception as exc:  # noqa: BLE001 - surface callback errors in the test, keep spinning
+                self.errors.append(exc)
 
     def add(self, node):
         self.executor.add_node(node)
@@ -46,14 +50,17 @@ class Harness:
                   f"no subscriber on {topic}")
         return pub
 
-    @staticmethod
-    def wait(predicate, timeout: float = 10.0, what: str = "condition"):
+    def wait(self, predicate, timeout: float = 10.0, what: str = "condition"):
         end = time.monotonic() + timeout
         while time.monotonic() < end:
+            self.check()
             if predicate():
                 return
             time.sleep(0.005)
         raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+    def check(self):
+        assert not self.errors, f"callbacks raised: {self.errors!r}"
 
     def close(self):
         self._stop = True

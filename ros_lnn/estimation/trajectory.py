@@ -56,12 +56,12 @@ class ServoPlan:
         acc = self.qdd is not None
         if t > times[-1]:
             return PlanSample(self.q[-1].copy(), zeros, zeros.copy(), True, acc)
-        if t < times[0] or t == times[-1] or len(times) == 1:
+        if t < times[0] or len(times) == 1:
             k = 0 if t < times[0] else -1
             qd = zeros if self.qd is None else self.qd[k].copy()
             qdd = zeros.copy() if self.qdd is None else self.qdd[k].copy()
             return PlanSample(self.q[k].copy(), qd, qdd, False, acc)
-        i = int(np.searchsorted(times, t, side="right") - 1)
+        i = min(int(np.searchsorted(times, t, side="right") - 1), len(times) - 2)
         h = times[i + 1] - times[i]
         s = (t - times[i]) / h
         p0, p1 = self.q[i], self.q[i + 1]

@@ -144,6 +144,34 @@ def diagnostic_status(name: str, hardware_id: str, level, message: str, values: 
     return status
 
 
+def warn_throttled(node, key: str, message: str, period_s: float = 2.0) -> None:
+    """A warning at most once per ``period_s`` per node and key. (rclpy's own throttling keys on the
+    call site and raises when two nodes in one process share it, so it is not used here.)"""
+    book = node.__dict__.setdefault("_warn_times", {})
+    now = time.monotonic()
+    if now - book.get(key, -np.inf) >= period_s:
+        book[key] = now
+        node.get_logger().warning(message)
+
+
+def spin(node, executor=None) -> None:
+    """Spin until Ctrl-C or shutdown. A callback interrupted by the shutdown (publishing on a context
+    that Ctrl-C already closed) ends the spin quietly; any other error propagates."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    try:
+        if executor is None:
+            rclpy.spin(node)
+        else:
+            executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:
+        if rclpy.ok(context=node.context):
+            raise
+
+
 class Throttle:
     """True at most once per ``period_s`` (per key): for work that need not run at the input rate."""
 

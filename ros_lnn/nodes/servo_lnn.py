@@ -21,7 +21,6 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Point
-from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from rclpy.parameter import Parameter
@@ -196,7 +195,7 @@ class ServoLnnNode(LifecycleNode):
     # -- inputs ---------------------------------------------------------------------------------
     def _reject(self, reason: str, detail: str) -> None:
         self.counts[reason] += 1
-        self.get_logger().warn(f"joint_states skipped ({reason}): {detail}", throttle_duration_sec=2.0)
+        C.warn_throttled(self, reason, f"joint_states skipped ({reason}): {detail}")
 
     def _relative_s(self, ns: int) -> float:
         if self.origin_ns is None:
@@ -256,7 +255,7 @@ class ServoLnnNode(LifecycleNode):
 
     def _bad_command(self, detail: str) -> None:
         self.counts["invalid_command"] += 1
-        self.get_logger().warn(f"servo_commands rejected: {detail}", throttle_duration_sec=2.0)
+        C.warn_throttled(self, "command", f"servo_commands rejected: {detail}")
 
     def _commanded_qdd_e(self, t: float):
         """Commanded servo acceleration at relative time t, or None (none/stale/not commanded)."""
@@ -264,8 +263,8 @@ class ServoLnnNode(LifecycleNode):
         if self.plan is not None:
             if t > self.plan.end_time + timeout:
                 self.counts["stale_command"] += 1
-                self.get_logger().warn("servo plan is stale (ended more than command_timeout_s ago); "
-                                       "estimating q̈_e from joint_states", throttle_duration_sec=2.0)
+                C.warn_throttled(self, "stale_command", "servo plan is stale (ended more than command_timeout_s "
+                                                        "ago); estimating q̈_e from joint_states")
                 return None
             sample = self.plan.sample(t)
             return sample.qdd if sample.commanded_acceleration else None
@@ -273,8 +272,8 @@ class ServoLnnNode(LifecycleNode):
             received, data = self.array_cmd
             if time.monotonic() - received > timeout:
                 self.counts["stale_command"] += 1
-                self.get_logger().warn("servo array command is stale; estimating q̈_e from joint_states",
-                                       throttle_duration_sec=2.0)
+                C.warn_throttled(self, "stale_command", "servo array command is stale; estimating q̈_e "
+                                                        "from joint_states")
                 return None
             return data[2] if data.shape[0] == 3 else None
         return None
@@ -452,13 +451,10 @@ def main(argv=None) -> int:
         if C.param(node, "autostart") and not start(node):
             code = 1
         else:
-            rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+            C.spin(node)
     finally:
         node.destroy_node()
-        if rclpy.ok():
-            rclpy.try_shutdown()
+        rclpy.try_shutdown()
     return code
 
 

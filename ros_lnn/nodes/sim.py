@@ -18,7 +18,6 @@ import time
 import numpy as np
 import rclpy
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
@@ -122,7 +121,7 @@ class SimNode(Node):
         self.last_effort_time = None
         self.dt = 1.0 / float(p("rate_hz"))
         self.substeps = max(int(p("substeps")), 1)
-        self.counts = {"steps": 0, "overruns": 0, "invalid_command": 0, "commands": 0}
+        self.counts = {"steps": 0, "overruns": 0, "skipped_publishes": 0, "invalid_command": 0, "commands": 0}
 
         self.js_pub = self.create_publisher(JointState, "joint_states", C.SENSOR_QOS)
         if p("publish_ground_truth"):
@@ -144,7 +143,6 @@ class SimNode(Node):
         self.origin_ns = 0 if self.clock_pub else self.get_clock().now().nanoseconds
         self.wall_start = None          # set by the first tick, so start-up time is not "behind"
         self.k = 0
-        self._publish_step()
         self.create_timer(self.dt / float(p("real_time_factor")), self._tick, clock=steady)
         if float(p("plan_horizon_s")) > 0 and float(p("plan_rate_hz")) > 0 and n_e:
             self.create_timer(1.0 / float(p("plan_rate_hz")), self._publish_plan, clock=steady)
@@ -164,20 +162,28 @@ class SimNode(Node):
     def _tick(self) -> None:
         rtf = float(self.p("real_time_factor"))
         if self.wall_start is None:
-            self.wall_start = time.monotonic() - self.k * self.dt / rtf
+            self.wall_start = time.monotonic()
+            if self.clock_pub is None:
+                self.origin_ns = self.get_clock().now().nanoseconds    # stamps follow the node's clock
         due = int((time.monotonic() - self.wall_start) * rtf / self.dt)
         behind = due - self.k
-        if behind > 10:
-            # Too slow to keep up: skip ahead in wall time rather than burst (physics time stays exact).
+        if behind > 200:
+            # Far behind (the machine is too slow for rate_hz): let simulated time slow down.
             self.counts["overruns"] += 1
-            self.get_logger().warn(f"simulator {behind} steps behind real time; rate_hz too high for this "
-                                   "machine", throttle_duration_sec=5.0)
-            self.wall_start = time.monotonic() - (self.k + 1) * self.dt / rtf
+            C.warn_throttled(self, "overrun", f"simulator {behind} steps behind real time; rate_hz too high "
+                                              "for this machine, simulated time runs slow", period_s=5.0)
+            self.wall_start += (behind - 1) * self.dt / rtf
+            behind = 1
+        elif behind > 2:
+            # Catch up: integrate the missed steps without publishing them (a gap in the stream).
+            self.counts["skipped_publishes"] += behind - 1
+            for _ in range(behind - 1):
+                self.step(publish=False)
             behind = 1
         for _ in range(max(behind, 0)):
             self.step()
 
-    def step(self) -> None:
+    def step(self, publish: bool = True) -> None:
         timeout = float(self.p("effort_timeout_s"))
         if self.last_effort_time is not None and timeout > 0 and time.monotonic() - self.last_effort_time > timeout:
             self.sim.Q_f = np.zeros_like(self.sim.Q_f)
@@ -186,8 +192,10 @@ class SimNode(Node):
         for _ in range(self.substeps):
             self.sim.step(h)
         self.k += 1
+        self.sim.t = self.k * self.dt          # no drift from summing dt
         self.counts["steps"] += 1
-        self._publish_step()
+        if publish:
+            self._publish_step()
 
     def _publish_step(self) -> None:
         q, qd, out = self.sim.outputs()
@@ -234,7 +242,7 @@ class SimNode(Node):
     # -- inputs ---------------------------------------------------------------------------------
     def _bad_command(self, topic: str, detail: str) -> None:
         self.counts["invalid_command"] += 1
-        self.get_logger().warn(f"{topic} rejected: {detail}", throttle_duration_sec=2.0)
+        C.warn_throttled(self, topic, f"{topic} rejected: {detail}")
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         try:
@@ -287,6 +295,8 @@ class SimNode(Node):
 
     def _publish_plan(self) -> None:
         """Upcoming points of the current servo motion, with accelerations (stamp = now)."""
+        if self.wall_start is None:
+            return                                 # stamps start with the first step
         horizon, dt = float(self.p("plan_horizon_s")), float(self.p("plan_dt_s"))
         t0 = self.sim.t
         msg = JointTrajectory()
@@ -313,12 +323,10 @@ def main(argv=None) -> int:
     node = None
     try:
         node = SimNode()
-        rclpy.spin(node)
+        C.spin(node)
     except ConfigError as exc:
         print(f"sim: error: {exc}", file=sys.stderr)
         code = 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
     finally:
         if node is not None:
             node.destroy_node()
