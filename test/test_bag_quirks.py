@@ -127,8 +127,9 @@ def test_efforts_on_their_own_topics(tmp_path):
     with BagWriter(tmp_path / "efforts", "mcap") as w:
         w.joint_states("/joint_states", stamps, trial.coordinate_names, trial.q, trial.qd, effort)
         w.float64_array("/cart/motor_force", stamps, None, trial.Q[:, 1:])
-    ds = load_bag_dataset(tmp_path / "efforts", mapping(servo_topic="", servo_effort="/cart/motor_force",
-                                                        free_effort="joint_states", val_fraction=0))
+    with pytest.warns(UserWarning, match="/cart/motor_force.*receive time"):
+        ds = load_bag_dataset(tmp_path / "efforts", mapping(servo_topic="", servo_effort="/cart/motor_force",
+                                                            free_effort="joint_states", val_fraction=0))
     got = ds.trials[0]
     assert np.array_equal(got.Q_e, trial.Q_e) and np.array_equal(got.Q_f[:, 0], effort[:, 0])
     assert ds.summary["streams"]["/cart/motor_force"]["stamps"] == "receive"

@@ -151,7 +151,8 @@ def test_float64_servo_commands_and_other_topics_skipped(tmp_path):
     trials = crane_trials()[:2]
     path = tmp_path / "f64"
     write_trials_bag(path, trials, "sqlite3", servo_type=cdr.FLOAT64_ARRAY, efforts="none")
-    ds = load_bag_dataset(path, mapping(servo_type="Float64MultiArray"))
+    with pytest.warns(UserWarning, match="/servo_commands.*no header; aligned by bag receive time"):
+        ds = load_bag_dataset(path, mapping(servo_type="Float64MultiArray"))
     for got, ref in zip(ds.trials, trials):
         assert np.array_equal(got.qdd[:, 1], ref.qdd[:, 1])
         assert np.isnan(got.Q_e).all() and (got.Q_f == 0).all()  # efforts not recorded; free = unactuated
@@ -165,7 +166,8 @@ def test_float64_servo_commands_and_other_topics_skipped(tmp_path):
         store = w.store
         text = bytes(store.serialize_cdr(store.types["std_msgs/msg/String"](data="hello"), "std_msgs/msg/String"))
         w.raw("/rosout_like", "std_msgs/msg/String", stamps[:5], [text] * 5)
-    ds = load_bag_dataset(other, mapping(servo_topic=""))
+    with pytest.warns(UserWarning, match="one trial only"):
+        ds = load_bag_dataset(other, mapping(servo_topic=""))
     assert ds.summary["skipped_topics"] == {"/rosout_like": "std_msgs/msg/String"}
     # one trial only: chopped into contiguous pieces so that validation has a trial of its own
     assert len(ds.trials) == 4 and len(ds.validation) == 1
