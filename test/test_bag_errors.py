@@ -108,3 +108,14 @@ def test_config_without_bag_section(tmp_path):
                    "  servo_joints: [cart_joint]\n  servo_topic: ''\n")
     m = BagMapping.from_yaml(cfg, {"savgol_window": 7})
     assert m.servo_topic == "" and m.savgol_window == 7 and m.free_joints == ("pendulum_joint",)
+
+
+def test_undecodable_message(tmp_path):
+    trial = crane_trials()[0]
+    stamps = START_NS + np.round(trial.t * 1e9).astype(np.int64)
+    with BagWriter(tmp_path / "garbage", "mcap") as w:
+        w.joint_states("/joint_states", stamps, trial.coordinate_names, trial.q, trial.qd)
+        w.streams[0][3][5] = b"\x00\x01\x00\x00" + b"\xff" * 40      # one damaged message
+    with pytest.raises(DataError) as exc:
+        load_bag_dataset(tmp_path / "garbage", mapping(servo_topic=""))
+    _one_line(exc, "/joint_states", "undecodable", "corrupt")

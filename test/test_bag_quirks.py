@@ -134,3 +134,18 @@ def test_efforts_on_their_own_topics(tmp_path):
     assert np.array_equal(got.Q_e, trial.Q_e) and np.array_equal(got.Q_f[:, 0], effort[:, 0])
     assert ds.summary["streams"]["/cart/motor_force"]["stamps"] == "receive"
     assert "/cart/motor_force" not in ds.summary["skipped_topics"]
+
+
+def test_velocities_not_recorded(tmp_path):
+    """A driver that publishes positions only: q̇ and q̈ both by Savitzky–Golay from q."""
+    trial = crane_trials()[0]
+    stamps = START_NS + np.round(trial.t * 1e9).astype(np.int64)
+    with BagWriter(tmp_path / "pos_only", "sqlite3") as w:
+        w.joint_states("/joint_states", stamps, trial.coordinate_names, trial.q)
+    ds = load_bag_dataset(tmp_path / "pos_only", mapping(servo_topic="", val_fraction=0))
+    got, info = ds.trials[0], ds.summary["trials"][0]
+    assert info["velocity"] == "savgol(q)" and not info["Q_e_measured"]
+    rel = lambda a, b: np.sqrt(np.mean((a - b) ** 2, axis=0) / np.mean(b ** 2, axis=0))  # noqa: E731
+    assert np.all(rel(got.qd, trial.qd) < 1e-5)                   # measured ~1e-6 (window 11, order 3)
+    assert np.all(rel(got.qdd, trial.qdd) < 5e-4)                 # ~1e-4, dominated by the edges
+    assert np.all(rel(got.qdd[10:-10], trial.qdd[10:-10]) < 1e-6)  # ~1e-7 away from them
