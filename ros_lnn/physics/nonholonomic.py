@@ -50,6 +50,7 @@ class NonholonomicSystem:
 
     def constraint(self, q, qd):
         """``Φ(q, q̇) = A(q) q̇`` (..., m)."""
+        q, qd = np.asarray(q, float), np.asarray(qd, float)
         return np.einsum("...ij,...j->...i", self.constraint_matrix(q), qd)
 
     def energy(self, q, qd):
@@ -70,7 +71,7 @@ class NonholonomicSystem:
 
     def project_velocity(self, q, v):
         """The velocity on the constraint nearest to ``v`` in the kinetic-energy metric."""
-        A = self.constraint_matrix(q)
+        A = self.constraint_matrix(np.asarray(q, float))
         Minv_At = np.linalg.solve(self.mass, A.T)
         return v - Minv_At @ np.linalg.solve(A @ Minv_At, A @ v)
 
@@ -80,14 +81,15 @@ class NonholonomicSystem:
         return q, qd
 
 
+# Constraint functions take ``xp`` (numpy by default, torch for the LNN-nh model): the same code
+# serves the reference systems and the network's known constraints.
 def particle() -> NonholonomicSystem:
     """Nonholonomic particle, q = (x, y, z), unit mass, ``ż − y ẋ = 0``."""
-    def A(q):
-        q = np.asarray(q, float)
-        one, zero = np.ones(q.shape[:-1]), np.zeros(q.shape[:-1])
-        return np.stack([-q[..., 1], zero, one], -1)[..., None, :]
+    def A(q, xp=np):
+        one, zero = xp.ones_like(q[..., 0]), xp.zeros_like(q[..., 0])
+        return xp.stack([-q[..., 1], zero, one], -1)[..., None, :]
 
-    def b(q, qd):  # ∂Φ/∂y = −ẋ
+    def b(q, qd, xp=np):  # ∂Φ/∂y = −ẋ
         return (-qd[..., 0] * qd[..., 1])[..., None]
 
     return NonholonomicSystem("particle", ("x", "y", "z"), np.eye(3), A, b,
@@ -96,12 +98,11 @@ def particle() -> NonholonomicSystem:
 
 def drone(m_target: float = 1.0, m_drone: float = 1.0) -> NonholonomicSystem:
     """Target on the x-axis at ``x_t``, drone at (x, y) flying towards it: ``y ẋ + (x_t − x) ẏ = 0``."""
-    def A(q):
-        q = np.asarray(q, float)
-        zero = np.zeros(q.shape[:-1])
-        return np.stack([zero, q[..., 2], q[..., 0] - q[..., 1]], -1)[..., None, :]
+    def A(q, xp=np):
+        zero = xp.zeros_like(q[..., 0])
+        return xp.stack([zero, q[..., 2], q[..., 0] - q[..., 1]], -1)[..., None, :]
 
-    def b(q, qd):  # ∂Φ/∂x_t = ẏ, ∂Φ/∂x = −ẏ, ∂Φ/∂y = ẋ
+    def b(q, qd, xp=np):  # ∂Φ/∂x_t = ẏ, ∂Φ/∂x = −ẏ, ∂Φ/∂y = ẋ
         return (qd[..., 2] * qd[..., 0])[..., None]
 
     def position(rng):
@@ -116,16 +117,15 @@ def rolling_disk(m: float = 1.0, inertia: float = 0.5, turning: float = 0.25, ra
     """Vertical rolling disk, q = (x, y, θ, φ): ``ẋ = R θ̇ cos φ``, ``ẏ = R θ̇ sin φ``."""
     R = radius
 
-    def A(q):
-        q = np.asarray(q, float)
-        one, zero = np.ones(q.shape[:-1]), np.zeros(q.shape[:-1])
-        c, s = np.cos(q[..., 3]), np.sin(q[..., 3])
-        return np.stack([np.stack([one, zero, -R * c, zero], -1), np.stack([zero, one, -R * s, zero], -1)], -2)
+    def A(q, xp=np):
+        one, zero = xp.ones_like(q[..., 0]), xp.zeros_like(q[..., 0])
+        c, s = xp.cos(q[..., 3]), xp.sin(q[..., 3])
+        return xp.stack([xp.stack([one, zero, -R * c, zero], -1), xp.stack([zero, one, -R * s, zero], -1)], -2)
 
-    def b(q, qd):
-        c, s = np.cos(q[..., 3]), np.sin(q[..., 3])
+    def b(q, qd, xp=np):
+        c, s = xp.cos(q[..., 3]), xp.sin(q[..., 3])
         w = R * qd[..., 2] * qd[..., 3]
-        return np.stack([w * s, -w * c], -1)
+        return xp.stack([w * s, -w * c], -1)
 
     def position(rng):
         return np.concatenate([rng.uniform(-0.5, 0.5, 2), rng.uniform(-np.pi, np.pi, 2)])

@@ -1,0 +1,183 @@
+"""Plain LNN (Cranmer et al.) and LNN-nh (seed 002, EQUATIONS.md §4) in torch.
+
+A black-box network ``𝓛(q, q̇)`` (no mass-matrix structure). Accelerations come from its exact second
+derivatives, taken with ``torch.func`` per sample:
+
+    W = ∂²𝓛/∂q̇²,   F = ∂𝓛/∂q − (∂²𝓛/∂q̇∂q) q̇ + Q
+    LNN:     q̈ = W⁻¹ F
+    LNN-nh:  q̈ = W⁻¹ (F + Aᵀλ),  λ = −(A W⁻¹ Aᵀ)⁻¹ (A W⁻¹ F + b)   (known A(q) q̇ = 0, b = Ȧ q̇)
+
+Export: this family differentiates through autograd inside the forward pass, so it is not exported
+to ONNX through the analytic graph (only ServoLNN/DeLaN, whose derivatives are carried layer by
+layer, export); checkpoints are saved with :func:`save` like the other families.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+from torch import nn
+from torch.func import grad, jacfwd, jacrev, vmap
+
+FAMILY_LNN, FAMILY_LNN_NH = "lnn", "lnn_nh"
+
+
+def euler_lagrange_terms(lagrangian: Callable, q, qd):
+    """``(W, F₀)`` with ``W = ∂²𝓛/∂q̇²`` (B, n, n) and ``F₀ = ∂𝓛/∂q − (∂²𝓛/∂q̇∂q) q̇`` (B, n) for a
+    per-sample scalar ``lagrangian(q, q̇)`` (unbatched signature), by torch.func."""
+    dL_dqd = grad(lagrangian, argnums=1)
+
+    def one(qs, qds):
+        W = jacfwd(dL_dqd, argnums=1)(qs, qds)
+        mixed = jacfwd(dL_dqd, argnums=0)(qs, qds)          # [i, j] = ∂²𝓛/∂q̇_i ∂q_j
+        return W, grad(lagrangian, argnums=0)(qs, qds) - mixed @ qds
+
+    return vmap(one)(q, qd)
+
+
+def constrained_acceleration(W, F, A, b):
+    """The Lagrange–d'Alembert formula (torch): ``(q̈, λ)``."""
+    WinvF = torch.linalg.solve(W, F)
+    WinvAt = torch.linalg.solve(W, A.transpose(-1, -2))
+    S = A @ WinvAt
+    lam = -torch.linalg.solve(S, (A @ WinvF.unsqueeze(-1)).squeeze(-1) + b)
+    return WinvF + (WinvAt @ lam.unsqueeze(-1)).squeeze(-1), lam
+
+
+class LNN(nn.Module):
+    """``𝓛_θ(q, q̇)``: MLP of ``[φ(q), q̇]`` (``φ``: sin/cos for ``angle_coordinates``) to one scalar."""
+
+    family = FAMILY_LNN
+
+    def __init__(self, n: int, hidden: Sequence[int] = (128, 128), activation: str = "softplus",
+                 angle_coordinates: Sequence[int] = (), coordinate_names: Sequence[str] = ()):
+        super().__init__()
+        self.n, self.hidden_widths, self.activation = n, list(hidden), activation
+        self.angle_coordinates = sorted(int(i) for i in angle_coordinates)
+        self.coordinate_names = list(coordinate_names) or [f"q{i + 1}" for i in range(n)]
+        act = {"softplus": nn.Softplus, "tanh": nn.Tanh}[activation]
+        d_in = 2 * n + len(self.angle_coordinates)
+        layers, width = [], d_in
+        for h in hidden:
+            layers += [nn.Linear(width, h), act()]
+            width = h
+        layers.append(nn.Linear(width, 1))
+        self.net = nn.Sequential(*layers)
+        self.register_buffer("qd_scale", torch.ones(n))
+
+    def config(self) -> dict:
+        return {"family": self.family, "n": self.n, "hidden": self.hidden_widths, "activation": self.activation,
+                "angle_coordinates": self.angle_coordinates, "coordinate_names": self.coordinate_names}
+
+    def features(self, q, qd):
+        if self.angle_coordinates:
+            a = self.angle_coordinates
+            lin = [i for i in range(self.n) if i not in a]
+            q = torch.cat([q[..., lin], torch.sin(q[..., a]), torch.cos(q[..., a])], -1)
+        return torch.cat([q, qd / self.qd_scale], -1)
+
+    def lagrangian(self, q, qd):
+        """``𝓛`` (...) at any batch shape."""
+        return self.net(self.features(q, qd))[..., 0]
+
+    def energy(self, q, qd):
+        """``E = q̇ · ∂𝓛/∂q̇ − 𝓛`` (B,)."""
+        p = vmap(grad(self.lagrangian, argnums=1))(q, qd)
+        return (p * qd).sum(-1) - self.lagrangian(q, qd)
+
+    def terms(self, q, qd):
+        return euler_lagrange_terms(self.lagrangian, q, qd)
+
+    def forward(self, q, qd, Q=None):
+        """``q̈`` (B, n) under generalised forces ``Q`` (zero when omitted)."""
+        W, F = self.terms(q, qd)
+        if Q is not None:
+            F = F + Q
+        return torch.linalg.solve(W, F)
+
+
+class LNNnh(LNN):
+    """LNN with known linear constraints ``A(q) q̇ = 0``: ``constraint_matrix(q, xp)`` (B, m, n) and
+    ``constraint_drift(q, q̇, xp)`` (B, m), called with ``xp=torch`` (the functions of
+    :mod:`ros_lnn.physics.nonholonomic` have this signature)."""
+
+    family = FAMILY_LNN_NH
+
+    def __init__(self, n: int, constraint_matrix: Callable, constraint_drift: Callable, system: str = "", **kw):
+        super().__init__(n, **kw)
+        self.constraint_matrix, self.constraint_drift, self.system = constraint_matrix, constraint_drift, system
+
+    def config(self) -> dict:
+        return super().config() | {"system": self.system}
+
+    def forward(self, q, qd, Q=None):
+        W, F = self.terms(q, qd)
+        if Q is not None:
+            F = F + Q
+        qdd, _ = constrained_acceleration(W, F, self.constraint_matrix(q, xp=torch),
+                                          self.constraint_drift(q, qd, xp=torch))
+        return qdd
+
+
+def for_system(system, constrained: bool, **kw) -> LNN:
+    """An LNN (or LNN-nh with the system's constraints) for a :class:`NonholonomicSystem`."""
+    names = list(system.coordinate_names)
+    if constrained:
+        return LNNnh(system.n, system.constraint_matrix, system.constraint_drift, system=system.name,
+                     coordinate_names=names, **kw)
+    return LNN(system.n, coordinate_names=names, **kw)
+
+
+def save(path, model: LNN, history: dict | None = None) -> None:
+    """Checkpoint (config + weights); LNN-nh constraints are rebuilt from the named system on load."""
+    torch.save({"model_config": model.config(), "model_state": model.state_dict(), "history": history or {}}, path)
+
+
+def load(path) -> LNN:
+    from ..physics.nonholonomic import SYSTEMS
+
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    cfg = dict(ckpt["model_config"])
+    family, n, system = cfg.pop("family"), cfg.pop("n"), cfg.pop("system", "")
+    if family == FAMILY_LNN_NH:
+        ref = SYSTEMS[system]()
+        model = LNNnh(n, ref.constraint_matrix, ref.constraint_drift, system=system, **cfg)
+    else:
+        model = LNN(n, **cfg)
+    model.load_state_dict(ckpt["model_state"])
+    return model
+
+
+def train_acceleration(model: LNN, data: dict, *, epochs: int = 100, batch: int = 256, lr: float = 1e-3,
+                       seed: int = 0, progress=None, log_every: int = 10, dtype=torch.float64) -> dict:
+    """Fit ``q̈`` by mean squared error (the paper's loss), Adam; returns the history."""
+    import time
+
+    torch.manual_seed(seed)
+    model.to(dtype).train()
+    q, qd, qdd = (torch.as_tensor(data[k], dtype=dtype) for k in ("q", "qd", "qdd"))
+    model.qd_scale.copy_(qd.std(0).clamp_min(1e-6))
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(seed)
+    history, start = {"epoch": [], "loss": []}, time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        perm, total, count = torch.randperm(len(q), generator=gen), 0.0, 0
+        for i in range(0, len(q), batch):
+            idx = perm[i:i + batch]
+            loss = ((model(q[idx], qd[idx]) - qdd[idx]) ** 2).sum(-1).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total, count = total + float(loss.detach()) * len(idx), count + len(idx)
+        if epoch % log_every == 0 or epoch == epochs:
+            history["epoch"].append(epoch)
+            history["loss"].append(total / count)
+            if progress:
+                progress(f"{model.family} epoch {epoch}/{epochs} acceleration MSE {total / count:.3e}")
+    history["seconds"] = time.perf_counter() - start
+    model.eval()
+    return history
+
+
+__all__ = ["LNN", "LNNnh", "euler_lagrange_terms", "constrained_acceleration", "for_system", "save", "load",
+           "train_acceleration", "FAMILY_LNN", "FAMILY_LNN_NH"]
