@@ -14,9 +14,10 @@ from ros_lnn.training.bag_writer import BagWriter, write_trials_bag
 rosbags = pytest.importorskip("rosbags")
 
 # Savitzky–Golay q̈_f (window 11, order 3, 200 Hz) against the simulator's exact accelerations:
-# measured ~1e-6 relative RMS (ros-lnn bench ingest); asserted with margin.
-SAVGOL_REL_RMS = 2e-5
-SAVGOL_MAX_ABS = 1e-3  # rad/s², the worst sample (trial edges)
+# measured 1.2e-6 to 4.5e-6 relative RMS and at most 1.1e-4 rad/s² (trial edges) on these trials
+# (noise-free; ros-lnn bench ingest tabulates windows, orders and noise); asserted with margin.
+SAVGOL_REL_RMS = 1e-5
+SAVGOL_MAX_ABS = 5e-4  # rad/s²
 
 
 def _typestore():
