@@ -37,12 +37,15 @@ from ..estimation.trajectory import ServoPlan, SplicedPlan
 from . import _common as C
 
 COMMAND_TYPES = ("trajectory", "array", "none")
+AXES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0),
+        "-x": (-1.0, 0.0, 0.0), "-y": (0.0, -1.0, 0.0), "-z": (0.0, 0.0, -1.0)}
 INVALID_REASONS = ("non_finite", "missing_joint", "bad_size", "out_of_order", "stale", "non_finite_output",
                    "warming_up")
 
 # name, default, description; (applied) "configure" = read on configure, "live" = may change any time
 PARAMETERS = (
-    ("model_path", "", "ONNX model file; empty = the shipped models/crane_servo_lnn.onnx", "configure"),
+    ("model_path", "", "ONNX model: a file, a file name in share/ros_lnn/models, or empty = the shipped "
+     "crane_servo_lnn.onnx", "configure"),
     ("free_joints", [], "free (unactuated) joint names in model order; empty = as in the model metadata",
      "configure"),
     ("servo_joints", [], "servo (position-driven) joint names in model order; empty = as in the model metadata",
@@ -67,7 +70,7 @@ PARAMETERS = (
     ("marker_frame", "world", "frame of the energy text (and of arrows without a marker_frames entry)", "live"),
     ("marker_frames", [], "per servo joint: the TF frame its force arrow is drawn in; empty = marker_frame",
      "live"),
-    ("marker_axes", [], "per servo joint: the joint axis in that frame, 'x', 'y' or 'z' (default 'x')", "live"),
+    ("marker_axes", [], "per servo joint: the joint axis in that frame, 'x', 'y', 'z', '-x', '-y' or '-z' (default 'x')", "live"),
     ("force_scale", 0.05, "arrow length per unit force (m/N or m/(N m))", "live"),
     ("rollout_horizon_s", 0.0, "horizon of ~/predicted_trajectory over the servo plan; 0 = off", "live"),
     ("rollout_dt_s", 0.01, "RK4 step of the rollout", "live"),
@@ -75,6 +78,20 @@ PARAMETERS = (
     ("autostart", False, "configure and activate at start-up (for ros2 run / launch without a lifecycle manager)",
      "configure"),
 )
+
+
+def resolve_model_path(value: str):
+    """``model_path`` parameter: empty = the shipped model; a bare file name that is not a file here =
+    a model installed in share/ros_lnn/models (or the source tree's models/); otherwise a path."""
+    import os
+
+    from ..inference.runtime import default_model_path
+
+    if not value:
+        return default_model_path()
+    if not os.path.isfile(value) and os.sep not in value:
+        return default_model_path(value)
+    return value
 
 
 class ServoLnnNode(LifecycleNode):
@@ -110,10 +127,10 @@ class ServoLnnNode(LifecycleNode):
 
     # -- lifecycle ------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
-        from ..inference.runtime import ServoLnnRuntime, default_model_path
+        from ..inference.runtime import ServoLnnRuntime
 
         try:
-            path = self.p("model_path") or default_model_path()
+            path = resolve_model_path(self.p("model_path"))
             free, servo = self.p("free_joints") or None, self.p("servo_joints") or None
             if self.p("servo_command_type") not in COMMAND_TYPES:
                 raise RosLnnError(f"parameter servo_command_type must be one of {COMMAND_TYPES}")
@@ -364,8 +381,7 @@ class ServoLnnNode(LifecycleNode):
             m = Marker()
             m.header.stamp, m.header.frame_id = stamp, (frames[i] if i < len(frames) and frames[i] else base)
             m.ns, m.id, m.type, m.action = "driving_force", i, Marker.ARROW, Marker.ADD
-            axis = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0)}.get(
-                axes[i] if i < len(axes) else "x", (1.0, 0.0, 0.0))
+            axis = AXES.get(axes[i] if i < len(axes) else "x", AXES["x"])
             length = scale * float(out["Q_e"][i])
             m.points = [Point(), Point(x=axis[0] * length, y=axis[1] * length, z=axis[2] * length)]
             m.scale.x, m.scale.y, m.scale.z = 0.02, 0.04, 0.06
