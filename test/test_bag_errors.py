@@ -119,3 +119,12 @@ def test_undecodable_message(tmp_path):
     with pytest.raises(DataError) as exc:
         load_bag_dataset(tmp_path / "garbage", mapping(servo_topic=""))
     _one_line(exc, "/joint_states", "undecodable", "corrupt")
+
+
+def test_topic_without_messages(tmp_path):
+    trial = crane_trials()[0]
+    with BagWriter(tmp_path / "empty", "sqlite3") as w:
+        w.joint_states("/joint_states", np.zeros(0, dtype=np.int64), trial.coordinate_names, np.zeros((0, 2)))
+    with pytest.raises(DataError) as exc:
+        load_bag_dataset(tmp_path / "empty", mapping(servo_topic=""))
+    _one_line(exc, "/joint_states holds no messages")

@@ -122,6 +122,8 @@ def read_named_arrays(reader, topic, joints, fields, *, index_order=(), bag_name
         raise DataError(f"{bag_name}: {topic} has type {msgtype}; expected {cdr.JOINT_STATE} or "
                         f"{cdr.JOINT_TRAJECTORY}")
     recv, raws = read_raw(reader, conns, bag_name)
+    if not raws:
+        raise DataError(f"{bag_name}: {normalise_topic(topic)} holds no messages; was it published while recording?")
     groups = _decode(raws, msgtype, topic, bag_name)
     N, n = len(raws), len(joints)
     values = {f: np.full((N, n), np.nan) for f in fields}

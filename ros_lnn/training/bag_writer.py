@@ -76,8 +76,8 @@ class BagWriter:
                      recv_ns=None, frame_id=""):
         """One JointState per row; ``velocity``/``effort`` None leave those arrays empty; ``names``
         may be empty (as some drivers publish), the arrays keep their width."""
-        count = len(stamp_ns)
-        n = np.asarray(position).reshape(count, -1).shape[1]
+        count, position = len(stamp_ns), np.asarray(position, dtype=float)
+        n = position.shape[1] if position.ndim == 2 else 1
         values = {"position": position, "velocity": velocity, "effort": effort}
         sizes = {k: (n if v is not None else 0) for k, v in values.items()}
         template = self._template(cdr.JOINT_STATE, header=self._header(frame_id), name=list(names),
@@ -89,8 +89,8 @@ class BagWriter:
     def joint_trajectory(self, topic, stamp_ns, names, positions, velocities=None, accelerations=None,
                          *, recv_ns=None, frame_id=""):
         """One single-point JointTrajectory per row (time_from_start 0: the command for now)."""
-        t, count = self.store.types, len(stamp_ns)
-        n = np.asarray(positions).reshape(count, -1).shape[1]
+        t, count, positions = self.store.types, len(stamp_ns), np.asarray(positions, dtype=float)
+        n = positions.shape[1] if positions.ndim == 2 else 1
         values = {"positions": positions, "velocities": velocities, "accelerations": accelerations}
         point = t["trajectory_msgs/msg/JointTrajectoryPoint"](
             **{k: np.zeros(n if v is not None else 0) for k, v in values.items()}, effort=np.zeros(0),
