@@ -224,3 +224,13 @@ def test_several_bags_make_one_dataset(tmp_path):
     assert [x["path"] for x in ds.summary["bags"]] == [str(a), str(b)]
     assert ds.summary["streams"]["/joint_states"]["messages"] == sum(len(t) for t in trials)
     assert {t.attrs["bag"] for t in ds.trials} == {str(a), str(b)}
+
+
+@pytest.mark.parametrize("storage,compression", [("sqlite3", "message"), ("sqlite3", "file"),
+                                                 ("mcap", "storage"), ("mcap", "message")])
+def test_compressed_bags(tmp_path, storage, compression):
+    trials = crane_trials()
+    bag = write_trials_bag(tmp_path / "z", trials, storage, compression=compression)
+    ds = load_bag_dataset(bag, mapping())
+    for got, ref in zip(ds.trials, trials):
+        assert np.array_equal(got.q, ref.q) and np.array_equal(got.qdd[:, 1], ref.qdd[:, 1])

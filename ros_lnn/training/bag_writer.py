@@ -47,9 +47,13 @@ class BagWriter:
     The bag is built in a sibling temporary directory and renamed into place, so ``path`` either does
     not exist or holds a complete bag."""
 
-    def __init__(self, path, storage: str = "sqlite3", version: int = 9):
+    def __init__(self, path, storage: str = "sqlite3", version: int = 9, compression: str = ""):
         if storage not in STORAGES:
             raise DataError(f"storage '{storage}' is not supported; choose one of {', '.join(STORAGES)}")
+        if compression not in ("", "file", "message", "storage") or (compression == "storage" and storage != "mcap"):
+            raise DataError(f"compression '{compression}' is not supported with {storage} "
+                            "(file, message; storage for mcap only)")
+        self.compression = compression
         self.path = Path(path)
         if self.path.exists():
             raise DataError(f"{self.path} exists already; remove it or choose another bag path")
@@ -122,6 +126,10 @@ class BagWriter:
         shutil.rmtree(tmp, ignore_errors=True)
         plugin = StoragePlugin.MCAP if self.storage == "mcap" else StoragePlugin.SQLITE3
         writer = Writer(tmp, version=self.version, storage_plugin=plugin)
+        if self.compression:
+            from rosbags.rosbag2 import CompressionFormat, CompressionMode
+
+            writer.set_compression(CompressionMode[self.compression.upper()], CompressionFormat.ZSTD)
         try:
             writer.open()
             for key, value in self.custom.items():
@@ -178,9 +186,11 @@ def ground_truth_rows(trial) -> np.ndarray:
 def write_trials_bag(path, trials, storage: str = "sqlite3", *, version: int = 9,
                      joint_states_topic: str = "/joint_states", servo_topic: str = "/servo_commands",
                      servo_type: str = cdr.JOINT_TRAJECTORY, efforts: str = "all",
-                     ground_truth: bool = True, gap_s: float = 1.0, start_ns: int = START_NS) -> Path:
+                     ground_truth: bool = True, gap_s: float = 1.0, start_ns: int = START_NS,
+                     compression: str = "") -> Path:
     """Write ``trials`` (``ros_lnn.physics.trials.Trial``) as one rosbag2 at ``path``; see the module
-    docstring for topics and layouts. Returns the bag directory."""
+    docstring for topics and layouts. ``compression``: "" (none), "file", "message" (zstd, as
+    ``ros2 bag record --compression-mode``), or "storage" (zstd MCAP chunks). Returns the bag directory."""
     if efforts not in ("all", "servo", "none"):
         raise DataError(f"efforts='{efforts}': choose all, servo or none")
     if servo_type not in (cdr.JOINT_TRAJECTORY, cdr.FLOAT64_ARRAY):
@@ -189,7 +199,7 @@ def write_trials_bag(path, trials, storage: str = "sqlite3", *, version: int = 9
     trials = list(trials)
     if not trials:
         raise DataError(f"{path}: no trials to write")
-    writer = BagWriter(path, storage, version)
+    writer = BagWriter(path, storage, version, compression)
     info, offset = [], int(start_ns)
     for trial in trials:
         stamps = offset + np.round((trial.t - trial.t[0]) * 1e9).astype(np.int64)
