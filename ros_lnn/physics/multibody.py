@@ -431,3 +431,23 @@ def energy(model, data) -> dict:
 def joint_mismatch(model, data) -> np.ndarray:
     """Distance between the two sides of every joint point (the integral of the velocity constraint)."""
     return np.linalg.norm(data.point_child - data.point_parent, axis=1)
+
+
+def constraint_jacobian_rate(model, data) -> np.ndarray:
+    """``J̇`` along the current twist: ``ṡ = ω × s`` for the joint arms, ``ṅ = ω_p × n`` for the normals."""
+    n, k = model.n_bodies, model.n_joints
+    Jd = np.zeros_like(data.J)
+    w_c = data.omega[model.child]
+    Jd[model._pt_rows, model._pt_cols_c] = skew(cross(w_c, data.s_child))
+    hp = model.has_parent
+    if hp.any():
+        w_p = data.omega[model.parent[hp]]
+        Jd[model._pt_rows[hp], model._pt_cols_p[hp]] = -skew(cross(w_p, data.s_parent[hp]))
+    if len(model.rot_joint):
+        par = model.parent[model.rot_joint]
+        w_p = np.where((par >= 0)[:, None], data.omega[np.maximum(par, 0)], 0.0)
+        nd = cross(w_p, data.rot_normals)
+        Jd[model._rot_rows, model._rot_cols_c] = nd
+        rp = model._rot_has_parent
+        Jd[model._rot_rows[rp], model._rot_cols_p[rp]] = -nd[rp]
+    return Jd

@@ -1,0 +1,252 @@
+"""Tensor-invariant data-assisted control laws I–III (seed 004 §3, EQUATIONS.md §6).
+
+All three share ``τ_c = 𝓜 ν̇_r + 𝓒(ν) ν_r − 𝓕_{g,J} − K_d s`` with ``s = ν − ν_r`` and differ in the
+reference velocity ``ν_r(x, t)``:
+
+* (I)   ``ν_r = P ν_d``                                  (eq 37; ``P ν_d = ν_d`` for a feasible ν_d)
+* (II)  ``ν_r = P (ν_d − Λ e_p)``                         (eqs 42–47)
+* (III) ``ν_r = J_t^# ν_{e,r} − k_o N_t 𝓐 ∇U_o``          (eqs 51–54), ``J_t^# = 𝓐 J_tᵀ (J_t 𝓐 J_tᵀ + μ²I)⁻¹``,
+  ``N_t = I − J_t^# J_t``
+
+where ``P = 𝓐𝓜`` and ``𝓐`` is the constrained mobility (:mod:`ros_lnn.control.mobility`). Built this
+way ``J ν_r = 0`` holds identically (EQUATIONS.md: ``J_t† ν_{e,r}`` of eq 54 with the plain 𝓜⁻¹ does not
+satisfy it, and then ``sᵀJᵀF_J ≠ 0`` spoils ``V̇ = −sᵀK_d s``); for a 6-DoF-feasible task ``μ = 0`` gives
+``J_t ν_r = ν_{e,r}`` exactly. The attitude error is twice the vector part of ``q ⊗ q_d⁻¹`` — the paper's
+``q_d⁻¹ ⊗ q`` (eq 44) carried to the inertial frame and scaled to the small-angle rotation vector, so that every quantity is a tensor of the inertial frame
+and a rotation of the whole problem rotates ``τ_c`` (tested). ``ν̇_r`` is the exact derivative of
+``ν_r`` along the current twist (analytic, no finite differences).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..physics.multibody import MultibodyData, MultibodyModel, gravity_port
+from ..physics.multibody_quaternion import attitude_error, cross, matrix_to_quat, quat_mul, skew
+from .mobility import mobility
+from .obstacles import ObstacleField, potential_gradient
+
+LAWS = ("velocity", "pose", "end_effector")
+
+
+@dataclass
+class Gains:
+    """Scalar gains, so that every gain tensor is isotropic or built from 𝓜 (frame-invariant).
+
+    ``mass_weighted`` (default): ``K_d = blockdiag(kd_linear m_i I₃, kd_angular I_i)`` — the gains are
+    rates [1/s], every body's error decays alike and ``V̇ = −2k V`` exactly when both rates are k (a
+    constant K_d would make bodies with a small inertia about one axis stiff for the integrator).
+    Otherwise ``K_d = diag(kd_linear I, kd_angular I)`` [N s/m, N m s]. Λ = diag(lambda_position I,
+    lambda_attitude I) for law II, Λ_e likewise for the end effector of law III."""
+    kd_linear: float = 20.0
+    kd_angular: float = 20.0
+    mass_weighted: bool = True
+    lambda_position: float = 5.0
+    lambda_attitude: float = 5.0
+    obstacle_gain: float = 1.0  # k_o
+    damping: float = 0.0  # μ of the damped task inverse (0: exact when the task is feasible)
+
+    def validate(self):
+        for name in ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"DAC gain {name} = {getattr(self, name)} must be > 0 (positive definite)")
+        if self.obstacle_gain < 0 or self.damping < 0:
+            raise ConfigError("DAC gains obstacle_gain and damping must be >= 0")
+        return self
+
+
+@dataclass
+class VelocityTarget:
+    """Law I: desired twist of every body and its derivative (6N each)."""
+    nu_d: np.ndarray
+    nu_d_dot: np.ndarray
+
+
+@dataclass
+class BodyPoseTarget:
+    """Law II: desired CoM positions (N, 3), attitudes (N, 4), twist and its derivative (6N)."""
+    r_d: np.ndarray
+    quat_d: np.ndarray
+    nu_d: np.ndarray
+    nu_d_dot: np.ndarray
+
+
+@dataclass
+class EndEffectorTarget:
+    """Law III: desired end-effector point, attitude (None: position-only task), twist (6) and its
+    derivative (6): linear then angular, inertial coordinates."""
+    position: np.ndarray
+    quat: np.ndarray | None = None
+    twist: np.ndarray = field(default_factory=lambda: np.zeros(6))
+    twist_dot: np.ndarray = field(default_factory=lambda: np.zeros(6))
+
+
+@dataclass
+class EndEffector:
+    """A point on a body (offset from its CoM, body coordinates) and the tool attitude in that body."""
+    body: int
+    offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
+
+
+@dataclass
+class DacResult:
+    tau_c: np.ndarray  # commanded port (6N)
+    s: np.ndarray  # sliding variable ν − ν_r
+    lyapunov: float  # ½ sᵀ𝓜 s
+    nu_r: np.ndarray
+    nu_r_dot: np.ndarray
+    task_error: np.ndarray  # e_p (law II, 6N) / e_e (law III, 3 or 6) / ν − ν_d (law I)
+    obstacle_potential: float = 0.0
+
+
+def _att_error(quat, quat_d):
+    """Attitude error ``e = 2 vec(q ⊗ q_d⁻¹)`` (≈ the rotation vector for small errors, so Λ sets the
+    decay rate as for positions) and the scalar part ``w`` of the error quaternion."""
+    e, w = attitude_error(quat, quat_d)
+    return 2.0 * e, w
+
+
+def _att_error_rate(e, w, omega, omega_d):
+    """d/dt of ``e = 2 vec(q ⊗ q_d⁻¹)``: ``w (ω − ω_d) + ½ (ω + ω_d) × e``."""
+    return w[..., None] * (omega - omega_d) + 0.5 * cross(omega + omega_d, e)
+
+
+def end_effector_state(model, data, ee: EndEffector):
+    """Point position, attitude quaternion, task Jacobian J_t (6 × 6N) and J̇_t."""
+    n, b = model.n_bodies, ee.body
+    arm = data.R[b] @ ee.offset
+    pos = data.r[b] + arm
+    quat = quat_mul(data.quat[b], matrix_to_quat(ee.rotation))
+    Jt = np.zeros((6, 6 * n))
+    Jt[:3, 3 * b:3 * b + 3] = np.eye(3)
+    Jt[:3, 3 * n + 3 * b:3 * n + 3 * b + 3] = -skew(arm)
+    Jt[3:, 3 * n + 3 * b:3 * n + 3 * b + 3] = np.eye(3)
+    Jt_dot = np.zeros_like(Jt)
+    Jt_dot[:3, 3 * n + 3 * b:3 * n + 3 * b + 3] = -skew(cross(data.omega[b], arm))
+    return pos, quat, Jt, Jt_dot
+
+
+class DacController:
+    """Evaluates one of the three laws on a :class:`MultibodyData` (the model's "certain" LHS)."""
+
+    def __init__(self, model: MultibodyModel, law: str = "end_effector", gains: Gains | None = None,
+                 end_effector: EndEffector | None = None, obstacles: ObstacleField | None = None):
+        if law not in LAWS:
+            raise ConfigError(f"DAC law '{law}' is not one of {LAWS}")
+        self.model, self.law = model, law
+        self.gains = (gains or Gains()).validate()
+        self.end_effector = end_effector or EndEffector(model.n_bodies - 1)
+        self.obstacles = obstacles
+        n = model.n_bodies
+        self._kd = np.concatenate([np.full(3 * n, float(self.gains.kd_linear)), np.full(3 * n, float(self.gains.kd_angular))])
+        if self.gains.mass_weighted:
+            self._kd[:3 * n] *= model.masses.repeat(3)
+        self._lam = np.concatenate([np.full(3 * n, self.gains.lambda_position),
+                                    np.full(3 * n, self.gains.lambda_attitude)])
+
+    # ---------------------------------------------------------------- reference velocities
+    def _reference_pose(self, data, mob, target: BodyPoseTarget):
+        n = self.model.n_bodies
+        e_att, w = _att_error(data.quat, np.asarray(target.quat_d, float).reshape(n, 4))
+        e_p = np.concatenate([(data.r - np.asarray(target.r_d, float).reshape(n, 3)).ravel(), e_att.ravel()])
+        nu_d = np.asarray(target.nu_d, float)
+        omega_d = nu_d[3 * n:].reshape(n, 3)
+        e_dot = np.concatenate([data.nu[:3 * n] - nu_d[:3 * n],
+                                _att_error_rate(e_att, w, data.omega, omega_d).ravel()])
+        raw = nu_d - self._lam * e_p
+        raw_dot = np.asarray(target.nu_d_dot, float) - self._lam * e_dot
+        return mob.P @ raw, mob.P_dot @ raw + mob.P @ raw_dot, e_p
+
+    def _reference_end_effector(self, model, data, mob, target: EndEffectorTarget):
+        g = self.gains
+        pos, quat, Jt, Jt_dot = end_effector_state(model, data, self.end_effector)
+        nu_e = Jt @ data.nu
+        twist_d, twist_d_dot = np.asarray(target.twist, float), np.asarray(target.twist_dot, float)
+        e_pos = pos - np.asarray(target.position, float)
+        e_pos_dot = nu_e[:3] - twist_d[:3]
+        if target.quat is None:  # position-only task: 3 rows
+            rows = slice(0, 3)
+            e, e_dot = e_pos, e_pos_dot
+            lam = np.full(3, g.lambda_position)
+        else:
+            rows = slice(0, 6)
+            e_att, w = _att_error(quat, np.asarray(target.quat, float))
+            e = np.concatenate([e_pos, e_att])
+            e_dot = np.concatenate([e_pos_dot, _att_error_rate(e_att, w, nu_e[3:], twist_d[3:])])
+            lam = np.concatenate([np.full(3, g.lambda_position), np.full(3, g.lambda_attitude)])
+        Jt, Jt_dot = Jt[rows], Jt_dot[rows]
+        nu_er = twist_d[rows] - lam * e
+        nu_er_dot = twist_d_dot[rows] - lam * e_dot
+        A, A_dot = mob.A, mob.A_dot
+        AJt = A @ Jt.T
+        T = Jt @ AJt + g.damping ** 2 * np.eye(Jt.shape[0])
+        T_dot = Jt_dot @ AJt + Jt @ (A_dot @ Jt.T + A @ Jt_dot.T)
+        Tinv = np.linalg.inv(T)
+        pinv = AJt @ Tinv  # J_t^#
+        pinv_dot = (A_dot @ Jt.T + A @ Jt_dot.T) @ Tinv - pinv @ T_dot @ Tinv
+        nu_r = pinv @ nu_er
+        nu_r_dot = pinv_dot @ nu_er + pinv @ nu_er_dot
+        U = 0.0
+        if self.obstacles is not None and self.obstacles.obstacles and g.obstacle_gain > 0:
+            U, grad, grad_dot = potential_gradient(self.obstacles, model, data)
+            if np.any(grad):
+                Ag = A @ grad
+                null_Ag = Ag - pinv @ (Jt @ Ag)  # N_t 𝓐 ∇U
+                d_Ag = A_dot @ grad + A @ grad_dot
+                d_null = d_Ag - pinv_dot @ (Jt @ Ag) - pinv @ (Jt_dot @ Ag + Jt @ d_Ag)
+                nu_r = nu_r - g.obstacle_gain * null_Ag
+                nu_r_dot = nu_r_dot - g.obstacle_gain * d_null
+        return nu_r, nu_r_dot, e, U
+
+    # ---------------------------------------------------------------- the law
+    def compute(self, data: MultibodyData, target) -> DacResult:
+        model = self.model
+        mob = mobility(model, data)
+        U = 0.0
+        if self.law == "velocity":
+            if not isinstance(target, VelocityTarget):
+                raise ConfigError("law I (velocity) needs a VelocityTarget")
+            nu_d = np.asarray(target.nu_d, float)
+            nu_r = mob.P @ nu_d
+            nu_r_dot = mob.P_dot @ nu_d + mob.P @ np.asarray(target.nu_d_dot, float)
+            task_error = data.nu - nu_d
+        elif self.law == "pose":
+            if not isinstance(target, BodyPoseTarget):
+                raise ConfigError("law II (pose) needs a BodyPoseTarget")
+            nu_r, nu_r_dot, task_error = self._reference_pose(data, mob, target)
+        else:
+            if not isinstance(target, EndEffectorTarget):
+                raise ConfigError("law III (end_effector) needs an EndEffectorTarget")
+            nu_r, nu_r_dot, task_error, U = self._reference_end_effector(model, data, mob, target)
+        return self.port_command(data, nu_r, nu_r_dot, task_error, U)
+
+    def port_command(self, data, nu_r, nu_r_dot, task_error=None, U=0.0) -> DacResult:
+        """τ_c = 𝓜 ν̇_r + 𝓒(ν) ν_r − 𝓕_{g,J} − K_d s (eqs 37/46)."""
+        model, n = self.model, self.model.n_bodies
+        s = data.nu - nu_r
+        M_nurd = np.concatenate([model.masses.repeat(3) * nu_r_dot[:3 * n],
+                                 np.einsum("nij,nj->ni", data.inertia, nu_r_dot[3 * n:].reshape(n, 3)).ravel()])
+        w_r = nu_r[3 * n:].reshape(n, 3)
+        coriolis = np.concatenate([np.zeros(3 * n),
+                                   cross(data.omega, np.einsum("nij,nj->ni", data.inertia, w_r)).ravel()])
+        f_gj = gravity_port(model) + data.joint_moment_port
+        Ms = np.concatenate([model.masses.repeat(3) * s[:3 * n],
+                             np.einsum("nij,nj->ni", data.inertia, s[3 * n:].reshape(n, 3)).ravel()])
+        kd_s = self._kd * s
+        if self.gains.mass_weighted:  # angular block: kd_angular I_i s_ω
+            kd_s[3 * n:] = self.gains.kd_angular * Ms[3 * n:]
+        tau_c = M_nurd + coriolis - f_gj - kd_s
+        return DacResult(tau_c, s, 0.5 * float(s @ Ms), nu_r, nu_r_dot,
+                         np.zeros(0) if task_error is None else task_error, U)
+
+
+def lyapunov(model, data, nu_r) -> float:
+    """½ (ν − ν_r)ᵀ 𝓜 (ν − ν_r)."""
+    n = model.n_bodies
+    s = data.nu - nu_r
+    return 0.5 * float(np.sum(model.masses.repeat(3) * s[:3 * n] ** 2)
+                       + np.einsum("ni,nij,nj->", s[3 * n:].reshape(n, 3), data.inertia, s[3 * n:].reshape(n, 3)))
+
