@@ -35,7 +35,8 @@ def add_arguments(parser):
     parser.add_argument("--test-trials", help="comma-separated test trial names (default: the paper's 5)")
     parser.add_argument("--hidden", type=int, nargs="+", default=[64], help="hidden widths (paper: 64)")
     parser.add_argument("--activation", default="softplus", help="hidden activation (paper: softplus)")
-    parser.add_argument("--diag-activation", default="relu", help="activation keeping l_diag >= 0 (paper: relu)")
+    parser.add_argument("--diag-activation", default="softplus",
+                        help="activation keeping l_diag >= 0: softplus (default), relu (the paper; dies on the crane data)")
     parser.add_argument("--angle-features", action="store_true",
                         help="feed angle coordinates (unit rad) as [sin q, cos q]")
     parser.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda, cuda:1 ...")

@@ -31,7 +31,7 @@ class AutogradServoLNN(nn.Module):
             if not q.requires_grad:
                 q = q.detach().requires_grad_(True)
             V, L = m.heads(m.net.values(q))
-            M = L @ L.transpose(-1, -2) + m.epsilon * m.eye
+            M = L @ L.transpose(-1, -2) + m.eps_eye
             (dV,) = torch.autograd.grad(V.sum(), q, create_graph=True)
             # One backward pass per entry of M (samples are independent, so summing over the batch is exact).
             rows = [torch.autograd.grad(M[..., i, j].sum(), q, create_graph=True)[0]

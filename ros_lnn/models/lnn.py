@@ -35,12 +35,18 @@ def euler_lagrange_terms(lagrangian: Callable, q, qd):
     return vmap(one)(q, qd)
 
 
+def solve(A, b):
+    """``A⁻¹ b`` without raising on a singular sample (a learned ``W`` can be singular somewhere along a
+    rollout): that sample comes out non-finite and the others are unaffected."""
+    return torch.linalg.solve_ex(A, b)[0]
+
+
 def constrained_acceleration(W, F, A, b):
     """The Lagrange–d'Alembert formula (torch): ``(q̈, λ)``."""
-    WinvF = torch.linalg.solve(W, F)
-    WinvAt = torch.linalg.solve(W, A.transpose(-1, -2))
+    WinvF = solve(W, F)
+    WinvAt = solve(W, A.transpose(-1, -2))
     S = A @ WinvAt
-    lam = -torch.linalg.solve(S, (A @ WinvF.unsqueeze(-1)).squeeze(-1) + b)
+    lam = -solve(S, (A @ WinvF.unsqueeze(-1)).squeeze(-1) + b)
     return WinvF + (WinvAt @ lam.unsqueeze(-1)).squeeze(-1), lam
 
 
@@ -93,7 +99,7 @@ class LNN(nn.Module):
         W, F = self.terms(q, qd)
         if Q is not None:
             F = F + Q
-        return torch.linalg.solve(W, F)
+        return solve(W, F)
 
 
 class LNNnh(LNN):
@@ -149,7 +155,8 @@ def load(path) -> LNN:
 
 
 def train_acceleration(model: LNN, data: dict, *, epochs: int = 100, batch: int = 256, lr: float = 1e-3,
-                       seed: int = 0, progress=None, log_every: int = 10, dtype=torch.float64) -> dict:
+                       seed: int = 0, progress=None, log_every: int = 10, dtype=torch.float64,
+                       clip: float = 10.0) -> dict:
     """Fit ``q̈`` by mean squared error (the paper's loss), Adam; returns the history."""
     import time
 
@@ -165,15 +172,19 @@ def train_acceleration(model: LNN, data: dict, *, epochs: int = 100, batch: int 
         for i in range(0, len(q), batch):
             idx = perm[i:i + batch]
             loss = ((model(q[idx], qd[idx]) - qdd[idx]) ** 2).sum(-1).mean()
+            if not torch.isfinite(loss):  # a singular learned W in this batch: skip the step
+                continue
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            # near-singular W gives rare huge gradients; clipping keeps one batch from wrecking the fit
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
             opt.step()
             total, count = total + float(loss.detach()) * len(idx), count + len(idx)
         if epoch % log_every == 0 or epoch == epochs:
             history["epoch"].append(epoch)
-            history["loss"].append(total / count)
+            history["loss"].append(total / max(count, 1))
             if progress:
-                progress(f"{model.family} epoch {epoch}/{epochs} acceleration MSE {total / count:.3e}")
+                progress(f"{model.family} epoch {epoch}/{epochs} acceleration MSE {total / max(count, 1):.3e}")
     history["seconds"] = time.perf_counter() - start
     model.eval()
     return history

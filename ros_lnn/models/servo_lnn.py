@@ -30,7 +30,7 @@ def placement_matrix(n: int) -> torch.Tensor:
 
 class ServoLNN(nn.Module):
     def __init__(self, free_joints: Sequence[str], servo_joints: Sequence[str] = (), *,
-                 hidden: Sequence[int] = (64,), activation: str = "softplus", diag_activation: str = "relu",
+                 hidden: Sequence[int] = (64,), activation: str = "softplus", diag_activation: str = "softplus",
                  epsilon: float = 0.01, angle_joints: Sequence[str] = (), coordinate_units: Sequence[str] = ()):
         super().__init__()
         self.free_joints, self.servo_joints = list(free_joints), list(servo_joints)
@@ -52,6 +52,11 @@ class ServoLNN(nn.Module):
                                angles=[self.joints.index(j) for j in self.angle_joints])
         self.register_buffer("P", placement_matrix(n))
         self.register_buffer("eye", torch.eye(n))
+        # ε I as a buffer in the model's dtype: a Python scalar would enter an exported graph as float32.
+        self.register_buffer("eps_eye", self.epsilon * torch.eye(n), persistent=False)
+        diag = torch.eye(n, dtype=torch.bool).flatten()
+        self.register_buffer("diag_mask", diag, persistent=False)
+        self.register_buffer("diag_floor", torch.where(diag, 0.0, float("-inf")), persistent=False)
 
     # -- description ------------------------------------------------------------------------------
     def config(self) -> dict:
@@ -71,21 +76,36 @@ class ServoLNN(nn.Module):
 
     # -- the network ------------------------------------------------------------------------------
     def heads(self, y):
-        """Network outputs → ``V`` (...), lower-triangular ``L`` (..., n, n)."""
+        """Raw network outputs ``[V, l_diag_pre, l_lower]`` → ``V`` (...), lower-triangular ``L`` (..., n, n)."""
         n = self.n
         l = torch.cat([self.gd(y[..., 1:1 + n]), y[..., 1 + n:]], dim=-1)
         return y[..., 0], (l @ self.P).unflatten(-1, (n, n))
 
     def terms(self, q):
-        """``M`` (..., n, n), ``∂M/∂q`` (..., n, n, n) [k, i, j], ``V`` (...), ``∂V/∂q`` (..., n)."""
+        """``M`` (..., n, n), ``∂M/∂q`` (..., n, n, n) [k, i, j], ``V`` (...), ``∂V/∂q`` (..., n).
+
+        The placement of ``[l_diag; l_lower]`` into ``L`` is folded into the head weights, so ``L`` and
+        ``∂L/∂q_k`` come out of one matmul each (weight-only products fold to constants on export)."""
         n = self.n
-        y, dy = self.net(q)
-        V, L = self.heads(y)
-        dl = torch.cat([self.dgd(y[..., 1:1 + n, None]) * dy[..., 1:1 + n, :], dy[..., 1 + n:, :]], dim=-2)
-        dL = (dl.transpose(-1, -2) @ self.P).unflatten(-1, (n, n))        # (..., k, i, j)
-        M = L @ L.transpose(-1, -2) + self.epsilon * self.eye
-        A = dL @ L.transpose(-1, -2).unsqueeze(-3)                          # (∂L/∂q_k) Lᵀ
-        return M, A + A.transpose(-1, -2), V, dy[..., 0, :]
+        state = self.net.trunk(q)
+        W, b = self.net.out.weight, self.net.out.bias
+        V, dV = self.net.head(state, W[0], b[0])
+        Lp, dLp = self.net.head(state, self.P.transpose(0, 1) @ W[1:], b[1:] @ self.P)  # (.., n²), (.., n, n²)
+        L, dL = self._diag_activation(Lp, dLp)
+        L, dL = L.unflatten(-1, (n, n)), dL.unflatten(-1, (n, n))               # dL (..., k, i, j)
+        Lt = L.transpose(-1, -2)
+        M = L @ Lt + self.eps_eye
+        A = dL @ Lt.unsqueeze(-3)                                                # (∂L/∂q_k) Lᵀ
+        return M, A + A.transpose(-1, -2), V, dV
+
+    def _diag_activation(self, Lp, dLp):
+        """``l_diag ≥ 0`` on the diagonal slots of the flattened ``L``; other slots pass through."""
+        diag = self.diag_mask
+        if self.diag_activation == "relu":
+            floor = self.diag_floor                       # 0 on the diagonal, −inf elsewhere
+            return torch.maximum(Lp, floor), dLp * (Lp > floor).to(Lp.dtype).unsqueeze(-2)
+        L = torch.where(diag, self.gd(Lp), Lp)
+        return L, dLp * torch.where(diag, self.dgd(Lp), torch.ones_like(Lp)).unsqueeze(-2)
 
     def forward(self, q, qd, qdd_e=None, Q_f=None) -> dict:
         """Forward mode: ``q̈_f`` from ``q, q̇, q̈_e, Q_f``, and every other output at that acceleration."""
@@ -106,7 +126,7 @@ class ServoLNN(nn.Module):
 
 def _diag_activation(name: str):
     if name == "softplus":
-        return nn.functional.softplus, torch.sigmoid
+        return activation("softplus")
     if name in ("relu", "abs", "square"):
         if name == "abs":
             return torch.abs, torch.sign
