@@ -109,8 +109,11 @@ def _read_bag(path, mapping: BagMapping, summary) -> list:
         js_stream = read_named_arrays(reader, mapping.joint_states_topic, joints,
                                       {"position": "position", "velocity": "velocity", "effort": "effort"},
                                       index_order=mapping.joint_order, bag_name=name)
-        bad = ~np.isfinite(js_stream.values["position"]).all(axis=1)
-        js_stream.counts["nan_positions"] = int(bad.sum())
+        finite = np.isfinite(js_stream.values["position"])
+        bad = ~finite.all(axis=1)
+        # messages of another publisher on the same topic (other joints only) vs. incomplete ones
+        js_stream.counts["other_joints_only"] = int((~finite.any(axis=1)).sum())
+        js_stream.counts["nan_positions"] = int(bad.sum()) - js_stream.counts["other_joints_only"]
         for key in ("recv_ns", "stamp_ns"):
             setattr(js_stream, key, getattr(js_stream, key)[~bad])
         js_stream.values = {k: v[~bad] for k, v in js_stream.values.items()}
@@ -230,11 +233,13 @@ def _to_trial(seg, mapping, summary):
     t, joints = seg["t"], seg["joints"]
     free = [joints.index(j) for j in mapping.free_joints]
     servo = [joints.index(j) for j in mapping.servo_joints]
-    info = {"name": seg["name"], "samples_in": len(t), "jitter": tb.jitter(t), "resampled": False}
+    spread, worst = tb.jitter(t)
+    info = {"name": seg["name"], "samples_in": len(t), "jitter": spread, "max_step_deviation": worst,
+            "resampled": False}
     fields = {"q": seg["position"], "qd": seg["velocity"], "effort": seg["effort"]}
     extra = {k: seg[k] for k in ("servo_acc", "Q_e", "Q_f") if seg[k] is not None}
     truth = seg["truth"]
-    if info["jitter"] > mapping.jitter_tolerance:
+    if worst > mapping.jitter_tolerance:
         grid = tb.uniform_grid(t, mapping.rate_hz or None)
         fields = {k: tb.resample(t, v, grid, smooth=k != "effort") for k, v in fields.items()}
         extra = {k: tb.resample(t, v, grid, smooth=False) for k, v in extra.items()}

@@ -37,7 +37,8 @@ class BagMapping:
     gap_factor: float = 5.0
     #: trials with fewer samples are dropped (reported)
     min_samples: int = 50
-    #: relative step spread std(Δt)/median(Δt) above which a trial is resampled to a uniform grid
+    #: largest |Δt − median Δt| / median Δt above which a trial is resampled to a uniform grid
+    #: (cubic spline through the samples; a missing sample or rate jitter triggers it)
     jitter_tolerance: float = 0.01
     #: rate of the uniform grid when resampling (0 = the median rate)
     rate_hz: float = 0.0

@@ -32,10 +32,14 @@ def split_at_gaps(t: np.ndarray, gap_factor: float):
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])], [float(dt[c - 1]) for c in cut]
 
 
-def jitter(t: np.ndarray) -> float:
-    """Relative spread of the sample steps: std(Δt) / median(Δt)."""
+def jitter(t: np.ndarray) -> tuple[float, float]:
+    """Relative spread of the sample steps: (std(Δt), max |Δt − median|) / median(Δt). The second
+    one decides resampling: a single missing sample already breaks a Savitzky–Golay grid."""
     dt = np.diff(t)
-    return float(np.std(dt) / np.median(dt)) if len(dt) > 1 else 0.0
+    if len(dt) < 2:
+        return 0.0, 0.0
+    med = np.median(dt)
+    return float(np.std(dt) / med), float(np.max(np.abs(dt - med)) / med)
 
 
 def uniform_grid(t: np.ndarray, rate_hz: float | None = None) -> np.ndarray:
