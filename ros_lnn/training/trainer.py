@@ -12,6 +12,10 @@ import numpy as np
 import torch
 
 from ..models.losses import NEEDS_QE, loss_terms, select_losses
+from . import distributed
+from .checkpoint import load_resume, resume_extra
+from .data import data_hash
+from .early_stopping import EarlyStopping
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -32,6 +36,11 @@ class TrainConfig:
     checkpoint_dir: str | None = None
     checkpoint_every: int = 1000
     threads: int | None = None    # torch intra-op threads on CPU (None: leave torch's default)
+    resume: str | None = None     # checkpoint (file or folder with last.pt) to continue from
+    patience: int = 0             # early stopping: validations without improvement (0: off)
+    min_delta: float = 0.0        # smaller improvements of the monitored metric do not count
+    monitor: str = "qdd_f_nmse"   # validation metric of early stopping (lower is better)
+    compile: bool | str = False   # torch.compile the loss (True: inductor, or a backend name)
     extra: dict = field(default_factory=dict)
 
 
@@ -96,8 +105,12 @@ def save_checkpoint(path, model, optimizer, epoch: int, history: dict, extra: di
              "optimizer_state": optimizer.state_dict() if optimizer is not None else None,
              "epoch": epoch, "history": history, "extra": extra or {}}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    finally:  # an interrupted save leaves the previous checkpoint and no partial file
+        if tmp.exists():
+            tmp.unlink()
 
 
 def load_checkpoint(path, map_location="cpu"):
@@ -124,6 +137,10 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     device, dtype = resolve_device(cfg.device), DTYPES[cfg.dtype]
+    dist = distributed.init_from_env(device)  # torchrun: this rank's device; else unchanged
+    device = dist.device
+    if not dist.is_main:
+        progress = lambda line: None  # noqa: E731
     names = tuple(cfg.losses) or select_losses(cfg.with_qe, model.n_e)
     if not cfg.with_qe and NEEDS_QE & set(names):
         raise ValueError(f"losses {sorted(NEEDS_QE & set(names))} need measured Q_e (with_qe is False)")
@@ -137,14 +154,25 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
     history = {"epoch": [], "loss": [], "terms": {k: [] for k in names}, "val": [], "losses": list(names),
                "config": asdict(cfg) | {"losses": list(names)}, "device": str(device)}
     acc = torch.zeros(len(names) + 1, device=device, dtype=torch.float64)
-    steps_since = 0
+    steps_since, first, prior_seconds, stop = 0, 1, 0.0, False
+    stopper = EarlyStopping(cfg.patience, cfg.min_delta, cfg.monitor)
+    fingerprint = data_hash(train_samples)
+    if cfg.resume:
+        config = history["config"]
+        done, history, steps_since = load_resume(cfg.resume, model, optimizer, gen, acc, stopper, config,
+                                                 fingerprint, dist.world_size)
+        first, prior_seconds = done + 1, history.get("seconds", 0.0)
+        history["config"] = config
+        history.setdefault("resumed", []).append({"from": str(cfg.resume), "epoch": done})
+        progress(f"resumed from {cfg.resume} after epoch {done}")
+    step, describe = distributed.make_loss_step(model, names, dist, cfg.compile, progress)
     start = time.perf_counter()
-    for epoch in range(1, cfg.epochs + 1):
+    for epoch in range(first, cfg.epochs + 1):
         perm = torch.randperm(N, generator=gen, device=device)
         for i in range(0, N, cfg.batch):
-            idx = perm[i:i + cfg.batch]
+            idx = distributed.shard(perm[i:i + cfg.batch], dist)
             batch = {k: v[idx] for k, v in data.items()}
-            terms = loss_terms(model, batch, names)
+            terms = step(batch)
             loss = sum(terms.values())
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -152,7 +180,7 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
             acc += torch.stack([loss.detach(), *[terms[k].detach() for k in names]]).double()
             steps_since += 1
         if epoch % cfg.log_every == 0 or epoch == cfg.epochs:
-            means = (acc / steps_since).tolist()  # the one host sync per log point
+            means = (distributed.mean_over_ranks(acc, dist) / steps_since).tolist()  # the one host sync per log point
             acc.zero_()
             steps_since = 0
             history["epoch"].append(epoch)
@@ -160,7 +188,7 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
             for k, v in zip(names, means[1:]):
                 history["terms"][k].append(v)
             elapsed = time.perf_counter() - start
-            rate = epoch / elapsed
+            rate = (epoch - first + 1) / elapsed
             progress(f"epoch {epoch}/{cfg.epochs}  loss {means[0]:.3e}  "
                      + "  ".join(f"{k} {v:.2e}" for k, v in zip(names, means[1:]))
                      + f"  {rate:.1f} epochs/s  eta {(cfg.epochs - epoch) / rate:.0f} s")
@@ -171,8 +199,19 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
             history["val"].append({"epoch": epoch, **metrics})
             progress(f"  validation @ {epoch}: q̈_f nMSE {metrics['qdd_f_nmse']:.2e}"
                      + (f"  Q_e rel rms {metrics['Q_e_rel_rms']:.2%}" if "Q_e_rel_rms" in metrics else ""))
-        if cfg.checkpoint_dir and (epoch % cfg.checkpoint_every == 0 or epoch == cfg.epochs):
-            save_checkpoint(Path(cfg.checkpoint_dir) / "last.pt", model, optimizer, epoch, history)
-    history["seconds"] = time.perf_counter() - start
+            stop = stopper.update(epoch, metrics, model)
+        if cfg.checkpoint_dir and dist.is_main and (epoch % cfg.checkpoint_every == 0 or epoch == cfg.epochs or stop):
+            history["seconds"] = prior_seconds + time.perf_counter() - start
+            save_checkpoint(Path(cfg.checkpoint_dir) / "last.pt", model, optimizer, epoch, history,
+                            extra=resume_extra(gen, acc, steps_since, stopper, fingerprint, dist.world_size))
+        if stop:
+            progress(f"early stop after epoch {epoch}: {stopper.monitor} did not improve by more than "
+                     f"{stopper.min_delta:g} in {stopper.patience} validations (best {stopper.best:.3e} @ {stopper.best_epoch})")
+            break
+    history["seconds"] = prior_seconds + time.perf_counter() - start
+    history["early_stopping"] = stopper.summary()
+    history["run"] = describe()
+    if stopper.restore_best(model):
+        progress(f"restored the best weights (epoch {stopper.best_epoch}, {stopper.monitor} {stopper.best:.3e})")
     model.eval()
     return history
