@@ -172,3 +172,14 @@ def test_second_publisher_on_joint_states(tmp_path):
     keep = np.arange(len(trial)) != 123
     assert np.allclose(got.q[keep], trial.q[keep], rtol=0, atol=1e-12)
     assert np.max(np.abs(got.q[123] - trial.q[123])) < 1e-8
+
+
+def test_summary_for_people(tmp_path):
+    from ros_lnn.training.bag_dataset import describe
+
+    trial = crane_trials()[0]
+    rows = np.r_[0:250, 249, 330:len(trial)]
+    ds = load_bag_dataset(_write(tmp_path / "s", trial, rows=rows), mapping(val_fraction=0))
+    text = "\n".join(describe(ds.summary))
+    assert "/joint_states (JointState): 521 messages, stamps header; duplicates 1" in text
+    assert "2 trials" in text and "1 gap(s)" in text

@@ -338,4 +338,27 @@ def load_bag_dataset(paths, mapping: BagMapping) -> BagDataset:
     return BagDataset(trials, truth, summary, train, val)
 
 
-__all__ = ["BagDataset", "load_bag_dataset", "split_trials", "chop_trial"]
+REPAIRS = ("nameless", "other_joints_only", "nan_positions", "nan_efforts", "duplicates", "out_of_order",
+           "short_arrays", "no_point")
+
+
+def describe(summary: dict) -> list[str]:
+    """The summary for people: one line per stream with what was repaired, then trials and warnings."""
+    lines = []
+    for topic, info in summary["streams"].items():
+        fixes = ", ".join(f"{k.replace('_', ' ')} {info[k]}" for k in REPAIRS if info.get(k))
+        lines.append(f"{topic} ({info['type'].split('/')[-1]}): {info['messages']} messages, stamps "
+                     f"{info['stamps']}" + (f"; {fixes}" if fixes else ""))
+    if summary["skipped_topics"]:
+        lines.append("skipped topics: " + ", ".join(sorted(summary["skipped_topics"])))
+    trials = summary["trials"]
+    resampled = [t["name"] for t in trials if t["resampled"]]
+    lines.append(f"{len(trials)} trials, {sum(t['samples'] for t in trials)} samples"
+                 + (f"; {len(summary['gaps_s'])} gap(s) split the recording" if summary["gaps_s"] else "")
+                 + (f"; {len(summary['dropped_segments'])} short stretch(es) dropped" if summary["dropped_segments"] else "")
+                 + (f"; resampled to a uniform grid: {', '.join(resampled)}" if resampled else ""))
+    lines += [f"warning: {w}" for w in summary["warnings"]]
+    return lines
+
+
+__all__ = ["BagDataset", "load_bag_dataset", "split_trials", "chop_trial", "describe"]

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..physics.trials import Trial
-from .bag_dataset import load_bag_dataset
+from .bag_dataset import REPAIRS, describe, load_bag_dataset
 from .bag_mapping import mapping_from_args
 
 
@@ -47,12 +47,12 @@ def bag_training_data(args, system):
     source = {"kind": "rosbag", "bags": s["bags"],
               "topics": {k: {"type": v["type"], "messages": v["messages"]} for k, v in s["streams"].items()},
               "skipped_topics": s["skipped_topics"], "mapping": s["mapping"], "validation_on": evaluated_on,
-              "repairs": {k: {q: v.get(q, 0) for q in ("nameless", "nan_efforts", "duplicates", "out_of_order")}
-                          for k, v in s["streams"].items()},
+              "repairs": {k: {q: v.get(q, 0) for q in REPAIRS} for k, v in s["streams"].items()},
               "gaps_s": s["gaps_s"], "dropped_segments": s["dropped_segments"],
               "resampled_trials": [i["name"] for i in s["trials"] if i["resampled"]],
               "warnings": s["warnings"]}
+    for line in describe(s):
+        print(f"bag: {line}")
     print(f"bag: {len(ds.trials)} trials ({len(ds.train)} train, {len(ds.validation)} validation on "
-          f"{evaluated_on}); Q_e {'measured' if s['Q_e_measured'] else 'not measured'}"
-          + (f"; {len(s['warnings'])} warning(s)" if s["warnings"] else ""))
+          f"{evaluated_on}); Q_e {'measured' if s['Q_e_measured'] else 'not measured'}")
     return system, trials, source
