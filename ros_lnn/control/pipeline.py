@@ -1,0 +1,174 @@
+"""Joint states in, port command and joint efforts out: the DAC as a robot controller sees it (no ROS).
+
+``DacPipeline.step(q, q̇, t)`` runs forward kinematics and ``ν = G(q) q̇`` on the multibody model, the
+chosen law on the current target, and ``u = Gᵀ τ_c`` with limits. Targets:
+
+* law III (``end_effector``): a set point (position, optional attitude) from ``set_ee_target``;
+* laws I/II (``velocity``/``pose``): a joint trajectory (``set_joint_trajectory``) sampled with cubic
+  Hermite segments; body poses, twists and their rates follow from FK, ``G`` and ``Ġ q̇``.
+
+Hold policy: before any target arrives, and whenever ``hold()`` is called, the target becomes the
+current configuration at rest (the end-effector pose now, or the joint positions now); after the last
+trajectory point the trajectory holds its final point. Non-finite inputs raise ``DataError`` and
+nothing is computed from them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError, DataError
+from ..physics.multibody import MultibodyData, update
+from ..physics.multibody_kinematics import forward_kinematics, twist_map, twist_map_rate_times
+from .dac import (
+    BodyPoseTarget, DacController, DacResult, EndEffector, EndEffectorTarget, Gains, VelocityTarget,
+    end_effector_state,
+)
+from .effort import EffortCommand, PortToEfforts, Residual
+from .obstacles import ObstacleField, SphereObstacle, default_control_points
+
+
+@dataclass
+class PipelineOutput:
+    result: DacResult
+    efforts: EffortCommand
+    data: MultibodyData
+    ee_position: np.ndarray
+    target_position: np.ndarray | None
+
+
+class JointTrajectorySampler:
+    """Piecewise cubic Hermite through (t_k, q_k, q̇_k); q̇_k from finite differences when absent."""
+
+    def __init__(self, times, positions, velocities=None):
+        t = np.asarray(times, float)
+        q = np.asarray(positions, float)
+        if q.ndim != 2 or t.shape != (q.shape[0],) or np.any(np.diff(t) <= 0) or not np.all(np.isfinite(q)):
+            raise DataError("joint trajectory: need strictly increasing times and finite positions, one row per point")
+        if velocities is None or len(velocities) != len(t):
+            v = np.gradient(q, t, axis=0) if len(t) > 1 else np.zeros_like(q)
+            v[-1] = 0.0  # come to rest at the last point
+        else:
+            v = np.asarray(velocities, float)
+        self.t, self.q, self.v = t, q, v
+
+    def __call__(self, t: float):
+        ts = self.t
+        zero = np.zeros_like(self.q[0])
+        if t <= ts[0]:
+            return self.q[0].copy(), zero, zero.copy()
+        if t >= ts[-1]:
+            return self.q[-1].copy(), zero, zero.copy()
+        k = int(np.searchsorted(ts, t) - 1)
+        h = ts[k + 1] - ts[k]
+        s = (t - ts[k]) / h
+        q0, q1, v0, v1 = self.q[k], self.q[k + 1], self.v[k] * h, self.v[k + 1] * h
+        h00, h10, h01, h11 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2
+        d00, d10, d01, d11 = 6 * s**2 - 6 * s, 3 * s**2 - 4 * s + 1, -6 * s**2 + 6 * s, 3 * s**2 - 2 * s
+        e00, e10, e01, e11 = 12 * s - 6, 6 * s - 4, -12 * s + 6, 6 * s - 2
+        q = h00 * q0 + h10 * v0 + h01 * q1 + h11 * v1
+        qd = (d00 * q0 + d10 * v0 + d01 * q1 + d11 * v1) / h
+        qdd = (e00 * q0 + e10 * v0 + e01 * q1 + e11 * v1) / h**2
+        return q, qd, qdd
+
+
+class DacPipeline:
+    def __init__(self, model, law: str = "end_effector", gains: Gains | None = None, joint_names=None,
+                 ee_link: str | None = None, ee_attitude: bool = False, obstacles=(), obstacle_influence=0.1,
+                 obstacle_eta=5.0, effort_limits=None, residual: Residual | None = None):
+        if model.floating_root is not None:
+            raise ConfigError(f"model '{model.name}': the joint-space pipeline needs a fixed base")
+        self.model = model
+        self.efforts = PortToEfforts(model, joint_names, effort_limits, residual)
+        self.joint_names = self.efforts.joint_names
+        self._to_model = np.array([self.joint_names.index(n) for n in
+                                   [model.joints[i].name for i in range(model.n_joints) if model.joints[i].kind == "revolute"]])
+        if ee_link:
+            frames = getattr(model, "frames", {})
+            if ee_link not in frames or frames[ee_link][0] < 0:
+                raise ConfigError(f"ee_link '{ee_link}' is not a moving link of '{model.name}' "
+                                  f"(links: {sorted(frames)})")
+            b, R, p = frames[ee_link]
+            ee = EndEffector(b, p, R)
+        else:
+            ee = EndEffector(model.n_bodies - 1)
+        field = None
+        if len(obstacles):
+            field = ObstacleField(tuple(SphereObstacle(np.asarray(c, float), float(r)) for c, r in obstacles),
+                                  *default_control_points(model), influence=obstacle_influence,
+                                  gain=obstacle_eta)
+        self.controller = DacController(model, law, gains, ee, field)
+        self.law, self.ee_attitude = law, ee_attitude
+        self._ee_target: EndEffectorTarget | None = None
+        self._trajectory: JointTrajectorySampler | None = None
+        self._hold_q: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ inputs
+    def model_order(self, x_configured):
+        return np.asarray(x_configured, float)[self._to_model]
+
+    def kinematics(self, q, qd) -> MultibodyData:
+        """Body poses and twists from joint positions/velocities in the configured joint order."""
+        q, qd = np.asarray(q, float), np.asarray(qd, float)
+        if q.shape != (len(self.joint_names),) or qd.shape != q.shape or not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            raise DataError(f"joint state must give finite position and velocity for {self.joint_names}")
+        qm, qdm = self.model_order(q), self.model_order(qd)
+        r, quat = forward_kinematics(self.model, qm)
+        data = update(self.model, r, quat, np.zeros(6 * self.model.n_bodies))
+        return update(self.model, r, quat, twist_map(self.model, data) @ qdm)
+
+    def set_ee_target(self, position, quat=None):
+        position = np.asarray(position, float).reshape(3)
+        if not np.all(np.isfinite(position)) or (quat is not None and not np.all(np.isfinite(quat))):
+            raise DataError("ee_target: position/orientation must be finite")
+        if quat is not None:
+            quat = np.asarray(quat, float) / np.linalg.norm(quat)
+        self._ee_target = EndEffectorTarget(position, quat if self.ee_attitude else None)
+
+    def set_joint_trajectory(self, times, positions, velocities=None):
+        """Times in seconds on the pipeline's clock; positions (K, n) in the configured joint order."""
+        self._trajectory = JointTrajectorySampler(times, positions, velocities)
+
+    def hold(self, q=None):
+        """Drop the target: hold the configuration ``q`` (configured order), at rest."""
+        self._ee_target, self._trajectory = None, None
+        self._hold_q = None if q is None else np.asarray(q, float).copy()
+
+    @property
+    def has_target(self) -> bool:
+        return self._ee_target is not None or self._trajectory is not None
+
+    # ------------------------------------------------------------------ the step
+    def _joint_target(self, t, q_now):
+        if self._trajectory is not None:
+            q, qd, qdd = self._trajectory(t)
+        else:
+            if self._hold_q is None:
+                self._hold_q = np.asarray(q_now, float).copy()
+            q, qd, qdd = self._hold_q, np.zeros_like(self._hold_q), np.zeros_like(self._hold_q)
+        qm, qdm, qddm = self.model_order(q), self.model_order(qd), self.model_order(qdd)
+        r, quat = forward_kinematics(self.model, qm)
+        d0 = update(self.model, r, quat, np.zeros(6 * self.model.n_bodies))
+        G = twist_map(self.model, d0)
+        d1 = update(self.model, r, quat, G @ qdm)
+        nu_d_dot = G @ qddm + twist_map_rate_times(self.model, d1, qdm)
+        if self.law == "velocity":
+            return VelocityTarget(G @ qdm, nu_d_dot)
+        return BodyPoseTarget(r, quat, G @ qdm, nu_d_dot)
+
+    def step(self, q, qd, t: float = 0.0) -> PipelineOutput:
+        data = self.kinematics(q, qd)
+        ee_pos, ee_quat, _, _ = end_effector_state(self.model, data, self.controller.end_effector)
+        if self.law == "end_effector":
+            if self._ee_target is None:  # hold where we are
+                self._ee_target = EndEffectorTarget(ee_pos.copy(), ee_quat.copy() if self.ee_attitude else None)
+            target = self._ee_target
+            target_pos = target.position
+        else:
+            target = self._joint_target(t, q)
+            target_pos = None
+        result = self.controller.compute(data, target)
+        G = twist_map(self.model, data)
+        cmd = self.efforts(data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=G)
+        return PipelineOutput(result, cmd, data, ee_pos, target_pos)

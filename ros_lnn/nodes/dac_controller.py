@@ -1,0 +1,376 @@
+"""``dac_controller``: lifecycle node running the tensor-invariant DAC (seed 004) on a robot's joint states.
+
+configure   build the multibody model from ``robot_description`` (URDF string) or ``model_path``
+            (URDF/YAML; empty = the shipped config/dac_chain.urdf), the law and the effort map
+activate    subscribe ``joint_states``, ``~/joint_trajectory`` (laws I/II), ``~/ee_target`` (law III);
+            publish per joint state:
+              ~/port_command          Float64MultiArray 6N: [f_1…f_N, m_1…m_N] (layout labels f,m / bodies / x,y,z)
+              ~/joint_effort_command  Float64MultiArray, efforts u = Gᵀ τ_c in ``joint_names`` order, clamped
+            and ~/markers (MarkerArray: body forces as arrows, end effector, target, obstacles), /diagnostics
+deactivate  subscriptions and timers stop; cleanup drops the model.
+
+Safety policy (all documented in README):
+  * nothing non-finite is ever published; a non-finite or wrong-sized input is rejected and counted;
+  * stale joint states (none for ``state_timeout_s``): a watchdog publishes zero efforts and a zero port
+    (the robot's own brakes/gravity hold take over), diagnostics ERROR, until fresh states arrive;
+  * no target yet: hold the configuration found at the first joint state (end-effector pose for law III,
+    joint positions for laws I/II); after a trajectory's last point: hold that point;
+  * efforts are clamped to ``effort_limits`` (URDF limits by default); saturation shows in diagnostics.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import Point, PoseStamped
+from rclpy.lifecycle import Node as LifecycleNode
+from rclpy.lifecycle import State, TransitionCallbackReturn
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
+
+from ..control.dac import Gains
+from ..control.pipeline import DacPipeline
+from ..errors import ConfigError, RosLnnError
+from . import _common as C
+
+PARAMETERS = (
+    ("robot_description", "", "URDF of the arm (string); empty = read model_path"),
+    ("model_path", "", "URDF or multibody YAML file; empty = the shipped config/dac_chain.urdf"),
+    ("joint_names", [], "actuated joints in the order of ~/joint_effort_command; empty = the model's revolute joints"),
+    ("law", "end_effector", "control law: velocity (I), pose (II) or end_effector (III)"),
+    ("ee_link", "tool0", "end-effector link for law III (empty = CoM of the last body)"),
+    ("ee_attitude", False, "law III tracks the ~/ee_target orientation too (6-D task) instead of position only"),
+    ("gravity", [0.0, 0.0, -9.81], "gravity in the world frame [m/s²]"),
+    ("kd_linear", 20.0, "K_d rate for linear velocity errors [1/s] (K_d = k 𝓜)"),
+    ("kd_angular", 20.0, "K_d rate for angular velocity errors [1/s]"),
+    ("lambda_position", 5.0, "Λ for position errors [1/s]"),
+    ("lambda_attitude", 5.0, "Λ for attitude errors [1/s]"),
+    ("task_damping", 0.05, "μ of the damped task inverse (robust near singular arm poses; 0 = exact)"),
+    ("obstacles", [], "spherical obstacles in the world frame, flattened x, y, z, radius per obstacle"),
+    ("obstacle_influence", 0.1, "clearance below which the obstacle potential acts [m]"),
+    ("obstacle_eta", 5.0, "largest obstacle push η [N]"),
+    ("effort_limits", [], "|effort| limits per joint_names entry; empty = URDF limits (default_effort_limit where none)"),
+    ("default_effort_limit", 50.0, "limit for joints without one [N m]"),
+    ("state_timeout_s", 0.1, "joint states older than this are stale: zero efforts are published"),
+    ("watchdog_period_s", 0.02, "how often the stale-state watchdog runs"),
+    ("frame_id", "world", "world frame of targets, obstacles and markers"),
+    ("publish_markers", True, "publish ~/markers"),
+    ("marker_period_s", 0.1, "minimum period of ~/markers"),
+    ("force_scale", 0.02, "marker arrow length per newton [m/N]"),
+    ("diagnostics_period_s", 1.0, "period of /diagnostics"),
+    ("autostart", True, "configure and activate on start (main only)"),
+)
+REJECT_REASONS = ("bad_joint_state", "bad_target", "bad_trajectory", "non_finite_output", "stale_state")
+
+
+def shipped_model_path() -> Path:
+    here = Path(__file__).resolve().parents[2] / "config" / "dac_chain.urdf"
+    if here.is_file():
+        return here
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return Path(get_package_share_directory("ros_lnn")) / "config" / "dac_chain.urdf"
+    except Exception:  # noqa: BLE001 - no ament index: fall through to the error below
+        return here
+
+
+def port_layout(body_names) -> list:
+    n = len(body_names)
+    return [MultiArrayDimension(label="f,m", size=2, stride=6 * n),
+            MultiArrayDimension(label=",".join(body_names), size=n, stride=3 * n),
+            MultiArrayDimension(label="x,y,z", size=3, stride=3)]
+
+
+def array_msg(values, layout) -> Float64MultiArray:
+    msg = Float64MultiArray()
+    msg.layout.dim = layout
+    msg.data = [float(v) for v in values]
+    return msg
+
+
+class DacControllerNode(LifecycleNode):
+    def __init__(self, node_name: str = "dac_controller", **kwargs):
+        super().__init__(node_name, **kwargs)
+        for name, default, description in PARAMETERS:
+            C.declare(self, name, default, description)
+        self.pipeline: DacPipeline | None = None
+        self.last_error = ""
+        self._subs, self._timers, self._pubs = [], [], {}
+        self.counts = {k: 0 for k in REJECT_REASONS + ("processed", "saturated")}
+        self.stats = C.RateLatency()
+        self.marker_throttle = C.Throttle(1.0)
+
+    def p(self, name):
+        return C.param(self, name)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def build_pipeline(self) -> DacPipeline:
+        from ..physics.multibody_build import load_model
+        from ..physics.multibody_urdf import model_from_urdf
+
+        gravity = [float(g) for g in self.p("gravity")]
+        if self.p("robot_description"):
+            model = model_from_urdf(self.p("robot_description"), "parameter robot_description", gravity=gravity)
+        else:
+            path = Path(self.p("model_path")) if self.p("model_path") else shipped_model_path()
+            model = load_model(path)
+            model.gravity = np.asarray(gravity, float)
+        obstacles = [float(v) for v in self.p("obstacles")]
+        if len(obstacles) % 4:
+            raise ConfigError(f"parameter obstacles has {len(obstacles)} numbers; give x, y, z, radius per obstacle")
+        obstacles = [(obstacles[i:i + 3], obstacles[i + 3]) for i in range(0, len(obstacles), 4)]
+        gains = Gains(self.p("kd_linear"), self.p("kd_angular"), self.p("lambda_position"),
+                      self.p("lambda_attitude"), 1.0, self.p("task_damping"))
+        names = self.p("joint_names") or None
+        limits = [float(v) for v in self.p("effort_limits")] or None
+        if limits is None:
+            names_eff = names or [j.name for j in model.joints if j.kind == "revolute"]
+            limits = [min(model.joints[model.joint_names.index(j)].effort_limit, float(self.p("default_effort_limit")))
+                      if j in model.joint_names else 1.0 for j in names_eff]
+        return DacPipeline(model, self.p("law"), gains, names, self.p("ee_link") or None, bool(self.p("ee_attitude")),
+                           obstacles, float(self.p("obstacle_influence")), float(self.p("obstacle_eta")), limits)
+
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        try:
+            self.pipeline = self.build_pipeline()
+        except RosLnnError as exc:
+            self.pipeline = None
+            self.last_error = str(exc)
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        self.marker_throttle = C.Throttle(float(self.p("marker_period_s")))
+        self._pubs = {
+            "port": self.create_lifecycle_publisher(Float64MultiArray, "~/port_command", C.SENSOR_QOS),
+            "effort": self.create_lifecycle_publisher(Float64MultiArray, "~/joint_effort_command", C.SENSOR_QOS),
+            "diagnostics": self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", C.COMMAND_QOS),
+        }
+        if self.p("publish_markers"):
+            self._pubs["markers"] = self.create_lifecycle_publisher(MarkerArray, "~/markers", C.COMMAND_QOS)
+        model = self.pipeline.model
+        self._port_layout = port_layout(model.body_names)
+        self._effort_layout = [MultiArrayDimension(label=",".join(self.pipeline.joint_names),
+                                                   size=len(self.pipeline.joint_names),
+                                                   stride=len(self.pipeline.joint_names))]
+        self.get_logger().info(f"configured: model '{model.name}' ({model.n_bodies} bodies), law {self.p('law')}, "
+                               f"joints {self.pipeline.joint_names}")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        self._subs = [
+            self.create_subscription(JointState, "joint_states", self._on_joint_state, C.SENSOR_QOS),
+            self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory, C.COMMAND_QOS),
+            self.create_subscription(PoseStamped, "~/ee_target", self._on_ee_target, C.COMMAND_QOS),
+        ]
+        self._timers = [self.create_timer(float(self.p("watchdog_period_s")), self._watchdog),
+                        self.create_timer(float(self.p("diagnostics_period_s")), self._publish_diagnostics)]
+        self.last_state_time = None
+        self.stale = False
+        self.last_output = None
+        self.pipeline.hold()
+        self.get_logger().info("activated")
+        return super().on_activate(state)
+
+    def _drop_io(self) -> None:
+        for sub in self._subs:
+            self.destroy_subscription(sub)
+        for timer in self._timers:
+            self.destroy_timer(timer)
+        self._subs, self._timers = [], []
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        self._drop_io()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        self._drop_io()
+        for pub in self._pubs.values():
+            self.destroy_lifecycle_publisher(pub)
+        self._pubs, self.pipeline = {}, None
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        return self.on_cleanup(state)
+
+    def on_error(self, state: State) -> TransitionCallbackReturn:
+        self._drop_io()
+        return TransitionCallbackReturn.SUCCESS
+
+    # -- inputs ---------------------------------------------------------------------------------
+    def _reject(self, reason: str, detail: str) -> None:
+        self.counts[reason] += 1
+        C.warn_throttled(self, reason, f"{reason}: {detail}")
+
+    def _now_s(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _on_ee_target(self, msg: PoseStamped) -> None:
+        frame = msg.header.frame_id
+        if frame and frame != self.p("frame_id"):
+            return self._reject("bad_target", f"~/ee_target in frame '{frame}'; send it in '{self.p('frame_id')}'")
+        p, o = msg.pose.position, msg.pose.orientation
+        try:
+            quat = [o.w, o.x, o.y, o.z] if (o.w or o.x or o.y or o.z) else None
+            self.pipeline.set_ee_target([p.x, p.y, p.z], quat)
+        except RosLnnError as exc:
+            self._reject("bad_target", str(exc))
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        names = list(msg.joint_names)
+        missing = [j for j in self.pipeline.joint_names if j not in names]
+        if missing or not msg.points:
+            return self._reject("bad_trajectory", f"~/joint_trajectory lacks joints {missing} or points")
+        idx = [names.index(j) for j in self.pipeline.joint_names]
+        start = C.stamp_ns(msg.header.stamp) * 1e-9 or self._now_s()
+        try:
+            times = np.array([start + C.duration_ns(pt.time_from_start) * 1e-9 for pt in msg.points])
+            pos = np.array([[pt.positions[i] for i in idx] for pt in msg.points], float)
+            vel = None
+            if all(len(pt.velocities) == len(names) for pt in msg.points):
+                vel = np.array([[pt.velocities[i] for i in idx] for pt in msg.points], float)
+            self.pipeline.set_joint_trajectory(times, pos, vel)
+        except (RosLnnError, IndexError, ValueError) as exc:
+            self._reject("bad_trajectory", f"~/joint_trajectory: {exc}")
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        t0 = time.perf_counter()
+        self.stats.arrive()
+        names = list(msg.name)
+        try:
+            idx = [names.index(j) for j in self.pipeline.joint_names]
+            q = np.array([msg.position[i] for i in idx], float)
+            qd = np.array([msg.velocity[i] for i in idx], float) if len(msg.velocity) == len(names) else None
+        except (ValueError, IndexError):
+            return self._reject("bad_joint_state", f"joint_states must name {self.pipeline.joint_names} with positions")
+        if qd is None:
+            return self._reject("bad_joint_state", "joint_states carry no velocities; the controller needs q̇")
+        try:
+            out = self.pipeline.step(q, qd, self._now_s())
+        except RosLnnError as exc:
+            return self._reject("bad_joint_state", str(exc))
+        port, effort = out.result.tau_c, out.efforts.effort
+        if not (np.all(np.isfinite(port)) and np.all(np.isfinite(effort))):
+            self._reject("non_finite_output", "the law produced a non-finite command; zero efforts sent")
+            port, effort = np.zeros_like(port), np.zeros_like(effort)
+        self.last_state_time = time.monotonic()
+        self.stale = False
+        self.counts["processed"] += 1
+        self.counts["saturated"] += int(out.efforts.saturated.any())
+        self.last_output = out
+        self._pubs["port"].publish(array_msg(port, self._port_layout))
+        self._pubs["effort"].publish(array_msg(effort, self._effort_layout))
+        self.stats.latency(time.perf_counter() - t0)
+        if "markers" in self._pubs and self.marker_throttle("markers"):
+            self._pubs["markers"].publish(self._markers(out, port))
+
+    def _watchdog(self) -> None:
+        if self.last_state_time is None:
+            return
+        if time.monotonic() - self.last_state_time > float(self.p("state_timeout_s")):
+            if not self.stale:
+                self.get_logger().warning("joint_states stale: publishing zero efforts until they resume")
+            self.stale = True
+            self.counts["stale_state"] += 1
+            n = self.pipeline.model.n_bodies
+            self._pubs["port"].publish(array_msg(np.zeros(6 * n), self._port_layout))
+            self._pubs["effort"].publish(array_msg(np.zeros(len(self.pipeline.joint_names)), self._effort_layout))
+
+    # -- outputs --------------------------------------------------------------------------------
+    def _markers(self, out, port) -> MarkerArray:
+        frame, stamp = self.p("frame_id"), self.get_clock().now().to_msg()
+        model = self.pipeline.model
+        n = model.n_bodies
+        scale = float(self.p("force_scale"))
+        markers = []
+
+        def marker(mid, ns, kind, rgba):
+            m = Marker()
+            m.header.frame_id, m.header.stamp = frame, stamp
+            m.ns, m.id, m.type, m.action = ns, mid, kind, Marker.ADD
+            m.color.r, m.color.g, m.color.b, m.color.a = rgba
+            m.pose.orientation.w = 1.0
+            return m
+
+        for i in range(n):
+            m = marker(i, "body_force", Marker.ARROW, (0.9, 0.3, 0.1, 1.0))
+            a, f = out.data.r[i], port[3 * i:3 * i + 3]
+            m.points = [Point(x=float(a[0]), y=float(a[1]), z=float(a[2])),
+                        Point(x=float(a[0] + scale * f[0]), y=float(a[1] + scale * f[1]), z=float(a[2] + scale * f[2]))]
+            m.scale.x, m.scale.y, m.scale.z = 0.01, 0.02, 0.03
+            markers.append(m)
+        for k, (pos, rgba, ns) in enumerate([(out.ee_position, (0.1, 0.8, 0.1, 1.0), "end_effector"),
+                                             (out.target_position, (0.1, 0.3, 0.9, 0.8), "target")]):
+            if pos is None:
+                continue
+            m = marker(k, ns, Marker.SPHERE, rgba)
+            m.pose.position = Point(x=float(pos[0]), y=float(pos[1]), z=float(pos[2]))
+            m.scale.x = m.scale.y = m.scale.z = 0.03
+            markers.append(m)
+        field = self.pipeline.controller.obstacles
+        for k, obs in enumerate(field.obstacles if field is not None else ()):
+            m = marker(k, "obstacle", Marker.SPHERE, (0.8, 0.1, 0.1, 0.6))
+            m.pose.position = Point(x=float(obs.center[0]), y=float(obs.center[1]), z=float(obs.center[2]))
+            m.scale.x = m.scale.y = m.scale.z = 2 * float(obs.radius)
+            markers.append(m)
+        return MarkerArray(markers=markers)
+
+    def diagnostics_values(self) -> dict:
+        values = dict(self.stats.summary())
+        values.update(self.counts)
+        out = self.last_output
+        if out is not None:
+            values.update(lyapunov=out.result.lyapunov, saturation_ratio=out.efforts.saturation_ratio,
+                          task_error=float(np.linalg.norm(out.result.task_error)),
+                          obstacle_potential=out.result.obstacle_potential)
+        values["stale"] = self.stale
+        return values
+
+    def _publish_diagnostics(self) -> None:
+        values = self.diagnostics_values()
+        if self.stale:
+            level, message = DiagnosticStatus.ERROR, "joint_states stale: zero efforts"
+        elif self.last_output is None:
+            level, message = DiagnosticStatus.WARN, "waiting for joint_states"
+        elif self.last_output.efforts.saturated.any():
+            level, message = DiagnosticStatus.WARN, "effort limits reached"
+        else:
+            level, message = DiagnosticStatus.OK, "tracking"
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [C.diagnostic_status(f"{self.get_name()}: dac_controller", self.pipeline.model.name, level,
+                                          message, values)]
+        self._pubs["diagnostics"].publish(msg)
+
+
+def start(node: DacControllerNode) -> bool:
+    """configure + activate; False (with the error already logged) when configure fails."""
+    node.trigger_configure()
+    if node.pipeline is None:
+        return False
+    node.trigger_activate()
+    return True
+
+
+def main(argv=None) -> int:
+    rclpy.init(args=argv if argv is not None else sys.argv)
+    node = DacControllerNode()
+    code = 0
+    try:
+        if C.param(node, "autostart") and not start(node):
+            code = 1
+        else:
+            C.spin(node)
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""The dac_controller lifecycle node over real DDS: outputs equal the library evaluated directly,
+lifecycle transitions, stale inputs, bad inputs, effort limits."""
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import HAVE_RCLPY, requires_rclpy
+
+pytestmark = [requires_rclpy, pytest.mark.ros]
+
+if HAVE_RCLPY:
+    import rclpy
+    from builtin_interfaces.msg import Duration
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    from visualization_msgs.msg import MarkerArray
+
+    from _ros_harness import Harness
+    from ros_lnn.nodes import _common as C
+    from ros_lnn.nodes.dac_controller import DacControllerNode, start
+
+from ros_lnn.control.dac import Gains
+from ros_lnn.control.pipeline import DacPipeline
+from ros_lnn.physics.multibody_build import load_model
+
+URDF = Path(__file__).resolve().parents[1] / "config" / "dac_chain.urdf"
+JOINTS = ["joint1", "joint2", "joint3", "joint4", "joint5"]
+Q0 = np.array([0.1, -0.7, 1.3, 0.5, 0.3])
+QD0 = np.array([0.2, -0.1, 0.3, 0.0, -0.2])
+_ns = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context)
+    yield context
+    rclpy.try_shutdown(context=context)
+
+
+@pytest.fixture
+def make(ctx):
+    made = []
+
+    def _make(params=None, autostart=True):
+        ns = f"/dac{next(_ns)}"
+        overrides = [Parameter("robot_description", value=URDF.read_text())]
+        overrides += [Parameter(k, value=v) for k, v in (params or {}).items()]
+        node = DacControllerNode(namespace=ns, context=ctx, parameter_overrides=overrides)
+        if autostart:
+            assert start(node), node.last_error
+        h = Harness(node, context=ctx)
+        made.append(h)
+        return node, h, ns
+
+    yield _make
+    for h in made:
+        h.close()
+
+
+def _joint_state(names, q, qd):
+    msg = JointState()
+    msg.name, msg.position, msg.velocity = list(names), [float(x) for x in q], [float(x) for x in qd]
+    return msg
+
+
+def _library(**kw):
+    model = load_model(URDF)
+    limits = [j.effort_limit for j in model.joints]
+    args = dict(gains=Gains(20.0, 20.0, 5.0, 5.0, 1.0, 0.05), ee_link="tool0", effort_limits=limits)
+    args.update(kw)
+    return DacPipeline(model, **args)
+
+
+def _io(h, ns):
+    ports = h.collect(Float64MultiArray, f"{ns}/dac_controller/port_command", C.SENSOR_QOS)
+    efforts = h.collect(Float64MultiArray, f"{ns}/dac_controller/joint_effort_command", C.SENSOR_QOS)
+    states = h.publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+    return ports, efforts, states
+
+
+def test_outputs_equal_the_library_for_an_end_effector_target(make):
+    node, h, ns = make()
+    ports, efforts, states = _io(h, ns)
+    target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", C.COMMAND_QOS)
+    goal = PoseStamped()
+    goal.header.frame_id = "world"
+    goal.pose.position.x, goal.pose.position.y, goal.pose.position.z = 0.45, 0.1, 0.15
+    target.publish(goal)
+    h.wait(lambda: node.pipeline.has_target, what="ee_target taken")
+    shuffled = [JOINTS[i] for i in (3, 0, 4, 1, 2)]  # joints are matched by name
+    perm = [JOINTS.index(j) for j in shuffled]
+    states.publish(_joint_state(shuffled, Q0[perm], QD0[perm]))
+    h.wait(lambda: ports and efforts, what="port and effort commands")
+    lib = _library()
+    lib.set_ee_target([0.45, 0.1, 0.15])
+    expected = lib.step(Q0, QD0)
+    port, effort = ports[-1], efforts[-1]
+    assert np.allclose(port.data, expected.result.tau_c, atol=1e-12)
+    assert np.allclose(effort.data, expected.efforts.effort, atol=1e-12)
+    assert [d.label for d in port.layout.dim] == ["f,m", "link1,link2,link3,link4,link5", "x,y,z"]
+    assert [d.size for d in port.layout.dim] == [2, 5, 3]
+    assert effort.layout.dim[0].label == ",".join(JOINTS)
+    assert np.abs(effort.data).max() > 0.1  # it pushes toward the target
+
+
+def test_markers_and_diagnostics(make):
+    node, h, ns = make({"diagnostics_period_s": 0.1, "obstacles": [0.3, 0.0, 0.4, 0.05]})
+    markers = h.collect(MarkerArray, f"{ns}/dac_controller/markers", C.COMMAND_QOS)
+    diags = h.collect(DiagnosticArray, "/diagnostics", C.COMMAND_QOS)
+    _, efforts, states = _io(h, ns)
+    states.publish(_joint_state(JOINTS, Q0, QD0))
+    h.wait(lambda: markers and efforts, what="markers")
+    kinds = {m.ns for m in markers[-1].markers}
+    assert {"body_force", "end_effector", "target", "obstacle"} <= kinds
+    h.wait(lambda: any(s.name.endswith("dac_controller") and s.hardware_id == "dac_chain"
+                       for d in diags for s in d.status), what="diagnostics")
+
+
+def test_hold_policy_without_a_target_and_trajectory_for_law_II(make):
+    node, h, ns = make({"law": "pose"})
+    _, efforts, states = _io(h, ns)
+    # no target: hold the configuration of the first joint state (at rest there: only gravity is held)
+    states.publish(_joint_state(JOINTS, Q0, np.zeros(5)))
+    h.wait(lambda: efforts, what="effort")
+    lib = _library(law="pose")
+    assert np.allclose(efforts[-1].data, lib.step(Q0, np.zeros(5)).efforts.effort, atol=1e-12)
+    # a trajectory whose points all lie in the past: the node holds its last point
+    traj_pub = h.publisher(JointTrajectory, f"{ns}/dac_controller/joint_trajectory", C.COMMAND_QOS)
+    msg = JointTrajectory()
+    msg.joint_names = JOINTS
+    now = node.get_clock().now().nanoseconds
+    msg.header.stamp = C.ns_to_stamp(now - 10_000_000_000)
+    q_goal = Q0 + 0.2
+    for k, t in enumerate((0.5, 1.0)):
+        pt = JointTrajectoryPoint()
+        pt.positions = [float(x) for x in (Q0 + 0.1 * (k + 1))]
+        pt.time_from_start = Duration(sec=0, nanosec=int(t * 1e9))
+        msg.points.append(pt)
+    traj_pub.publish(msg)
+    h.wait(lambda: node.pipeline._trajectory is not None, what="trajectory taken")
+    n0 = len(efforts)
+    states.publish(_joint_state(JOINTS, Q0, QD0))
+    h.wait(lambda: len(efforts) > n0, what="effort after trajectory")
+    lib.set_joint_trajectory([0.0, 1.0], [Q0 + 0.1, q_goal])
+    expected = lib.step(Q0, QD0, t=100.0)
+    assert np.allclose(efforts[-1].data, expected.efforts.effort, atol=1e-10)
+
+
+def test_stale_joint_states_give_zero_efforts(make):
+    node, h, ns = make({"state_timeout_s": 0.05, "watchdog_period_s": 0.01, "diagnostics_period_s": 0.05})
+    diags = h.collect(DiagnosticArray, "/diagnostics", C.COMMAND_QOS)
+    _, efforts, states = _io(h, ns)
+    states.publish(_joint_state(JOINTS, Q0, QD0))
+    h.wait(lambda: efforts and np.abs(efforts[-1].data).max() > 0, what="effort")
+    h.wait(lambda: node.stale and np.all(np.asarray(efforts[-1].data) == 0.0), timeout=3.0, what="zero efforts")
+    h.wait(lambda: any(s.level == DiagnosticStatus.ERROR for d in diags for s in d.status
+                       if s.name.endswith("dac_controller")), what="ERROR diagnostics")
+    states.publish(_joint_state(JOINTS, Q0, QD0))  # resumes
+    h.wait(lambda: not node.stale and np.abs(efforts[-1].data).max() > 0, what="resume")
+
+
+def test_bad_inputs_are_rejected_and_efforts_clamped(make):
+    node, h, ns = make({"effort_limits": [0.2, 0.2, 0.2, 0.2, 0.2]})
+    ports, efforts, states = _io(h, ns)
+    states.publish(_joint_state(JOINTS, [np.nan, 0, 0, 0, 0], QD0))
+    states.publish(_joint_state(JOINTS[:4], Q0[:4], QD0[:4]))
+    bad_vel = _joint_state(JOINTS, Q0, QD0)
+    bad_vel.velocity = []
+    states.publish(bad_vel)
+    h.wait(lambda: node.counts["bad_joint_state"] >= 3, what="three rejections")
+    assert not efforts and not ports
+    target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", C.COMMAND_QOS)
+    wrong_frame = PoseStamped()
+    wrong_frame.header.frame_id = "camera"
+    target.publish(wrong_frame)
+    nan_goal = PoseStamped()
+    nan_goal.pose.position.x = float("nan")
+    target.publish(nan_goal)
+    h.wait(lambda: node.counts["bad_target"] >= 2, what="bad targets")
+    far = PoseStamped()
+    far.pose.position.x, far.pose.position.z = 0.2, 0.6
+    target.publish(far)
+    h.wait(lambda: node.pipeline.has_target, what="target")
+    states.publish(_joint_state(JOINTS, Q0, QD0))
+    h.wait(lambda: efforts, what="effort")
+    e = np.asarray(efforts[-1].data)
+    assert np.all(np.isfinite(e)) and np.all(np.isfinite(ports[-1].data))
+    assert np.abs(e).max() <= 0.2 + 1e-15 and np.any(np.abs(e) == 0.2)
+    assert node.diagnostics_values()["saturation_ratio"] > 1
+
+
+def test_lifecycle_transitions(make, ctx):
+    node, h, ns = make()
+    _, efforts, states = _io(h, ns)
+    node.trigger_deactivate()
+    states.publish(_joint_state(JOINTS, Q0, QD0))
+    time.sleep(0.3)
+    assert not efforts and node.counts["processed"] == 0
+    node.trigger_activate()
+    h.wait(lambda: states.get_subscription_count() >= 1, what="resubscribed")
+    states.publish(_joint_state(JOINTS, Q0, QD0))
+    h.wait(lambda: efforts, what="effort after reactivation")
+    node.trigger_deactivate()
+    node.trigger_cleanup()
+    assert node.pipeline is None
+    bad, hb, _ = make({"robot_description": "<robot name='x'><link name='a'"}, autostart=False)
+    bad.trigger_configure()
+    assert bad.pipeline is None and "not valid URDF" in bad.last_error
+    bad2, _, _ = make({"law": "jedi"}, autostart=False)
+    bad2.trigger_configure()
+    assert bad2.pipeline is None and "law" in bad2.last_error
