@@ -151,3 +151,10 @@ def make_loss_step(model, names, info: DistInfo, compile=False, warn=print):
                 "backend": info.backend}
 
     return step, describe
+
+
+def shutdown_process_group() -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,161 @@
+"""Report folder of a training run: loss curves (each loss term, log scale), predicted-vs-measured
+plots on the validation trials (q̈_f; Q_e when measured; E when the data hold it) as PNG, and
+``metrics.json``. Matplotlib through its object API on the Agg canvas (no display, no pyplot state)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+LOSS_LABELS = {"inv": "inverse ‖Q̂_f−Q_f‖²", "fwd": "forward ‖q̈̂_f−q̈_f‖²", "inv_e": "inverse servo ‖Q̂_e−Q_e‖²",
+               "fwd_e": "forward servo ‖Q̂_e−Q_e‖²", "power": "power ‖Ė̂−q̇ᵀQ‖²",
+               "power_est": "estimated power ‖q̇_fᵀ(Q̂_f−Q_f)‖²"}
+VAL_LABELS = {"qdd_f_nmse": "q̈_f nMSE", "Q_e_rel_rms": "Q_e rel. rms", "M_rel_err": "M rel. err",
+              "V_rel_err": "V rel. err", "E_rel_err": "E rel. err"}
+
+
+def default_report_dir(out) -> Path:
+    """``<out stem>_report/`` next to the model file."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}_report")
+
+
+def _figure(rows: int, cols: int, width=11.0, height=2.6, width_ratios=None):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, max(height * rows, 3.2)), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(rows, cols, squeeze=False, width_ratios=width_ratios)
+
+
+def plot_losses(history: dict, path) -> Path:
+    """Training loss terms and total per log point; validation metrics beside them (log scales)."""
+    fig, ax = _figure(1, 2, height=4.2)
+    epochs = np.asarray(history["epoch"])
+    a = ax[0, 0]
+    a.plot(epochs, history["loss"], color="black", lw=2, label="total")
+    for name, values in history["terms"].items():
+        a.plot(epochs, values, lw=1.2, label=LOSS_LABELS.get(name, name))
+    a.set(yscale="log", xlabel="epoch", ylabel="training loss (mean per log interval)", title="training losses")
+    b = ax[0, 1]
+    vals = history.get("val", [])
+    if vals:
+        ve = [v["epoch"] for v in vals]
+        for key, label in VAL_LABELS.items():
+            if key in vals[0]:
+                b.plot(ve, [max(v[key], 1e-16) for v in vals], marker="o", ms=3, label=label)
+        es = history.get("early_stopping") or {}
+        if es.get("best_epoch") and es.get("enabled"):
+            b.axvline(es["best_epoch"], color="grey", ls="--", label=f"best (epoch {es['best_epoch']})")
+        b.set(yscale="log", xlabel="epoch", ylabel="error on validation trials", title="validation")
+        b.legend(fontsize=8)
+    else:
+        b.text(0.5, 0.5, "no validation", ha="center", va="center", transform=b.transAxes)
+    for r in history.get("resumed", []):
+        for x in (a, b):
+            x.axvline(r["epoch"], color="tab:red", ls=":", lw=1)
+    a.legend(fontsize=8)
+    for x in (a, b):
+        x.grid(True, which="both", alpha=0.3)
+    fig.savefig(path, dpi=110)
+    return Path(path)
+
+
+def predictions(model, samples: dict) -> dict:
+    """Forward-mode outputs on ``samples`` (model order) as float64 numpy: q̈_f, Q_e, E."""
+    import torch
+
+    p = next(model.parameters())
+    t = {k: torch.as_tensor(np.asarray(samples[k]), device=p.device, dtype=p.dtype) for k in ("q", "qd", "qdd", "Q")}
+    n_f = model.n_f
+    with torch.no_grad():
+        out = model(t["q"], t["qd"], t["qdd"][:, n_f:], t["Q"][:, :n_f])
+    get = lambda x: x.detach().cpu().double().numpy()  # noqa: E731
+    return {"qdd_f": get(out["qdd"])[:, :n_f], "Q_e": get(out["Q_e"]) if model.n_e else None, "E": get(out["E"])}
+
+
+def _trial_groups(samples: dict):
+    trial = np.asarray(samples.get("trial", np.zeros(len(samples["q"]), int)))
+    ids = np.unique(trial)
+    names = list(samples.get("names", []))
+    for k, i in enumerate(ids):
+        yield (names[k] if len(names) == len(ids) else f"trial {int(i)}"), trial == i
+
+
+def _nmse(pred, truth) -> float:
+    return float(np.mean((pred - truth) ** 2) / max(np.var(truth), 1e-300))
+
+
+def plot_trial(name: str, sel, samples: dict, pred: dict, model, qe_measured: bool, path) -> dict:
+    """One validation trial: time series (left) and predicted against measured (right) per quantity."""
+    n_f = model.n_f
+    t = np.asarray(samples["t"])[sel] if "t" in samples else np.arange(sel.sum())
+    rows = [(f"q̈ {j}", np.asarray(samples["qdd"])[sel, i], pred["qdd_f"][sel, i]) for i, j in enumerate(model.free_joints)]
+    if qe_measured and model.n_e:
+        rows += [(f"Q_e {j}", np.asarray(samples["Q"])[sel, n_f + i], pred["Q_e"][sel, i])
+                 for i, j in enumerate(model.servo_joints)]
+    if "E" in samples:
+        truth = np.asarray(samples["E"])[sel]
+        e = pred["E"][sel]
+        rows.append(("E (mean aligned)", truth, e - e.mean() + truth.mean()))  # V is defined up to a constant
+    fig, ax = _figure(len(rows), 2, width_ratios=[3, 1])
+    scores = {}
+    for r, (label, truth, p) in enumerate(rows):
+        score = _nmse(p, truth)
+        scores[label] = score
+        a, b = ax[r, 0], ax[r, 1]
+        a.plot(t, truth, color="black", lw=1.4, label="measured")
+        a.plot(t, p, color="tab:orange", lw=1.0, ls="--", label="predicted")
+        a.set(ylabel=label, title=f"{name}: {label}  (nMSE {score:.2e})")
+        a.grid(alpha=0.3)
+        lo, hi = float(min(truth.min(), p.min())), float(max(truth.max(), p.max()))
+        b.plot([lo, hi], [lo, hi], color="grey", lw=1)
+        b.scatter(truth, p, s=3, alpha=0.5, color="tab:blue")
+        b.set(xlabel=f"measured {label}", ylabel="predicted", xlim=(lo, hi), ylim=(lo, hi))
+        b.grid(alpha=0.3)
+    ax[0, 0].legend(fontsize=8, loc="upper right")
+    ax[-1, 0].set_xlabel("t [s]")
+    fig.savefig(path, dpi=100)
+    return scores
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "trial"
+
+
+def write_report(directory, history: dict, model=None, val_samples: dict | None = None, metrics: dict | None = None,
+                 provenance: dict | None = None, qe_measured: bool = True) -> dict:
+    """Write the report folder; returns {"dir", "files"}. ``model`` should be the exported one (CPU)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    files = [plot_losses(history, directory / "loss_curves.png").name]
+    per_trial = {}
+    if model is not None and val_samples is not None and len(val_samples["q"]):
+        pred = predictions(model, val_samples)
+        for name, sel in _trial_groups(val_samples):
+            fname = f"validation_{_safe(name)}.png"
+            per_trial[name] = plot_trial(name, sel, val_samples, pred, model, qe_measured, directory / fname)
+            files.append(fname)
+    doc = {"metrics": metrics or {}, "per_trial_nmse": per_trial,
+           "training": {"epoch": history["epoch"], "loss": history["loss"], "terms": history["terms"],
+                        "validation": history.get("val", []), "early_stopping": history.get("early_stopping"),
+                        "resumed": history.get("resumed", []), "run": history.get("run"),
+                        "seconds": history.get("seconds"), "device": history.get("device"),
+                        "config": history.get("config")},
+           "provenance": provenance or {}, "files": files}
+    tmp = directory / ".metrics.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=2, default=_json_default))
+    tmp.replace(directory / "metrics.json")
+    files.append("metrics.json")
+    return {"dir": str(directory), "files": files}
+
+
+def _json_default(x):
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    return str(x)
