@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import platform
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -47,6 +46,9 @@ def add_arguments(parser):
     parser.add_argument("--checkpoint-dir", help="write checkpoints (last.pt, final.pt) here")
     parser.add_argument("--out", help="ONNX file to write (default models/<system>_servo_lnn.onnx)")
     parser.add_argument("--export-dtype", choices=("float32", "float64"), default="float32")
+    from ..training.run_options import add_run_arguments
+
+    add_run_arguments(parser)
 
 
 def file_sha256(path) -> str:
@@ -96,6 +98,23 @@ def split(trials, args):
                                  "split_seed": args.split_seed}
 
 
+def canonical_command(args) -> str:
+    """The command with every effective option spelled out, so it reproduces the run as given."""
+    parts = ["ros-lnn train", f"--system {args.system}"]
+    if args.data:
+        parts.append(f"--data {args.data}")
+    parts.append("--with-qe" if args.with_qe else "--without-qe")
+    for opt in ("epochs", "batch", "lr", "weight_decay", "seed", "n_train", "split_seed", "test_trials",
+                "activation", "diag_activation", "device", "dtype", "out", "export_dtype"):
+        value = getattr(args, opt)
+        if value is not None:
+            parts.append(f"--{opt.replace('_', '-')} {value}")
+    parts.append("--hidden " + " ".join(str(h) for h in args.hidden))
+    if args.angle_features:
+        parts.append("--angle-features")
+    return " ".join(parts)
+
+
 def versions() -> dict:
     import numpy
     import onnx
@@ -115,7 +134,10 @@ def run(args) -> int:
     from ..models.servo_lnn import ServoLNN
     from ..training.data import data_hash, model_order, normalisation, reorder
     from ..training.trainer import TrainConfig, evaluate, save_checkpoint, seed_everything, train
+    from ..training.report import write_report
+    from ..training.run_options import finish_distributed, report_dir, run_provenance, sigterm_as_interrupt, train_options
 
+    sigterm_as_interrupt()
     system, trials, source = load_trials(args)
     if not trials:
         raise DataError(f"{args.data or 'simulation'}: no trials")
@@ -139,8 +161,10 @@ def run(args) -> int:
                       seed=args.seed, device=args.device, dtype=args.dtype, with_qe=args.with_qe,
                       log_every=max(1, min(args.log_every, args.epochs)),
                       val_every=max(1, min(args.val_every, args.epochs)),
-                      checkpoint_dir=args.checkpoint_dir, threads=args.threads)
+                      threads=args.threads, **train_options(args))
     history = train(model, train_s, test_s, cfg, progress=lambda line: print(line, flush=True))
+    if not finish_distributed(history):  # torchrun: only rank 0 exports and reports
+        return 0
 
     model = model.to(device="cpu", dtype=torch.float64)
     metrics = evaluate(model, test_s)
@@ -153,19 +177,23 @@ def run(args) -> int:
         "training": {"epochs": args.epochs, "batch": args.batch, "lr": args.lr, "weight_decay": args.weight_decay,
                      "seed": args.seed, "with_qe": args.with_qe, "losses": history["losses"],
                      "device": history["device"], "dtype": args.dtype, "seconds": round(history["seconds"], 1)},
-        "command": "ros-lnn " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["train"] else sys.argv[1:]),
-        "versions": versions(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": canonical_command(args),
+        "run": run_provenance(history), "versions": versions(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     metadata = default_metadata(model, system=args.system, metrics=metrics, provenance=provenance,
                                 package_version=provenance["versions"]["ros_lnn"])
     out = Path(args.out or f"models/{args.system}_servo_lnn.onnx")
     export_onnx(model, out, metadata, dtype=args.export_dtype)
-    if args.checkpoint_dir:
-        save_checkpoint(Path(args.checkpoint_dir) / "final.pt", model, None, args.epochs, history,
+    if cfg.checkpoint_dir:
+        save_checkpoint(Path(cfg.checkpoint_dir) / "final.pt", model, None, args.epochs, history,
                         extra={"metadata": metadata.to_json()})
     print(f"test: q̈_f nMSE {metrics['qdd_f_nmse']:.2e}"
           + (f", Q_e rel rms {metrics['Q_e_rel_rms']:.2%}" if "Q_e_rel_rms" in metrics else "")
           + f", M rel err {metrics.get('M_rel_err', float('nan')):.2%}, V rel err {metrics.get('V_rel_err', float('nan')):.2%}"
           + f", E rel err {metrics.get('E_rel_err', float('nan')):.2%}")
+    report = report_dir(args)
+    if report is not None:
+        written = write_report(report, history, model, test_s, metrics, provenance, qe_measured=args.with_qe)
+        print(f"report: {written['dir']} ({', '.join(written['files'])})")
     print(f"wrote {out} ({history['seconds']:.0f} s training on {history['device']})")
     return 0
