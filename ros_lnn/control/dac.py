@@ -119,7 +119,10 @@ def end_effector_state(model, data, ee: EndEffector):
     n, b = model.n_bodies, ee.body
     arm = data.R[b] @ ee.offset
     pos = data.r[b] + arm
-    quat = quat_mul(data.quat[b], matrix_to_quat(ee.rotation))
+    tool = ee.__dict__.get("_quat")
+    if tool is None:
+        tool = ee.__dict__["_quat"] = matrix_to_quat(ee.rotation)
+    quat = quat_mul(data.quat[b], tool)
     Jt = np.zeros((6, 6 * n))
     Jt[:3, 3 * b:3 * b + 3] = np.eye(3)
     Jt[:3, 3 * n + 3 * b:3 * n + 3 * b + 3] = -skew(arm)

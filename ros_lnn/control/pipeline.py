@@ -115,8 +115,11 @@ class DacPipeline:
             raise DataError(f"joint state must give finite position and velocity for {self.joint_names}")
         qm, qdm = self.model_order(q), self.model_order(qd)
         r, quat = forward_kinematics(self.model, qm)
-        data = update(self.model, r, quat, np.zeros(6 * self.model.n_bodies))
-        return update(self.model, r, quat, twist_map(self.model, data) @ qdm)
+        pose = update(self.model, r, quat, np.zeros(6 * self.model.n_bodies))
+        G = twist_map(self.model, pose)  # depends on the configuration only
+        data = update(self.model, r, quat, G @ qdm, pose=pose)
+        data.G = G
+        return data
 
     def set_ee_target(self, position, quat=None):
         position = np.asarray(position, float).reshape(3)
@@ -169,6 +172,5 @@ class DacPipeline:
             target = self._joint_target(t, q)
             target_pos = None
         result = self.controller.compute(data, target)
-        G = twist_map(self.model, data)
-        cmd = self.efforts(data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=G)
+        cmd = self.efforts(data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=data.G)
         return PipelineOutput(result, cmd, data, ee_pos, target_pos)

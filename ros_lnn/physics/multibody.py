@@ -224,60 +224,73 @@ class MultibodyData:
     spring_energy: float
 
 
-def update(model: MultibodyModel, r, quat, nu) -> MultibodyData:
-    """Evaluate the inertial-frame tensors of eqs 7–33 at one state."""
-    n = model.n_bodies
-    r = np.asarray(r, dtype=float).reshape(n, 3)
-    quat = np.asarray(quat, dtype=float).reshape(n, 4)
-    nu = np.asarray(nu, dtype=float).reshape(6 * n)
-    R = quat_to_matrix(quat)
-    inertia = R @ model.inertia_body @ R.transpose(0, 2, 1)
-    inertia_inv = R @ model.inertia_body_inv @ R.transpose(0, 2, 1)
-    v, omega = nu[:3 * n].reshape(n, 3), nu[3 * n:].reshape(n, 3)
-    gyro = np.concatenate([np.zeros(3 * n), cross(omega, np.einsum("nij,nj->ni", inertia, omega)).ravel()])
+def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None) -> MultibodyData:
+    """Evaluate the inertial-frame tensors of eqs 7–33 at one state.
 
+    ``pose``: a workspace already evaluated at the same ``r, quat`` (any twist); its configuration-only
+    tensors (attitudes, inertias, joint arms, J) are reused and only the twist-dependent ones computed.
+    """
+    n = model.n_bodies
+    nu = np.asarray(nu, dtype=float).reshape(6 * n)
+    if pose is None:
+        pose = _pose(model, np.asarray(r, dtype=float).reshape(n, 3), np.asarray(quat, dtype=float).reshape(n, 4))
+    else:
+        pose = dict(pose.__dict__)
+    v, omega = nu[:3 * n].reshape(n, 3), nu[3 * n:].reshape(n, 3)
+    inertia = pose["inertia"]
+    gyro = np.concatenate([np.zeros(3 * n), cross(omega, np.einsum("nij,nj->ni", inertia, omega)).ravel()])
+    hp = model.has_parent
+    par = np.maximum(model.parent, 0)
+    w_p = np.where(hp[:, None], omega[par], 0.0)
+    w_c = omega[model.child]
+    s_c, s_p = pose["s_child"], pose["s_parent"]
+    gamma_pt = cross(w_c, cross(w_c, s_c)) - cross(w_p, cross(w_p, s_p))
+    if len(model.rot_joint):
+        wr_p, wr_c = w_p[model.rot_joint], w_c[model.rot_joint]
+        gamma_rot = -np.sum(cross(wr_p, pose["rot_normals"]) * (wr_c - wr_p), axis=1)
+        gamma = np.concatenate([gamma_pt.ravel(), gamma_rot])
+    else:
+        gamma = gamma_pt.ravel()
+    moments, spring_energy = _joint_moments(model, pose["R_parent"], pose["R"][model.child], w_p, w_c)
+    mj_port = np.zeros((n, 3))
+    np.add.at(mj_port, model.child, -moments)
+    if hp.any():
+        np.add.at(mj_port, par[hp], moments[hp])
+    pose.update(nu=nu, omega=omega, v=v, gamma=gamma, gyroscopic=gyro, joint_moments=moments,
+                joint_moment_port=np.concatenate([np.zeros(3 * n), mj_port.ravel()]), spring_energy=spring_energy)
+    return MultibodyData(**pose)
+
+
+def _pose(model, r, quat) -> dict:
+    """Configuration-only tensors: attitudes, inertias, joint arms and points, normals, J."""
+    n, k = model.n_bodies, model.n_joints
+    R = quat_to_matrix(quat)
+    Rt = R.transpose(0, 2, 1)
+    inertia = R @ model.inertia_body @ Rt
+    inertia_inv = R @ model.inertia_body_inv @ Rt
     hp = model.has_parent
     par = np.maximum(model.parent, 0)
     R_p = np.where(hp[:, None, None], R[par], np.eye(3))
     r_p = np.where(hp[:, None], r[par], 0.0)
-    w_p = np.where(hp[:, None], omega[par], 0.0)
-    v_p = np.where(hp[:, None], v[par], 0.0)
-    R_c, r_c, w_c = R[model.child], r[model.child], omega[model.child]
     arm_p = np.einsum("kij,kj->ki", R_p, model.anchor_parent)  # r_J − r_p
-    arm_c = np.einsum("kij,kj->ki", R_c, model.anchor_child)
-    s_p, s_c = -arm_p, -arm_c
-    s_p = np.where(hp[:, None], s_p, 0.0)  # the world has no twist; its column block is absent anyway
-
-    k = model.n_joints
+    arm_c = np.einsum("kij,kj->ki", R[model.child], model.anchor_child)
+    s_c = -arm_c
+    s_p = np.where(hp[:, None], -arm_p, 0.0)  # the world has no twist; its column block is absent anyway
     J = np.zeros((model.n_constraints, 6 * n))
     J[:3 * k] = model._jv
     J[model._pt_rows, model._pt_cols_c] = skew(s_c)
     if hp.any():
         J[model._pt_rows[hp], model._pt_cols_p[hp]] = -skew(s_p[hp])
-    gamma_pt = cross(w_c, cross(w_c, s_c)) - cross(w_p, cross(w_p, s_p))
-    nr = len(model.rot_joint)
-    if nr:
+    if len(model.rot_joint):
         frame = R_p[model.rot_joint] @ model.rest[model.rot_joint]
         normals = np.einsum("rij,rj->ri", frame, model.rot_dir)
         J[model._rot_rows, model._rot_cols_c] = normals
         rp = model._rot_has_parent
         J[model._rot_rows[rp], model._rot_cols_p[rp]] = -normals[rp]
-        wr_p, wr_c = w_p[model.rot_joint], w_c[model.rot_joint]
-        gamma_rot = -np.sum(cross(wr_p, normals) * (wr_c - wr_p), axis=1)
     else:
         normals = np.zeros((0, 3))
-        gamma_rot = np.zeros(0)
-    gamma = np.concatenate([gamma_pt.ravel(), gamma_rot])
-
-    moments, spring_energy = _joint_moments(model, R_p, R_c, w_p, w_c)
-    mj_port = np.zeros((n, 3))
-    np.add.at(mj_port, model.child, -moments)
-    if hp.any():
-        np.add.at(mj_port, par[hp], moments[hp])
-    joint_port = np.concatenate([np.zeros(3 * n), mj_port.ravel()])
-    return MultibodyData(r, quat, nu, R, inertia, inertia_inv, omega, v, R_p, s_c, s_p,
-                         r_c + arm_c, r_p + arm_p, normals, J, gamma, gyro, moments, joint_port,
-                         spring_energy)
+    return dict(r=r, quat=quat, R=R, inertia=inertia, inertia_inv=inertia_inv, R_parent=R_p, s_child=s_c,
+                s_parent=s_p, point_child=r[model.child] + arm_c, point_parent=r_p + arm_p, rot_normals=normals, J=J)
 
 
 def _joint_moments(model, R_p, R_c, w_p, w_c):

@@ -8,11 +8,13 @@ axis; a spherical joint 3 rates — the relative angular velocity ``ω_c − ω_
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import ConfigError
 from .multibody import MultibodyData, MultibodyModel
-from .multibody_quaternion import cross, matrix_to_quat, rot_axis
+from .multibody_quaternion import cross, matrix_to_quat, quat_to_matrix
 
 _FREE_BASE_COLUMNS = 6
 
@@ -38,6 +40,19 @@ def actuated_joints(model) -> list[int]:
     return [i for i, j in enumerate(model.joints) if j.kind == "revolute"]
 
 
+def _qmul(a, b):
+    """Hamilton product on plain 4-tuples (cheaper than numpy for single quaternions)."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return (aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw)
+
+
+def _axis_quat(axis, angle):
+    c, s_ = math.cos(0.5 * angle), math.sin(0.5 * angle)
+    return (c, s_ * axis[0], s_ * axis[1], s_ * axis[2])
+
+
 def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), base_attitude=None):
     """Body CoM positions (N, 3) and attitudes (N, 4) from joint positions.
 
@@ -46,62 +61,79 @@ def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), 
     """
     q = np.asarray(q, dtype=float).ravel()
     n = model.n_bodies
-    R = np.zeros((n, 3, 3))
-    r = np.zeros((n, 3))
+    quats = [None] * n
     if model.floating_root is not None:
-        R[model.floating_root] = np.eye(3) if base_attitude is None else np.asarray(base_attitude, float)
-        r[model.floating_root] = base_position
+        quats[model.floating_root] = (1.0, 0.0, 0.0, 0.0) if base_attitude is None else \
+            tuple(matrix_to_quat(np.asarray(base_attitude, float)))
+    rest = getattr(model, "_rest_quats", None)
+    if rest is None:
+        rest = model._rest_quats = [tuple(matrix_to_quat(R0)) for R0 in model.rest]
+    axes = model.axis.tolist()
+    ex, ey, ez = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
     pos = 0
     for i, j in enumerate(model.joints):
-        if j.parent >= 0:
-            R_p, r_p = R[j.parent], r[j.parent]
-        else:
-            R_p, r_p = np.eye(3), np.zeros(3)
-        local = model.rest[i]
+        local = rest[i]
         if j.kind == "revolute":
-            local = local @ rot_axis(model.axis[i], q[pos])
+            local = _qmul(local, _axis_quat(axes[i], q[pos]))
             pos += 1
         elif j.kind == "spherical":
-            phi, th, psi = q[pos:pos + 3]
-            local = local @ rot_axis([1, 0, 0], phi) @ rot_axis([0, 1, 0], th) @ rot_axis([0, 0, 1], psi)
+            for e, angle in zip((ex, ey, ez), q[pos:pos + 3]):
+                local = _qmul(local, _axis_quat(e, angle))
             pos += 3
-        R[j.child] = R_p @ local
-        r[j.child] = r_p + R_p @ model.anchor_parent[i] - R[j.child] @ model.anchor_child[i]
+        quats[j.child] = local if j.parent < 0 else _qmul(quats[j.parent], local)
     if pos != q.size:
         raise ConfigError(f"multibody '{model.name}': {q.size} joint positions given, the joints need {pos}")
-    return r, np.stack([matrix_to_quat(Ri) for Ri in R])
+    quat = np.array(quats)
+    R = quat_to_matrix(quat)
+    r = np.zeros((n, 3))
+    if model.floating_root is not None:
+        r[model.floating_root] = base_position
+    arm_p = model.anchor_parent
+    arm_c = np.einsum("kij,kj->ki", R[model.child], model.anchor_child)
+    for i, j in enumerate(model.joints):
+        joint_point = arm_p[i] if j.parent < 0 else r[j.parent] + R[j.parent] @ arm_p[i]
+        r[j.child] = joint_point - arm_c[i]
+    quat *= np.where(quat[:, :1] < 0, -1.0, 1.0)
+    return r, quat
+
+
+def _column_table(model):
+    """Per rate column (cached on the model): kind (0 root translation, 1 root rotation, 2 revolute,
+    3 spherical), joint index, local vector (basis vector or revolute axis), descendants mask."""
+    table = getattr(model, "_column_table", None)
+    if table is None:
+        kind, joint, local, desc = [], [], [], []
+        if model.floating_root is not None:
+            for k in (0, 1):
+                for e in np.eye(3):
+                    kind.append(k), joint.append(0), local.append(e), desc.append(np.ones(model.n_bodies, bool))
+        for i, j in enumerate(model.joints):
+            if j.kind == "revolute":
+                kind.append(2), joint.append(i), local.append(model.axis[i]), desc.append(model.descendants[i])
+            elif j.kind == "spherical":
+                for e in np.eye(3):
+                    kind.append(3), joint.append(i), local.append(e), desc.append(model.descendants[i])
+        table = model._column_table = (np.array(kind, int), np.array(joint, int),
+                                       np.array(local, float).reshape(-1, 3),
+                                       np.array(desc, bool).reshape(-1, model.n_bodies))
+    return table
 
 
 def _columns(model, data):
     """Per rate column: axis u (3,), point p (3,), descendants mask (N,), linear-only flag,
     axis rate u̇ and point velocity ṗ."""
-    n = model.n_bodies
-    U, P, D, lin, Ud, Pd = [], [], [], [], [], []
-    if model.floating_root is not None:
-        root = model.floating_root
-        for e in np.eye(3):  # translation of the whole tree
-            U.append(e), P.append(data.r[root]), D.append(np.ones(n, bool)), lin.append(True)
-            Ud.append(np.zeros(3)), Pd.append(data.v[root])
-        for e in np.eye(3):  # rotation of the whole tree about the root's CoM
-            U.append(e), P.append(data.r[root]), D.append(np.ones(n, bool)), lin.append(False)
-            Ud.append(np.zeros(3)), Pd.append(data.v[root])
-    for i, j in enumerate(model.joints):
-        c = j.child
-        pc = data.point_child[i]
-        pc_dot = data.v[c] + cross(data.omega[c], pc - data.r[c])
-        if j.kind == "revolute":
-            a = data.R[c] @ model.axis[i]
-            w_p = data.omega[j.parent] if j.parent >= 0 else np.zeros(3)
-            axes, rates = [a], [cross(w_p, a)]
-        elif j.kind == "spherical":
-            axes, rates = list(np.eye(3)), [np.zeros(3)] * 3
-        else:
-            continue
-        for a, ad in zip(axes, rates):
-            U.append(a), P.append(pc), D.append(model.descendants[i]), lin.append(False)
-            Ud.append(ad), Pd.append(pc_dot)
-    return (np.array(U).reshape(-1, 3), np.array(P).reshape(-1, 3), np.array(D).reshape(-1, n),
-            np.array(lin, bool), np.array(Ud).reshape(-1, 3), np.array(Pd).reshape(-1, 3))
+    kind, joint, local, D = _column_table(model)
+    is_joint = kind >= 2
+    child = model.child[joint]
+    root = model.floating_root if model.floating_root is not None else 0
+    revolute = (kind == 2)[:, None]
+    U = np.where(revolute, np.einsum("cij,cj->ci", data.R[child], local), local)
+    P = np.where(is_joint[:, None], data.point_child[joint], data.r[root])
+    par = model.parent[joint]
+    w_p = np.where((par >= 0)[:, None], data.omega[np.maximum(par, 0)], 0.0)
+    Ud = np.where(revolute, cross(w_p, U), 0.0)
+    Pd = np.where(is_joint[:, None], data.v[child] + cross(data.omega[child], P - data.r[child]), data.v[root])
+    return U, P, D, kind == 0, Ud, Pd
 
 
 def twist_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:

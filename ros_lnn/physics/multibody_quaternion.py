@@ -19,11 +19,14 @@ def skew(v: np.ndarray) -> np.ndarray:
     return out
 
 
+_LEVI_CIVITA = np.zeros((3, 3, 3))
+_LEVI_CIVITA[0, 1, 2] = _LEVI_CIVITA[1, 2, 0] = _LEVI_CIVITA[2, 0, 1] = 1.0
+_LEVI_CIVITA[0, 2, 1] = _LEVI_CIVITA[2, 1, 0] = _LEVI_CIVITA[1, 0, 2] = -1.0
+
+
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a × b`` over the last axis (broadcasting); several times faster than ``np.cross`` on small arrays."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return np.einsum("ijk,...j,...k->...i", _LEVI_CIVITA, a, b)
 
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
