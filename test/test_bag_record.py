@@ -81,6 +81,13 @@ def test_record_publish_subscribe_roundtrip(tmp_path, publisher, storage):
         stop.set()
         thread.join(10)
     assert result == {"/joint_states": len(trial), "/servo_commands": len(trial)}
+    from rosbags.interfaces import QosReliability
+    from rosbags.rosbag2 import Reader
+
+    with Reader(out) as reader:  # the publishers' QoS is kept for 'ros2 bag play'
+        qos = {c.topic: c.ext.offered_qos_profiles for c in reader.connections}
+    assert [q.reliability for q in qos["/joint_states"]] == [QosReliability.RELIABLE]
+    assert [q.reliability for q in qos["/servo_commands"]] == [QosReliability.RELIABLE]
     ds = load_bag_dataset(out, mapping(val_fraction=0))
     got = ds.trials[0]
     assert np.array_equal(got.q, trial.q) and np.array_equal(got.Q_e, trial.Q_e)

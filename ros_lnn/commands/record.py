@@ -42,6 +42,24 @@ def _message_class(msgtype: str):
     return getattr(importlib.import_module(f"{package}.msg"), name)
 
 
+def offered_qos(publishers) -> list:
+    """The publishers' QoS as rosbags ``Qos`` (what ``ros2 bag play`` offers on replay)."""
+    from rosbags import interfaces as ri
+
+    def enum(kind, value):
+        return getattr(kind, value.name, kind.UNKNOWN)
+
+    def time(duration):
+        ns = duration.nanoseconds
+        return ri.QosTime(ns // 1_000_000_000, ns % 1_000_000_000)
+
+    return [ri.Qos(enum(ri.QosHistory, q.history), q.depth, enum(ri.QosReliability, q.reliability),
+                   enum(ri.QosDurability, q.durability), time(q.deadline), time(q.lifespan),
+                   enum(ri.QosLiveliness, q.liveliness), time(q.liveliness_lease_duration),
+                   q.avoid_ros_namespace_conventions)
+            for q in (p.qos_profile for p in publishers)]
+
+
 class Recorder:
     """Subscribes raw to ``topics`` on ``node`` and writes every message to a rosbags ``Writer``."""
 
@@ -68,7 +86,8 @@ class Recorder:
             reliable = pubs and all(p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in pubs)
             qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, durability=DurabilityPolicy.VOLATILE,
                              reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT)
-            conn = self.writer.add_connection(topic, msgtype, typestore=self.store)
+            conn = self.writer.add_connection(topic, msgtype, typestore=self.store,
+                                              offered_qos_profiles=offered_qos(pubs))
             self.counts[topic] = 0
             self.subs.append(self.node.create_subscription(
                 _message_class(msgtype), topic, self._callback(topic, conn), qos, raw=True))
