@@ -219,3 +219,43 @@ def test_lifecycle_transitions(make, ctx):
     bad2, _, _ = make({"law": "jedi"}, autostart=False)
     bad2.trigger_configure()
     assert bad2.pipeline is None and "law" in bad2.last_error
+
+
+def test_closed_loop_over_topics_with_the_chain_simulator(ctx):
+    """dac_chain_sim (joint efforts in, joint_states out) + dac_controller: the tool reaches the target."""
+    from ros_lnn.control.dac import end_effector_state
+    from ros_lnn.nodes.dac_chain_sim import DacChainSim
+
+    ns = f"/loop{next(_ns)}"
+    urdf = URDF.read_text()
+    q_init = [0.0, -0.8, 1.4, 0.6, 0.4]
+    sim = DacChainSim(namespace=ns, context=ctx, parameter_overrides=[
+        Parameter("robot_description", value=urdf), Parameter("initial_positions", value=q_init),
+        Parameter("rate_hz", value=250.0)],
+        cli_args=["--ros-args", "-r", f"effort_commands:={ns}/dac_controller/joint_effort_command"])
+    ctl = DacControllerNode(namespace=ns, context=ctx, parameter_overrides=[
+        Parameter("robot_description", value=urdf), Parameter("lambda_position", value=3.0)])
+    assert start(ctl), ctl.last_error
+    h = Harness(sim, ctl, context=ctx)
+    try:
+        states = h.collect(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+        h.wait(lambda: len(states) > 5, what="joint states from the simulator")
+        goal = np.array([0.45, 0.1, 0.05])
+        target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", C.COMMAND_QOS)
+        msg = PoseStamped()
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = goal
+        target.publish(msg)
+        lib = _library()
+
+        def error():
+            with h.lock:
+                last = states[-1]
+            q = np.array(last.position)
+            data = lib.kinematics(q, np.zeros(5))
+            return np.linalg.norm(end_effector_state(lib.model, data, lib.controller.end_effector)[0] - goal)
+
+        start_error = error()
+        h.wait(lambda: error() < 0.01 * start_error, timeout=60.0, what="end effector at the target")
+        assert ctl.counts["processed"] > 50 and not ctl.stale
+    finally:
+        h.close()

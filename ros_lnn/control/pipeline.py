@@ -73,6 +73,26 @@ class JointTrajectorySampler:
         return q, qd, qdd
 
 
+def circle_path(center, radius, period_s, normal=(1.0, 0.0, 0.0), phase=0.0):
+    """End effector on a circle (position task) with exact feed-forward velocity and acceleration."""
+    c = np.asarray(center, float)
+    nrm = np.asarray(normal, float) / np.linalg.norm(normal)
+    helper = np.eye(3)[int(np.argmin(np.abs(nrm)))]
+    e1 = np.cross(nrm, helper)
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(nrm, e1)
+    w = 2 * np.pi / period_s
+
+    def path(t):
+        ph = w * t + phase
+        cs, sn = np.cos(ph), np.sin(ph)
+        pos = c + radius * (cs * e1 + sn * e2)
+        vel = radius * w * (-sn * e1 + cs * e2)
+        acc = -radius * w * w * (cs * e1 + sn * e2)
+        return EndEffectorTarget(pos, None, np.r_[vel, 0.0, 0.0, 0.0], np.r_[acc, 0.0, 0.0, 0.0])
+    return path
+
+
 class DacPipeline:
     def __init__(self, model, law: str = "end_effector", gains: Gains | None = None, joint_names=None,
                  ee_link: str | None = None, ee_attitude: bool = False, obstacles=(), obstacle_influence=0.1,
@@ -103,6 +123,7 @@ class DacPipeline:
         self._ee_target: EndEffectorTarget | None = None
         self._trajectory: JointTrajectorySampler | None = None
         self._hold_q: np.ndarray | None = None
+        self._ee_path = None
 
     # ------------------------------------------------------------------ inputs
     def model_order(self, x_configured):
@@ -129,18 +150,22 @@ class DacPipeline:
             quat = np.asarray(quat, float) / np.linalg.norm(quat)
         self._ee_target = EndEffectorTarget(position, quat if self.ee_attitude else None)
 
+    def set_ee_path(self, path):
+        """A moving end-effector target: ``path(t) -> EndEffectorTarget`` (with feed-forward twist)."""
+        self._ee_path = path
+
     def set_joint_trajectory(self, times, positions, velocities=None):
         """Times in seconds on the pipeline's clock; positions (K, n) in the configured joint order."""
         self._trajectory = JointTrajectorySampler(times, positions, velocities)
 
     def hold(self, q=None):
         """Drop the target: hold the configuration ``q`` (configured order), at rest."""
-        self._ee_target, self._trajectory = None, None
+        self._ee_target, self._trajectory, self._ee_path = None, None, None
         self._hold_q = None if q is None else np.asarray(q, float).copy()
 
     @property
     def has_target(self) -> bool:
-        return self._ee_target is not None or self._trajectory is not None
+        return self._ee_target is not None or self._trajectory is not None or self._ee_path is not None
 
     # ------------------------------------------------------------------ the step
     def _joint_target(self, t, q_now):
@@ -163,7 +188,10 @@ class DacPipeline:
     def step(self, q, qd, t: float = 0.0) -> PipelineOutput:
         data = self.kinematics(q, qd)
         ee_pos, ee_quat, _, _ = end_effector_state(self.model, data, self.controller.end_effector)
-        if self.law == "end_effector":
+        if self.law == "end_effector" and self._ee_path is not None:
+            target = self._ee_path(t)
+            target_pos = target.position
+        elif self.law == "end_effector":
             if self._ee_target is None:  # hold where we are
                 self._ee_target = EndEffectorTarget(ee_pos.copy(), ee_quat.copy() if self.ee_attitude else None)
             target = self._ee_target

@@ -52,6 +52,11 @@ PARAMETERS = (
     ("lambda_position", 5.0, "Λ for position errors [1/s]"),
     ("lambda_attitude", 5.0, "Λ for attitude errors [1/s]"),
     ("task_damping", 0.05, "μ of the damped task inverse (robust near singular arm poses; 0 = exact)"),
+    ("circle_radius", 0.0, "> 0: law III follows a built-in circle (demo) instead of ~/ee_target [m]"),
+    ("circle_center", [0.45, 0.0, 0.0], "centre of the built-in circle [m]"),
+    ("circle_normal", [1.0, 0.0, 0.0], "normal of the circle's plane"),
+    ("circle_period_s", 4.0, "period of the built-in circle [s]"),
+    ("circle_phase", 0.0, "phase of the built-in circle at activation [rad]"),
     ("obstacles", [], "spherical obstacles in the world frame, flattened x, y, z, radius per obstacle"),
     ("obstacle_influence", 0.1, "clearance below which the obstacle potential acts [m]"),
     ("obstacle_eta", 5.0, "largest obstacle push η [N]"),
@@ -174,6 +179,14 @@ class DacControllerNode(LifecycleNode):
         self.stale = False
         self.last_output = None
         self.pipeline.hold()
+        if float(self.p("circle_radius")) > 0:
+            from ..control.pipeline import circle_path
+
+            t0 = self._now_s()
+            path = circle_path(self.p("circle_center"), float(self.p("circle_radius")),
+                               float(self.p("circle_period_s")), self.p("circle_normal"),
+                               float(self.p("circle_phase")))
+            self.pipeline.set_ee_path(lambda t: path(t - t0))
         self.get_logger().info("activated")
         return super().on_activate(state)
 

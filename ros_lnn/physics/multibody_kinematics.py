@@ -186,3 +186,16 @@ def effort_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
                 e[3 * n + 3 * j.parent:3 * n + 3 * j.parent + 3, k] = -a
         cols.append(e)
     return np.concatenate(cols, axis=1) if cols else np.zeros((6 * n, 0))
+
+
+def revolute_joint_state(model: MultibodyModel, data: MultibodyData):
+    """Angles and rates of the revolute joints (model order) read off the body attitudes and twists."""
+    from .multibody import revolute_angles
+
+    rev = np.array(actuated_joints(model), dtype=int)
+    q = revolute_angles(model, data.R_parent, data.R[model.child])[rev]
+    axis = np.einsum("kij,kj->ki", data.R[model.child[rev]], model.axis[rev])
+    par = model.parent[rev]
+    w_p = np.where((par >= 0)[:, None], data.omega[np.maximum(par, 0)], 0.0)
+    qd = np.sum(axis * (data.omega[model.child[rev]] - w_p), axis=1)
+    return q, qd

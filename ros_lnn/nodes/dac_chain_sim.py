@@ -1,0 +1,135 @@
+"""``dac_chain_sim``: simulator of the tensor multibody model of an arm (URDF) driven by joint efforts
+or port wrenches, so that ``dac_controller`` closes its loop over real topics.
+
+Subscribes ``effort_commands`` (Float64MultiArray, ``joint_names`` order — remap it to the
+controller's ``~/joint_effort_command``) and ``port_commands`` (Float64MultiArray, 6N port added on top,
+e.g. the controller's ``~/port_command`` or a disturbance); publishes ``joint_states`` (position,
+velocity, applied effort) at ``rate_hz``, integrating with RK4 and Baumgarte stabilisation. Commands
+older than ``command_timeout_s`` fall back to zero. A constant disturbance wrench on the last body can be
+set with ``disturbance``.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from ..errors import RosLnnError
+from ..physics.multibody import update
+from ..physics.multibody_kinematics import actuated_joints, effort_map, forward_kinematics, revolute_joint_state
+from ..physics.multibody_sim import MultibodyState, rk4_step
+from . import _common as C
+from .dac_controller import shipped_model_path
+
+PARAMETERS = (
+    ("robot_description", "", "URDF of the arm; empty = model_path"),
+    ("model_path", "", "URDF/YAML; empty = the shipped config/dac_chain.urdf"),
+    ("joint_names", [], "joint order of effort_commands and joint_states; empty = the model's revolute joints"),
+    ("initial_positions", [], "initial joint angles (joint_names order); empty = zeros"),
+    ("gravity", [0.0, 0.0, -9.81], "gravity [m/s²]"),
+    ("rate_hz", 500.0, "joint_states rate; one RK4 step per period"),
+    ("command_timeout_s", 0.2, "commands older than this count as zero"),
+    ("disturbance", [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], "constant wrench on the last body (force, moment) [N, N m]"),
+    ("baumgarte", 20.0, "constraint stabilisation rate α = β [1/s]; 0 = off"),
+)
+
+
+class DacChainSim(Node):
+    def __init__(self, node_name: str = "dac_chain_sim", **kwargs):
+        super().__init__(node_name, **kwargs)
+        for name, default, description in PARAMETERS:
+            C.declare(self, name, default, description)
+        from ..physics.multibody_build import load_model
+        from ..physics.multibody_urdf import model_from_urdf
+
+        p = lambda name: C.param(self, name)  # noqa: E731
+        gravity = [float(g) for g in p("gravity")]
+        if p("robot_description"):
+            self.model = model_from_urdf(p("robot_description"), "parameter robot_description", gravity=gravity)
+        else:
+            self.model = load_model(Path(p("model_path")) if p("model_path") else shipped_model_path())
+            self.model.gravity = np.asarray(gravity, float)
+        model_names = [self.model.joints[i].name for i in actuated_joints(self.model)]
+        self.joint_names = p("joint_names") or model_names
+        if sorted(self.joint_names) != sorted(model_names):
+            raise RosLnnError(f"joint_names {self.joint_names} must list the model's joints {model_names}")
+        self._to_model = [self.joint_names.index(j) for j in model_names]
+        self._from_model = [model_names.index(j) for j in self.joint_names]
+        q0 = np.array(p("initial_positions") or [0.0] * len(model_names), float)
+        r, quat = forward_kinematics(self.model, q0[self._to_model])
+        self.state = MultibodyState(r, quat, np.zeros(6 * self.model.n_bodies))
+        self.effort = np.zeros(len(model_names))
+        self.port = np.zeros(6 * self.model.n_bodies)
+        self.disturbance = np.array(p("disturbance"), float)
+        self.effort_time = self.port_time = None
+        self.dt = 1.0 / float(p("rate_hz"))
+        rate = float(p("baumgarte"))
+        self.baumgarte = (rate, rate) if rate > 0 else None
+        self.timeout = float(p("command_timeout_s"))
+        self.pub = self.create_publisher(JointState, "joint_states", C.SENSOR_QOS)
+        self.create_subscription(Float64MultiArray, "effort_commands", self._on_effort, C.SENSOR_QOS)
+        self.create_subscription(Float64MultiArray, "port_commands", self._on_port, C.SENSOR_QOS)
+        self.create_timer(self.dt, self._step)
+
+    def _on_effort(self, msg):
+        u = np.asarray(msg.data, float)
+        if u.size != len(self.joint_names) or not np.all(np.isfinite(u)):
+            return C.warn_throttled(self, "effort", f"effort_commands needs {len(self.joint_names)} finite values")
+        self.effort, self.effort_time = u[self._to_model], time.monotonic()
+
+    def _on_port(self, msg):
+        tau = np.asarray(msg.data, float)
+        if tau.size != self.port.size or not np.all(np.isfinite(tau)):
+            return C.warn_throttled(self, "port", f"port_commands needs {self.port.size} finite values")
+        self.port, self.port_time = tau, time.monotonic()
+
+    def _fresh(self, stamp):
+        return stamp is not None and time.monotonic() - stamp <= self.timeout
+
+    def port_function(self):
+        n = self.model.n_bodies
+        effort = self.effort if self._fresh(self.effort_time) else np.zeros_like(self.effort)
+        extra = self.port if self._fresh(self.port_time) else np.zeros(6 * n)
+        extra = extra.copy()
+        extra[3 * (n - 1):3 * n] += self.disturbance[:3]
+        extra[3 * n + 3 * (n - 1):] += self.disturbance[3:]
+        return lambda t, data: effort_map(self.model, data) @ effort + extra, effort
+
+    def _step(self):
+        port_fn, effort = self.port_function()
+        self.state, _ = rk4_step(self.model, self.state, self.dt, port_fn, self.baumgarte)
+        data = update(self.model, self.state.r, self.state.quat, self.state.nu)
+        q, qd = revolute_joint_state(self.model, data)
+        msg = JointState()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.name = list(self.joint_names)
+        msg.position = [float(x) for x in q[self._from_model]]
+        msg.velocity = [float(x) for x in qd[self._from_model]]
+        msg.effort = [float(x) for x in effort[self._from_model]]
+        self.pub.publish(msg)
+
+
+def main(argv=None) -> int:
+    rclpy.init(args=argv if argv is not None else sys.argv)
+    try:
+        node = DacChainSim()
+    except RosLnnError as exc:
+        print(f"dac_chain_sim: error: {exc}", file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    try:
+        C.spin(node)
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
