@@ -40,7 +40,7 @@ def add_arguments(parser):
                         help="feed angle coordinates (unit rad) as [sin q, cos q]")
     parser.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda, cuda:1 ...")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="training precision")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default 1: the per-step tensors are too small to gain from more)")
     parser.add_argument("--log-every", type=int, default=500, help="epochs between progress lines")
     parser.add_argument("--val-every", type=int, default=2000, help="epochs between validations")
     parser.add_argument("--checkpoint-dir", help="write checkpoints (last.pt, final.pt) here")

@@ -35,7 +35,7 @@ class TrainConfig:
     val_every: int = 500          # epochs between validations on the test trials
     checkpoint_dir: str | None = None
     checkpoint_every: int = 1000
-    threads: int | None = None    # torch intra-op threads on CPU (None: leave torch's default)
+    threads: int | None = None    # torch intra-op threads on CPU (None: 1 — this net's ops are too small to split)
     resume: str | None = None     # checkpoint (file or folder with last.pt) to continue from
     patience: int = 0             # early stopping: validations without improvement (0: off)
     min_delta: float = 0.0        # smaller improvements of the monitored metric do not count
@@ -134,9 +134,9 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
           progress=print) -> dict:
     """Train ``model`` in place; returns the history (losses per log point, validations, timing)."""
     cfg = config or TrainConfig()
-    if cfg.threads:
-        torch.set_num_threads(int(cfg.threads))
     device, dtype = resolve_device(cfg.device), DTYPES[cfg.dtype]
+    if device.type == "cpu":
+        torch.set_num_threads(int(cfg.threads or 1))
     dist = distributed.init_from_env(device)  # torchrun: this rank's device; else unchanged
     device = dist.device
     if not dist.is_main:
