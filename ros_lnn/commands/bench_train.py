@@ -1,0 +1,158 @@
+"""``ros-lnn bench train``: training speed.
+
+1. Steps/s of a training step (loss of the paper, eqs 33–38 with measured ``Q_e``; backward; Adam) with
+   the analytic-derivative :class:`ServoLNN` against the DeLaN-style :class:`AutogradServoLNN`
+   (``∂M/∂q``, ``∂V/∂q`` by ``torch.autograd.grad(create_graph=True)``, the loss differentiated through
+   them), sharing the same weights, same device, same run, batch 2048. The two are timed in alternating
+   rounds (a shared machine's load hits both alike); the figure is the median over rounds.
+2. Wall time of the paper's schedule (4096 samples, batch 2048, 10 000 epochs) through the trainer of
+   ``ros-lnn train`` (data resident on the device, host syncs only at log points). ``--quick`` runs a
+   few hundred epochs and extrapolates; otherwise the full schedule runs.
+
+Device: cuda when available (else CPU); float32 as ``ros-lnn train`` trains by default.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+PAPER = {"samples": 4096, "batch": 2048, "epochs": 10_000}
+
+
+def paper_data():
+    """Training samples of the paper's crane split (model order) and the joint names."""
+    from ..physics.crane import Crane
+    from ..physics.datasets import paper_crane_trials, paper_split
+    from ..training.data import model_order, normalisation, reorder
+
+    trials = paper_crane_trials(Crane())
+    train, _ = paper_split(trials, n_train_samples=PAPER["samples"], seed=0)
+    free, servo = list(trials[0].free_joints), list(trials[0].servo_joints)
+    train = reorder(train, model_order(trials[0].coordinate_names, free, servo))
+    return train, free, servo, normalisation(train["q"])
+
+
+def make_model(free, servo, norm, seed=0):
+    import torch
+
+    from ..models.servo_lnn import ServoLNN
+
+    torch.manual_seed(seed)
+    model = ServoLNN(free, servo, hidden=[64], coordinate_units=["rad", "m"][:len(free) + len(servo)])
+    model.set_normalisation(*norm)
+    return model
+
+
+def _sync(device):
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds=5, dtype="float32") -> dict:
+    """Median steps/s of analytic and autograd training steps, alternating rounds of ``steps`` steps."""
+    import torch
+
+    from ..models.autograd_reference import AutogradServoLNN
+    from ..models.losses import WITH_QE, loss_terms
+
+    dt = {"float32": torch.float32, "float64": torch.float64}[dtype]
+    model = make_model(free, servo, norm).to(device=device, dtype=dt)
+    reference = AutogradServoLNN(model)  # shares the weights
+    data = {k: torch.as_tensor(np.asarray(train[k]), device=device, dtype=dt) for k in ("q", "qd", "qdd", "Q")}
+    gen = torch.Generator(device=device)
+    gen.manual_seed(0)
+    idx = torch.randperm(len(train["q"]), generator=gen, device=device)[:batch]
+    b = {k: v[idx] for k, v in data.items()}
+
+    # same weights, same batch: the two implementations compute the same loss and gradient
+    grads = {}
+    for name, impl in (("analytic", model), ("autograd", reference)):
+        model.zero_grad(set_to_none=True)
+        loss = sum(loss_terms(impl, b, WITH_QE).values())
+        loss.backward()
+        loss = loss.detach()
+        grads[name] = (loss.item(), torch.cat([p.grad.flatten() for p in model.parameters()]).double().cpu())
+    g_a, g_r = grads["analytic"][1], grads["autograd"][1]
+    agreement = {"loss_rel_diff": abs(grads["analytic"][0] - grads["autograd"][0]) / abs(grads["autograd"][0]),
+                 "grad_rel_diff": float((g_a - g_r).norm() / g_r.norm())}
+
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, weight_decay=1e-5)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+
+    def run(impl, n):
+        for _ in range(n):
+            loss = sum(loss_terms(impl, b, WITH_QE).values())
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+    impls = {"analytic": model, "autograd": reference}
+    for impl in impls.values():  # warm-up (allocator, kernels, lazy init)
+        run(impl, 2)
+    _sync(device)
+    times = {k: [] for k in impls}
+    for _ in range(rounds):
+        for name, impl in impls.items():
+            model.load_state_dict(state)  # both time the same region of weight space
+            _sync(device)
+            t0 = time.perf_counter()
+            run(impl, steps)
+            _sync(device)
+            times[name].append(steps / (time.perf_counter() - t0))
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    return {"batch": batch, "steps_per_round": steps, "rounds": rounds, "dtype": dtype,
+            "analytic_steps_per_s": med["analytic"], "autograd_steps_per_s": med["autograd"],
+            "speedup": med["analytic"] / med["autograd"], "rounds_steps_per_s": times, **agreement}
+
+
+def paper_schedule(train, free, servo, norm, device, *, epochs=None, quick=False, dtype="float32",
+                   progress=None) -> dict:
+    """Seconds for the paper schedule through the trainer (measured, or extrapolated with ``quick``)."""
+    from ..training.trainer import TrainConfig
+    from ..training.trainer import train as run_training
+
+    run_epochs = epochs or (300 if quick else PAPER["epochs"])
+    model = make_model(free, servo, norm)
+    cfg = TrainConfig(epochs=run_epochs, batch=PAPER["batch"], device=str(device), dtype=dtype,
+                      log_every=max(1, min(1000, run_epochs)), val_every=run_epochs + 1)
+    lines = []
+    history = run_training(model, train, None, cfg, progress=progress or lines.append)
+    seconds = history["seconds"]
+    full = seconds * PAPER["epochs"] / run_epochs
+    return {"epochs_run": run_epochs, "seconds_run": seconds, "epochs_per_s": run_epochs / seconds,
+            "paper_schedule_s": full, "extrapolated": run_epochs != PAPER["epochs"],
+            "final_loss": history["loss"][-1]}
+
+
+def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
+    import torch
+
+    from ..training.trainer import resolve_device
+
+    quick = bool(getattr(args, "quick", False))
+    device = resolve_device("auto")
+    threads = torch.get_num_threads()
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({os.cpu_count()} cores)"
+    print(f"device: {device} ({name}); torch {torch.__version__}; intra-op threads {threads}")
+    train, free, servo, norm = paper_data()
+
+    rates = step_rates(train, free, servo, norm, device, steps=steps or (10 if quick else 30),
+                       rounds=rounds or (3 if quick else 5))
+    print(f"training step, batch {rates['batch']}, paper losses (with Q_e), {rates['dtype']}:")
+    print(f"  analytic ServoLNN        {rates['analytic_steps_per_s']:9.1f} steps/s")
+    print(f"  autograd (DeLaN-style)   {rates['autograd_steps_per_s']:9.1f} steps/s")
+    print(f"  speed-up                 {rates['speedup']:9.1f}x   (target >= 5x)")
+    print(f"  same loss/gradient: loss rel diff {rates['loss_rel_diff']:.1e}, gradient rel diff {rates['grad_rel_diff']:.1e}")
+
+    sched = paper_schedule(train, free, servo, norm, device, epochs=schedule_epochs, quick=quick,
+                           progress=lambda line: print("  " + line, flush=True))
+    how = (f"extrapolated from {sched['epochs_run']} epochs ({sched['seconds_run']:.1f} s)"
+           if sched["extrapolated"] else "measured")
+    print(f"paper schedule ({PAPER['samples']} samples, batch {PAPER['batch']}, {PAPER['epochs']} epochs): "
+          f"{sched['paper_schedule_s']:.1f} s, {how}; {sched['epochs_per_s']:.1f} epochs/s (target <= 60 s on one H100)")
+    return {"device": str(device), "device_name": name, "threads": threads, "torch": torch.__version__,
+            "step": rates, "schedule": sched}
