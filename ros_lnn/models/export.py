@@ -44,11 +44,6 @@ class _GraphNoServo(_Graph):
         return tuple(out[k] for k in EXPORT_OUTPUTS)
 
 
-def _softplus_elementary(x):
-    """``log(1 + eˣ)`` from elementary ops, stable for large |x|; equals softplus to round-off."""
-    return torch.relu(x) + torch.log1p(torch.exp(-torch.abs(x)))
-
-
 def default_metadata(model: ServoLNN, **fields) -> ModelMetadata:
     base = dict(family=FAMILY, free_joints=list(model.free_joints), servo_joints=list(model.servo_joints),
                 coordinate_units=list(model.coordinate_units), network=model.config())
@@ -78,8 +73,6 @@ def export_onnx(model: ServoLNN, path, metadata: ModelMetadata | None = None, dt
     net = copy.deepcopy(model).to(device="cpu", dtype=DTYPES[dtype]).eval()
     for p in net.parameters():
         p.requires_grad_(False)
-    if dtype == "float64" and net.net.act_name == "softplus":
-        net.net.g = _softplus_elementary  # ONNX Runtime's CPU Softplus kernel is float32 only
     graph = _Graph(net) if net.n_e else _GraphNoServo(net)
     batch = 2
     z = lambda k: torch.zeros(batch, k, dtype=DTYPES[dtype])  # noqa: E731
