@@ -1,0 +1,108 @@
+"""``ros-lnn bench control``: DAC controller step time for N = 2, 5, 10 bodies with each law, and the
+closed-loop demo's tracking / Lyapunov figures.
+
+Step = what a controller does per sample: ``update`` (inertial-frame tensors at the measured state) +
+the law (mobility, reference velocity and its exact rate, τ_c). Models: the paper's free-floating chain
+of N bodies with spherical joints (laws I, II, III with a 6-D pose task and one obstacle), and a
+fixed-base revolute arm of N links through the whole joint-space pipeline (joint states → FK, G →
+law III → u = Gᵀ τ_c), i.e. the node's per-message work without the DDS part.
+"""
+from __future__ import annotations
+
+import platform
+import time
+
+import numpy as np
+
+SIZES = (2, 5, 10)
+
+
+def _timeit(fn, reps: int) -> dict:
+    """Wall time and this thread's CPU time per call (the CPU time does not count the waits a loaded
+    machine imposes; the wall time is what a control loop sees)."""
+    for _ in range(min(20, reps)):
+        fn()
+    wall, cpu = np.empty(reps), np.empty(reps)
+    for i in range(reps):
+        c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
+        fn()
+        wall[i], cpu[i] = time.perf_counter_ns() - t0, time.thread_time_ns() - c0
+    return {"median_us": float(np.median(wall) / 1e3), "p99_us": float(np.percentile(wall, 99) / 1e3),
+            "cpu_median_us": float(np.median(cpu) / 1e3), "cpu_p99_us": float(np.percentile(cpu, 99) / 1e3)}
+
+
+def _row(stats) -> str:
+    return " ".join(f"{stats[k]:9.1f}" for k in ("median_us", "p99_us", "cpu_median_us", "cpu_p99_us"))
+
+
+def _chain_cases(n: int, rng):
+    from ..control.dac import (BodyPoseTarget, DacController, EndEffector, EndEffectorTarget, VelocityTarget)
+    from ..control.obstacles import ObstacleField, SphereObstacle, default_control_points
+    from ..physics.multibody import update
+    from ..physics.multibody_build import make_chain
+    from ..physics.multibody_kinematics import forward_kinematics, n_rates, twist_map
+
+    model = make_chain(n, gravity=(0, 0, -9.81), damping=0.05)
+    r, quat = forward_kinematics(model, rng.normal(size=3 * (n - 1)) * 0.3)
+    nu = twist_map(model, update(model, r, quat, np.zeros(6 * n))) @ rng.normal(size=n_rates(model))
+    r_d, q_d = forward_kinematics(model, rng.normal(size=3 * (n - 1)) * 0.3)
+    field = ObstacleField((SphereObstacle(np.array([0.5 * n * 0.25, 0.3, 0.0]), 0.1),),
+                          *default_control_points(model, exclude_bodies=(n - 1,)), influence=0.5, gain=2.0)
+    laws = {
+        "I": (DacController(model, "velocity"), VelocityTarget(np.zeros(6 * n), np.zeros(6 * n))),
+        "II": (DacController(model, "pose"), BodyPoseTarget(r_d, q_d, np.zeros(6 * n), np.zeros(6 * n))),
+        "III": (DacController(model, "end_effector", end_effector=EndEffector(n - 1), obstacles=field),
+                EndEffectorTarget(r[-1] + 0.05, quat[-1])),
+    }
+    return model, (r, quat, nu), laws
+
+
+def _arm_pipeline(n: int):
+    from ..control.dac import Gains
+    from ..control.pipeline import DacPipeline
+    from ..physics.multibody_build import make_chain
+
+    axes = [[0, 0, 1]] + [[0, 1, 0]] * (n - 1)
+    arm = make_chain(n, joint="revolute", base="fixed", axes=axes, stiffness=[0.0], gravity=(0, 0, -9.81),
+                     length=0.6 / n, mass=3.0 / n)
+    pipe = DacPipeline(arm, "end_effector", Gains(damping=0.05), obstacles=[([0.2, 0.1, 0.2], 0.03)],
+                       effort_limits=[50.0] * n)
+    pipe.set_ee_target([0.3, 0.1, 0.1])
+    return pipe
+
+
+def bench_control(args) -> dict:
+    from ..physics.multibody import update
+
+    reps = 200 if getattr(args, "quick", False) else 3000
+    rng = np.random.default_rng(0)
+    results = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+               "python": platform.python_version(), "numpy": np.__version__, "reps": reps, "steps": {}}
+    print(f"DAC controller step time ({reps} reps each, single thread), µs: wall median / p99, "
+          "thread-CPU median / p99")
+    print(f"{'model':28s} {'N':>3s} {'law':>4s} {'median':>9s} {'p99':>9s} {'cpu med':>9s} {'cpu p99':>9s}")
+    for n in SIZES:
+        model, (r, quat, nu), laws = _chain_cases(n, rng)
+        for law, (ctl, target) in laws.items():
+            stats = _timeit(lambda: ctl.compute(update(model, r, quat, nu), target), reps)
+            results["steps"][f"chain{n}_law{law}"] = stats
+            print(f"{'free chain (update+law)':28s} {n:3d} {law:>4s} " + _row(stats))
+        pipe = _arm_pipeline(n)
+        q, qd = rng.normal(size=n) * 0.3, rng.normal(size=n) * 0.3
+        stats = _timeit(lambda: pipe.step(q, qd), reps)
+        results["steps"][f"arm{n}_pipeline_lawIII"] = stats
+        print(f"{'arm pipeline (q,q̇ → u)':28s} {n:3d} {'III':>4s} " + _row(stats))
+    wall, cpu = (results["steps"]["chain5_lawIII"][k] for k in ("median_us", "cpu_median_us"))
+    print(f"target ≤ 200 µs median at N = 5, law III: wall {wall:.0f} µs, thread CPU {cpu:.0f} µs "
+          f"({'met' if wall <= 200 else 'not met'} in wall time on this machine now)")
+    if not getattr(args, "quick", False):
+        from pathlib import Path
+
+        from .dac_demo import simulate_demo, summarize, write_figures
+
+        out = simulate_demo(6.0)
+        results["demo"] = summarize(out)
+        results["figures"] = [str(p) for p in write_figures(out, Path("dac_demo"))]
+        print("closed-loop demo: " + ", ".join(f"{k} {v:.3g}" for k, v in results["demo"].items()))
+        print("figures: " + ", ".join(results["figures"]))
+    return results
