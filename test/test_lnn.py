@@ -22,10 +22,11 @@ def test_euler_lagrange_terms_of_the_exact_chain_lagrangian_give_the_chain_dynam
     parts = [torch_link_lagrangian(chain, i) for i in range(3)]
 
     def lagrangian(q, qd):
-        return sum(p(q[:i + 1], qd[:i + 1]) for i, p in enumerate(parts))
+        return sum(p(q[..., :i + 1], qd[..., :i + 1]) for i, p in enumerate(parts))
 
     q, qd = RNG.normal(size=(6, 3)), RNG.normal(size=(6, 3))
-    W, F = euler_lagrange_terms(lagrangian, torch.as_tensor(q), torch.as_tensor(qd))
+    with torch.no_grad():
+        W, F = euler_lagrange_terms(lagrangian, torch.as_tensor(q), torch.as_tensor(qd))
     np.testing.assert_allclose(W.numpy(), chain.mass_matrix(q), atol=1e-12)
     qdd = torch.linalg.solve(W, F).numpy()
     exact = chain.dynamics(q, qd, qdd_e=np.zeros((6, 0)), Q_f=np.zeros((6, 3)))["qdd"]
@@ -38,7 +39,8 @@ def test_constrained_formula_with_the_exact_disk_lagrangian_matches_the_referenc
     rng = np.random.default_rng(2)
     states = [disk.sample_state(rng) for _ in range(8)]
     q, qd = (torch.as_tensor(np.stack([s[i] for s in states])) for i in range(2))
-    W, F = euler_lagrange_terms(lambda a, b: 0.5 * b @ M @ b, q, qd)
+    with torch.no_grad():
+        W, F = euler_lagrange_terms(lambda a, b: 0.5 * ((b @ M) * b).sum(-1), q, qd)
     qdd, lam = constrained_acceleration(W, F, disk.constraint_matrix(q, xp=torch), disk.constraint_drift(q, qd, xp=torch))
     ref_qdd, ref_lam = disk.acceleration(q.numpy(), qd.numpy())
     np.testing.assert_allclose(qdd.numpy(), ref_qdd, atol=1e-12)

@@ -1,13 +1,13 @@
 """Plain LNN (Cranmer et al.) and LNN-nh (seed 002, EQUATIONS.md §4) in torch.
 
 A black-box network ``𝓛(q, q̇)`` (no mass-matrix structure). Accelerations come from its exact second
-derivatives, taken with ``torch.func`` per sample:
+derivatives (double backward through the batch):
 
     W = ∂²𝓛/∂q̇²,   F = ∂𝓛/∂q − (∂²𝓛/∂q̇∂q) q̇ + Q
     LNN:     q̈ = W⁻¹ F
     LNN-nh:  q̈ = W⁻¹ (F + Aᵀλ),  λ = −(A W⁻¹ Aᵀ)⁻¹ (A W⁻¹ F + b)   (known A(q) q̇ = 0, b = Ȧ q̇)
 
-Export: this family differentiates through autograd inside the forward pass, so it is not exported
+Export: this family differentiates with autograd inside the forward pass, so it is not exported
 to ONNX through the analytic graph (only ServoLNN/DeLaN, whose derivatives are carried layer by
 layer, export); checkpoints are saved with :func:`save` like the other families.
 """
@@ -17,22 +17,35 @@ from typing import Callable, Sequence
 
 import torch
 from torch import nn
-from torch.func import grad, jacfwd, jacrev, vmap
 
 FAMILY_LNN, FAMILY_LNN_NH = "lnn", "lnn_nh"
 
 
 def euler_lagrange_terms(lagrangian: Callable, q, qd):
     """``(W, F₀)`` with ``W = ∂²𝓛/∂q̇²`` (B, n, n) and ``F₀ = ∂𝓛/∂q − (∂²𝓛/∂q̇∂q) q̇`` (B, n) for a
-    per-sample scalar ``lagrangian(q, q̇)`` (unbatched signature), by torch.func."""
-    dL_dqd = grad(lagrangian, argnums=1)
-
-    def one(qs, qds):
-        W = jacfwd(dL_dqd, argnums=1)(qs, qds)
-        mixed = jacfwd(dL_dqd, argnums=0)(qs, qds)          # [i, j] = ∂²𝓛/∂q̇_i ∂q_j
-        return W, grad(lagrangian, argnums=0)(qs, qds) - mixed @ qds
-
-    return vmap(one)(q, qd)
+    batched ``lagrangian(q, q̇) -> (B,)`` whose samples are independent (so the gradient of the batch
+    sum is the per-sample gradient). Exact second derivatives by double backward: 2 + n passes, far
+    cheaper on a CPU than ``torch.func`` transforms for these small n. The graph is kept (for a loss
+    to backpropagate through) whenever grad mode is on."""
+    keep = torch.is_grad_enabled()
+    with torch.enable_grad():
+        q_ = q if q.requires_grad else q.detach().requires_grad_(True)
+        qd_ = qd if qd.requires_grad else qd.detach().requires_grad_(True)
+        L = lagrangian(q_, qd_).sum()
+        dL_dq, p = torch.autograd.grad(L, (q_, qd_), create_graph=True, allow_unused=True)
+        dL_dq = torch.zeros_like(q_) if dL_dq is None else dL_dq
+        W_rows, mixed_rows = [], []
+        for i in range(q.shape[-1]):
+            d_q, d_qd = torch.autograd.grad(p[..., i].sum(), (q_, qd_), create_graph=keep, retain_graph=True,
+                                            allow_unused=True)
+            mixed_rows.append(torch.zeros_like(q_) if d_q is None else d_q)
+            W_rows.append(torch.zeros_like(qd_) if d_qd is None else d_qd)
+        W = torch.stack(W_rows, -2)
+        mixed = torch.stack(mixed_rows, -2)                  # [i, j] = ∂²𝓛/∂q̇_i ∂q_j
+        F = dL_dq - (mixed @ qd_.unsqueeze(-1)).squeeze(-1)
+    if not keep:
+        W, F = W.detach(), F.detach()
+    return W, F
 
 
 def solve(A, b):
@@ -88,8 +101,11 @@ class LNN(nn.Module):
 
     def energy(self, q, qd):
         """``E = q̇ · ∂𝓛/∂q̇ − 𝓛`` (B,)."""
-        p = vmap(grad(self.lagrangian, argnums=1))(q, qd)
-        return (p * qd).sum(-1) - self.lagrangian(q, qd)
+        with torch.enable_grad():
+            qd_ = qd.detach().requires_grad_(True)
+            L = self.lagrangian(q, qd_)
+            p = torch.autograd.grad(L.sum(), qd_)[0]
+        return (p * qd).sum(-1) - L.detach()
 
     def terms(self, q, qd):
         return euler_lagrange_terms(self.lagrangian, q, qd)

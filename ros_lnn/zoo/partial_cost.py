@@ -50,12 +50,12 @@ def torch_link_lagrangian(chain: PlanarChain, i: int):
     reach = torch.tensor([link.length for link in links[:-1]] + [links[-1].com_offset], dtype=torch.float64)
     m, inertia, g = links[-1].mass, links[-1].inertia, chain.g
 
-    def lagrangian(q, qd):
-        phi, phid = torch.cumsum(q, 0), torch.cumsum(qd, 0)
-        y = -(reach * torch.cos(phi)).sum()
-        vx = (reach * torch.cos(phi) * phid).sum()
-        vy = (reach * torch.sin(phi) * phid).sum()
-        return 0.5 * m * (vx * vx + vy * vy) + 0.5 * inertia * phid[-1] ** 2 - m * g * y
+    def lagrangian(q, qd):  # (..., i+1) -> (...)
+        phi, phid = torch.cumsum(q, -1), torch.cumsum(qd, -1)
+        y = -(reach * torch.cos(phi)).sum(-1)
+        vx = (reach * torch.cos(phi) * phid).sum(-1)
+        vy = (reach * torch.sin(phi) * phid).sum(-1)
+        return 0.5 * m * (vx * vx + vy * vy) + 0.5 * inertia * phid[..., -1] ** 2 - m * g * y
 
     return lagrangian
 

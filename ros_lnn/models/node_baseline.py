@@ -1,0 +1,42 @@
+"""Black-box baseline of the TLNN study: a second-order neural ODE, ``q̈ = f_θ([sin q, cos q], q̇)``
+(an MLP, no physics structure). Plain feed-forward graph: it exports to ONNX with ``torch.onnx.export``
+like any MLP, though the project ships no artefact for it."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+FAMILY = "node"
+
+
+class NeuralODE(nn.Module):
+    family = FAMILY
+
+    def __init__(self, n: int, hidden: Sequence[int] = (64, 64), activation: str = "softplus",
+                 angle_coordinates: Sequence[int] | None = None):
+        super().__init__()
+        self.n, self.hidden_widths, self.activation = n, list(hidden), activation
+        self.angle_coordinates = list(range(n)) if angle_coordinates is None else sorted(angle_coordinates)
+        act = {"softplus": nn.Softplus, "tanh": nn.Tanh}[activation]
+        layers, width = [], 2 * n + len(self.angle_coordinates)
+        for h in hidden:
+            layers += [nn.Linear(width, h), act()]
+            width = h
+        layers.append(nn.Linear(width, n))
+        self.net = nn.Sequential(*layers)
+        self.register_buffer("qd_scale", torch.ones(n))
+
+    def config(self) -> dict:
+        return {"family": self.family, "n": self.n, "hidden": self.hidden_widths, "activation": self.activation,
+                "angle_coordinates": self.angle_coordinates}
+
+    def forward(self, q, qd, Q=None):
+        a = self.angle_coordinates
+        lin = [i for i in range(self.n) if i not in a]
+        x = torch.cat([q[..., lin], torch.sin(q[..., a]), torch.cos(q[..., a]), qd / self.qd_scale], -1)
+        return self.net(x)
+
+
+__all__ = ["NeuralODE", "FAMILY"]

@@ -1,0 +1,92 @@
+"""TLNN (seed 003, EQUATIONS.md §3): ``𝓛 = Σ_i (T_i − V_i)``, one kinetic and one potential head per
+rigid body. Body i's heads see only the coordinates its topology vector ``B_i ∈ {0,1}ⁿ`` selects
+(``B_i ⊙ q``, ``B_i ⊙ q̇``); angles enter through a sin/cos layer. General form: ``T_i`` is an MLP of
+``[sin, cos](B_i ⊙ q)`` and ``B_i ⊙ q̇`` (no quadratic structure imposed), so accelerations use the
+exact second derivatives (torch.func):
+
+    q̈ = (Σ_i ∂²T_i/∂q̇²)⁻¹ [Q + Σ_i ∂(T_i − V_i)/∂q − Σ_i (∂²T_i/∂q̇∂q) q̇]
+
+which is :func:`ros_lnn.models.lnn.euler_lagrange_terms` applied to the summed Lagrangian (``V_i`` has
+no q̇, so its Hessian terms vanish). Like the LNN, this family is not exported to ONNX.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from .lnn import euler_lagrange_terms, solve
+
+FAMILY = "tlnn"
+
+
+def serial_chain_topology(n_bodies: int) -> list[list[int]]:
+    """Body i of a serial chain depends on coordinates 1..i (absolute or relative angles alike)."""
+    return [[1] * (i + 1) + [0] * (n_bodies - i - 1) for i in range(n_bodies)]
+
+
+def _mlp(d_in, hidden, act):
+    layers, width = [], d_in
+    for h in hidden:
+        layers += [nn.Linear(width, h), act()]
+        width = h
+    layers.append(nn.Linear(width, 1))
+    return nn.Sequential(*layers)
+
+
+class TLNN(nn.Module):
+    family = FAMILY
+
+    def __init__(self, topology: Sequence[Sequence[int]], hidden: Sequence[int] = (64, 64),
+                 activation: str = "softplus", angle_coordinates: Sequence[int] | None = None):
+        super().__init__()
+        B = torch.as_tensor(topology, dtype=torch.float64)
+        if B.dim() != 2 or not torch.all((B == 0) | (B == 1)):
+            raise ValueError("topology must be a (bodies, n) 0/1 matrix")
+        self.n_bodies, self.n = B.shape
+        self.topology = [[int(v) for v in row] for row in topology]
+        self.hidden_widths, self.activation = list(hidden), activation
+        self.angle_coordinates = list(range(self.n)) if angle_coordinates is None else sorted(angle_coordinates)
+        act = {"softplus": nn.Softplus, "tanh": nn.Tanh}[activation]
+        self.body_coords = [[j for j in range(self.n) if self.topology[i][j]] for i in range(self.n_bodies)]
+        d_q = [sum(2 if j in self.angle_coordinates else 1 for j in c) for c in self.body_coords]
+        self.kinetic = nn.ModuleList(_mlp(d + len(c), hidden, act) for d, c in zip(d_q, self.body_coords))
+        self.potential = nn.ModuleList(_mlp(d, hidden, act) for d in d_q)
+        self.register_buffer("qd_scale", torch.ones(self.n))
+
+    def config(self) -> dict:
+        return {"family": self.family, "topology": self.topology, "hidden": self.hidden_widths,
+                "activation": self.activation, "angle_coordinates": self.angle_coordinates}
+
+    def _q_features(self, q, coords):
+        parts = []
+        for j in coords:
+            if j in self.angle_coordinates:
+                parts += [torch.sin(q[..., j:j + 1]), torch.cos(q[..., j:j + 1])]
+            else:
+                parts.append(q[..., j:j + 1])
+        return torch.cat(parts, -1)
+
+    def body_energies(self, q, qd):
+        """``(T_i, V_i)`` each (..., bodies)."""
+        T, V = [], []
+        for coords, kin, pot in zip(self.body_coords, self.kinetic, self.potential):
+            x = self._q_features(q, coords)
+            v = (qd / self.qd_scale)[..., coords]
+            T.append(kin(torch.cat([x, v], -1))[..., 0])
+            V.append(pot(x)[..., 0])
+        return torch.stack(T, -1), torch.stack(V, -1)
+
+    def lagrangian(self, q, qd):
+        T, V = self.body_energies(q, qd)
+        return (T - V).sum(-1)
+
+    def forward(self, q, qd, Q=None):
+        W, F = euler_lagrange_terms(self.lagrangian, q, qd)
+        if Q is not None:
+            F = F + Q
+        return solve(W, F)
+
+
+__all__ = ["TLNN", "serial_chain_topology", "FAMILY"]
