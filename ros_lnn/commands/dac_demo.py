@@ -85,10 +85,12 @@ def summarize(out: dict) -> dict:
     t, e = out["t"], out["error"]
     d0, d1 = out["disturbance"]
     settled = (t > 1.0) & ((t < d0) | (t > d1 + 1.0))
+    pushed = (t >= d0) & (t < d1 + 0.5)
+    nan = float("nan")
     return {
-        "tracking_error_max_after_1s_m": float(e[settled].max()),
+        "tracking_error_max_after_1s_m": float(e[settled].max()) if settled.any() else nan,
         "tracking_error_final_m": float(e[-1]),
-        "peak_error_under_disturbance_m": float(e[(t >= d0) & (t < d1 + 0.5)].max()),
+        "peak_error_under_disturbance_m": float(e[pushed].max()) if pushed.any() else nan,
         "min_clearance_m": float(out["clearance"].min()),
         "lyapunov_initial": float(out["V"][0]),
         "lyapunov_before_disturbance": float(out["V"][t < d0][-1]),
