@@ -31,6 +31,7 @@ class CausalPolyDerivative:
     def reset(self) -> None:
         self._t: list[float] = []
         self._x: list[np.ndarray] = []
+        self._tau, self._weights = None, None
 
     @property
     def ready(self) -> bool:
@@ -49,18 +50,23 @@ class CausalPolyDerivative:
             del self._t[0], self._x[0]
         if not self.ready:
             return None
+        # Weights are reused while the offsets agree to the nanosecond (the resolution of ROS stamps;
+        # a steady-rate stream differs only by float rounding, ~1e-16 s, from sample to sample).
         tau = np.asarray(self._t) - self._t[-1]
+        key = np.rint(tau * 1e9).astype(np.int64)
+        if self._weights is None or key.shape != self._tau.shape or not np.array_equal(key, self._tau):
+            self._tau, self._weights = key, self._derivative_weights(tau)
+        return self._weights @ np.asarray(self._x)
+
+    def _derivative_weights(self, tau: np.ndarray) -> np.ndarray:
+        """Rows w_k with w_k · x = d^k/dt^k of the least-squares fit at τ = 0 (cached: a stream at a
+        steady rate reuses them)."""
         scale = max(-tau[0], 1e-12)           # conditions the Vandermonde matrix
-        s = tau / scale
-        A = np.vander(s, self.degree + 1, increasing=True)          # columns s^0..s^d
-        coef, *_ = np.linalg.lstsq(A, np.asarray(self._x), rcond=None)
+        A = np.vander(tau / scale, self.degree + 1, increasing=True)          # columns s^0..s^d
+        pinv = np.linalg.pinv(A)                                               # coef = pinv @ x
         # d^k/dt^k of Σ c_j (t/scale)^j at t = 0 is k! c_k / scale^k
-        factorial = 1.0
-        out = np.empty((self.order, x.size))
-        for k in range(1, self.order + 1):
-            factorial *= k
-            out[k - 1] = factorial * coef[k] / scale**k
-        return out
+        factorials = np.cumprod(np.arange(1, self.order + 1, dtype=float))
+        return pinv[1: self.order + 1] * (factorials / scale ** np.arange(1, self.order + 1))[:, None]
 
 
 class ServoAccelerationEstimator:

@@ -5,6 +5,7 @@ so the two publish the same layout by construction.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 
@@ -101,8 +102,11 @@ def energy_dict(msg: Float64MultiArray) -> dict:
     return dict(zip(labels, msg.data))
 
 
-def outputs_finite(out: dict, keys) -> bool:
-    return all(np.all(np.isfinite(out[k])) for k in keys)
+def outputs_finite(out: dict) -> bool:
+    """Everything the estimator publishes is finite (one sum: NaN/inf anywhere makes it non-finite)."""
+    total = float(out["Q"].sum()) + float(out["qdd"].sum()) + float(out["T"]) + float(out["V"]) + \
+        float(out["T_dot"]) + float(out["V_dot"]) + float(out["power"])
+    return math.isfinite(total)
 
 
 class RateLatency:
@@ -154,22 +158,55 @@ def warn_throttled(node, key: str, message: str, period_s: float = 2.0) -> None:
         node.get_logger().warning(message)
 
 
+def make_executor(context=None, kind: str | None = None):
+    """The executor of a node process: SingleThreadedExecutor, or rclpy's experimental EventsExecutor
+    with ``kind``/ROS_LNN_EXECUTOR="events" (falls back to the former where rclpy lacks it)."""
+    import os
+
+    from rclpy.executors import SingleThreadedExecutor
+
+    kind = kind or os.environ.get("ROS_LNN_EXECUTOR", "single")
+    if kind == "events":
+        try:
+            from rclpy.experimental import EventsExecutor
+
+            return EventsExecutor(context=context)
+        except ImportError:
+            pass
+    return SingleThreadedExecutor(context=context)
+
+
+def init_ros(argv) -> None:
+    """rclpy.init for a node process; Ctrl-C is handled by :func:`spin` (a flag checked between
+    callbacks), so no callback ever runs against a context that is already shut down."""
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
+
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+
+
 def spin(node, executor=None) -> None:
-    """Spin until Ctrl-C or shutdown. A callback interrupted by the shutdown (publishing on a context
-    that Ctrl-C already closed) ends the spin quietly; any other error propagates."""
+    """Spin until SIGINT/SIGTERM (or an external shutdown), then return for a clean exit."""
+    import signal
+
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
+    stop = []
+    previous = {sig: signal.signal(sig, lambda *_: stop.append(True)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if executor is None:
+        executor = make_executor(node.context)
+    executor.add_node(node)
     try:
-        if executor is None:
-            rclpy.spin(node)
-        else:
-            executor.spin()
+        # spin_once in a loop: EventsExecutor.spin() does not return on shutdown
+        while not stop and rclpy.ok(context=node.context):
+            executor.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except Exception:
-        if rclpy.ok(context=node.context):
-            raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        executor.shutdown()
 
 
 class Throttle:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 import time
+from array import array
 
 import numpy as np
 import rclpy
@@ -75,6 +76,8 @@ PARAMETERS = (
     ("rollout_horizon_s", 0.0, "horizon of ~/predicted_trajectory over the servo plan; 0 = off", "live"),
     ("rollout_dt_s", 0.01, "RK4 step of the rollout", "live"),
     ("rollout_rate_hz", 10.0, "rate limit of ~/predicted_trajectory", "live"),
+    ("latency_log", "", "benchmarks: at shutdown, write every processed sample's in-node latency (s) and the "
+     "counters to this .npz file; empty = off", "configure"),
     ("autostart", False, "configure and activate at start-up (for ros2 run / launch without a lifecycle manager)",
      "configure"),
 )
@@ -100,12 +103,16 @@ class ServoLnnNode(LifecycleNode):
         for name, default, description, _ in PARAMETERS:
             C.declare(self, name, default, f"{description} [applied: {_}]")
         self.add_on_set_parameters_callback(self._check_parameters)
+        # Parameter values cached for the per-sample path (rclpy's get_parameter costs ~10 µs a call).
+        self._values = {name: C.param(self, name) for name, *_ in PARAMETERS}
+        self.add_post_set_parameters_callback(self._cache_parameters)
         self.runtime = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
         self.counts = {k: 0 for k in INVALID_REASONS + ("processed", "received", "commands", "invalid_command",
                                                            "stale_command", "velocity_estimated")}
         self.stats = C.RateLatency()
+        self._latency_log = array("d") if self.p("latency_log") else None
 
     # -- parameters ---------------------------------------------------------------------------
     def _check_parameters(self, params) -> SetParametersResult:
@@ -122,8 +129,13 @@ class ServoLnnNode(LifecycleNode):
                         f"free_joint_forces needs {self.runtime.n_f} finite values for {self.runtime.free_joints}"))
         return SetParametersResult(successful=True)
 
+    def _cache_parameters(self, params) -> None:
+        for p in params:
+            if p.name in self._values:
+                self._values[p.name] = C.param(self, p.name)
+
     def p(self, name):
-        return C.param(self, name)
+        return self._values[name]
 
     # -- lifecycle ------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
@@ -347,7 +359,7 @@ class ServoLnnNode(LifecycleNode):
             forces = self.p("free_joint_forces")
             Q_f = np.asarray(forces, dtype=float) if forces else np.zeros(rt.n_f)
         out = rt.evaluate(q, qd, qdd_e, Q_f)
-        if not C.outputs_finite(out, ("Q", "qdd", "T", "V", "T_dot", "V_dot", "power")):
+        if not C.outputs_finite(out):
             return self._reject("non_finite_output", "the model returned NaN/inf for this state")
         stamp = C.ns_to_stamp(ns)
         frame = self.p("frame_id") or msg.header.frame_id
@@ -362,7 +374,10 @@ class ServoLnnNode(LifecycleNode):
         if self.plan is not None and float(self.p("rollout_horizon_s")) > 0 and \
                 self._due(self.rollout_throttle, "rollout_rate_hz"):
             self._publish_rollout(t, stamp, q, qd)
-        self.stats.latency(time.perf_counter() - t_start)
+        latency = time.perf_counter() - t_start
+        self.stats.latency(latency)
+        if self._latency_log is not None:
+            self._latency_log.append(latency)
 
     def _due(self, throttle, rate_param: str) -> bool:
         rate = float(self.p(rate_param))
@@ -450,6 +465,13 @@ class ServoLnnNode(LifecycleNode):
         self._pubs["diagnostics"].publish(msg)
 
 
+def write_latency_log(node: ServoLnnNode) -> None:
+    path = node.p("latency_log")
+    if path and node._latency_log is not None:
+        np.savez(path, latency_s=np.frombuffer(node._latency_log, dtype=float),
+                 **{k: np.int64(v) for k, v in node.counts.items()})
+
+
 def start(node: ServoLnnNode) -> bool:
     """configure + activate; False (with the error already logged) when configure fails."""
     node.trigger_configure()
@@ -460,7 +482,7 @@ def start(node: ServoLnnNode) -> bool:
 
 
 def main(argv=None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
+    C.init_ros(argv if argv is not None else sys.argv)
     node = ServoLnnNode()
     code = 0
     try:
@@ -469,6 +491,7 @@ def main(argv=None) -> int:
         else:
             C.spin(node)
     finally:
+        write_latency_log(node)
         node.destroy_node()
         rclpy.try_shutdown()
     return code

@@ -318,7 +318,7 @@ def _plan_state(plan: ServoPlan, t: float):
 
 
 def main(argv=None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
+    C.init_ros(argv if argv is not None else sys.argv)
     code = 0
     node = None
     try:

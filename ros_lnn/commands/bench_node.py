@@ -1,0 +1,171 @@
+"""``ros-lnn bench node``: the estimator node in its own process, driven over DDS by this process.
+
+For each input rate (1 kHz for ``--duration`` s, default 10; then 2 and 5 kHz for a shorter run) this
+process publishes JointState messages stamped at send time and listens to ``~/driving_force``:
+  * fraction processed: estimator outputs received / joint states sent (and what the node counted);
+  * in-node latency: callback start to the last publish, per sample (the node's latency_log);
+  * end-to-end latency: the input's stamp (taken just before publishing) to receipt of the output here;
+  * CPU: the estimator process's user+system time over the run, in % of one core.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..timing import machine_description
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _pct(x, q):
+    return float(np.percentile(x, q)) if len(x) else float("nan")
+
+
+def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domain_env: dict) -> dict:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+
+    from ..nodes import _common as C
+
+    ns = f"/bench{os.getpid()}_{int(rate_hz)}"
+    log = workdir / f"latency_{int(rate_hz)}.npz"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ros_lnn.nodes.servo_lnn", "--ros-args", "-r", f"__ns:={ns}",
+         "-p", f"model_path:={model}", "-p", "autostart:=true", "-p", f"latency_log:={log}",
+         "-p", "servo_command_type:=none", "--log-level", "warn"],
+        env=domain_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context)
+    node = rclpy.create_node("bench_driver", namespace=ns, context=context)
+    received: list = []
+    lock = threading.Lock()
+
+    def on_output(msg):
+        now = time.time_ns()
+        with lock:
+            received.append((C.stamp_ns(msg.header.stamp), now))
+
+    node.create_subscription(JointState, "servo_lnn/driving_force", on_output, C.SENSOR_QOS)
+    pub = node.create_publisher(JointState, "joint_states", C.SENSOR_QOS)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=0.01)
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        deadline = time.monotonic() + 30
+        while (pub.get_subscription_count() == 0 or node.count_publishers(f"{ns}/servo_lnn/driving_force") == 0) \
+                and time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"estimator exited: {proc.stdout.read().decode(errors='replace')}")
+            time.sleep(0.05)
+        time.sleep(1.0)                      # the estimator's subscription and our subscription matched
+        names = ["pendulum_joint", "cart_joint"]
+        period = 1.0 / rate_hz
+        n = int(round(rate_hz * duration_s))
+        sent = 0
+        cpu0, wall0 = _cpu_seconds(proc.pid), time.monotonic()
+        t_next = time.monotonic()
+        for k in range(n):
+            t = k * period
+            msg = JointState(name=names, position=[0.3 * np.sin(1.3 * t), 0.2 * np.sin(4.4 * t)],
+                             velocity=[0.39 * np.cos(1.3 * t), 0.88 * np.cos(4.4 * t)])
+            while True:
+                remaining = t_next - time.monotonic()
+                if remaining <= 0:
+                    break
+                if remaining > 2e-4:
+                    time.sleep(remaining - 1.5e-4)
+            msg.header.stamp = C.ns_to_stamp(time.time_ns())
+            pub.publish(msg)
+            sent += 1
+            t_next += period
+        send_wall = time.monotonic() - wall0
+        time.sleep(0.5)                      # let the last outputs arrive
+        cpu = _cpu_seconds(proc.pid) - cpu0
+        wall = time.monotonic() - wall0
+    finally:
+        stop.set()
+        spinner.join(timeout=5)
+        proc.send_signal(signal.SIGINT)
+        try:
+            output = proc.communicate(timeout=30)[0].decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            output = proc.communicate()[0].decode(errors="replace")
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    if not log.is_file():
+        raise RuntimeError(f"the estimator wrote no latency log; its output:\n{output[-2000:]}")
+    data = np.load(log)
+    with lock:
+        pairs = np.array(received, dtype=np.int64).reshape(-1, 2)
+    e2e_us = (pairs[:, 1] - pairs[:, 0]) / 1e3
+    in_node_us = data["latency_s"][10:] * 1e6          # first samples include warm-up
+    return {
+        "rate_hz": rate_hz, "duration_s": duration_s, "sent": sent, "send_rate_hz": sent / send_wall,
+        "node_received": int(data["received"]), "node_processed": int(data["processed"]),
+        "outputs_received": int(len(pairs)),
+        "fraction_processed": int(data["processed"]) / sent, "fraction_outputs_received": len(pairs) / sent,
+        "processed_rate_hz": int(data["processed"]) / send_wall,
+        "in_node_median_us": _pct(in_node_us, 50), "in_node_p99_us": _pct(in_node_us, 99),
+        "in_node_max_us": float(in_node_us.max()) if in_node_us.size else float("nan"),
+        "e2e_median_us": _pct(e2e_us, 50), "e2e_p99_us": _pct(e2e_us, 99),
+        "estimator_cpu_pct_of_one_core": 100 * cpu / wall,
+        "estimator_cpu_us_per_processed_sample": 1e6 * cpu / max(int(data["processed"]), 1),
+    }
+
+
+def bench_node(args) -> dict:
+    from ..inference.runtime import default_model_path
+
+    model = str(getattr(args, "model", None) or default_model_path())
+    duration = float(getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 10.0))
+    short = min(duration, 3.0 if getattr(args, "quick", False) else 5.0)
+    env = dict(os.environ)
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    if "ROS_DOMAIN_ID" not in os.environ:
+        env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+    rates = [(float(r), duration if i == 0 else short) for i, r in enumerate(getattr(args, "rates", None) or (1000, 2000, 5000))]
+    load = os.getloadavg()
+    print(f"estimator node benchmark: {machine_description()}; load average {load[0]:.1f}; model {Path(model).name}")
+    print(f"{'rate':>6} {'sent/s':>7} {'processed':>10} {'outputs rx':>10} {'in-node med/p99 [us]':>21} "
+          f"{'e2e med/p99 [us]':>18} {'CPU %':>6} {'CPU us/sample':>13}")
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for rate, dur in rates:
+            r = run_rate(model, rate, dur, Path(tmp), env)
+            results.append(r)
+            print(f"{rate:6.0f} {r['send_rate_hz']:7.0f} {100 * r['fraction_processed']:9.2f}% "
+                  f"{100 * r['fraction_outputs_received']:9.2f}% "
+                  f"{r['in_node_median_us']:10.0f}/{r['in_node_p99_us']:<10.0f} "
+                  f"{r['e2e_median_us']:8.0f}/{r['e2e_p99_us']:<9.0f} {r['estimator_cpu_pct_of_one_core']:6.0f} "
+                  f"{r['estimator_cpu_us_per_processed_sample']:13.0f}",
+                  flush=True)
+    first = results[0]
+    verdict = (f"1 kHz: {100 * first['fraction_processed']:.2f} % processed (target >= 99.9 %), in-node p99 "
+               f"{first['in_node_p99_us']:.0f} us (target <= 500 us)")
+    top = max(results, key=lambda r: r["processed_rate_hz"])
+    print(verdict)
+    print(f"highest processed rate: {top['processed_rate_hz']:.0f} Hz (driven at {top['rate_hz']:.0f} Hz); "
+          "above it inputs are dropped in the best-effort queue")
+    return {"machine": machine_description(), "load_average_1min": load[0], "model": Path(model).name,
+            "runs": results, "saturation_processed_rate_hz": top["processed_rate_hz"]}
