@@ -45,9 +45,10 @@ class _Comparison:
 
 def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = 500.0, *,
                   estimate_qdd: bool = False, print_period_s: float = 1.0, out=None, sim_overrides=None,
-                  estimator_overrides=None) -> int:
+                  estimator_overrides=None, summary: dict | None = None) -> int:
     """Run for ``duration_s`` seconds; returns 0 when the estimator produced outputs that were
-    compared with the truth, 1 otherwise. ``out``: stream for the table (default stdout)."""
+    compared with the truth, 1 otherwise. ``out``: stream for the table (default stdout);
+    ``summary``: a dict filled with the final counts and mean errors."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
@@ -143,6 +144,10 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = 50
               f"outputs compared with the truth; mean |error| Q_e {np.mean(errors['Q_e']) if errors['Q_e'] else float('nan'):.4g}, "
               f"q̈_f {np.mean(errors['qdd_f']) if errors['qdd_f'] else float('nan'):.4g}, "
               f"E {np.mean(errors['E']) if errors['E'] else float('nan'):.4g}", file=out)
+        if summary is not None:
+            summary.update(diag)
+            summary.update(compared=total_pairs, rows=len(errors["Q_e"]),
+                           **{f"mean_abs_error_{k}": float(np.mean(v)) if v else float("nan") for k, v in errors.items()})
         if total_pairs == 0:
             print("live demo: no estimator output could be compared with the simulator's truth", file=sys.stderr)
             return 1
