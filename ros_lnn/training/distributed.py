@@ -107,7 +107,7 @@ class _CompiledOrEager:
     """``torch.compile`` of the loss; the first call (forward and, single-process, a backward probe)
     decides, and any failure falls back to eager mode with a warning."""
 
-    def __init__(self, module, backend: str, warn):
+    def __init__(self, module, backend, warn):
         self.eager, self.warn = module, warn
         self.compiled = torch.compile(module, backend=backend)
         self.fn = None
@@ -125,30 +125,40 @@ class _CompiledOrEager:
             self.fn, self.status = self.compiled, "compiled"
             return out
         except Exception as exc:  # noqa: BLE001 - dynamo/inductor raise many types
-            msg = f"torch.compile failed ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}); training in eager mode"
+            msg = f"torch.compile failed ({_cause(exc)}); training in eager mode"
             warnings.warn(msg, RuntimeWarning, stacklevel=2)
             self.warn(f"warning: {msg}")
             self.fn, self.status = self.eager, "eager (compile failed)"
             return self.eager(*args)
 
 
+def _cause(exc: BaseException) -> str:
+    """``Type: first line`` of the innermost cause (dynamo wraps the backend's error)."""
+    root = exc
+    while getattr(root, "__cause__", None) is not None or getattr(root, "inner_exception", None) is not None:
+        root = root.__cause__ or root.inner_exception
+    lines = [line for line in str(root).splitlines() if line.strip()]
+    return f"{type(root).__name__}: {lines[0].strip()[:200]}" if lines else type(root).__name__
+
+
 def make_loss_step(model, names, info: DistInfo, compile=False, warn=print):
     """``step(batch) -> {name: scalar}``: the loss terms of one (sharded) batch through DDP when
-    distributed and ``torch.compile`` when asked (``compile`` True for inductor, or a backend name).
+    distributed and ``torch.compile`` when asked (``compile`` True for inductor, or a backend).
     Returns (step, describe) where ``describe()`` says how it runs."""
     module = LossModule(model, names)
     if info.active:
         ids = [info.device] if info.device.type == "cuda" else None
         module = nn.parallel.DistributedDataParallel(module, device_ids=ids, broadcast_buffers=False)
-    fn = _CompiledOrEager(module, "inductor" if compile is True else str(compile), warn) if compile else module
+    fn = _CompiledOrEager(module, "inductor" if compile is True else compile, warn) if compile else module
     keys = tuple(names)
 
     def step(batch):
         return dict(zip(keys, fn(batch["q"], batch["qd"], batch["qdd"], batch["Q"])))
 
     def describe() -> dict:
+        name = torch.cuda.get_device_name(info.device) if info.device.type == "cuda" else "cpu"
         return {"compile": getattr(fn, "status", "off"), "world_size": info.world_size, "rank": info.rank,
-                "backend": info.backend}
+                "backend": info.backend, "device_name": name, "threads": torch.get_num_threads()}
 
     return step, describe
 
