@@ -207,7 +207,7 @@ class DacController:
     # ---------------------------------------------------------------- the law
     def compute(self, data: MultibodyData, target) -> DacResult:
         model = self.model
-        mob = mobility(model, data)
+        mob = mobility(model, data, want="A" if self.law == "end_effector" else "P")
         U = 0.0
         if self.law == "velocity":
             if not isinstance(target, VelocityTarget):

@@ -39,10 +39,10 @@ class Mobility:
     P_dot: np.ndarray
 
 
-def mobility(model, data, with_rate: bool = True) -> Mobility:
+def mobility(model, data, with_rate: bool = True, want: str = "both") -> Mobility:
+    """``want``: "A" (law III needs only 𝓐, 𝓐̇), "P" (laws I/II need only P, Ṗ) or "both"."""
     n = model.n_bodies
-    eye3 = np.eye(3)
-    lin = eye3[None] / model.masses[:, None, None]
+    lin = np.eye(3)[None] / model.masses[:, None, None]
     A0 = block_diag_blocks(model, lin, data.inertia_inv)
     Om = skew(data.omega)
     Iinv = data.inertia_inv
@@ -53,16 +53,23 @@ def mobility(model, data, with_rate: bool = True) -> Mobility:
         return Mobility(A0, A0_dot, A0, A0_dot, I6, np.zeros_like(I6) if with_rate else None)
     B = A0 @ J.T
     S = J @ B
-    SiJ = np.linalg.solve(S, J)  # S⁻¹ J
-    P = np.eye(6 * n) - B @ SiJ
-    A = P @ A0
-    A = 0.5 * (A + A.T)
+    X = np.linalg.solve(S, np.concatenate([J, B.T], axis=1))  # [S⁻¹J, S⁻¹Bᵀ]
+    SiJ, SiBt = X[:, :6 * n], X[:, 6 * n:]
+    P = A = P_dot = A_dot = None
+    if want in ("P", "both"):
+        P = np.eye(6 * n) - B @ SiJ
+    if want in ("A", "both"):
+        A = A0 - B @ SiBt
+        A = 0.5 * (A + A.T)
     if not with_rate:
         return Mobility(A0, None, A, None, P, None)
     Jd = constraint_jacobian_rate(model, data)
     Bd = A0_dot @ J.T + A0 @ Jd.T
     Sd = Jd @ B + J @ Bd
-    SiJ_dot = np.linalg.solve(S, Jd - Sd @ SiJ)
-    P_dot = -(Bd @ SiJ + B @ SiJ_dot)
-    A_dot = P_dot @ A0 + P @ A0_dot
+    if want in ("P", "both"):
+        SiJ_dot = np.linalg.solve(S, Jd - Sd @ SiJ)
+        P_dot = -(Bd @ SiJ + B @ SiJ_dot)
+    if want in ("A", "both"):
+        BdX = Bd @ SiBt
+        A_dot = A0_dot - BdX - BdX.T + SiBt.T @ Sd @ SiBt
     return Mobility(A0, A0_dot, A, A_dot, P, P_dot)

@@ -94,13 +94,19 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
         if with_rate:  # H ṗ with H = f'' n̂n̂ᵀ + f'/ρ (I − n̂n̂ᵀ)
             vn = np.sum(nhat * vel, axis=1)
             gd_p += f2[:, None] * vn[:, None] * nhat + (f1 / rho)[:, None] * (vel - vn[:, None] * nhat)
-    grad = np.zeros((2, n, 3))
-    np.add.at(grad[0], field.points_body, g_p)
-    np.add.at(grad[1], field.points_body, cross(arm, g_p))
+    sel = _selector(field, n)  # (N, P): sums the points of each body
+    grad = np.concatenate([sel @ g_p, sel @ cross(arm, g_p)]).ravel()
     if not with_rate:
-        return U, grad.ravel(), None
+        return U, grad, None
     arm_dot = cross(data.omega[field.points_body], arm)
-    rate = np.zeros((2, n, 3))
-    np.add.at(rate[0], field.points_body, gd_p)
-    np.add.at(rate[1], field.points_body, cross(arm_dot, g_p) + cross(arm, gd_p))
-    return U, grad.ravel(), rate.ravel()
+    rate = np.concatenate([sel @ gd_p, sel @ (cross(arm_dot, g_p) + cross(arm, gd_p))]).ravel()
+    return U, grad, rate
+
+
+def _selector(field, n):
+    sel = field.__dict__.get("_selector")
+    if sel is None or sel.shape[0] != n:
+        sel = np.zeros((n, len(field.points_body)))
+        sel[field.points_body, np.arange(len(field.points_body))] = 1.0
+        field.__dict__["_selector"] = sel
+    return sel

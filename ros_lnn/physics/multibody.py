@@ -177,6 +177,10 @@ class MultibodyModel:
                 if self.parent[m] == self.child[i]:
                     desc[i] |= desc[m]
         self.descendants = desc
+        inc = np.zeros((n, k))
+        inc[self.child, np.arange(k)] = -1.0
+        inc[self.parent[self.has_parent], np.flatnonzero(self.has_parent)] = 1.0
+        self._moment_incidence = inc
 
     # ----------------------------------------------------------------- names
     @property
@@ -252,10 +256,7 @@ def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None
     else:
         gamma = gamma_pt.ravel()
     moments, spring_energy = _joint_moments(model, pose["R_parent"], pose["R"][model.child], w_p, w_c)
-    mj_port = np.zeros((n, 3))
-    np.add.at(mj_port, model.child, -moments)
-    if hp.any():
-        np.add.at(mj_port, par[hp], moments[hp])
+    mj_port = model._moment_incidence @ moments  # C_F M_J: +m on the parent, −m on the child
     pose.update(nu=nu, omega=omega, v=v, gamma=gamma, gyroscopic=gyro, joint_moments=moments,
                 joint_moment_port=np.concatenate([np.zeros(3 * n), mj_port.ravel()]), spring_energy=spring_energy)
     return MultibodyData(**pose)
