@@ -501,3 +501,16 @@ def test_predicted_trajectory_over_the_servo_plan(make):
         np.testing.assert_array_equal(pt.positions[:1], x)
         np.testing.assert_array_equal(pt.velocities[:1], v)
         np.testing.assert_array_equal(pt.positions[1:], plan.sample(0.002 + tau).q)
+
+
+def test_process_with_an_unreadable_model_exits_with_one_clear_error(tmp_path):
+    import subprocess
+    import sys
+
+    missing = tmp_path / "missing.onnx"
+    proc = subprocess.run([sys.executable, "-m", "ros_lnn.nodes.servo_lnn", "--ros-args", "-r", "__ns:=/failing",
+                           "-p", f"model_path:={missing}", "-p", "autostart:=true"],
+                          capture_output=True, text=True, timeout=60)
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
+    assert proc.returncode == 1
+    assert len(errors) == 1 and "configure failed" in errors[0] and str(missing) in errors[0]

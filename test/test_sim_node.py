@@ -256,3 +256,23 @@ def test_cross_process_simulator_and_estimator(ctx, exact_model):
     if failure is not None:
         raise AssertionError(f"{failure}\n{logs}")
     assert [p.returncode for p in procs] == [0, 0], logs
+
+
+def test_force_driven_chain_takes_joint_efforts_by_topic(make):
+    """All joints free (chain_servo_joints: []): efforts on every joint from effort_commands, as a
+    torque controller (e.g. the DAC node) would send them."""
+    node, h, ns = make({"system": "chain", "chain_servo_joints": [], "rate_hz": 100.0,
+                        "initial_positions": [0.1, 0.0, -0.1], "effort_joints": ["joint_3", "joint_1"],
+                        "effort_timeout_s": 0.0})
+    topics = ground_truth(h, ns)
+    eff = h.publisher(Float64MultiArray, f"{ns}/effort_commands", C.COMMAND_QOS)
+    eff.publish(Float64MultiArray(data=[0.5, -2.0]))                # joint_3, joint_1
+    h.wait(lambda: any(list(m.effort) == [-2.0, 0.0, 0.5] for m in list(topics["js"])), what="applied efforts")
+    js, pred = by_stamp(topics["js"]), by_stamp(topics["pred"])
+    s = max(s for s in set(js) & set(pred) if list(js[s].effort) == [-2.0, 0.0, 0.5])
+    chain = PlanarChain.uniform(3)
+    m = js[s]
+    want = chain.dynamics(np.array(m.position), np.array(m.velocity), qdd_e=np.zeros(0),
+                          Q_f=np.array([-2.0, 0.0, 0.5]))
+    np.testing.assert_allclose(pred[s].points[0].accelerations, want["qdd"], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(pred[s].points[0].effort, [-2.0, 0.0, 0.5], atol=1e-12)

@@ -33,17 +33,20 @@ assert SENSOR_QOS.reliability == qos_profile_sensor_data.reliability
 
 
 def declare(node, name: str, default, description: str, *, dynamic: bool = False, read_only: bool = False):
-    """Declare one parameter with a description; returns its value. Empty-list defaults are declared
-    with dynamic typing (rclpy cannot infer an array type from an empty list)."""
-    empty_list = isinstance(default, list) and not default
+    """Declare one parameter with a description; returns its value. Array parameters are declared
+    with dynamic typing: rclpy and the YAML parser cannot type an empty list ([] would be rejected
+    or left unset), and an empty list is a meaningful value for several of them."""
     desc = ParameterDescriptor(description=description, read_only=read_only,
-                               dynamic_typing=dynamic or empty_list)
+                               dynamic_typing=dynamic or isinstance(default, list))
     return node.declare_parameter(name, default, desc).value
 
 
 def param(node, name: str):
+    """A parameter's value; arrays as lists (an empty or unset array parameter reads as [])."""
     value = node.get_parameter(name).value
-    return list(value) if isinstance(value, (list, tuple)) or type(value).__name__ == "array" else value
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple, bytes)) or type(value).__name__ == "array" else value
 
 
 def stamp_ns(stamp) -> int:
