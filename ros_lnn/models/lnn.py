@@ -144,6 +144,7 @@ class LNNnh(LNN):
 def for_system(system, constrained: bool, **kw) -> LNN:
     """An LNN (or LNN-nh with the system's constraints) for a :class:`NonholonomicSystem`."""
     names = list(system.coordinate_names)
+    kw.setdefault("angle_coordinates", tuple(getattr(system, "angle_coordinates", ())))
     if constrained:
         return LNNnh(system.n, system.constraint_matrix, system.constraint_drift, system=system.name,
                      coordinate_names=names, **kw)

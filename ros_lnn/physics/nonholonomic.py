@@ -43,6 +43,7 @@ class NonholonomicSystem:
     constraint_drift: Callable
     sample_position: Callable
     potential_gradient: Callable | None = None
+    angle_coordinates: tuple[int, ...] = ()  # periodic coordinates (a network sees them as sin/cos)
 
     @property
     def n(self) -> int:
@@ -131,7 +132,7 @@ def rolling_disk(m: float = 1.0, inertia: float = 0.5, turning: float = 0.25, ra
         return np.concatenate([rng.uniform(-0.5, 0.5, 2), rng.uniform(-np.pi, np.pi, 2)])
 
     return NonholonomicSystem("rolling_disk", ("x", "y", "theta", "phi"), np.diag([m, m, inertia, turning]),
-                              A, b, position)
+                              A, b, position, angle_coordinates=(2, 3))
 
 
 SYSTEMS = {"particle": particle, "drone": drone, "rolling_disk": rolling_disk}
