@@ -105,6 +105,10 @@ def canonical_command(args) -> str:
     parts = ["ros-lnn train", f"--system {args.system}"]
     if args.data:
         parts.append(f"--data {args.data}")
+    if getattr(args, "bag", None):  # the effective mapping and the bags' sha256 are in provenance["data"]
+        parts.append("--bag " + " ".join(str(b) for b in args.bag))
+    if getattr(args, "config", None):
+        parts.append(f"--config {args.config}")
     parts.append("--with-qe" if args.with_qe else "--without-qe")
     for opt in ("epochs", "batch", "lr", "weight_decay", "seed", "n_train", "split_seed", "test_trials",
                 "activation", "diag_activation", "device", "dtype", "out", "export_dtype"):
@@ -114,6 +118,8 @@ def canonical_command(args) -> str:
     parts.append("--hidden " + " ".join(str(h) for h in args.hidden))
     if args.angle_features:
         parts.append("--angle-features")
+    if getattr(args, "patience", 0):
+        parts.append(f"--patience {args.patience} --min-delta {args.min_delta}")
     return " ".join(parts)
 
 
