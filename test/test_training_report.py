@@ -118,3 +118,15 @@ def test_report_without_truth_or_measured_qe(tmp_path):
     truth = val["qdd"][:150, 0]
     assert doc["per_trial_nmse"]["run a"]["q̈ pendulum_joint"] == pytest.approx(
         np.mean((pred - truth) ** 2) / np.var(truth), rel=1e-12)
+
+
+def test_command_in_provenance_names_bags_config_and_early_stopping():
+    from ros_lnn.cli import build_parser
+    from ros_lnn.commands.train import canonical_command
+
+    args = build_parser(only="train").parse_args(["train", "--bag", "rec_a", "rec_b", "--config", "crane.yaml",
+                                                   "--patience", "3", "--min-delta", "1e-4"])
+    cmd = canonical_command(args)
+    assert "--bag rec_a rec_b" in cmd and "--config crane.yaml" in cmd and "--patience 3 --min-delta 0.0001" in cmd
+    plain = canonical_command(build_parser(only="train").parse_args(["train"]))
+    assert "--bag" not in plain and "--patience" not in plain
