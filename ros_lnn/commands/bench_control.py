@@ -95,6 +95,8 @@ def bench_control(args) -> dict:
     wall, cpu = (results["steps"]["chain5_lawIII"][k] for k in ("median_us", "cpu_median_us"))
     print(f"target ≤ 200 µs median at N = 5, law III: wall {wall:.0f} µs, thread CPU {cpu:.0f} µs "
           f"({'met' if wall <= 200 else 'not met'} in wall time on this machine now)")
+    if getattr(args, "duration", None) or not getattr(args, "quick", False):
+        results["node"] = bench_node_rate(float(getattr(args, "duration", None) or 5.0))
     if not getattr(args, "quick", False):
         from pathlib import Path
 
@@ -106,3 +108,67 @@ def bench_control(args) -> dict:
         print("closed-loop demo: " + ", ".join(f"{k} {v:.3g}" for k, v in results["demo"].items()))
         print("figures: " + ", ".join(results["figures"]))
     return results
+
+
+def bench_node_rate(duration: float, rate_hz: float = 1000.0) -> dict:
+    """dac_controller (demo arm, law III) fed joint states at ``rate_hz`` over DDS in this process:
+    input and output rates, and the node's own processing time per message."""
+    import threading
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from ..nodes import _common as C
+    from ..nodes.dac_controller import DacControllerNode, start
+
+    ctx = rclpy.Context()
+    rclpy.init(args=[], context=ctx)
+    node = DacControllerNode(namespace="/bench_dac", context=ctx)
+    if not start(node):
+        raise RuntimeError(node.last_error)
+    probe = rclpy.create_node("bench_dac_probe", context=ctx)
+    received = []
+    probe.create_subscription(Float64MultiArray, "/bench_dac/dac_controller/joint_effort_command",
+                              lambda m: received.append(time.perf_counter()), C.SENSOR_QOS)
+    pub = probe.create_publisher(JointState, "/bench_dac/joint_states", C.SENSOR_QOS)
+    controller_exec, probe_exec = SingleThreadedExecutor(context=ctx), SingleThreadedExecutor(context=ctx)
+    controller_exec.add_node(node)
+    probe_exec.add_node(probe)
+    stop = threading.Event()
+    threads = [threading.Thread(target=lambda e=e: [e.spin_once(timeout_sec=0.01) for _ in iter(stop.is_set, True)],
+                                daemon=True) for e in (controller_exec, probe_exec)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)  # discovery
+    msg = JointState()
+    msg.name = [f"joint{i}" for i in range(1, 6)]
+    msg.position, msg.velocity = [0.1, -0.7, 1.3, 0.5, 0.3], [0.0] * 5
+    sent, period = 0, 1.0 / rate_hz
+    t_start = time.perf_counter()
+    next_t = t_start
+    while time.perf_counter() - t_start < duration:
+        pub.publish(msg)
+        sent += 1
+        next_t += period
+        delay = next_t - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+    elapsed = time.perf_counter() - t_start
+    time.sleep(0.2)
+    stop.set()
+    for t in threads:
+        t.join(timeout=2)
+    lat = np.array([v for _, v in node.stats.latencies]) * 1e6
+    out = {"requested_rate_hz": rate_hz, "sent_rate_hz": sent / elapsed, "output_rate_hz": len(received) / elapsed,
+           "outputs_per_input": len(received) / max(sent, 1),
+           "node_step_median_us": float(np.median(lat)) if lat.size else float("nan"),
+           "node_step_p99_us": float(np.percentile(lat, 99)) if lat.size else float("nan")}
+    print("node at {requested_rate_hz:.0f} Hz: sent {sent_rate_hz:.0f} Hz, published {output_rate_hz:.0f} Hz "
+          "({outputs_per_input:.2f} per input), per-message work median {node_step_median_us:.0f} µs, "
+          "p99 {node_step_p99_us:.0f} µs".format(**out))
+    node.destroy_node()
+    probe.destroy_node()
+    rclpy.try_shutdown(context=ctx)
+    return out
