@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import time
+from array import array
 from collections import deque
 
 import numpy as np
@@ -66,8 +67,11 @@ def seconds_to_duration(s: float) -> Duration:
     return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
-def _floats(x) -> list[float]:
-    return [float(v) for v in np.asarray(x, dtype=float).ravel()]
+def _floats(x) -> array:
+    """float64[] field value: an array('d') is taken by the message setters without a per-element check."""
+    out = array("d")
+    out.frombytes(np.ascontiguousarray(x, dtype=np.float64).tobytes())
+    return out
 
 
 def driving_force_msg(stamp: Time, frame_id: str, names, q_e, qd_e, Q_e) -> JointState:
@@ -94,8 +98,8 @@ def energy_msg(stamp: Time, out: dict) -> Float64MultiArray:
     msg = Float64MultiArray()
     msg.layout.dim = [MultiArrayDimension(label=ENERGY_LAYOUT_LABEL, size=len(ENERGY_LABELS),
                                           stride=len(ENERGY_LABELS))]
-    values = [float(np.asarray(out[k]).reshape(())) for k in ENERGY_LABELS[:7]]
-    msg.data = values + [float(stamp.sec), float(stamp.nanosec)]
+    values = [float(out[k]) for k in ENERGY_LABELS[:7]] + [float(stamp.sec), float(stamp.nanosec)]
+    msg.data = array("d", values)
     return msg
 
 
