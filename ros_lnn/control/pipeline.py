@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError, DataError
-from ..physics.multibody import MultibodyData, update
+from ..physics.multibody import MultibodyData, pose_only, update
 from ..physics.multibody_kinematics import forward_kinematics, twist_map, twist_map_rate_times
 from .dac import (
     BodyPoseTarget, DacController, DacResult, EndEffector, EndEffectorTarget, Gains, VelocityTarget,
@@ -136,7 +136,7 @@ class DacPipeline:
             raise DataError(f"joint state must give finite position and velocity for {self.joint_names}")
         qm, qdm = self.model_order(q), self.model_order(qd)
         r, quat = forward_kinematics(self.model, qm)
-        pose = update(self.model, r, quat, np.zeros(6 * self.model.n_bodies))
+        pose = pose_only(self.model, r, quat)
         G = twist_map(self.model, pose)  # depends on the configuration only
         data = update(self.model, r, quat, G @ qdm, pose=pose)
         data.G = G

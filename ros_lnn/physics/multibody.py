@@ -262,6 +262,14 @@ def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None
     return MultibodyData(**pose)
 
 
+def pose_only(model, r, quat):
+    """A workspace holding only the configuration tensors (for ``G``, ``J``; no twist quantities)."""
+    from types import SimpleNamespace
+
+    n = model.n_bodies
+    return SimpleNamespace(**_pose(model, np.asarray(r, float).reshape(n, 3), np.asarray(quat, float).reshape(n, 4)))
+
+
 def _pose(model, r, quat) -> dict:
     """Configuration-only tensors: attitudes, inertias, joint arms and points, normals, J."""
     n, k = model.n_bodies, model.n_joints

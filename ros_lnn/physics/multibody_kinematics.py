@@ -119,27 +119,36 @@ def _column_table(model):
     return table
 
 
-def _columns(model, data):
-    """Per rate column: axis u (3,), point p (3,), descendants mask (N,), linear-only flag,
-    axis rate u̇ and point velocity ṗ."""
+def _column_geometry(model, data):
+    """Per rate column: axis u (3,), point p (3,), descendants mask (N,), linear-only flag."""
     kind, joint, local, D = _column_table(model)
     is_joint = kind >= 2
     child = model.child[joint]
     root = model.floating_root if model.floating_root is not None else 0
-    revolute = (kind == 2)[:, None]
-    U = np.where(revolute, np.einsum("cij,cj->ci", data.R[child], local), local)
+    U = np.where((kind == 2)[:, None], np.einsum("cij,cj->ci", data.R[child], local), local)
     P = np.where(is_joint[:, None], data.point_child[joint], data.r[root])
+    return U, P, D, kind == 0
+
+
+def _columns(model, data):
+    """:func:`_column_geometry` plus the axis rate u̇ and the point velocity ṗ of every column."""
+    kind, joint, local, D = _column_table(model)
+    U, P, D, lin = _column_geometry(model, data)
+    is_joint = kind >= 2
+    child = model.child[joint]
+    root = model.floating_root if model.floating_root is not None else 0
+    revolute = (kind == 2)[:, None]
     par = model.parent[joint]
     w_p = np.where((par >= 0)[:, None], data.omega[np.maximum(par, 0)], 0.0)
     Ud = np.where(revolute, cross(w_p, U), 0.0)
     Pd = np.where(is_joint[:, None], data.v[child] + cross(data.omega[child], P - data.r[child]), data.v[root])
-    return U, P, D, kind == 0, Ud, Pd
+    return U, P, D, lin, Ud, Pd
 
 
 def twist_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
     """``G`` (6N × n_rates) with ``ν = G q̇``; ``J G = 0`` on the constraint manifold."""
     n = model.n_bodies
-    U, P, D, lin, _, _ = _columns(model, data)
+    U, P, D, lin = _column_geometry(model, data)  # configuration only: a pose-only workspace will do
     c = U.shape[0]
     G = np.zeros((6 * n, c))
     arm = data.r[None, :, :] - P[:, None, :]  # (C, N, 3)
