@@ -156,13 +156,22 @@ def save(path, model: LNN, history: dict | None = None) -> None:
     torch.save({"model_config": model.config(), "model_state": model.state_dict(), "history": history or {}}, path)
 
 
-def load(path) -> LNN:
+def load(path) -> nn.Module:
+    """A checkpoint of any acceleration-trained zoo family (lnn, lnn_nh, tlnn, node)."""
     from ..physics.nonholonomic import SYSTEMS
 
     ckpt = torch.load(path, map_location="cpu", weights_only=False)
     cfg = dict(ckpt["model_config"])
-    family, n, system = cfg.pop("family"), cfg.pop("n"), cfg.pop("system", "")
-    if family == FAMILY_LNN_NH:
+    family, n, system = cfg.pop("family"), cfg.pop("n", None), cfg.pop("system", "")
+    if family == "tlnn":
+        from .tlnn import TLNN
+
+        model = TLNN(**cfg)
+    elif family == "node":
+        from .node_baseline import NeuralODE
+
+        model = NeuralODE(n, **cfg)
+    elif family == FAMILY_LNN_NH:
         ref = SYSTEMS[system]()
         model = LNNnh(n, ref.constraint_matrix, ref.constraint_drift, system=system, **cfg)
     else:

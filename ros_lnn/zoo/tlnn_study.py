@@ -5,7 +5,8 @@ initial states give the error ``E(t) = ‖ẑ − z‖₂ / ‖z‖₂``, ``z = 
 models, reported as median and 5–95 % band.
 
 Paper: 250 initial conditions × 100 s at 25 Hz, 7:3 split, 100 rollouts × 10 s at 100 Hz. Defaults
-here: 16 × 6 s at 25 Hz, 7:3 split (by initial condition), 20 rollouts × 5 s at 50 Hz, 80 epochs (see ``run_study`` arguments).
+here: 16 × 6 s at 25 Hz, 7:3 split (by initial condition), 20 rollouts × 5 s at 50 Hz, 80 epochs
+(see ``study_chain`` arguments).
 """
 from __future__ import annotations
 

@@ -1,0 +1,28 @@
+"""Zoo families train from the command line and their checkpoints load back to the same model."""
+import pytest
+
+from conftest import requires_torch
+
+pytestmark = requires_torch
+torch = pytest.importorskip("torch")
+
+from ros_lnn.errors import ConfigError  # noqa: E402
+from ros_lnn.models.lnn import load  # noqa: E402
+from ros_lnn.zoo.train_family import main  # noqa: E402
+
+
+@pytest.mark.parametrize("model,system", [("lnn_nh", "particle"), ("tlnn", "chain"), ("node", "chain")])
+def test_train_save_load(tmp_path, model, system):
+    out = tmp_path / f"{model}.pt"
+    assert main(["--model", model, "--system", system, "--trajectories", "2", "--duration", "1", "--epochs", "1",
+                 "--hidden", "8", "--out", str(out)]) == 0
+    net = load(out).double()
+    assert net.family == model
+    q, qd = torch.zeros(2, net.n, dtype=torch.float64), torch.ones(2, net.n, dtype=torch.float64)
+    with torch.no_grad():
+        assert net(q, qd).shape == (2, net.n)
+
+
+def test_constrained_family_needs_a_constrained_system(tmp_path):
+    with pytest.raises(ConfigError, match="lnn_nh"):
+        main(["--model", "lnn_nh", "--system", "chain", "--out", str(tmp_path / "x.pt")])
