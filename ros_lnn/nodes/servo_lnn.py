@@ -192,6 +192,7 @@ class ServoLnnNode(LifecycleNode):
         self.vel_filter.reset()
         self.pos_filter.reset()
         self.last_stamp_ns = None
+        self._sim_time = bool(self.get_parameter("use_sim_time").value)
         self.get_logger().info("activated")
         return super().on_activate(state)
 
@@ -313,7 +314,8 @@ class ServoLnnNode(LifecycleNode):
         self.stats.arrive()
         rt = self.runtime
         ns = C.stamp_ns(msg.header.stamp)
-        now_ns = self.get_clock().now().nanoseconds
+        # ROS time is the system clock unless use_sim_time (then /clock through the node's clock)
+        now_ns = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
         if ns == 0:
             ns = now_ns
         max_age = float(self.p("max_input_age_s"))
