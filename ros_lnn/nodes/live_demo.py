@@ -52,7 +52,6 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = 50
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
-    from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
     from trajectory_msgs.msg import JointTrajectory
 
@@ -84,24 +83,21 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = 50
         probe = rclpy.create_node("live_demo_probe", context=context)
         nodes.append(probe)
         comp = _Comparison()
-        servo = slice(est.runtime.n_f, est.runtime.n)
         nf = est.runtime.n_f
 
         def sub(topic, msg_type, side, handler):
             probe.create_subscription(msg_type, topic, lambda m: handler(side, m), C.SENSOR_QOS)
 
-        def on_force(side, m):
-            comp.add(side, C.stamp_ns(m.header.stamp), "Q_e", m.effort)
-
-        def on_pred(side, m):
-            comp.add(side, C.stamp_ns(m.header.stamp), "qdd_f", m.points[0].accelerations[:nf])
+        def on_pred(side, m):       # one point: accelerations q̈ (q̈_f first), effort Q (Q_e last)
+            stamp = C.stamp_ns(m.header.stamp)
+            comp.add(side, stamp, "qdd_f", m.points[0].accelerations[:nf])
+            comp.add(side, stamp, "Q_e", m.points[0].effort[nf:])
 
         def on_energy(side, m):
             d = C.energy_dict(m)
             comp.add(side, int(d["stamp_sec"]) * 1_000_000_000 + int(d["stamp_nanosec"]), "E", d["E"])
 
         for side, prefix in (("est", "/servo_lnn"), ("true", "/sim/ground_truth")):
-            sub(f"{prefix}/driving_force", JointState, side, on_force)
             sub(f"{prefix}/prediction", JointTrajectory, side, on_pred)
             sub(f"{prefix}/energy", Float64MultiArray, side, on_energy)
 
