@@ -13,7 +13,7 @@ pytestmark = requires_torch
 pytest.importorskip("onnxruntime")
 pytest.importorskip("matplotlib")
 
-COMMON = ["train", "--n-train", "512", "--batch", "256", "--hidden", "8", "--threads", "1", "--log-every", "10",
+COMMON = ["train", "--exporter", "torchscript", "--n-train", "512", "--batch", "256", "--hidden", "8", "--threads", "1", "--log-every", "10",
           "--val-every", "10", "--dtype", "float64", "--export-dtype", "float64"]
 
 

@@ -164,7 +164,8 @@ def _cli_train(tmp_path, extra=()):
     out = tmp_path / "m.onnx"
     cmd = [sys.executable, "-m", "ros_lnn.cli", "train", "--epochs", "1000000", "--n-train", "512",
            "--batch", "256", "--hidden", "8", "--threads", "1", "--log-every", "20", "--val-every", "100000",
-           "--checkpoint-dir", str(tmp_path / "ck"), "--checkpoint-every", "20", "--out", str(out), *extra]
+           "--checkpoint-dir", str(tmp_path / "ck"), "--checkpoint-every", "20", "--exporter", "torchscript",
+           "--out", str(out), *extra]
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
     return out, subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True)
