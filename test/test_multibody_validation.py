@@ -253,3 +253,21 @@ def test_energy_is_conserved_with_the_potential_spring_law():
                    observe=lambda s, d, f, p: {"E": energy(model, d)["total"]})
     drift = np.abs(out["E"] - out["E"][0]).max()
     assert drift < 1e-7 * max(1.0, abs(out["E"][0])), drift
+
+
+def test_baumgarte_bounds_the_drift_that_plain_integration_accumulates():
+    """An energetic free chain at a coarse step (5 ms): the joint gap grows without stabilisation
+    (measured 1.4e-4 m after 2 s, 2.6e-3 m after 20 s) and stays ~4e-6 m with α = β = 5 /s."""
+    from ros_lnn.physics.multibody_kinematics import n_rates
+
+    model = make_chain(5)
+    rng = np.random.default_rng(0)
+    r, quat = forward_kinematics(model, rng.normal(size=12) * 0.4)
+    nu = twist_map(model, update(model, r, quat, np.zeros(30))) @ rng.normal(size=n_rates(model))
+    gaps = {}
+    for bg in (None, (5.0, 5.0)):
+        out = simulate(model, MultibodyState(r, quat, nu), 2.0, 5e-3, baumgarte=bg, every=100,
+                       observe=lambda s, d, f, p: {"gap": joint_mismatch(model, d).max()})
+        gaps[bg] = out["gap"]
+    assert gaps[None][-1] > 1e-5 and gaps[None][-1] > gaps[None][len(gaps[None]) // 2]  # accumulates
+    assert gaps[(5.0, 5.0)].max() < 2e-5 and gaps[(5.0, 5.0)][-1] < 0.1 * gaps[None][-1]
