@@ -514,3 +514,21 @@ def test_process_with_an_unreadable_model_exits_with_one_clear_error(tmp_path):
     errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
     assert proc.returncode == 1
     assert len(errors) == 1 and "configure failed" in errors[0] and str(missing) in errors[0]
+
+
+def test_every_parameter_is_declared_with_a_description(ctx):
+    from ros_lnn.nodes.servo_lnn import PARAMETERS as EST
+    from ros_lnn.nodes.sim import PARAMETERS as SIM
+    from ros_lnn.nodes.sim import SimNode
+
+    est = ServoLnnNode(namespace="/describe", context=ctx)
+    sim = SimNode(namespace="/describe", context=ctx)
+    try:
+        for node, table in ((est, EST), (sim, SIM)):
+            for name, default, *_ in table:
+                descriptor = node.describe_parameter(name)
+                assert len(descriptor.description) > 15, f"{node.get_name()}.{name} lacks a description"
+                assert C.param(node, name) == default
+    finally:
+        est.destroy_node()
+        sim.destroy_node()
