@@ -3,6 +3,7 @@ weights, which equal a single-process run on the whole batch (DDP averages the e
 gradients) to round-off; only rank 0 writes the model, checkpoints and report."""
 import json
 import os
+import runpy
 import subprocess
 import sys
 import textwrap
@@ -48,7 +49,7 @@ def _env():
     return env
 
 
-def test_two_process_gloo_equals_single_process(tmp_path):
+def test_two_process_gloo_equals_single_process(tmp_path, monkeypatch):
     import torch
 
     script = tmp_path / "ddp_train.py"
@@ -60,9 +61,10 @@ def test_two_process_gloo_equals_single_process(tmp_path):
                           str(script), str(ddp)], env=_env(), cwd=tmp_path, capture_output=True, text=True,
                          timeout=180)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    res1 = subprocess.run([sys.executable, str(script), str(single)], env=_env(), cwd=tmp_path,
-                          capture_output=True, text=True, timeout=180)
-    assert res1.returncode == 0, res1.stderr[-3000:]
+    monkeypatch.setattr(sys, "argv", [str(script), str(single)])  # the same script in one process, here
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(k, raising=False)
+    runpy.run_path(str(script), run_name="__main__")
 
     r0, r1, s = (torch.load(p, weights_only=True) for p in (ddp / "rank0.pt", ddp / "rank1.pt", single / "rank0.pt"))
     info0, info1 = (json.loads((ddp / f"rank{r}.json").read_text()) for r in (0, 1))
@@ -139,3 +141,22 @@ def test_compiled_loss_trains_like_eager():
     h = train(model, tr, None, _cfg(compile="aot_eager"), progress=lambda line: None)
     assert h["run"]["compile"] == "compiled"
     assert h["loss"] == pytest.approx(h_eager["loss"], rel=1e-12)
+
+
+def test_torchrun_cli_only_rank0_writes(tmp_path):
+    """``torchrun --nproc_per_node 2 -m ros_lnn.cli train``: finishes; one model, one report, one
+    checkpoint folder; the provenance records the two processes."""
+    from ros_lnn.inference.runtime import ServoLnnRuntime
+
+    out = tmp_path / "ddp.onnx"
+    res = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                          "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:0", "-m", "ros_lnn.cli", "train",
+                          "--epochs", "4", "--n-train", "256", "--batch", "128", "--hidden", "8", "--log-every", "2",
+                          "--val-every", "2", "--exporter", "torchscript", "--out", str(out)],
+                         env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ddp.onnx", "ddp_checkpoints", "ddp_report"]
+    assert sorted(p.name for p in (tmp_path / "ddp_checkpoints").iterdir()) == ["final.pt", "last.pt"]
+    assert res.stdout.count("wrote ") == 1 and res.stdout.count("epoch 4/4") == 1
+    run = ServoLnnRuntime(out).metadata.provenance["run"]
+    assert run["world_size"] == 2 and run["rank"] == 0 and run["backend"] == "gloo"
