@@ -44,6 +44,17 @@ class _GraphNoServo(_Graph):
         return tuple(out[k] for k in EXPORT_OUTPUTS)
 
 
+def _translations() -> dict:
+    """aten.softplus as the single ONNX Softplus op (the default adds a threshold Greater/Where pair;
+    ONNX Runtime's Softplus is already stable for large inputs)."""
+    from onnxscript import opset18 as op
+
+    def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+        return op.Softplus(x)
+
+    return {torch.ops.aten.softplus.default: softplus}
+
+
 def default_metadata(model: ServoLNN, **fields) -> ModelMetadata:
     base = dict(family=FAMILY, free_joints=list(model.free_joints), servo_joints=list(model.servo_joints),
                 coordinate_units=list(model.coordinate_units), network=model.config())
@@ -85,6 +96,7 @@ def export_onnx(model: ServoLNN, path, metadata: ModelMetadata | None = None, dt
         if dynamo:
             dyn = {name: {0: torch.export.Dim("batch")} for name in input_names}
             program = torch.onnx.export(graph, args, dynamo=True, input_names=input_names,
+                                        custom_translation_table=_translations(),
                                         output_names=list(EXPORT_OUTPUTS), dynamic_shapes=dyn,
                                         opset_version=max(OPSET, 18), optimize=True, verbose=False)
             proto = program.model_proto

@@ -105,7 +105,7 @@ class ServoLNN(nn.Module):
             floor = self.diag_floor                       # 0 on the diagonal, −inf elsewhere
             return torch.maximum(Lp, floor), dLp * (Lp > floor).to(Lp.dtype).unsqueeze(-2)
         L = torch.where(diag, self.gd(Lp), Lp)
-        return L, dLp * torch.where(diag, self.dgd(Lp), torch.ones_like(Lp)).unsqueeze(-2)
+        return L, dLp * torch.where(diag, self.dgd(Lp), 1.0).unsqueeze(-2)
 
     def forward(self, q, qd, qdd_e=None, Q_f=None) -> dict:
         """Forward mode: ``q̈_f`` from ``q, q̇, q̈_e, Q_f``, and every other output at that acceleration."""
