@@ -304,8 +304,10 @@ def test_joint_efforts_reproduce_the_port_closed_loop():
     to_efforts = PortToEfforts(arm, effort_limits=[1e6] * 5)
     # the two ports differ by Jᵀ y, which the constraint forces absorb exactly on the constraint manifold;
     # off it (the integration drift of the joint gaps) they differ at the drift level
-    run = lambda port: simulate(arm, MultibodyState(r, quat, np.zeros(30)), 0.2, 1e-3, port,  # noqa: E731
-                                baumgarte=(20.0, 20.0), observe=lambda s, d, f, p: {"gap": joint_mismatch(arm, d).max()})
+    def run(port):
+        return simulate(arm, MultibodyState(r, quat, np.zeros(30)), 0.2, 1e-3, port, baumgarte=(20.0, 20.0),
+                        observe=lambda s, d, f, p: {"gap": joint_mismatch(arm, d).max()})
+
     via_port = run(lambda t, d: ctl.compute(d, target).tau_c)
     via_efforts = run(lambda t, d: effort_map(arm, d) @ to_efforts(d, ctl.compute(d, target).tau_c).effort)
     scale = np.abs(via_port["nu"]).max()

@@ -12,7 +12,8 @@ where ``P = 𝓐𝓜`` and ``𝓐`` is the constrained mobility (:mod:`ros_lnn.c
 way ``J ν_r = 0`` holds identically (EQUATIONS.md: ``J_t† ν_{e,r}`` of eq 54 with the plain 𝓜⁻¹ does not
 satisfy it, and then ``sᵀJᵀF_J ≠ 0`` spoils ``V̇ = −sᵀK_d s``); for a 6-DoF-feasible task ``μ = 0`` gives
 ``J_t ν_r = ν_{e,r}`` exactly. The attitude error is twice the vector part of ``q ⊗ q_d⁻¹`` — the paper's
-``q_d⁻¹ ⊗ q`` (eq 44) carried to the inertial frame and scaled to the small-angle rotation vector, so that every quantity is a tensor of the inertial frame
+``q_d⁻¹ ⊗ q`` (eq 44) carried to the inertial frame and scaled to the small-angle rotation vector,
+so that every quantity is a tensor of the inertial frame
 and a rotation of the whole problem rotates ``τ_c`` (tested). ``ν̇_r`` is the exact derivative of
 ``ν_r`` along the current twist (analytic, no finite differences).
 """
@@ -144,7 +145,8 @@ class DacController:
         self.end_effector = end_effector or EndEffector(model.n_bodies - 1)
         self.obstacles = obstacles
         n = model.n_bodies
-        self._kd = np.concatenate([np.full(3 * n, float(self.gains.kd_linear)), np.full(3 * n, float(self.gains.kd_angular))])
+        self._kd = np.concatenate([np.full(3 * n, float(self.gains.kd_linear)),
+                                   np.full(3 * n, float(self.gains.kd_angular))])
         if self.gains.mass_weighted:
             self._kd[:3 * n] *= model.masses.repeat(3)
         self._lam = np.concatenate([np.full(3 * n, self.gains.lambda_position),

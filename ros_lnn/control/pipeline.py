@@ -102,8 +102,8 @@ class DacPipeline:
         self.model = model
         self.efforts = PortToEfforts(model, joint_names, effort_limits, residual)
         self.joint_names = self.efforts.joint_names
-        self._to_model = np.array([self.joint_names.index(n) for n in
-                                   [model.joints[i].name for i in range(model.n_joints) if model.joints[i].kind == "revolute"]])
+        revolute = [j.name for j in model.joints if j.kind == "revolute"]
+        self._to_model = np.array([self.joint_names.index(n) for n in revolute])
         if ee_link:
             frames = getattr(model, "frames", {})
             if ee_link not in frames or frames[ee_link][0] < 0:
@@ -132,7 +132,8 @@ class DacPipeline:
     def kinematics(self, q, qd) -> MultibodyData:
         """Body poses and twists from joint positions/velocities in the configured joint order."""
         q, qd = np.asarray(q, float), np.asarray(qd, float)
-        if q.shape != (len(self.joint_names),) or qd.shape != q.shape or not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+        finite = np.all(np.isfinite(q)) and np.all(np.isfinite(qd))
+        if q.shape != (len(self.joint_names),) or qd.shape != q.shape or not finite:
             raise DataError(f"joint state must give finite position and velocity for {self.joint_names}")
         qm, qdm = self.model_order(q), self.model_order(qd)
         r, quat = forward_kinematics(self.model, qm)

@@ -60,7 +60,8 @@ PARAMETERS = (
     ("obstacles", [], "spherical obstacles in the world frame, flattened x, y, z, radius per obstacle"),
     ("obstacle_influence", 0.1, "clearance below which the obstacle potential acts [m]"),
     ("obstacle_eta", 5.0, "largest obstacle push η [N]"),
-    ("effort_limits", [], "|effort| limits per joint_names entry; empty = URDF limits (default_effort_limit where none)"),
+    ("effort_limits", [], "|effort| limits per joint_names entry; empty = URDF limits "
+     "(default_effort_limit where none)"),
     ("default_effort_limit", 50.0, "limit for joints without one [N m]"),
     ("state_timeout_s", 0.1, "joint states older than this are stale: zero efforts are published"),
     ("watchdog_period_s", 0.02, "how often the stale-state watchdog runs"),
