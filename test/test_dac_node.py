@@ -261,3 +261,26 @@ def test_closed_loop_over_topics_with_the_chain_simulator(ctx):
         assert ctl.counts["processed"] > 50 and not ctl.stale
     finally:
         h.close()
+
+
+def test_a_target_not_renewed_in_time_is_dropped_for_a_hold(make):
+    node, h, ns = make({"target_timeout_s": 0.2})
+    _, efforts, states = _io(h, ns)
+    target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", C.COMMAND_QOS)
+    goal = PoseStamped()
+    goal.pose.position.x, goal.pose.position.y, goal.pose.position.z = 0.45, 0.1, 0.15
+    target.publish(goal)
+    h.wait(lambda: node.pipeline.has_target, what="target")
+    states.publish(_joint_state(JOINTS, Q0, QD0))
+    h.wait(lambda: efforts, what="effort toward the target")
+    fresh = np.asarray(efforts[-1].data)
+    lib = _library()
+    lib.set_ee_target([0.45, 0.1, 0.15])
+    assert np.allclose(fresh, lib.step(Q0, QD0).efforts.effort, atol=1e-12)
+    time.sleep(0.4)
+    n0 = len(efforts)
+    states.publish(_joint_state(JOINTS, Q0, QD0))
+    h.wait(lambda: len(efforts) > n0, what="effort after the target went stale")
+    hold = _library()  # no target: holds the pose of this joint state
+    assert node.counts["stale_target"] == 1
+    assert np.allclose(efforts[-1].data, hold.step(Q0, QD0).efforts.effort, atol=1e-12)

@@ -14,7 +14,8 @@ Safety policy (all documented in README):
   * stale joint states (none for ``state_timeout_s``): a watchdog publishes zero efforts and a zero port
     (the robot's own brakes/gravity hold take over), diagnostics ERROR, until fresh states arrive;
   * no target yet: hold the configuration found at the first joint state (end-effector pose for law III,
-    joint positions for laws I/II); after a trajectory's last point: hold that point;
+    joint positions for laws I/II); after a trajectory's last point: hold that point; with
+    ``target_timeout_s`` > 0 a target not renewed in time is dropped and the arm holds where it is;
   * efforts are clamped to ``effort_limits`` (URDF limits by default); saturation shows in diagnostics.
 """
 from __future__ import annotations
@@ -64,6 +65,8 @@ PARAMETERS = (
      "(default_effort_limit where none)"),
     ("default_effort_limit", 50.0, "limit for joints without one [N m]"),
     ("state_timeout_s", 0.1, "joint states older than this are stale: zero efforts are published"),
+    ("target_timeout_s", 0.0, "> 0: an ~/ee_target or ~/joint_trajectory not renewed for this long is dropped "
+     "and the arm holds where it is; 0 = targets never go stale"),
     ("watchdog_period_s", 0.02, "how often the stale-state watchdog runs"),
     ("frame_id", "world", "world frame of targets, obstacles and markers"),
     ("publish_markers", True, "publish ~/markers"),
@@ -72,7 +75,8 @@ PARAMETERS = (
     ("diagnostics_period_s", 1.0, "period of /diagnostics"),
     ("autostart", True, "configure and activate on start (main only)"),
 )
-REJECT_REASONS = ("bad_joint_state", "bad_target", "bad_trajectory", "non_finite_output", "stale_state")
+REJECT_REASONS = ("bad_joint_state", "bad_target", "bad_trajectory", "non_finite_output", "stale_state",
+                  "stale_target")
 
 
 def shipped_model_path() -> Path:
@@ -177,6 +181,7 @@ class DacControllerNode(LifecycleNode):
         self._timers = [self.create_timer(float(self.p("watchdog_period_s")), self._watchdog),
                         self.create_timer(float(self.p("diagnostics_period_s")), self._publish_diagnostics)]
         self.last_state_time = None
+        self.last_target_time = None
         self.stale = False
         self.last_output = None
         self.pipeline.hold()
@@ -232,6 +237,7 @@ class DacControllerNode(LifecycleNode):
         try:
             quat = [o.w, o.x, o.y, o.z] if (o.w or o.x or o.y or o.z) else None
             self.pipeline.set_ee_target([p.x, p.y, p.z], quat)
+            self.last_target_time = time.monotonic()
         except RosLnnError as exc:
             self._reject("bad_target", str(exc))
 
@@ -249,6 +255,7 @@ class DacControllerNode(LifecycleNode):
             if all(len(pt.velocities) == len(names) for pt in msg.points):
                 vel = np.array([[pt.velocities[i] for i in idx] for pt in msg.points], float)
             self.pipeline.set_joint_trajectory(times, pos, vel)
+            self.last_target_time = time.monotonic()
         except (RosLnnError, IndexError, ValueError) as exc:
             self._reject("bad_trajectory", f"~/joint_trajectory: {exc}")
 
@@ -264,6 +271,12 @@ class DacControllerNode(LifecycleNode):
             return self._reject("bad_joint_state", f"joint_states must name {self.pipeline.joint_names} with positions")
         if qd is None:
             return self._reject("bad_joint_state", "joint_states carry no velocities; the controller needs q̇")
+        timeout = float(self.p("target_timeout_s"))
+        if timeout > 0 and self.last_target_time is not None and time.monotonic() - self.last_target_time > timeout:
+            C.warn_throttled(self, "stale_target", f"target not renewed for {timeout} s: holding the current pose")
+            self.counts["stale_target"] += 1
+            self.last_target_time = None
+            self.pipeline.hold(q)
         try:
             out = self.pipeline.step(q, qd, self._now_s())
         except RosLnnError as exc:
