@@ -142,8 +142,9 @@ class DacControllerNode(LifecycleNode):
         limits = [float(v) for v in self.p("effort_limits")] or None
         if limits is None:
             names_eff = names or [j.name for j in model.joints if j.kind == "revolute"]
-            limits = [min(model.joints[model.joint_names.index(j)].effort_limit, float(self.p("default_effort_limit")))
-                      if j in model.joint_names else 1.0 for j in names_eff]
+            urdf = {j.name: j.effort_limit for j in model.joints}
+            default = float(self.p("default_effort_limit"))
+            limits = [urdf[j] if np.isfinite(urdf.get(j, np.inf)) else default for j in names_eff]
         return DacPipeline(model, self.p("law"), gains, names, self.p("ee_link") or None, bool(self.p("ee_attitude")),
                            obstacles, float(self.p("obstacle_influence")), float(self.p("obstacle_eta")), limits)
 
