@@ -118,6 +118,42 @@ def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds
             "rounds_steps_per_s": times, **agreement}
 
 
+def compiled_rate(train, free, servo, norm, device, *, batch=2048, steps=30, rounds=3, dtype="float32") -> dict:
+    """Steps/s of the analytic step with the loss under ``torch.compile`` (inductor), as ``--compile``
+    trains; the compile time is reported apart. A failed compile reports the eager fallback."""
+    import torch
+
+    from ..models.losses import WITH_QE
+    from ..training.distributed import DistInfo, make_loss_step
+
+    dt = {"float32": torch.float32, "float64": torch.float64}[dtype]
+    model = make_model(free, servo, norm).to(device=device, dtype=dt)
+    idx = torch.randperm(len(train["q"]), generator=torch.Generator().manual_seed(0))[:batch]
+    b = {k: torch.as_tensor(np.asarray(train[k])[idx.numpy()], device=device, dtype=dt) for k in ("q", "qd", "qdd", "Q")}
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, weight_decay=1e-5)
+    step, describe = make_loss_step(model, WITH_QE, DistInfo(device=device), compile=True)
+
+    def run(n):
+        for _ in range(n):
+            loss = sum(step(b).values())
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+    t0 = time.perf_counter()
+    run(2)
+    _sync(device)
+    compile_s = time.perf_counter() - t0
+    rates = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        run(steps)
+        _sync(device)
+        rates.append(steps / (time.perf_counter() - t0))
+    return {"compiled_steps_per_s": float(np.median(rates)), "compile_s": compile_s,
+            "status": describe()["compile"]}
+
+
 def paper_schedule(train, free, servo, norm, device, *, epochs=None, quick=False, dtype="float32",
                    progress=None) -> dict:
     """Seconds for the paper schedule through the trainer (measured, or extrapolated with ``quick``)."""
@@ -161,6 +197,15 @@ def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
     print(f"  network + derivatives part, analytic vs autograd: {rates['derivative_speedup']:.1f}x")
     print(f"  same loss/gradient: loss rel diff {rates['loss_rel_diff']:.1e}, gradient rel diff {rates['grad_rel_diff']:.1e}")
 
+    compiled = None
+    if not quick:
+        compiled = compiled_rate(train, free, servo, norm, device)
+        print(f"  analytic + torch.compile {compiled['compiled_steps_per_s']:9.1f} steps/s "
+              f"({compiled['status']}; first two steps incl. compiling {compiled['compile_s']:.0f} s)")
+        compiled["speedup_vs_autograd"] = compiled["compiled_steps_per_s"] / rates["autograd_steps_per_s"]
+        print(f"  compiled analytic vs autograd (autograd cannot be compiled: double backward) "
+              f"{compiled['speedup_vs_autograd']:.1f}x")
+
     sched = paper_schedule(train, free, servo, norm, device, epochs=schedule_epochs, quick=quick,
                            progress=lambda line: print("  " + line, flush=True))
     how = (f"extrapolated from {sched['epochs_run']} epochs ({sched['seconds_run']:.1f} s)"
@@ -168,4 +213,4 @@ def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
     print(f"paper schedule ({PAPER['samples']} samples, batch {PAPER['batch']}, {PAPER['epochs']} epochs): "
           f"{sched['paper_schedule_s']:.1f} s, {how}; {sched['epochs_per_s']:.1f} epochs/s (target <= 60 s on one H100)")
     return {"device": str(device), "device_name": name, "threads": threads, "torch": torch.__version__,
-            "step": rates, "schedule": sched}
+            "step": rates, "compiled": compiled, "schedule": sched}
