@@ -49,6 +49,7 @@ setup(
             "servo_lnn = ros_lnn.nodes.servo_lnn:main",
             "sim = ros_lnn.nodes.sim:main",
             "dac_controller = ros_lnn.nodes.dac_controller:main",
+            "dac_chain_sim = ros_lnn.nodes.dac_chain_sim:main",
         ],
     },
 )

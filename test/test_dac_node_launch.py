@@ -21,8 +21,6 @@ def test_dac_launch_files(name, overrides, install_prefix, setup_kwargs, monkeyp
             else:
                 assert "<robot" in p.get("robot_description", "<robot")
     missing = [n["executable"] for n in ours if n["executable"] not in scripts]
-    if missing == ["dac_chain_sim"]:
-        pytest.xfail("setup.py lacks the console script dac_chain_sim = ros_lnn.nodes.dac_chain_sim:main")
     assert not missing
     if overrides.get("rviz") == "true":
         rviz = [n for n in nodes if n["executable"] == "rviz2"][0]

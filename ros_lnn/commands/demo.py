@@ -1,8 +1,9 @@
-"""``ros-lnn demo``: the shipped model against exact physics.
+"""``ros-lnn demo``: the shipped model against exact physics, or the DAC controller closed loop.
 
 Live (default when rclpy is importable): simulator node + estimator node in one process over real
 topics, printing a live table. ``--offline``: the model evaluated directly on a held-out simulated
-trial of the paper's crane data set. No torch needed for either.
+trial of the paper's crane data set. ``--dac``: the tensor-invariant controller tracing a circle
+around an obstacle with the demo arm, figures written to ``--output``. No torch needed for any.
 """
 from __future__ import annotations
 
@@ -18,18 +19,28 @@ def add_arguments(parser):
     parser.add_argument("--trial", default="multi_a",
                         help="offline: held-out paper trial to replay (default: multi_a)")
     parser.add_argument("--rows", type=int, default=8, help="offline: table rows to print")
-    parser.add_argument("--duration", type=float, default=10.0, help="live: seconds to run (default 10)")
+    parser.add_argument("--duration", type=float, default=None,
+                        help="seconds to run (live: wall clock, default 10; --dac: simulated, default 6)")
     parser.add_argument("--rate", type=float, default=500.0, help="live: joint_states rate in Hz (default 500)")
+    parser.add_argument("--dac", action="store_true", help="the DAC controller demo instead of the estimator")
+    parser.add_argument("--output", default="dac_demo", help="--dac: folder for figures and summary")
+    parser.add_argument("--quick", action="store_true", help="--dac: shorter run (3 s)")
+    parser.add_argument("--no-avoidance", action="store_true", help="--dac: switch the obstacle potential off")
 
 
 def run(args) -> int:
+    if args.dac:
+        from .dac_demo import run_dac_demo
+
+        return run_dac_demo(args)
     if not args.offline:
         try:
             from ..nodes.live_demo import run_live_demo
         except ImportError as exc:
             print(f"live demo unavailable ({exc}); running the offline demo instead")
         else:
-            return int(run_live_demo(duration_s=args.duration, model_path=args.model, rate_hz=args.rate) or 0)
+            return int(run_live_demo(duration_s=args.duration or 10.0, model_path=args.model,
+                                  rate_hz=args.rate) or 0)
     return offline_demo(args.model, args.trial, args.rows)
 
 
