@@ -12,6 +12,8 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
+    from datetime import datetime, timezone
+
     from ..inference.metadata import ModelMetadata
     from ..models.export import default_metadata, export_onnx
     from ..training.trainer import load_checkpoint
@@ -21,6 +23,9 @@ def run(args) -> int:
     metadata = (ModelMetadata.from_json(text, source=args.checkpoint) if text
                 else default_metadata(model, system=args.system,
                                       provenance={"checkpoint": str(args.checkpoint), "epoch": ckpt.get("epoch")}))
+    metadata.provenance = dict(metadata.provenance or {}) | {"export": {
+        "checkpoint": str(args.checkpoint), "exporter": args.exporter, "dtype": args.dtype,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}}
     path = export_onnx(model, args.out, metadata, dtype=args.dtype, dynamo=args.exporter == "dynamo")
     print(f"wrote {path}")
     return 0
