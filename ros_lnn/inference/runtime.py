@@ -11,6 +11,7 @@ a few small copies; batches run through a plain ``session.run``.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -196,13 +197,16 @@ class _SingleSampleBinding:
         probe = [np.asarray(v) for v in rt.session.run(rt.output_names, dict(self.inputs))]
         sizes = [v.size for v in probe]
         self.flat = np.zeros(sum(sizes), rt.dtype)
-        self.layout = []
+        self.layout = {}
         offset = 0
         for name, value, size in zip(rt.output_names, probe, sizes):
             view = self.flat[offset:offset + size].reshape(value.shape)
             self.binding.bind_ortvalue_output(name, ort.OrtValue.ortvalue_from_numpy(view))
-            self.layout.append((name, slice(offset, offset + size), value.shape[1:]))
+            self.layout[name] = (slice(offset, offset + size), value.shape[1:])
             offset += size
+        if "qdd_f" not in self.layout:
+            span = self.layout["qdd"][0]
+            self.layout["qdd_f"] = (slice(span.start, span.start + rt.n_f), (rt.n_f,))
         self.zeros = {name: np.zeros(widths[name]) for name in widths}
 
     def run(self, q, qd, qdd_e, Q_f) -> dict:
@@ -216,9 +220,32 @@ class _SingleSampleBinding:
                                  f"(joints in model order: {rt.joints})")
             self.inputs[name][0] = value.ravel()
         rt.session.run_with_iobinding(self.binding)
-        values = self.flat.astype(np.float64)
-        out = {name: values[span].reshape(shape) for name, span, shape in self.layout}
-        if "qdd_f" not in out:
-            out["qdd_f"] = out["qdd"][: rt.n_f]
-        return out
+        return SampleOutputs(self.flat.astype(np.float64), self.layout)
+
+
+class SampleOutputs(Mapping):
+    """Every output of one sample, held as one float64 vector (``flat``); ``out[name]`` is a view
+    into it, made on first access. Computing all outputs costs one graph run and one copy; a caller
+    pays only for the names it reads."""
+
+    __slots__ = ("flat", "_layout", "_views")
+
+    def __init__(self, flat: np.ndarray, layout: dict):
+        self.flat, self._layout, self._views = flat, layout, {}
+
+    def __getitem__(self, name):
+        view = self._views.get(name)
+        if view is None:
+            span, shape = self._layout[name]
+            view = self._views[name] = self.flat[span].reshape(shape)
+        return view
+
+    def __iter__(self):
+        return iter(self._layout)
+
+    def __len__(self) -> int:
+        return len(self._layout)
+
+    def all_finite(self) -> bool:
+        return bool(np.isfinite(self.flat).all())
 
