@@ -43,7 +43,8 @@ def add_arguments(parser):
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default 1: the per-step tensors are too small to gain from more)")
     parser.add_argument("--log-every", type=int, default=500, help="epochs between progress lines")
     parser.add_argument("--val-every", type=int, default=2000, help="epochs between validations")
-    parser.add_argument("--checkpoint-dir", help="write checkpoints (last.pt, final.pt) here")
+    parser.add_argument("--checkpoint-dir", help="write checkpoints (last.pt, final.pt) here "
+                                                 "(default <out stem>_checkpoints/ next to --out)")
     parser.add_argument("--out", help="ONNX file to write (default models/<system>_servo_lnn.onnx)")
     parser.add_argument("--export-dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--exporter", choices=("dynamo", "torchscript"), default="dynamo",
