@@ -195,3 +195,33 @@ def test_signal_leaves_last_checkpoint_and_no_model(tmp_path, sig):
     _, ckpt = load_checkpoint(ck)
     assert ckpt["epoch"] % 20 == 0 and ckpt["epoch"] >= 20
     assert "resume" in ckpt["extra"]
+
+
+def test_resume_keeps_early_stopping_state(tmp_path, data):
+    """Interrupted and resumed with early stopping on: the same stop epoch and the same best weights."""
+    import torch
+
+    from ros_lnn.training.trainer import train
+
+    train_s, test_s = data
+    val = val_subset(test_s)
+    kw = dict(epochs=400, lr=3e-2, val_every=4, log_every=4, checkpoint_every=4, patience=2)
+    straight = fresh_model(train_s)
+    h = train(straight, train_s, val, config(tmp_path / "a", **kw), progress=lambda line: None)
+    stop = h["early_stopping"]["stopped_epoch"]
+    assert stop and h["early_stopping"]["best_epoch"] < stop
+
+    cut = h["early_stopping"]["best_epoch"] + 4  # between the best validation and the stop
+
+    def interrupt(line):
+        if line.startswith(f"epoch {cut + 2}/"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(fresh_model(train_s), train_s, val, config(tmp_path / "b", **(kw | {"log_every": 1})), progress=interrupt)
+    resumed = fresh_model(train_s)
+    h2 = train(resumed, train_s, val, config(tmp_path / "b", resume=str(tmp_path / "b"), **(kw | {"log_every": 1})),
+               progress=lambda line: None)
+    assert h2["resumed"][0]["epoch"] == cut + 0 and h2["early_stopping"] == h["early_stopping"]
+    for k, v in straight.state_dict().items():
+        assert torch.equal(v, resumed.state_dict()[k]), k
