@@ -7,7 +7,9 @@
    rounds (a shared machine's load hits both alike); the figure is the median over rounds.
 2. Wall time of the paper's schedule (4096 samples, batch 2048, 10 000 epochs) through the trainer of
    ``ros-lnn train`` (data resident on the device, host syncs only at log points). ``--quick`` runs a
-   few hundred epochs and extrapolates; otherwise the full schedule runs.
+   few hundred epochs and extrapolates; otherwise the full schedule runs, eager and with ``--compile``
+   (the analytic step's loss under ``torch.compile``; the autograd baseline cannot be compiled:
+   AOTAutograd refuses double backward).
 
 Device: cuda when available (else CPU); float32 as ``ros-lnn train`` trains by default.
 """
@@ -155,7 +157,7 @@ def compiled_rate(train, free, servo, norm, device, *, batch=2048, steps=30, rou
 
 
 def paper_schedule(train, free, servo, norm, device, *, epochs=None, quick=False, dtype="float32",
-                   progress=None) -> dict:
+                   progress=None, compile=False) -> dict:
     """Seconds for the paper schedule through the trainer (measured, or extrapolated with ``quick``)."""
     from ..training.trainer import TrainConfig
     from ..training.trainer import train as run_training
@@ -163,14 +165,14 @@ def paper_schedule(train, free, servo, norm, device, *, epochs=None, quick=False
     run_epochs = epochs or (300 if quick else PAPER["epochs"])
     model = make_model(free, servo, norm)
     cfg = TrainConfig(epochs=run_epochs, batch=PAPER["batch"], device=str(device), dtype=dtype,
-                      log_every=max(1, min(1000, run_epochs)), val_every=run_epochs + 1)
+                      log_every=max(1, min(1000, run_epochs)), val_every=run_epochs + 1, compile=compile)
     lines = []
     history = run_training(model, train, None, cfg, progress=progress or lines.append)
     seconds = history["seconds"]
     full = seconds * PAPER["epochs"] / run_epochs
     return {"epochs_run": run_epochs, "seconds_run": seconds, "epochs_per_s": run_epochs / seconds,
             "paper_schedule_s": full, "extrapolated": run_epochs != PAPER["epochs"],
-            "final_loss": history["loss"][-1]}
+            "final_loss": history["loss"][-1], "compile": history["run"]["compile"]}
 
 
 def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
@@ -212,5 +214,11 @@ def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
            if sched["extrapolated"] else "measured")
     print(f"paper schedule ({PAPER['samples']} samples, batch {PAPER['batch']}, {PAPER['epochs']} epochs): "
           f"{sched['paper_schedule_s']:.1f} s, {how}; {sched['epochs_per_s']:.1f} epochs/s (target <= 60 s on one H100)")
+    sched_compiled = None
+    if not quick:
+        sched_compiled = paper_schedule(train, free, servo, norm, device, compile=True,
+                                        progress=lambda line: print("  " + line, flush=True))
+        print(f"paper schedule with --compile: {sched_compiled['paper_schedule_s']:.1f} s, measured, compiling "
+              f"included ({sched_compiled['compile']}); {sched_compiled['epochs_per_s']:.1f} epochs/s")
     return {"device": str(device), "device_name": name, "threads": threads, "torch": torch.__version__,
-            "step": rates, "compiled": compiled, "schedule": sched}
+            "step": rates, "compiled": compiled, "schedule": sched, "schedule_compiled": sched_compiled}
