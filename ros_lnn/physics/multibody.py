@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError
-from .multibody_quaternion import cross, euler_xyz_intrinsic, quat_to_matrix, skew
+from .multibody_quaternion import _SKEW, cross, euler_xyz_intrinsic, quat_to_matrix, skew
 
 JOINT_KINDS = ("spherical", "revolute", "fixed")
 SPRING_LAWS = ("paper", "potential")
@@ -152,23 +152,49 @@ class MultibodyModel:
         self.floating_root = roots[0] if roots else None
 
     def _index_tables(self):
+        """Flat index tables so that the per-step tensors are filled with a few array operations."""
         n, k = self.n_bodies, self.n_joints
+        cols = 6 * n
         ar3 = np.arange(3)
-        rows = 3 * np.arange(k)[:, None, None] + ar3[None, :, None] + 0 * ar3[None, None, :]
-        self._pt_rows = rows
-        self._pt_cols_c = 3 * n + 3 * self.child[:, None, None] + 0 * ar3[:, None] + ar3[None, None, :]
-        self._pt_cols_p = 3 * n + 3 * np.maximum(self.parent, 0)[:, None, None] + 0 * ar3[:, None] + ar3[None, None, :]
-        jv = np.zeros((3 * k, 6 * n))
+        hp = self.has_parent
+        # the world is the extra index n of the (N+1)-stacked attitudes/positions/rates (R = I, r = ω = 0)
+        self._parent_ext = np.where(hp, self.parent, n)
+        self._pc_index = np.concatenate([self._parent_ext, self.child])  # parent side, then child side
+        self._anchors = np.concatenate([self.anchor_parent, self.anchor_child])[..., None]
+        self._arm_sign = np.concatenate([-hp.astype(float), -np.ones(k)])[:, None]  # → [s_p; s_c]
+        jv = np.zeros((3 * k, cols))
         for i in range(k):
             jv[3 * i:3 * i + 3, 3 * self.child[i]:3 * self.child[i] + 3] = np.eye(3)
             if self.parent[i] >= 0:
                 jv[3 * i:3 * i + 3, 3 * self.parent[i]:3 * self.parent[i] + 3] = -np.eye(3)
-        self._jv = jv
+        self._J0 = np.zeros((self.n_constraints, cols))
+        self._J0[:3 * k] = jv
+        # point rows: the child block of J is skew(s_c), the parent block −skew(s_p); flat positions of
+        # the 9 entries of each block, children first, then the joints with a parent body
+        rows = (3 * np.arange(k)[:, None, None] + ar3[None, :, None]) * cols
+        flat_c = rows + 3 * n + 3 * self.child[:, None, None] + ar3[None, None, :]
+        flat_p = rows + 3 * n + 3 * np.maximum(self.parent, 0)[:, None, None] + ar3[None, None, :]
+        self._pt_flat = np.concatenate([flat_c.ravel(), flat_p[hp].ravel()])
+        self._pt_side = np.concatenate([k + np.arange(k), np.flatnonzero(hp)])  # rows of [s_p; s_c]
+        self._pt_sign = np.concatenate([np.ones(k), -np.ones(int(hp.sum()))])[:, None]
         nr = len(self.rot_joint)
-        self._rot_rows = (3 * k + np.arange(nr))[:, None] + 0 * ar3[None, :]
-        self._rot_cols_c = 3 * n + 3 * self.child[self.rot_joint][:, None] + ar3[None, :]
-        self._rot_cols_p = 3 * n + 3 * np.maximum(self.parent[self.rot_joint], 0)[:, None] + ar3[None, :]
-        self._rot_has_parent = self.has_parent[self.rot_joint] if nr else np.zeros(0, bool)
+        rp = hp[self.rot_joint] if nr else np.zeros(0, bool)
+        rrows = ((3 * k + np.arange(nr)) * cols)[:, None]
+        rot_c = rrows + 3 * n + 3 * self.child[self.rot_joint][:, None] + ar3[None, :]
+        rot_p = rrows + 3 * n + 3 * np.maximum(self.parent[self.rot_joint], 0)[:, None] + ar3[None, :]
+        self._rot_flat = np.concatenate([rot_c.ravel(), rot_p[rp].ravel()])
+        self._rot_side = np.concatenate([np.arange(nr), np.flatnonzero(rp)])
+        self._rot_sign = np.concatenate([np.ones(nr), -np.ones(int(rp.sum()))])[:, None]
+        self._rot_parent_ext = self._parent_ext[self.rot_joint]
+        self._rot_child = self.child[self.rot_joint]
+        # blocked directions in the parent frame: n = R_p (R0 d)
+        self._rot_dir_parent = (self.rest[self.rot_joint] @ self.rot_dir[:, :, None]) if nr else np.zeros((0, 3, 1))
+        self._rest_sph = self.rest[self.spherical]
+        self._rest_rev_axis = (self.rest[self.revolute] @ self.axis[self.revolute][:, :, None])
+        self._has_sph_spring = bool(len(self.spherical) and np.any(self.sph_stiffness))
+        self._has_rev_spring = bool(len(self.revolute) and np.any(self.rev_stiffness))
+        self._inertia_stack = np.stack([self.inertia_body, self.inertia_body_inv])  # (2, N, 3, 3)
+        self._inv_mass3 = (1.0 / self.masses)[:, None]
         # descendants (child and below) of every joint, for G(q)
         desc = np.zeros((k, n), dtype=bool)
         for i in reversed(range(k)):
@@ -234,31 +260,30 @@ def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None
     ``pose``: a workspace already evaluated at the same ``r, quat`` (any twist); its configuration-only
     tensors (attitudes, inertias, joint arms, J) are reused and only the twist-dependent ones computed.
     """
-    n = model.n_bodies
+    n, k = model.n_bodies, model.n_joints
     nu = np.asarray(nu, dtype=float).reshape(6 * n)
     if pose is None:
         pose = _pose(model, np.asarray(r, dtype=float).reshape(n, 3), np.asarray(quat, dtype=float).reshape(n, 4))
     else:
-        pose = dict(pose.__dict__)
+        pose = {name: getattr(pose, name) for name in _POSE_FIELDS}
     v, omega = nu[:3 * n].reshape(n, 3), nu[3 * n:].reshape(n, 3)
-    inertia = pose["inertia"]
-    gyro = np.concatenate([np.zeros(3 * n), cross(omega, np.einsum("nij,nj->ni", inertia, omega)).ravel()])
-    hp = model.has_parent
-    par = np.maximum(model.parent, 0)
-    w_p = np.where(hp[:, None], omega[par], 0.0)
-    w_c = omega[model.child]
-    s_c, s_p = pose["s_child"], pose["s_parent"]
-    gamma_pt = cross(w_c, cross(w_c, s_c)) - cross(w_p, cross(w_p, s_p))
+    gyro = np.zeros(6 * n)
+    gyro[3 * n:] = cross(omega, (pose["inertia"] @ omega[:, :, None])[:, :, 0]).ravel()
+    w_ext = np.concatenate([omega, np.zeros((1, 3))])  # the world does not turn
+    w_pc = w_ext[model._pc_index]  # [ω_p; ω_c] per joint
+    s_pc = np.concatenate([pose["s_parent"], pose["s_child"]])
+    g2 = cross(w_pc, cross(w_pc, s_pc))
+    gamma = np.empty(model.n_constraints)
+    gamma[:3 * k] = (g2[k:] - g2[:k]).ravel()
+    w_p, w_c = w_pc[:k], w_pc[k:]
     if len(model.rot_joint):
-        wr_p, wr_c = w_p[model.rot_joint], w_c[model.rot_joint]
-        gamma_rot = -np.sum(cross(wr_p, pose["rot_normals"]) * (wr_c - wr_p), axis=1)
-        gamma = np.concatenate([gamma_pt.ravel(), gamma_rot])
-    else:
-        gamma = gamma_pt.ravel()
+        wr_p, wr_c = w_ext[model._rot_parent_ext], omega[model._rot_child]
+        gamma[3 * k:] = -np.sum(cross(wr_p, pose["rot_normals"]) * (wr_c - wr_p), axis=1)
     moments, spring_energy = _joint_moments(model, pose["R_parent"], pose["R"][model.child], w_p, w_c)
-    mj_port = model._moment_incidence @ moments  # C_F M_J: +m on the parent, −m on the child
+    mj_port = np.zeros(6 * n)
+    mj_port[3 * n:] = (model._moment_incidence @ moments).ravel()  # C_F M_J: +m on the parent, −m on the child
     pose.update(nu=nu, omega=omega, v=v, gamma=gamma, gyroscopic=gyro, joint_moments=moments,
-                joint_moment_port=np.concatenate([np.zeros(3 * n), mj_port.ravel()]), spring_energy=spring_energy)
+                joint_moment_port=mj_port, spring_energy=spring_energy)
     return MultibodyData(**pose)
 
 
@@ -273,64 +298,61 @@ def pose_only(model, r, quat):
 def _pose(model, r, quat) -> dict:
     """Configuration-only tensors: attitudes, inertias, joint arms and points, normals, J."""
     n, k = model.n_bodies, model.n_joints
-    R = quat_to_matrix(quat)
-    Rt = R.transpose(0, 2, 1)
-    inertia = R @ model.inertia_body @ Rt
-    inertia_inv = R @ model.inertia_body_inv @ Rt
-    hp = model.has_parent
-    par = np.maximum(model.parent, 0)
-    R_p = np.where(hp[:, None, None], R[par], np.eye(3))
-    r_p = np.where(hp[:, None], r[par], 0.0)
-    arm_p = np.einsum("kij,kj->ki", R_p, model.anchor_parent)  # r_J − r_p
-    arm_c = np.einsum("kij,kj->ki", R[model.child], model.anchor_child)
-    s_c = -arm_c
-    s_p = np.where(hp[:, None], -arm_p, 0.0)  # the world has no twist; its column block is absent anyway
-    J = np.zeros((model.n_constraints, 6 * n))
-    J[:3 * k] = model._jv
-    J[model._pt_rows, model._pt_cols_c] = skew(s_c)
-    if hp.any():
-        J[model._pt_rows[hp], model._pt_cols_p[hp]] = -skew(s_p[hp])
+    R_ext = np.empty((n + 1, 3, 3))
+    R_ext[:n] = quat_to_matrix(quat)
+    R_ext[n] = np.eye(3)
+    R = R_ext[:n]
+    inert = R @ model._inertia_stack @ R.transpose(0, 2, 1)  # R I^B Rᵀ and R (I^B)⁻¹ Rᵀ
+    R_pc = R_ext[model._pc_index]
+    arm_pc = (R_pc @ model._anchors)[:, :, 0]  # [r_J − r_p; r_J − r_c]
+    s_pc = arm_pc * model._arm_sign  # [s_p (0 for the world); s_c]
+    r_ext = np.concatenate([r, np.zeros((1, 3))])
+    points = r_ext[model._pc_index] + arm_pc
+    J = model._J0.copy()
+    Jf = J.reshape(-1)
+    Jf[model._pt_flat] = ((s_pc[model._pt_side] * model._pt_sign) @ _SKEW).ravel()
     if len(model.rot_joint):
-        frame = R_p[model.rot_joint] @ model.rest[model.rot_joint]
-        normals = np.einsum("rij,rj->ri", frame, model.rot_dir)
-        J[model._rot_rows, model._rot_cols_c] = normals
-        rp = model._rot_has_parent
-        J[model._rot_rows[rp], model._rot_cols_p[rp]] = -normals[rp]
+        normals = (R_ext[model._rot_parent_ext] @ model._rot_dir_parent)[:, :, 0]
+        Jf[model._rot_flat] = (normals[model._rot_side] * model._rot_sign).ravel()
     else:
         normals = np.zeros((0, 3))
-    return dict(r=r, quat=quat, R=R, inertia=inertia, inertia_inv=inertia_inv, R_parent=R_p, s_child=s_c,
-                s_parent=s_p, point_child=r[model.child] + arm_c, point_parent=r_p + arm_p, rot_normals=normals, J=J)
+    return dict(r=r, quat=quat, R=R, inertia=inert[0], inertia_inv=inert[1], R_parent=R_pc[:k], s_child=s_pc[k:],
+                s_parent=s_pc[:k], point_child=points[k:], point_parent=points[:k], rot_normals=normals, J=J)
+
+
+_POSE_FIELDS = ("r", "quat", "R", "inertia", "inertia_inv", "R_parent", "s_child", "s_parent", "point_child",
+                "point_parent", "rot_normals", "J")
 
 
 def _joint_moments(model, R_p, R_c, w_p, w_c):
     """Internal joint moments ``M_J`` (eq 19 and a revolute spring/damper); body p gets +m, body c −m."""
-    k = model.n_joints
     m = model.damping[:, None] * (w_c - w_p)
     energy = 0.0
-    sph = model.spherical
-    if len(sph) and np.any(model.sph_stiffness):
-        frame = R_p[sph] @ model.rest[sph]  # parent-side rest frame of the joint
-        rel = frame.transpose(0, 2, 1) @ R_c[sph]
+    if model._has_sph_spring:
+        sph = model.spherical
+        frame = R_p[sph] @ model._rest_sph  # parent-side rest frame of the joint
+        Rc = R_c[sph]
+        rel = frame.transpose(0, 2, 1) @ Rc
         phi, theta, psi = euler_xyz_intrinsic(rel)
-        e1 = frame[:, :, 0]
-        e2 = np.einsum("kij,kj->ki", frame, np.stack([0 * phi, np.cos(phi), np.sin(phi)], axis=1))
-        e3 = R_c[sph][:, :, 2]
+        e3 = Rc[:, :, 2]
         angles = np.stack([phi, theta, psi], axis=1)
         gen = model.sph_stiffness * angles  # K θ per Euler angle
+        # e2 = frame [0, cos φ, sin φ]ᵀ
+        e2 = frame[:, :, 1] * np.cos(phi)[:, None] + frame[:, :, 2] * np.sin(phi)[:, None]
         if model.spring_law == "paper":
-            m_s = gen[:, :1] * e1 + gen[:, 1:2] * e2 + gen[:, 2:] * e3
+            m_s = gen[:, :1] * frame[:, :, 0] + gen[:, 1:2] * e2 + gen[:, 2:] * e3
         else:  # conservative: m · e_l = K_l θ_l, the gradient of ½ Σ K θ²
-            E = np.stack([e1, e2, e3], axis=2)
+            E = np.stack([frame[:, :, 0], e2, e3], axis=2)
             m_s = np.linalg.solve(E.transpose(0, 2, 1), gen[..., None])[..., 0]
         m[sph] += m_s
         energy += 0.5 * float(np.sum(model.sph_stiffness * angles ** 2))
-    rev = model.revolute
-    if len(rev) and np.any(model.rev_stiffness):
+    if model._has_rev_spring:
+        rev = model.revolute
         q = revolute_angles(model, R_p, R_c)[rev]
-        a = np.einsum("kij,kj->ki", R_p[rev] @ model.rest[rev], model.axis[rev])
+        a = (R_p[rev] @ model._rest_rev_axis)[:, :, 0]
         m[rev] += model.rev_stiffness[:, None] * q[:, None] * a
         energy += 0.5 * float(np.sum(model.rev_stiffness * q ** 2))
-    return m.reshape(k, 3), energy
+    return m, energy
 
 
 def revolute_angles(model, R_p, R_c) -> np.ndarray:
@@ -457,19 +479,12 @@ def joint_mismatch(model, data) -> np.ndarray:
 
 def constraint_jacobian_rate(model, data) -> np.ndarray:
     """``J̇`` along the current twist: ``ṡ = ω × s`` for the joint arms, ``ṅ = ω_p × n`` for the normals."""
-    n, k = model.n_bodies, model.n_joints
     Jd = np.zeros_like(data.J)
-    w_c = data.omega[model.child]
-    Jd[model._pt_rows, model._pt_cols_c] = skew(cross(w_c, data.s_child))
-    hp = model.has_parent
-    if hp.any():
-        w_p = data.omega[model.parent[hp]]
-        Jd[model._pt_rows[hp], model._pt_cols_p[hp]] = -skew(cross(w_p, data.s_parent[hp]))
+    Jf = Jd.reshape(-1)
+    w_ext = np.concatenate([data.omega, np.zeros((1, 3))])
+    s_dot = cross(w_ext[model._pc_index], np.concatenate([data.s_parent, data.s_child]))
+    Jf[model._pt_flat] = ((s_dot[model._pt_side] * model._pt_sign) @ _SKEW).ravel()
     if len(model.rot_joint):
-        par = model.parent[model.rot_joint]
-        w_p = np.where((par >= 0)[:, None], data.omega[np.maximum(par, 0)], 0.0)
-        nd = cross(w_p, data.rot_normals)
-        Jd[model._rot_rows, model._rot_cols_c] = nd
-        rp = model._rot_has_parent
-        Jd[model._rot_rows[rp], model._rot_cols_p[rp]] = -nd[rp]
+        nd = cross(w_ext[model._rot_parent_ext], data.rot_normals)
+        Jf[model._rot_flat] = (nd[model._rot_side] * model._rot_sign).ravel()
     return Jd

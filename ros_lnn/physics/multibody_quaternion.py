@@ -8,25 +8,24 @@ from __future__ import annotations
 
 import numpy as np
 
+# skew(v).reshape(9) = v @ _SKEW: the 3×3 cross-product matrix as one product with a constant
+_SKEW = np.zeros((3, 9))
+_SKEW[2, 1], _SKEW[1, 2], _SKEW[2, 3], _SKEW[0, 5], _SKEW[1, 6], _SKEW[0, 7] = -1.0, 1.0, 1.0, -1.0, -1.0, 1.0
+
 
 def skew(v: np.ndarray) -> np.ndarray:
     """``[v]×`` with ``[v]× u = v × u``; shape (..., 3) → (..., 3, 3)."""
     v = np.asarray(v, dtype=float)
-    out = np.zeros(v.shape[:-1] + (3, 3))
-    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
-    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
-    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
-    return out
+    return (v @ _SKEW).reshape(v.shape[:-1] + (3, 3))
 
 
-_LEVI_CIVITA = np.zeros((3, 3, 3))
-_LEVI_CIVITA[0, 1, 2] = _LEVI_CIVITA[1, 2, 0] = _LEVI_CIVITA[2, 0, 1] = 1.0
-_LEVI_CIVITA[0, 2, 1] = _LEVI_CIVITA[2, 1, 0] = _LEVI_CIVITA[1, 0, 2] = -1.0
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a × b`` over the last axis (broadcasting); several times faster than ``np.cross`` on small arrays."""
-    return np.einsum("ijk,...j,...k->...i", _LEVI_CIVITA, a, b)
+    """``a × b`` over the last axis (broadcasting) as ``[a]× b``: two small matrix products, several
+    times faster than ``np.cross`` on the (N, 3) arrays of the model."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return (skew(a) @ b[..., None])[..., 0]
 
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -46,20 +45,21 @@ def quat_normalize(q: np.ndarray) -> np.ndarray:
     return q / np.linalg.norm(q, axis=-1, keepdims=True)
 
 
+# R.reshape(9) = vec(q qᵀ) @ _QUAT_TO_R: every entry of R is a fixed combination of the products q_i q_j
+_QUAT_TO_R = np.zeros((16, 9))
+for _entry, _terms in enumerate((
+        ((0, 0, 1), (1, 1, 1), (2, 2, -1), (3, 3, -1)), ((1, 2, 2), (0, 3, -2)), ((1, 3, 2), (0, 2, 2)),
+        ((1, 2, 2), (0, 3, 2)), ((0, 0, 1), (1, 1, -1), (2, 2, 1), (3, 3, -1)), ((2, 3, 2), (0, 1, -2)),
+        ((1, 3, 2), (0, 2, -2)), ((2, 3, 2), (0, 1, 2)), ((0, 0, 1), (1, 1, -1), (2, 2, -1), (3, 3, 1)))):
+    for _i, _j, _c in _terms:
+        _QUAT_TO_R[4 * _i + _j, _entry] = _c
+
+
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrix ``R`` (body → inertial) of unit quaternions, shape (..., 4) → (..., 3, 3)."""
-    w, x, y, z = (q[..., i] for i in range(4))
-    out = np.empty(q.shape[:-1] + (3, 3))
-    out[..., 0, 0] = w * w + x * x - y * y - z * z
-    out[..., 0, 1] = 2 * (x * y - w * z)
-    out[..., 0, 2] = 2 * (x * z + w * y)
-    out[..., 1, 0] = 2 * (x * y + w * z)
-    out[..., 1, 1] = w * w - x * x + y * y - z * z
-    out[..., 1, 2] = 2 * (y * z - w * x)
-    out[..., 2, 0] = 2 * (x * z - w * y)
-    out[..., 2, 1] = 2 * (y * z + w * x)
-    out[..., 2, 2] = w * w - x * x - y * y + z * z
-    return out
+    q = np.asarray(q, dtype=float)
+    qq = q[..., :, None] * q[..., None, :]
+    return (qq.reshape(q.shape[:-1] + (16,)) @ _QUAT_TO_R).reshape(q.shape[:-1] + (3, 3))
 
 
 def matrix_to_quat(R: np.ndarray) -> np.ndarray:
