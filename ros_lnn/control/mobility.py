@@ -11,9 +11,8 @@ for ``𝓜⁻¹``, and ``J̇`` from :func:`ros_lnn.physics.multibody.constraint_
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from scipy.linalg import lapack
 
 from ..physics.multibody import constraint_jacobian_rate
 from ..physics.multibody_quaternion import skew
@@ -22,54 +21,113 @@ from ..physics.multibody_quaternion import skew
 def block_diag_blocks(model, blocks_lin: np.ndarray, blocks_ang: np.ndarray) -> np.ndarray:
     """Dense 6N×6N from per-body 3×3 blocks (linear part, angular part)."""
     n = model.n_bodies
-    out = np.zeros((2 * n, 3, 2 * n, 3))
-    idx = np.arange(n)
-    out[idx, :, idx, :] = blocks_lin
-    out[n + idx, :, n + idx, :] = blocks_ang
+    out = np.zeros((36 * n * n,))
+    lin_idx, ang_idx = _block_index(model)
+    out[lin_idx] = np.broadcast_to(blocks_lin, (n, 3, 3)).ravel()
+    out[ang_idx] = np.broadcast_to(blocks_ang, (n, 3, 3)).ravel()
     return out.reshape(6 * n, 6 * n)
 
 
-@dataclass
+def _block_index(model):
+    """Flat positions (in a 6N×6N matrix) of the 3×3 diagonal blocks of the linear and angular parts."""
+    idx = model.__dict__.get("_mobility_block_index")
+    if idx is None:
+        n = model.n_bodies
+        ar = np.arange(3)
+        rows = 3 * np.arange(n)[:, None, None] + ar[None, :, None]
+        cols = 3 * np.arange(n)[:, None, None] + ar[None, None, :]
+        lin = (rows * 6 * n + cols).ravel()
+        ang = ((rows + 3 * n) * 6 * n + cols + 3 * n).ravel()
+        diag = (rows * 6 * n + rows.transpose(0, 2, 1))[:, ar, ar].ravel()  # the 3N linear diagonal entries
+        idx = model._mobility_block_index = (lin, ang, diag, np.repeat(1.0 / model.masses, 3))
+    return idx[0], idx[1]
+
+
 class Mobility:
-    A0: np.ndarray  # 𝓜⁻¹
-    A0_dot: np.ndarray
-    A: np.ndarray  # constrained mobility 𝓐
-    A_dot: np.ndarray
-    P: np.ndarray  # 𝓐 𝓜, projector onto null(J)
-    P_dot: np.ndarray
+    """``A`` (constrained mobility 𝓐), ``P = 𝓐𝓜`` and their rates; ``A0 = 𝓜⁻¹`` and its rate are
+    formed only when read."""
+
+    def __init__(self, model, data, A, A_dot, P, P_dot, A0=None, A0_dot=None):
+        self._model, self._data = model, data
+        self.A, self.A_dot, self.P, self.P_dot = A, A_dot, P, P_dot
+        self._A0, self._A0_dot = A0, A0_dot
+
+    @property
+    def A0(self) -> np.ndarray:
+        if self._A0 is None:
+            self._A0 = _mass_inverse(self._model, self._data)
+        return self._A0
+
+    @property
+    def A0_dot(self) -> np.ndarray:
+        if self._A0_dot is None:
+            self._A0_dot = _mass_inverse_rate(self._model, self._data)
+        return self._A0_dot
+
+
+def _mass_inverse(model, data) -> np.ndarray:
+    n = model.n_bodies
+    _block_index(model)
+    lin, ang, diag, inv_mass = model._mobility_block_index
+    out = np.zeros(36 * n * n)
+    out[diag] = inv_mass
+    out[ang] = data.inertia_inv.ravel()
+    return out.reshape(6 * n, 6 * n)
+
+
+def _mass_inverse_rate(model, data) -> np.ndarray:
+    """d/dt 𝓜⁻¹ = blockdiag(0, Ω I⁻¹ − I⁻¹ Ω)."""
+    n = model.n_bodies
+    _, ang = _block_index(model)
+    Om = skew(data.omega)
+    Iinv = data.inertia_inv
+    out = np.zeros(36 * n * n)
+    out[ang] = (Om @ Iinv - Iinv @ Om).ravel()
+    return out.reshape(6 * n, 6 * n)
+
+
+def _spd_solver(S: np.ndarray):
+    """``X ↦ S⁻¹ X`` for the symmetric positive definite Schur complement (one Cholesky factorisation;
+    LU when S is not numerically positive definite, e.g. redundant constraint rows)."""
+    c, info = lapack.dpotrf(S, lower=0, clean=0)
+    if info == 0:
+        def solve(X):
+            return lapack.dpotrs(c, X, lower=0)[0]
+        return solve
+    return lambda X: np.linalg.solve(S, X)
 
 
 def mobility(model, data, with_rate: bool = True, want: str = "both") -> Mobility:
     """``want``: "A" (law III needs only 𝓐, 𝓐̇), "P" (laws I/II need only P, Ṗ) or "both"."""
     n = model.n_bodies
-    lin = np.eye(3)[None] / model.masses[:, None, None]
-    A0 = block_diag_blocks(model, lin, data.inertia_inv)
-    Om = skew(data.omega)
-    Iinv = data.inertia_inv
-    A0_dot = block_diag_blocks(model, np.zeros((n, 3, 3)), Om @ Iinv - Iinv @ Om) if with_rate else None
+    A0 = _mass_inverse(model, data)
+    A0_dot = _mass_inverse_rate(model, data) if with_rate else None
     J = data.J
     if J.shape[0] == 0:
         I6 = np.eye(6 * n)
-        return Mobility(A0, A0_dot, A0, A0_dot, I6, np.zeros_like(I6) if with_rate else None)
-    B = A0 @ J.T
+        return Mobility(model, data, A0, A0_dot, I6, np.zeros_like(I6) if with_rate else None, A0, A0_dot)
+    Jt = J.T
+    B = A0 @ Jt
     S = J @ B
-    X = np.linalg.solve(S, np.concatenate([J, B.T], axis=1))  # [S⁻¹J, S⁻¹Bᵀ]
-    SiJ, SiBt = X[:, :6 * n], X[:, 6 * n:]
-    P = A = P_dot = A_dot = None
+    solve = _spd_solver(S)
+    P = A = P_dot = A_dot = SiJ = SiBt = None
     if want in ("P", "both"):
-        P = np.eye(6 * n) - B @ SiJ
+        SiJ = solve(J)  # S⁻¹J
+        P = -(B @ SiJ)
+        P.reshape(-1)[::6 * n + 1] += 1.0
     if want in ("A", "both"):
+        SiBt = solve(B.T)  # S⁻¹Bᵀ
         A = A0 - B @ SiBt
         A = 0.5 * (A + A.T)
     if not with_rate:
-        return Mobility(A0, None, A, None, P, None)
+        return Mobility(model, data, A, None, P, None, A0, None)
     Jd = constraint_jacobian_rate(model, data)
-    Bd = A0_dot @ J.T + A0 @ Jd.T
+    Bd = A0_dot @ Jt + A0 @ Jd.T
     Sd = Jd @ B + J @ Bd
-    if want in ("P", "both"):
-        SiJ_dot = np.linalg.solve(S, Jd - Sd @ SiJ)
+    if SiJ is not None:
+        SiJ_dot = solve(Jd - Sd @ SiJ)
         P_dot = -(Bd @ SiJ + B @ SiJ_dot)
-    if want in ("A", "both"):
+    if SiBt is not None:
         BdX = Bd @ SiBt
-        A_dot = A0_dot - BdX - BdX.T + SiBt.T @ Sd @ SiBt
-    return Mobility(A0, A0_dot, A, A_dot, P, P_dot)
+        A_dot = A0_dot - BdX - BdX.T + SiBt.T @ (Sd @ SiBt)
+    return Mobility(model, data, A, A_dot, P, P_dot, A0, A0_dot)
