@@ -115,21 +115,38 @@ def _att_error_rate(e, w, omega, omega_d):
     return w[..., None] * (omega - omega_d) + 0.5 * cross(omega + omega_d, e)
 
 
+def _qmul(a, b):
+    """Hamilton product of two single quaternions given as sequences of floats (no numpy overhead)."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return (aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw)
+
+
+def _ee_tables(model, ee: EndEffector):
+    """Cached per end effector: tool quaternion, J_t template (identity blocks) and its column slices."""
+    n, b = model.n_bodies, ee.body
+    cache = ee.__dict__.get("_tables")
+    if cache is None or cache[0] != n:
+        Jt0 = np.zeros((6, 6 * n))
+        Jt0[:3, 3 * b:3 * b + 3] = np.eye(3)
+        Jt0[3:, 3 * n + 3 * b:3 * n + 3 * b + 3] = np.eye(3)
+        cache = (n, tuple(matrix_to_quat(ee.rotation)), Jt0, slice(3 * n + 3 * b, 3 * n + 3 * b + 3))
+        ee.__dict__["_tables"] = cache
+    return cache[1:]
+
+
 def end_effector_state(model, data, ee: EndEffector):
     """Point position, attitude quaternion, task Jacobian J_t (6 × 6N) and J̇_t."""
-    n, b = model.n_bodies, ee.body
+    b = ee.body
+    tool, Jt0, ang = _ee_tables(model, ee)
     arm = data.R[b] @ ee.offset
     pos = data.r[b] + arm
-    tool = ee.__dict__.get("_quat")
-    if tool is None:
-        tool = ee.__dict__["_quat"] = matrix_to_quat(ee.rotation)
-    quat = quat_mul(data.quat[b], tool)
-    Jt = np.zeros((6, 6 * n))
-    Jt[:3, 3 * b:3 * b + 3] = np.eye(3)
-    Jt[:3, 3 * n + 3 * b:3 * n + 3 * b + 3] = -skew(arm)
-    Jt[3:, 3 * n + 3 * b:3 * n + 3 * b + 3] = np.eye(3)
+    quat = np.array(_qmul(data.quat[b].tolist(), tool))
+    Jt = Jt0.copy()
+    Jt[:3, ang] = -skew(arm)
     Jt_dot = np.zeros_like(Jt)
-    Jt_dot[:3, 3 * n + 3 * b:3 * n + 3 * b + 3] = -skew(cross(data.omega[b], arm))
+    Jt_dot[:3, ang] = -skew(cross(data.omega[b], arm))
     return pos, quat, Jt, Jt_dot
 
 
@@ -149,6 +166,8 @@ class DacController:
                                    np.full(3 * n, float(self.gains.kd_angular))])
         if self.gains.mass_weighted:
             self._kd[:3 * n] *= model.masses.repeat(3)
+        self._m3 = model.masses.repeat(3)
+        self._lam_task = np.repeat([self.gains.lambda_position, self.gains.lambda_attitude], 3)
         self._lam = np.concatenate([np.full(3 * n, self.gains.lambda_position),
                                     np.full(3 * n, self.gains.lambda_attitude)])
 
@@ -170,38 +189,51 @@ class DacController:
         pos, quat, Jt, Jt_dot = end_effector_state(model, data, self.end_effector)
         nu_e = Jt @ data.nu
         twist_d, twist_d_dot = np.asarray(target.twist, float), np.asarray(target.twist_dot, float)
-        e_pos = pos - np.asarray(target.position, float)
-        e_pos_dot = nu_e[:3] - twist_d[:3]
         if target.quat is None:  # position-only task: 3 rows
             rows = slice(0, 3)
-            e, e_dot = e_pos, e_pos_dot
-            lam = np.full(3, g.lambda_position)
+            e = pos - np.asarray(target.position, float)
+            e_dot = nu_e[:3] - twist_d[:3]
+            lam = self._lam_task[:3]
         else:
             rows = slice(0, 6)
-            e_att, w = _att_error(quat, np.asarray(target.quat, float))
-            e = np.concatenate([e_pos, e_att])
-            e_dot = np.concatenate([e_pos_dot, _att_error_rate(e_att, w, nu_e[3:], twist_d[3:])])
-            lam = np.concatenate([np.full(3, g.lambda_position), np.full(3, g.lambda_attitude)])
+            # e = 2 vec(q ⊗ q_d⁻¹) of the single tool attitude, in plain floats
+            qd = target.quat
+            qe = _qmul(quat.tolist(), (float(qd[0]), -float(qd[1]), -float(qd[2]), -float(qd[3])))
+            sign = -2.0 if qe[0] < 0 else 2.0
+            e = np.empty(6)
+            e[:3] = pos - np.asarray(target.position, float)
+            e[3:] = (sign * qe[1], sign * qe[2], sign * qe[3])
+            e_dot = nu_e - twist_d
+            e_dot[3:] = 0.5 * sign * qe[0] * e_dot[3:] + 0.5 * cross(nu_e[3:] + twist_d[3:], e[3:])
+            lam = self._lam_task
         Jt, Jt_dot = Jt[rows], Jt_dot[rows]
         nu_er = twist_d[rows] - lam * e
         nu_er_dot = twist_d_dot[rows] - lam * e_dot
         A, A_dot = mob.A, mob.A_dot
         AJt = A @ Jt.T
-        T = Jt @ AJt + g.damping ** 2 * np.eye(Jt.shape[0])
-        T_dot = Jt_dot @ AJt + Jt @ (A_dot @ Jt.T + A @ Jt_dot.T)
+        C = A_dot @ Jt.T + A @ Jt_dot.T  # d/dt (𝓐 J_tᵀ)
+        T = Jt @ AJt
+        if g.damping:
+            T.reshape(-1)[::T.shape[0] + 1] += g.damping ** 2
+        T_dot = Jt_dot @ AJt + Jt @ C
         Tinv = np.linalg.inv(T)
         pinv = AJt @ Tinv  # J_t^#
-        pinv_dot = (A_dot @ Jt.T + A @ Jt_dot.T) @ Tinv - pinv @ T_dot @ Tinv
+
+        def pinv_dot_times(x):  # (d/dt J_t^#) x = (C − J_t^# Ṫ) T⁻¹ x, without forming the matrix
+            y = Tinv @ x
+            return C @ y - pinv @ (T_dot @ y)
+
         nu_r = pinv @ nu_er
-        nu_r_dot = pinv_dot @ nu_er + pinv @ nu_er_dot
+        nu_r_dot = pinv_dot_times(nu_er) + pinv @ nu_er_dot
         U = 0.0
         if self.obstacles is not None and self.obstacles.obstacles and g.obstacle_gain > 0:
             U, grad, grad_dot = potential_gradient(self.obstacles, model, data)
             if np.any(grad):
                 Ag = A @ grad
-                null_Ag = Ag - pinv @ (Jt @ Ag)  # N_t 𝓐 ∇U
+                JtAg = Jt @ Ag
+                null_Ag = Ag - pinv @ JtAg  # N_t 𝓐 ∇U
                 d_Ag = A_dot @ grad + A @ grad_dot
-                d_null = d_Ag - pinv_dot @ (Jt @ Ag) - pinv @ (Jt_dot @ Ag + Jt @ d_Ag)
+                d_null = d_Ag - pinv_dot_times(JtAg) - pinv @ (Jt_dot @ Ag + Jt @ d_Ag)
                 nu_r = nu_r - g.obstacle_gain * null_Ag
                 nu_r_dot = nu_r_dot - g.obstacle_gain * d_null
         return nu_r, nu_r_dot, e, U
@@ -231,19 +263,25 @@ class DacController:
     def port_command(self, data, nu_r, nu_r_dot, task_error=None, U=0.0) -> DacResult:
         """τ_c = 𝓜 ν̇_r + 𝓒(ν) ν_r − 𝓕_{g,J} − K_d s (eqs 37/46)."""
         model, n = self.model, self.model.n_bodies
+        h = 3 * n
         s = data.nu - nu_r
-        M_nurd = np.concatenate([model.masses.repeat(3) * nu_r_dot[:3 * n],
-                                 np.einsum("nij,nj->ni", data.inertia, nu_r_dot[3 * n:].reshape(n, 3)).ravel()])
-        w_r = nu_r[3 * n:].reshape(n, 3)
-        coriolis = np.concatenate([np.zeros(3 * n),
-                                   cross(data.omega, np.einsum("nij,nj->ni", data.inertia, w_r)).ravel()])
+        # one batched product gives I ν̇_r,ω, I ω_r and I s_ω for every body
+        IX = data.inertia @ np.stack([nu_r_dot[h:].reshape(n, 3), nu_r[h:].reshape(n, 3), s[h:].reshape(n, 3)], 2)
+        Ms = np.empty(6 * n)
+        Ms[:h] = self._m3 * s[:h]
+        Ms[h:] = IX[:, :, 2].ravel()
         f_gj = gravity_port(model) + data.joint_moment_port
-        Ms = np.concatenate([model.masses.repeat(3) * s[:3 * n],
-                             np.einsum("nij,nj->ni", data.inertia, s[3 * n:].reshape(n, 3)).ravel()])
-        kd_s = self._kd * s
-        if self.gains.mass_weighted:  # angular block: kd_angular I_i s_ω
-            kd_s[3 * n:] = self.gains.kd_angular * Ms[3 * n:]
-        tau_c = M_nurd + coriolis - f_gj - kd_s
+        if self.gains.mass_weighted:  # K_d s = [kd_linear m_i s_v; kd_angular I_i s_ω]
+            kd_s = np.empty(6 * n)
+            kd_s[:h] = self.gains.kd_linear * Ms[:h]
+            kd_s[h:] = self.gains.kd_angular * Ms[h:]
+        else:
+            kd_s = self._kd * s
+        tau_c = np.empty(6 * n)
+        tau_c[:h] = self._m3 * nu_r_dot[:h]
+        tau_c[h:] = (IX[:, :, 0] + cross(data.omega, IX[:, :, 1])).ravel()  # 𝓜 ν̇_r + 𝓒(ν) ν_r
+        tau_c -= f_gj
+        tau_c -= kd_s
         return DacResult(tau_c, s, 0.5 * float(s @ Ms), nu_r, nu_r_dot,
                          np.zeros(0) if task_error is None else task_error, U)
 

@@ -78,29 +78,43 @@ def clearances(field: ObstacleField, data) -> np.ndarray:
 
 
 def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True):
-    """``(U, ∇U (6N), d/dt ∇U (6N))`` along the current twist."""
+    """``(U, ∇U (6N), d/dt ∇U (6N))`` along the current twist (every point against every obstacle at once)."""
     n = model.n_bodies
-    arm, pos, vel = control_points(field, data)
-    g_p = np.zeros_like(pos)
-    gd_p = np.zeros_like(pos)
-    U = 0.0
-    for obs in field.obstacles:
-        diff = pos - obs.center
-        rho = np.maximum(np.linalg.norm(diff, axis=1), 1e-9)  # a point at the very centre: any direction
-        nhat = diff / rho[:, None]
-        f, f1, f2 = _profile(rho - obs.radius, field.influence, field.gain)
-        U += float(f.sum())
-        g_p += f1[:, None] * nhat
-        if with_rate:  # H ṗ with H = f'' n̂n̂ᵀ + f'/ρ (I − n̂n̂ᵀ)
-            vn = np.sum(nhat * vel, axis=1)
-            gd_p += f2[:, None] * vn[:, None] * nhat + (f1 / rho)[:, None] * (vel - vn[:, None] * nhat)
+    centers, radii = _obstacle_arrays(field)
+    body = field.points_body
+    arm = (data.R[body] @ field.points_offset[:, :, None])[:, :, 0]
+    pos = data.r[body] + arm
+    diff = pos[:, None, :] - centers[None]  # (P, O, 3)
+    rho = np.maximum(np.sqrt((diff * diff).sum(axis=2)), 1e-9)  # a point at the very centre: any direction
+    nhat = diff / rho[:, :, None]
+    f, f1, f2 = _profile(rho - radii, field.influence, field.gain)
+    U = float(f.sum())
+    g_p = (f1[:, :, None] * nhat).sum(axis=1)
     sel = _selector(field, n)  # (N, P): sums the points of each body
-    grad = np.concatenate([sel @ g_p, sel @ cross(arm, g_p)]).ravel()
+    grad = np.empty(6 * n)
+    grad[:3 * n] = (sel @ g_p).ravel()
+    grad[3 * n:] = (sel @ cross(arm, g_p)).ravel()
     if not with_rate:
         return U, grad, None
-    arm_dot = cross(data.omega[field.points_body], arm)
-    rate = np.concatenate([sel @ gd_p, sel @ (cross(arm_dot, g_p) + cross(arm, gd_p))]).ravel()
+    arm_dot = cross(data.omega[body], arm)
+    vel = data.v[body] + arm_dot
+    # H ṗ with H = f'' n̂n̂ᵀ + f'/ρ (I − n̂n̂ᵀ), summed over the obstacles
+    vn = (nhat @ vel[:, :, None])[:, :, 0]
+    k_r = f1 / rho
+    gd_p = (((f2 - k_r) * vn)[:, :, None] * nhat).sum(axis=1) + k_r.sum(axis=1)[:, None] * vel
+    rate = np.empty(6 * n)
+    rate[:3 * n] = (sel @ gd_p).ravel()
+    rate[3 * n:] = (sel @ (cross(arm_dot, g_p) + cross(arm, gd_p))).ravel()
     return U, grad, rate
+
+
+def _obstacle_arrays(field):
+    arrays = field.__dict__.get("_arrays")
+    if arrays is None:
+        arrays = (np.array([o.center for o in field.obstacles], dtype=float).reshape(-1, 3),
+                  np.array([o.radius for o in field.obstacles], dtype=float))
+        field.__dict__["_arrays"] = arrays
+    return arrays
 
 
 def _selector(field, n):
