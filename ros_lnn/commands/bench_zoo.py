@@ -81,12 +81,12 @@ def _nonholonomic(quick, out):
     return run_study(plot_dir=out, **kw)
 
 
-def _tlnn(quick, out):
+def _tlnn(quick, out, links=(2, 3)):
     from ..zoo.tlnn_study import run_study
 
     kw = (dict(n_ic=4, duration=2.0, epochs=3, hidden=(16, 16), n_rollouts=3, rollout_duration=1.0)
           if quick else {})
-    return run_study(plot_dir=out, **kw)
+    return run_study(links=tuple(links), plot_dir=out, **kw)
 
 
 def bench_zoo(args) -> dict:
@@ -100,7 +100,8 @@ def bench_zoo(args) -> dict:
     for name in studies:
         start = time.perf_counter()
         print(f"== {name}")
-        result[name] = globals()[f"_{name}"](quick, out)
+        extra = {"links": args.links} if name == "tlnn" and getattr(args, "links", None) else {}
+        result[name] = globals()[f"_{name}"](quick, out, **extra)
         print(f"== {name} took {time.perf_counter() - start:.0f} s")
     return result
 
@@ -112,6 +113,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="reports/zoo", help="folder for PNG plots")
     parser.add_argument("--json", help="write the figures as JSON")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--links", type=int, nargs="+", help="chain sizes of the tlnn study (default 2 3)")
     args = parser.parse_args(argv)
     result = bench_zoo(args)
     if args.json:

@@ -5,7 +5,8 @@ initial states give the error ``E(t) = ‖ẑ − z‖₂ / ‖z‖₂``, ``z = 
 models, reported as median and 5–95 % band.
 
 Paper: 250 initial conditions × 100 s at 25 Hz, 7:3 split, 100 rollouts × 10 s at 100 Hz. Defaults
-here: 16 × 6 s at 25 Hz, 7:3 split (by initial condition), 20 rollouts × 5 s at 50 Hz, 80 epochs
+here: 16 × 6 s at 25 Hz, 7:3 split (by initial condition), 20 rollouts × 5 s at 50 Hz, 60 epochs
+of batch 64
 (see ``study_chain`` arguments).
 """
 from __future__ import annotations
@@ -57,7 +58,7 @@ def make_model(kind: str, n: int, hidden):
 MODELS = {"TLNN (absolute)": "absolute", "TLNN (relative)": "relative", "LNN": "absolute", "NODE": "absolute"}
 
 
-def study_chain(n_links: int, *, n_ic=16, duration=6.0, rate_hz=25.0, epochs=80, batch=256, lr=3e-3,
+def study_chain(n_links: int, *, n_ic=16, duration=6.0, rate_hz=25.0, epochs=60, batch=64, lr=3e-3,
                 hidden=(64, 64), n_rollouts=20, rollout_duration=5.0, rollout_hz=50.0, seed=0, models=tuple(MODELS),
                 progress=print) -> dict:
     import torch
