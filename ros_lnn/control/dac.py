@@ -137,7 +137,11 @@ def _ee_tables(model, ee: EndEffector):
 
 
 def end_effector_state(model, data, ee: EndEffector):
-    """Point position, attitude quaternion, task Jacobian J_t (6 × 6N) and J̇_t."""
+    """Point position, attitude quaternion, task Jacobian J_t (6 × 6N) and J̇_t (kept on ``data`` for
+    the step: the pipeline and the law both ask for it)."""
+    cached = data.__dict__.get("_ee_state")
+    if cached is not None and cached[0] is ee:
+        return cached[1]
     b = ee.body
     tool, Jt0, ang = _ee_tables(model, ee)
     arm = data.R[b] @ ee.offset
@@ -147,6 +151,7 @@ def end_effector_state(model, data, ee: EndEffector):
     Jt[:3, ang] = -skew(arm)
     Jt_dot = np.zeros_like(Jt)
     Jt_dot[:3, ang] = -skew(cross(data.omega[b], arm))
+    data.__dict__["_ee_state"] = (ee, (pos, quat, Jt, Jt_dot))
     return pos, quat, Jt, Jt_dot
 
 

