@@ -1,0 +1,117 @@
+"""The vectorised controller step against straightforward dense reference computations (to round-off):
+the mobility (Cholesky on the Schur complement) against the inverse of the dense KKT matrix, its rate
+against central differences along the motion, the obstacle field (all obstacles at once) against a loop
+over the obstacles, and τ_c against the dense 𝓜, 𝓒(ν) and K_d of eqs 37/46."""
+import numpy as np
+
+from ros_lnn.control.dac import DacController, Gains
+from ros_lnn.control.mobility import mobility
+from ros_lnn.control.obstacles import ObstacleField, SphereObstacle, default_control_points, potential_gradient
+from ros_lnn.physics.multibody import gravity_port, kkt_matrix, mass_matrix, update
+from ros_lnn.physics.multibody_build import make_chain
+from ros_lnn.physics.multibody_kinematics import forward_kinematics, n_rates, twist_map
+from ros_lnn.physics.multibody_quaternion import quat_exp, quat_mul
+
+CHAINS = (make_chain(5, damping=0.05, gravity=(0, 0, -9.81)),
+          make_chain(4, joint="revolute", base="fixed", axes=[[0, 0, 1]] + [[0, 1, 0]] * 3, stiffness=[0.0],
+                     gravity=(0, 0, -9.81), length=0.15, mass=0.75))
+
+
+def _state(model, seed):
+    rng = np.random.default_rng(seed)
+    qj = rng.normal(size=n_rates(model) - (6 if model.floating_root is not None else 0)) * 0.4
+    r, quat = forward_kinematics(model, qj)
+    nu = twist_map(model, update(model, r, quat, np.zeros(6 * model.n_bodies))) @ rng.normal(size=n_rates(model))
+    return r, quat, nu
+
+
+def _advance(model, r, quat, nu, h):
+    """Configuration moved by h along the twist ν (first order is enough for a central difference)."""
+    n = model.n_bodies
+    return (r + h * nu[:3 * n].reshape(n, 3),
+            quat_mul(quat_exp(h * nu[3 * n:].reshape(n, 3)), quat), nu)
+
+
+def test_mobility_equals_the_dense_kkt_inverse_and_its_rate_the_central_difference():
+    for model in CHAINS:
+        n = model.n_bodies
+        r, quat, nu = _state(model, 1)
+        data = update(model, r, quat, nu)
+        mob = mobility(model, data)
+        K_inv = np.linalg.inv(kkt_matrix(model, data))
+        M = mass_matrix(model, data)
+        scale = np.abs(K_inv[:6 * n, :6 * n]).max()
+        np.testing.assert_allclose(mob.A, K_inv[:6 * n, :6 * n], rtol=0, atol=1e-11 * scale)
+        np.testing.assert_allclose(mob.P, K_inv[:6 * n, :6 * n] @ M, rtol=0, atol=1e-11)
+        np.testing.assert_allclose(mob.A0, np.linalg.inv(M), rtol=0, atol=1e-12 * np.abs(mob.A0).max())
+        h = 1e-6
+        plus = mobility(model, update(model, *_advance(model, r, quat, nu, h)), with_rate=False)
+        minus = mobility(model, update(model, *_advance(model, r, quat, nu, -h)), with_rate=False)
+        np.testing.assert_allclose(mob.A_dot, (plus.A - minus.A) / (2 * h), rtol=0, atol=1e-6 * scale)
+        np.testing.assert_allclose(mob.P_dot, (plus.P - minus.P) / (2 * h), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(mob.A0_dot, (plus.A0 - minus.A0) / (2 * h), rtol=0, atol=1e-6 * scale)
+
+
+def _gradient_by_loop(field, model, data):
+    """The obstacle potential written one obstacle and one control point at a time."""
+    n = model.n_bodies
+    U, grad, rate = 0.0, np.zeros(6 * n), np.zeros(6 * n)
+    for b, a_body in zip(field.points_body, field.points_offset):
+        arm = data.R[b] @ a_body
+        p = data.r[b] + arm
+        arm_dot = np.cross(data.omega[b], arm)
+        pdot = data.v[b] + arm_dot
+        for obs in field.obstacles:
+            diff = p - obs.center
+            rho = max(np.linalg.norm(diff), 1e-9)
+            nh = diff / rho
+            a = max(field.influence - (rho - obs.radius), 0.0) / field.influence
+            U += field.gain * field.influence * a ** 3 / 3
+            f1, f2 = -field.gain * a * a, 2 * field.gain * a / field.influence
+            g = f1 * nh
+            H = f2 * np.outer(nh, nh) + f1 / rho * (np.eye(3) - np.outer(nh, nh))
+            gd = H @ pdot
+            grad[3 * b:3 * b + 3] += g
+            grad[3 * n + 3 * b:3 * n + 3 * b + 3] += np.cross(arm, g)
+            rate[3 * b:3 * b + 3] += gd
+            rate[3 * n + 3 * b:3 * n + 3 * b + 3] += np.cross(arm_dot, g) + np.cross(arm, gd)
+    return U, grad, rate
+
+
+def test_obstacle_field_with_several_obstacles_equals_the_loop_over_them():
+    model = CHAINS[0]
+    r, quat, nu = _state(model, 2)
+    data = update(model, r, quat, nu)
+    centers = data.r[:3] + np.array([[0.1, 0.05, 0.0], [-0.05, 0.1, 0.05], [0.0, -0.1, 0.1]])
+    field = ObstacleField(tuple(SphereObstacle(c, 0.05) for c in centers), *default_control_points(model),
+                          influence=0.4, gain=2.0)
+    U, grad, rate = potential_gradient(field, model, data)
+    U_ref, grad_ref, rate_ref = _gradient_by_loop(field, model, data)
+    assert U > 0 and np.abs(grad).max() > 0.1  # several points inside the field of several obstacles
+    np.testing.assert_allclose(U, U_ref, rtol=1e-13)
+    np.testing.assert_allclose(grad, grad_ref, rtol=0, atol=1e-13 * np.abs(grad_ref).max())
+    np.testing.assert_allclose(rate, rate_ref, rtol=0, atol=1e-13 * np.abs(rate_ref).max())
+
+
+def test_port_command_equals_the_dense_formula():
+    rng = np.random.default_rng(3)
+    for model in CHAINS:
+        n = model.n_bodies
+        data = update(model, *_state(model, 4))
+        nu_r, nu_r_dot = rng.normal(size=6 * n), rng.normal(size=6 * n)
+        for weighted in (True, False):
+            gains = Gains(kd_linear=7.0, kd_angular=3.0, mass_weighted=weighted)
+            res = DacController(model, "velocity", gains).port_command(data, nu_r, nu_r_dot)
+            M = mass_matrix(model, data)
+            coriolis = np.zeros(6 * n)
+            for i in range(n):
+                w, I = data.omega[i], data.inertia[i]
+                coriolis[3 * n + 3 * i:3 * n + 3 * i + 3] = np.cross(w, I @ nu_r[3 * n + 3 * i:3 * n + 3 * i + 3])
+            if weighted:
+                Kd = np.diag(np.r_[np.full(3 * n, 7.0), np.full(3 * n, 3.0)]) @ M
+            else:
+                Kd = np.diag(np.r_[np.full(3 * n, 7.0), np.full(3 * n, 3.0)])
+            s = data.nu - nu_r
+            expected = M @ nu_r_dot + coriolis - gravity_port(model) - data.joint_moment_port - Kd @ s
+            np.testing.assert_allclose(res.tau_c, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+            np.testing.assert_allclose(res.lyapunov, 0.5 * s @ M @ s, rtol=1e-13)
