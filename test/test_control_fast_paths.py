@@ -1,5 +1,5 @@
 """The vectorised controller step against straightforward dense reference computations (to round-off):
-the mobility (Cholesky on the Schur complement) against the inverse of the dense KKT matrix, its rate
+the mobility (through the Schur complement) against the inverse of the dense KKT matrix, its rate
 against central differences along the motion, the obstacle field (all obstacles at once) against a loop
 over the obstacles, and τ_c against the dense 𝓜, 𝓒(ν) and K_d of eqs 37/46."""
 import numpy as np

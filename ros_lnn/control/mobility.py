@@ -12,7 +12,6 @@ for ``𝓜⁻¹``, and ``J̇`` from :func:`ros_lnn.physics.multibody.constraint_
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lapack
 
 from ..physics.multibody import constraint_jacobian_rate
 from ..physics.multibody_quaternion import skew
@@ -86,15 +85,12 @@ def _mass_inverse_rate(model, data) -> np.ndarray:
     return out.reshape(6 * n, 6 * n)
 
 
-def _spd_solver(S: np.ndarray):
-    """``X ↦ S⁻¹ X`` for the symmetric positive definite Schur complement (one Cholesky factorisation;
-    LU when S is not numerically positive definite, e.g. redundant constraint rows)."""
-    c, info = lapack.dpotrf(S, lower=0, clean=0)
-    if info == 0:
-        def solve(X):
-            return lapack.dpotrs(c, X, lower=0)[0]
-        return solve
-    return lambda X: np.linalg.solve(S, X)
+def _schur_solver(S: np.ndarray):
+    """``X ↦ S⁻¹ X`` for the Schur complement, every solve of the step through one inverse. (SciPy's
+    LAPACK triangular solves were tried: its BLAS threads made them milliseconds on a loaded 2-core
+    machine at N = 10.)"""
+    S_inv = np.linalg.inv(S)
+    return lambda X: S_inv @ X
 
 
 def mobility(model, data, with_rate: bool = True, want: str = "both") -> Mobility:
@@ -109,7 +105,7 @@ def mobility(model, data, with_rate: bool = True, want: str = "both") -> Mobilit
     Jt = J.T
     B = A0 @ Jt
     S = J @ B
-    solve = _spd_solver(S)
+    solve = _schur_solver(S)
     P = A = P_dot = A_dot = SiJ = SiBt = None
     if want in ("P", "both"):
         SiJ = solve(J)  # S⁻¹J
