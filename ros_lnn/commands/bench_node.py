@@ -134,6 +134,41 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
     }
 
 
+def callback_cost(model: str, n: int = 3000) -> dict:
+    """The estimator's joint_states callback called directly (no DDS, no executor): what the node's
+    own code costs per sample, apart from receiving the message."""
+    import rclpy
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+
+    from ..nodes import _common as C
+    from ..nodes.servo_lnn import ServoLnnNode, start
+
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context)
+    node = ServoLnnNode(namespace=f"/bench_cb{os.getpid()}", context=context,
+                        parameter_overrides=[Parameter("model_path", value=model),
+                                             Parameter("servo_command_type", value="none")])
+    try:
+        if not start(node):
+            raise RuntimeError(node.last_error)
+        base = time.time_ns()
+        times = np.empty(n)
+        for k in range(n):
+            t = k * 1e-3
+            msg = JointState(name=["pendulum_joint", "cart_joint"], position=[0.3 * np.sin(1.3 * t), 0.2 * np.sin(4.4 * t)],
+                             velocity=[0.39 * np.cos(1.3 * t), 0.88 * np.cos(4.4 * t)])
+            msg.header.stamp = C.ns_to_stamp(base + k * 1_000_000)
+            t0 = time.perf_counter()
+            node._on_joint_state(msg)
+            times[k] = time.perf_counter() - t0
+        us = times[100:] * 1e6
+        return {"callback_median_us": _pct(us, 50), "callback_p99_us": _pct(us, 99), "n": int(us.size)}
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
 def bench_node(args) -> dict:
     from ..inference.runtime import default_model_path
 
@@ -147,6 +182,9 @@ def bench_node(args) -> dict:
     rates = [(float(r), duration if i == 0 else short) for i, r in enumerate(getattr(args, "rates", None) or (1000, 2000, 5000))]
     load = os.getloadavg()
     print(f"estimator node benchmark: {machine_description()}; load average {load[0]:.1f}; model {Path(model).name}")
+    direct = callback_cost(model)
+    print(f"callback called directly (no DDS/executor): median {direct['callback_median_us']:.0f} us, "
+          f"p99 {direct['callback_p99_us']:.0f} us")
     print(f"{'rate':>6} {'sent/s':>7} {'processed':>10} {'outputs rx':>10} {'in-node med/p99 [us]':>21} "
           f"{'e2e med/p99 [us]':>18} {'CPU %':>6} {'CPU us/sample':>13}")
     results = []
@@ -168,4 +206,4 @@ def bench_node(args) -> dict:
     print(f"highest processed rate: {top['processed_rate_hz']:.0f} Hz (driven at {top['rate_hz']:.0f} Hz); "
           "above it inputs are dropped in the best-effort queue")
     return {"machine": machine_description(), "load_average_1min": load[0], "model": Path(model).name,
-            "runs": results, "saturation_processed_rate_hz": top["processed_rate_hz"]}
+            "callback_direct": direct, "executor": os.environ.get("ROS_LNN_EXECUTOR", "single"), "runs": results, "saturation_processed_rate_hz": top["processed_rate_hz"]}
