@@ -190,6 +190,7 @@ class MultibodyModel:
         # blocked directions in the parent frame: n = R_p (R0 d)
         self._rot_dir_parent = (self.rest[self.rot_joint] @ self.rot_dir[:, :, None]) if nr else np.zeros((0, 3, 1))
         self._rest_sph = self.rest[self.spherical]
+        self._all_spherical = bool(np.array_equal(self.spherical, np.arange(k)))
         self._rest_rev_axis = (self.rest[self.revolute] @ self.axis[self.revolute][:, :, None])
         self._has_sph_spring = bool(len(self.spherical) and np.any(self.sph_stiffness))
         self._has_rev_spring = bool(len(self.revolute) and np.any(self.rev_stiffness))
@@ -247,11 +248,30 @@ class MultibodyData:
     point_parent: np.ndarray
     rot_normals: np.ndarray  # (R, 3) blocked rotation directions in inertial coordinates
     J: np.ndarray
-    gamma: np.ndarray
-    gyroscopic: np.ndarray  # (6N,)  𝓒(ν)ν
     joint_moments: np.ndarray  # (K, 3)  M_J per joint (spring + damper)
     joint_moment_port: np.ndarray  # (6N,)  [0; C_F M_J]
     spring_energy: float
+    model: MultibodyModel | None = field(default=None, repr=False, compare=False)
+
+    # γ and 𝓒(ν)ν are evaluated on first use: the control laws never read them, the dynamics always do
+    @property
+    def gamma(self) -> np.ndarray:
+        """Right-hand side of ``J ν̇ = γ`` (the velocity-product terms of the differentiated constraints)."""
+        g = self.__dict__.get("_gamma")
+        if g is None:
+            g = self.__dict__["_gamma"] = _gamma(self.model, self)
+        return g
+
+    @property
+    def gyroscopic(self) -> np.ndarray:
+        """``𝓒(ν)ν = [0; ω_i × I_i ω_i]`` (6N,)."""
+        g = self.__dict__.get("_gyroscopic")
+        if g is None:
+            n = self.model.n_bodies
+            g = np.zeros(6 * n)
+            g[3 * n:] = cross(self.omega, (self.inertia @ self.omega[:, :, None])[:, :, 0]).ravel()
+            self.__dict__["_gyroscopic"] = g
+        return g
 
 
 def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None) -> MultibodyData:
@@ -267,24 +287,28 @@ def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None
     else:
         pose = {name: getattr(pose, name) for name in _POSE_FIELDS}
     v, omega = nu[:3 * n].reshape(n, 3), nu[3 * n:].reshape(n, 3)
-    gyro = np.zeros(6 * n)
-    gyro[3 * n:] = cross(omega, (pose["inertia"] @ omega[:, :, None])[:, :, 0]).ravel()
     w_ext = np.concatenate([omega, np.zeros((1, 3))])  # the world does not turn
     w_pc = w_ext[model._pc_index]  # [ω_p; ω_c] per joint
-    s_pc = np.concatenate([pose["s_parent"], pose["s_child"]])
-    g2 = cross(w_pc, cross(w_pc, s_pc))
-    gamma = np.empty(model.n_constraints)
-    gamma[:3 * k] = (g2[k:] - g2[:k]).ravel()
     w_p, w_c = w_pc[:k], w_pc[k:]
-    if len(model.rot_joint):
-        wr_p, wr_c = w_ext[model._rot_parent_ext], omega[model._rot_child]
-        gamma[3 * k:] = -np.sum(cross(wr_p, pose["rot_normals"]) * (wr_c - wr_p), axis=1)
     moments, spring_energy = _joint_moments(model, pose["R_parent"], pose["R"][model.child], w_p, w_c)
     mj_port = np.zeros(6 * n)
     mj_port[3 * n:] = (model._moment_incidence @ moments).ravel()  # C_F M_J: +m on the parent, −m on the child
-    pose.update(nu=nu, omega=omega, v=v, gamma=gamma, gyroscopic=gyro, joint_moments=moments,
-                joint_moment_port=mj_port, spring_energy=spring_energy)
+    pose.update(nu=nu, omega=omega, v=v, joint_moments=moments, joint_moment_port=mj_port,
+                spring_energy=spring_energy, model=model)
     return MultibodyData(**pose)
+
+
+def _gamma(model, data) -> np.ndarray:
+    k = model.n_joints
+    w_ext = np.concatenate([data.omega, np.zeros((1, 3))])
+    w_pc = w_ext[model._pc_index]
+    g2 = cross(w_pc, cross(w_pc, np.concatenate([data.s_parent, data.s_child])))
+    gamma = np.empty(model.n_constraints)
+    gamma[:3 * k] = (g2[k:] - g2[:k]).ravel()
+    if len(model.rot_joint):
+        wr_p, wr_c = w_ext[model._rot_parent_ext], data.omega[model._rot_child]
+        gamma[3 * k:] = -np.sum(cross(wr_p, data.rot_normals) * (wr_c - wr_p), axis=1)
+    return gamma
 
 
 def pose_only(model, r, quat):
@@ -330,21 +354,25 @@ def _joint_moments(model, R_p, R_c, w_p, w_c):
     energy = 0.0
     if model._has_sph_spring:
         sph = model.spherical
-        frame = R_p[sph] @ model._rest_sph  # parent-side rest frame of the joint
-        Rc = R_c[sph]
+        every = model._all_spherical
+        frame = (R_p if every else R_p[sph]) @ model._rest_sph  # parent-side rest frame of the joint
+        Rc = R_c if every else R_c[sph]
         rel = frame.transpose(0, 2, 1) @ Rc
         phi, theta, psi = euler_xyz_intrinsic(rel)
-        e3 = Rc[:, :, 2]
         angles = np.stack([phi, theta, psi], axis=1)
         gen = model.sph_stiffness * angles  # K θ per Euler angle
-        # e2 = frame [0, cos φ, sin φ]ᵀ
-        e2 = frame[:, :, 1] * np.cos(phi)[:, None] + frame[:, :, 2] * np.sin(phi)[:, None]
         if model.spring_law == "paper":
-            m_s = gen[:, :1] * frame[:, :, 0] + gen[:, 1:2] * e2 + gen[:, 2:] * e3
+            # K₁φ e₁ + K₂θ e₂ with e₂ = frame [0, cos φ, sin φ]ᵀ is one product with the frame
+            c = np.stack([gen[:, 0], gen[:, 1] * np.cos(phi), gen[:, 1] * np.sin(phi)], axis=1)
+            m_s = (frame @ c[:, :, None])[:, :, 0] + gen[:, 2:] * Rc[:, :, 2]
         else:  # conservative: m · e_l = K_l θ_l, the gradient of ½ Σ K θ²
-            E = np.stack([frame[:, :, 0], e2, e3], axis=2)
+            e2 = frame[:, :, 1] * np.cos(phi)[:, None] + frame[:, :, 2] * np.sin(phi)[:, None]
+            E = np.stack([frame[:, :, 0], e2, Rc[:, :, 2]], axis=2)
             m_s = np.linalg.solve(E.transpose(0, 2, 1), gen[..., None])[..., 0]
-        m[sph] += m_s
+        if every:
+            m += m_s
+        else:
+            m[sph] += m_s
         energy += 0.5 * float(np.sum(model.sph_stiffness * angles ** 2))
     if model._has_rev_spring:
         rev = model.revolute
