@@ -91,6 +91,13 @@ def test_obstacle_field_with_several_obstacles_equals_the_loop_over_them():
     np.testing.assert_allclose(U, U_ref, rtol=1e-13)
     np.testing.assert_allclose(grad, grad_ref, rtol=0, atol=1e-13 * np.abs(grad_ref).max())
     np.testing.assert_allclose(rate, rate_ref, rtol=0, atol=1e-13 * np.abs(rate_ref).max())
+    U2, grad2, none = potential_gradient(field, model, data, with_rate=False)
+    assert none is None and U2 == U
+    np.testing.assert_allclose(grad2, grad, rtol=0, atol=1e-14 * np.abs(grad).max())
+    far = ObstacleField(tuple(SphereObstacle(c + 10.0, 0.05) for c in centers), *default_control_points(model),
+                        influence=0.4, gain=2.0)
+    U_far, grad_far, rate_far = potential_gradient(far, model, data)
+    assert U_far == 0.0 and not np.any(grad_far) and not np.any(rate_far) and grad_far.shape == (6 * model.n_bodies,)
 
 
 def test_port_command_equals_the_dense_formula():

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..physics.multibody import MultibodyData, MultibodyModel, gravity_port
-from ..physics.multibody_quaternion import attitude_error, cross, matrix_to_quat, quat_mul, skew
+from ..physics.multibody_quaternion import attitude_error, cross, matrix_to_quat, quat_mul_conj, skew
 from .mobility import mobility
 from .obstacles import ObstacleField, potential_gradient
 
@@ -179,12 +179,17 @@ class DacController:
     # ---------------------------------------------------------------- reference velocities
     def _reference_pose(self, data, mob, target: BodyPoseTarget):
         n = self.model.n_bodies
-        e_att, w = _att_error(data.quat, np.asarray(target.quat_d, float).reshape(n, 4))
-        e_p = np.concatenate([(data.r - np.asarray(target.r_d, float).reshape(n, 3)).ravel(), e_att.ravel()])
+        h = 3 * n
         nu_d = np.asarray(target.nu_d, float)
-        omega_d = nu_d[3 * n:].reshape(n, 3)
-        e_dot = np.concatenate([data.nu[:3 * n] - nu_d[:3 * n],
-                                _att_error_rate(e_att, w, data.omega, omega_d).ravel()])
+        qe = quat_mul_conj(data.quat, np.asarray(target.quat_d, float).reshape(n, 4))
+        sign = np.where(qe[:, :1] < 0, -2.0, 2.0)  # e = 2 vec(q ⊗ q_d⁻¹) with the scalar part ≥ 0
+        e_att = sign * qe[:, 1:]
+        e_p = np.empty(6 * n)
+        e_p[:h] = (data.r - np.asarray(target.r_d, float).reshape(n, 3)).ravel()
+        e_p[h:] = e_att.ravel()
+        e_dot = data.nu - nu_d  # angular part: w (ω − ω_d) + ½ (ω + ω_d) × e, w = |scalar part|
+        e_dot[h:] = (0.5 * sign * qe[:, :1] * e_dot[h:].reshape(n, 3)
+                     + 0.5 * cross(data.omega + nu_d[h:].reshape(n, 3), e_att)).ravel()
         raw = nu_d - self._lam * e_p
         raw_dot = np.asarray(target.nu_d_dot, float) - self._lam * e_dot
         return mob.P @ raw, mob.P_dot @ raw + mob.P @ raw_dot, e_p

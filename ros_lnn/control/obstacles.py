@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
-from ..physics.multibody_quaternion import cross
+from ..physics.multibody_quaternion import cross, skew
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,11 @@ def default_control_points(model, exclude_bodies=()):
 
 def _profile(d, d0, eta):
     """f(d), f'(d), f''(d) of the repulsive potential for clearance d (zero outside d < d0)."""
-    a = np.clip(d0 - d, 0.0, None) / d0  # 0 outside, 1 at contact
-    f = eta * d0 * a ** 3 / 3.0
-    f1 = -eta * a * a
-    f2 = 2.0 * eta * a / d0
+    a = np.maximum(d0 - d, 0.0) / d0  # 0 outside, 1 at contact
+    a2 = a * a
+    f = (eta * d0 / 3.0) * (a2 * a)
+    f1 = -eta * a2
+    f2 = (2.0 * eta / d0) * a
     return f, f1, f2
 
 
@@ -83,29 +84,29 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
     centers, radii = _obstacle_arrays(field)
     body = field.points_body
     arm = (data.R[body] @ field.points_offset[:, :, None])[:, :, 0]
-    pos = data.r[body] + arm
-    diff = pos[:, None, :] - centers[None]  # (P, O, 3)
+    diff = (data.r[body] + arm)[:, None, :] - centers  # (P, O, 3)
     rho = np.maximum(np.sqrt((diff * diff).sum(axis=2)), 1e-9)  # a point at the very centre: any direction
+    if not np.any(rho - radii < field.influence):  # no point in the field: U and its derivatives vanish
+        return 0.0, np.zeros(6 * n), (np.zeros(6 * n) if with_rate else None)
     nhat = diff / rho[:, :, None]
     f, f1, f2 = _profile(rho - radii, field.influence, field.gain)
     U = float(f.sum())
     g_p = (f1[:, :, None] * nhat).sum(axis=1)
     sel = _selector(field, n)  # (N, P): sums the points of each body
-    grad = np.empty(6 * n)
-    grad[:3 * n] = (sel @ g_p).ravel()
-    grad[3 * n:] = (sel @ cross(arm, g_p)).ravel()
+    Sk = skew(arm)
     if not with_rate:
-        return U, grad, None
-    arm_dot = cross(data.omega[body], arm)
+        out = sel @ np.concatenate([g_p, (Sk @ g_p[:, :, None])[:, :, 0]], axis=1)  # (N, 6)
+        return U, out.reshape(n, 2, 3).transpose(1, 0, 2).ravel(), None
+    arm_dot = -(Sk @ data.omega[body][:, :, None])[:, :, 0]  # ω × a
     vel = data.v[body] + arm_dot
     # H ṗ with H = f'' n̂n̂ᵀ + f'/ρ (I − n̂n̂ᵀ), summed over the obstacles
     vn = (nhat @ vel[:, :, None])[:, :, 0]
     k_r = f1 / rho
     gd_p = (((f2 - k_r) * vn)[:, :, None] * nhat).sum(axis=1) + k_r.sum(axis=1)[:, None] * vel
-    rate = np.empty(6 * n)
-    rate[:3 * n] = (sel @ gd_p).ravel()
-    rate[3 * n:] = (sel @ (cross(arm_dot, g_p) + cross(arm, gd_p))).ravel()
-    return U, grad, rate
+    a_x = Sk @ np.stack([g_p, gd_p], axis=2)  # a × ∇_p U, a × d/dt ∇_p U
+    cols = np.concatenate([g_p, a_x[:, :, 0], gd_p, cross(arm_dot, g_p) + a_x[:, :, 1]], axis=1)
+    out = (sel @ cols).reshape(n, 4, 3).transpose(1, 0, 2)  # [∇_r, ∇_θ, d∇_r, d∇_θ] per body
+    return U, out[:2].ravel(), out[2:].ravel()
 
 
 def _obstacle_arrays(field):

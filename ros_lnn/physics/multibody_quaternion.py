@@ -28,13 +28,30 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (skew(a) @ b[..., None])[..., 0]
 
 
+# (a ⊗ b)_k = Σ_ij _HAMILTON[4 i + j, k] a_i b_j, and the same with b conjugated
+_HAMILTON = np.zeros((16, 4))
+for _i, _j, _k, _c in ((0, 0, 0, 1), (1, 1, 0, -1), (2, 2, 0, -1), (3, 3, 0, -1),
+                       (0, 1, 1, 1), (1, 0, 1, 1), (2, 3, 1, 1), (3, 2, 1, -1),
+                       (0, 2, 2, 1), (2, 0, 2, 1), (3, 1, 2, 1), (1, 3, 2, -1),
+                       (0, 3, 3, 1), (3, 0, 3, 1), (1, 2, 3, 1), (2, 1, 3, -1)):
+    _HAMILTON[4 * _i + _j, _k] = _c
+_HAMILTON_CONJ = _HAMILTON * np.tile([1.0, -1.0, -1.0, -1.0], 4)[:, None]
+
+
+def _bilinear(a, b, table):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    ab = a[..., :, None] * b[..., None, :]
+    return ab.reshape(ab.shape[:-2] + (16,)) @ table
+
+
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product ``a ⊗ b``."""
-    aw, av = a[..., :1], a[..., 1:]
-    bw, bv = b[..., :1], b[..., 1:]
-    w = aw * bw - np.sum(av * bv, axis=-1, keepdims=True)
-    v = aw * bv + bw * av + cross(av, bv)
-    return np.concatenate([w, v], axis=-1)
+    """Hamilton product ``a ⊗ b`` (one outer product and one product with a constant table)."""
+    return _bilinear(a, b, _HAMILTON)
+
+
+def quat_mul_conj(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a ⊗ b⁻¹`` for unit quaternions (``b`` conjugated)."""
+    return _bilinear(a, b, _HAMILTON_CONJ)
 
 
 def quat_conj(q: np.ndarray) -> np.ndarray:
@@ -143,7 +160,6 @@ def attitude_error(q: np.ndarray, q_d: np.ndarray) -> np.ndarray:
     rotating the whole problem rotates it like every other tensor (the body-frame form does not rotate).
     Returns (error (..., 3), scalar part (...)).
     """
-    qe = quat_mul(q, quat_conj(q_d))
-    sign = np.where(qe[..., :1] < 0, -1.0, 1.0)
-    qe = qe * sign
+    qe = quat_mul_conj(q, q_d)
+    qe = qe * np.where(qe[..., :1] < 0, -1.0, 1.0)
     return qe[..., 1:], qe[..., 0]
