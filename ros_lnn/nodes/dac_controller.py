@@ -20,6 +20,7 @@ Safety policy (all documented in README):
 """
 from __future__ import annotations
 
+import array
 import sys
 import time
 from pathlib import Path
@@ -101,8 +102,13 @@ def port_layout(body_names) -> list:
 def array_msg(values, layout) -> Float64MultiArray:
     msg = Float64MultiArray()
     msg.layout.dim = layout
-    msg.data = np.asarray(values, dtype=float).tolist()
+    msg.data = float_array(values)
     return msg
+
+
+def float_array(values) -> array.array:
+    """``array('d')``: the message field takes it as is (a list is checked element by element)."""
+    return array.array("d", np.ascontiguousarray(values, dtype=float).tobytes())
 
 
 class DacControllerNode(LifecycleNode):
@@ -169,6 +175,8 @@ class DacControllerNode(LifecycleNode):
         self._effort_layout = [MultiArrayDimension(label=",".join(self.pipeline.joint_names),
                                                    size=len(self.pipeline.joint_names),
                                                    stride=len(self.pipeline.joint_names))]
+        self._port_msg = array_msg(np.zeros(6 * model.n_bodies), self._port_layout)
+        self._effort_msg = array_msg(np.zeros(len(self.pipeline.joint_names)), self._effort_layout)
         self.get_logger().info(f"configured: model '{model.name}' ({model.n_bodies} bodies), law {self.p('law')}, "
                                f"joints {self.pipeline.joint_names}")
         return TransitionCallbackReturn.SUCCESS
@@ -294,8 +302,12 @@ class DacControllerNode(LifecycleNode):
         self.counts["processed"] += 1
         self.counts["saturated"] += int(out.efforts.saturated.any())
         self.last_output = out
-        self._pubs["port"].publish(array_msg(port, self._port_layout))
-        self._pubs["effort"].publish(array_msg(effort, self._effort_layout))
+        # the two messages are built once (layout included) and only their data replaced: publish
+        # serialises synchronously, so reusing them is safe
+        self._port_msg.data = float_array(port)
+        self._effort_msg.data = float_array(effort)
+        self._pubs["port"].publish(self._port_msg)
+        self._pubs["effort"].publish(self._effort_msg)
         self.stats.latency(time.perf_counter() - t0)
         if "markers" in self._pubs and self.marker_throttle("markers"):
             self._pubs["markers"].publish(self._markers(out, port))

@@ -84,15 +84,20 @@ def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), 
     if pos != q.size:
         raise ConfigError(f"multibody '{model.name}': {q.size} joint positions given, the joints need {pos}")
     quat = np.array(quats)
-    R = quat_to_matrix(quat)
-    r = np.zeros((n, 3))
+    k = model.n_joints
+    R_ext = np.empty((n + 1, 3, 3))  # the world (index n) has R = I
+    R_ext[:n] = quat_to_matrix(quat)
+    R_ext[n] = np.eye(3)
+    arms = (R_ext[model._pc_index] @ model._anchors)[:, :, 0]  # [R_p a_p (a_p itself for the world); R_c a_c]
+    step = (arms[:k] - arms[k:]).tolist()  # r_c − r_p along every joint
+    rows = [None] * n
     if model.floating_root is not None:
-        r[model.floating_root] = base_position
-    arm_p = model.anchor_parent
-    arm_c = np.einsum("kij,kj->ki", R[model.child], model.anchor_child)
-    for i, j in enumerate(model.joints):
-        joint_point = arm_p[i] if j.parent < 0 else r[j.parent] + R[j.parent] @ arm_p[i]
-        r[j.child] = joint_point - arm_c[i]
+        rows[model.floating_root] = [float(x) for x in base_position]
+    origin = [0.0, 0.0, 0.0]
+    for i, (p, c) in enumerate(zip(model.parent.tolist(), model.child.tolist())):
+        base, d = (rows[p] if p >= 0 else origin), step[i]
+        rows[c] = [base[0] + d[0], base[1] + d[1], base[2] + d[2]]
+    r = np.array(rows, dtype=float).reshape(n, 3)
     quat *= np.where(quat[:, :1] < 0, -1.0, 1.0)
     return r, quat
 
