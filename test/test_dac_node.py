@@ -284,3 +284,13 @@ def test_a_target_not_renewed_in_time_is_dropped_for_a_hold(make):
     hold = _library()  # no target: holds the pose of this joint state
     assert node.counts["stale_target"] == 1
     assert np.allclose(efforts[-1].data, hold.step(Q0, QD0).efforts.effort, atol=1e-12)
+
+
+def test_rate_bench_with_the_feeder_in_another_process():
+    """The node bench's process feeder: every joint state sent at a modest rate comes back as an effort
+    command (the 1 kHz figure itself belongs to `ros-lnn bench control`, not to a test)."""
+    from ros_lnn.commands.bench_control import bench_node_rate
+
+    out = bench_node_rate(1.5, rate_hz=100.0, feeder="process")
+    assert out["feeder"] == "process" and 90.0 < out["sent_rate_hz"] < 110.0
+    assert out["outputs_per_input"] > 0.8 and out["node_step_median_us"] > 0
