@@ -26,6 +26,8 @@ class CausalPolyDerivative:
         if window < degree + 1:
             raise ValueError(f"window {window} must hold at least degree + 1 = {degree + 1} samples")
         self.window, self.degree, self.order = int(window), int(degree), int(order)
+        self._orders = np.arange(1, self.order + 1)
+        self._factorials = np.cumprod(self._orders, dtype=float)
         self.reset()
 
     def reset(self) -> None:
@@ -60,13 +62,15 @@ class CausalPolyDerivative:
 
     def _derivative_weights(self, tau: np.ndarray) -> np.ndarray:
         """Rows w_k with w_k · x = d^k/dt^k of the least-squares fit at τ = 0 (cached: a stream at a
-        steady rate reuses them)."""
+        steady rate reuses them). Normal equations on the scaled Vandermonde matrix (columns s^0..s^d
+        with s in [-1, 0], well conditioned for the small degrees used here): a stream with jittered
+        stamps recomputes them every sample, and one small solve costs a fraction of an SVD."""
         scale = max(-tau[0], 1e-12)           # conditions the Vandermonde matrix
         A = np.vander(tau / scale, self.degree + 1, increasing=True)          # columns s^0..s^d
-        pinv = np.linalg.pinv(A)                                               # coef = pinv @ x
+        At = A.T
+        coef = np.linalg.solve(At @ A, At)                                     # coef = coef @ x
         # d^k/dt^k of Σ c_j (t/scale)^j at t = 0 is k! c_k / scale^k
-        factorials = np.cumprod(np.arange(1, self.order + 1, dtype=float))
-        return pinv[1: self.order + 1] * (factorials / scale ** np.arange(1, self.order + 1))[:, None]
+        return coef[1: self.order + 1] * (self._factorials / scale ** self._orders)[:, None]
 
 
 class ServoAccelerationEstimator:
