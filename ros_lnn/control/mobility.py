@@ -64,6 +64,14 @@ class Mobility:
         return self._A0_dot
 
 
+def _pair_index(model):
+    idx = model.__dict__.get("_mobility_pair_index")
+    if idx is None:
+        lin, ang, diag, _ = model._mobility_block_index
+        idx = model._mobility_pair_index = np.concatenate([diag, ang, 36 * model.n_bodies ** 2 + ang])
+    return idx
+
+
 def _mass_inverse(model, data) -> np.ndarray:
     n = model.n_bodies
     _block_index(model)
@@ -96,8 +104,16 @@ def _schur_solver(S: np.ndarray):
 def mobility(model, data, with_rate: bool = True, want: str = "both") -> Mobility:
     """``want``: "A" (law III needs only 𝓐, 𝓐̇), "P" (laws I/II need only P, Ṗ) or "both"."""
     n = model.n_bodies
-    A0 = _mass_inverse(model, data)
-    A0_dot = _mass_inverse_rate(model, data) if with_rate else None
+    if with_rate:  # 𝓜⁻¹ and its rate filled together: one buffer, one indexed assignment
+        _block_index(model)
+        lin, ang, diag, inv_mass = model._mobility_block_index
+        Iinv = data.inertia_inv
+        D = skew(data.omega) @ Iinv  # Ω I⁻¹; the rate block Ω I⁻¹ − I⁻¹ Ω = D + Dᵀ (I⁻¹ symmetric)
+        both = np.zeros(72 * n * n)
+        both[_pair_index(model)] = np.concatenate([inv_mass, Iinv.ravel(), (D + D.transpose(0, 2, 1)).ravel()])
+        A0, A0_dot = both.reshape(2, 6 * n, 6 * n)
+    else:
+        A0, A0_dot = _mass_inverse(model, data), None
     J = data.J
     if J.shape[0] == 0:
         I6 = np.eye(6 * n)

@@ -424,9 +424,15 @@ def apply_mass_inverse(model, data, x: np.ndarray) -> np.ndarray:
 
 
 def gravity_port(model) -> np.ndarray:
-    """[M_v g_3N; 0]."""
-    n = model.n_bodies
-    return np.concatenate([(model.masses[:, None] * model.gravity).ravel(), np.zeros(3 * n)])
+    """[M_v g_3N; 0] (read-only; kept on the model until its gravity changes)."""
+    key = model.gravity.tobytes()
+    cached = model.__dict__.get("_gravity_port")
+    if cached is None or cached[0] != key:
+        n = model.n_bodies
+        port = np.concatenate([(model.masses[:, None] * model.gravity).ravel(), np.zeros(3 * n)])
+        port.setflags(write=False)
+        cached = model._gravity_port = (key, port)
+    return cached[1]
 
 
 def generalized_force(model, data, port) -> np.ndarray:
