@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..physics.lagrangian import NUMPY, forward_acceleration, velocity_terms
+from ..physics.lagrangian import NUMPY, coriolis_force, forward_acceleration
 from ..physics.systems import LagrangianSystem
 
 
@@ -48,7 +48,7 @@ class FixedStepSimulator:
     def _accel(self, t, q_f, qd_f):
         q, qd, qdd_e = self.full_state(t, q_f, qd_f)
         M, dM, _, dV = lagrangian_terms(self.system, q)
-        _, Q_c = velocity_terms(NUMPY, M, dM, qd)
+        Q_c = coriolis_force(NUMPY, dM, qd)
         return forward_acceleration(NUMPY, M, Q_c, dV, qdd_e, self.Q_f, self.system.partition)
 
     def step(self, dt: float) -> None:

@@ -23,7 +23,7 @@ FORMAT_VERSION = 1
 INPUT_NAMES = ("q", "qd", "qdd_e", "Q_f")
 # Symbolic shapes: n, n_f, n_e; "" means per-sample scalar.
 OUTPUT_SHAPES = {
-    "qdd": "n", "Q": "n", "Q_e": "n_e", "Q_inertial": "n", "Q_coriolis": "n", "Q_conservative": "n",
+    "qdd": "n", "qdd_f": "n_f", "Q": "n", "Q_e": "n_e", "Q_inertial": "n", "Q_coriolis": "n", "Q_conservative": "n",
     "Q_ff_m": "n_f", "Q_fe_m": "n_f", "Q_ef_m": "n_e", "Q_ee_m": "n_e",
     "T": "", "V": "", "E": "", "T_dot": "", "V_dot": "", "E_dot": "", "W_dot": "n", "power": "",
     "M": "n,n",

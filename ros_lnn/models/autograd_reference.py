@@ -46,7 +46,6 @@ class AutogradServoLNN(nn.Module):
             Q_f = q.new_zeros(q.shape[:-1] + (self.n_f,))
         M, dM, V, dV = self.terms(q)
         out = dynamics(TORCH, M, dM, V, dV, qd, self.partition, qdd_e=qdd_e, Q_f=Q_f)
-        out["qdd_f"] = out["qdd"][..., :self.n_f]
         return out
 
     def inverse(self, q, qd, qdd) -> dict:

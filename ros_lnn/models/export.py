@@ -1,7 +1,7 @@
 """Export a :class:`ServoLNN` to ONNX per the contract of :mod:`ros_lnn.inference.metadata`.
 
 Inputs ``q, qd, qdd_e, Q_f`` (``qdd_e`` omitted without servo joints), model order, dynamic batch;
-outputs :data:`OUTPUT_NAMES` plus ``qdd_f``. Metadata JSON under ``metadata_props['ros_lnn']``.
+outputs :data:`OUTPUT_NAMES`. Metadata JSON under ``metadata_props['ros_lnn']``.
 The dynamo exporter (``torch.onnx.export(dynamo=True)`` with the onnxscript optimizer) is the default:
 for this graph it gives ~90 nodes against ~130 (plus shape plumbing) from the TorchScript exporter and
 runs ~15 % faster per sample in ONNX Runtime; ``dynamo=False`` remains available (exports in <1 s).
@@ -21,7 +21,7 @@ from ..inference.metadata import METADATA_KEY, ModelMetadata
 from ..physics.lagrangian import OUTPUT_NAMES
 from .servo_lnn import FAMILY, ServoLNN
 
-EXPORT_OUTPUTS = (*OUTPUT_NAMES, "qdd_f")
+EXPORT_OUTPUTS = OUTPUT_NAMES
 OPSET = 17
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 

@@ -26,17 +26,25 @@ def einsum(spec: str, *xs):
     if spec == "...i,...i->...":
         a, b = xs
         return (a * b).sum(-1)
-    if spec == "...kij,...k->...ij":
+    if spec == "...kij,...j->...ki":
         D, v = xs
-        return (D * v[..., :, None, None]).sum(-3)
-    if spec == "...kij,...i,...j->...k":
-        D, a, b = xs
-        return ((D @ b[..., None, :, None]).squeeze(-1) * a[..., None, :]).sum(-1)
+        return (D @ v[..., None, :, None]).squeeze(-1)
+    if spec == "...k,...ki->...i":
+        v, X = xs
+        return (v.unsqueeze(-2) @ X).squeeze(-2)
+    if spec == "...i,...ij,...j->...":
+        a, A, b = xs
+        return ((a.unsqueeze(-2) @ A) @ b.unsqueeze(-1)).squeeze(-1).squeeze(-1)
     return torch.einsum(spec, *xs)
 
 
 class TorchOps:
     einsum = staticmethod(einsum)
+
+    @staticmethod
+    def swap(x):
+        """Transpose of the last two axes."""
+        return x.transpose(-1, -2)
 
     @staticmethod
     def cat(xs, axis=-1):

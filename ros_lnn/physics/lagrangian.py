@@ -37,6 +37,11 @@ class NumpyOps:
     def take(x, idx, axis=-1):
         return np.take(x, idx, axis=axis)
 
+    @staticmethod
+    def swap(x):
+        """Transpose of the last two axes."""
+        return np.swapaxes(x, -1, -2)
+
 
 NUMPY = NumpyOps()
 
@@ -80,30 +85,31 @@ class Partition:
 
 # Names of everything ``dynamics`` returns, in a fixed order; the ONNX graph exports the same names.
 OUTPUT_NAMES = (
-    "qdd", "Q", "Q_e", "Q_inertial", "Q_coriolis", "Q_conservative",
+    "qdd", "qdd_f", "Q", "Q_e", "Q_inertial", "Q_coriolis", "Q_conservative",
     "Q_ff_m", "Q_fe_m", "Q_ef_m", "Q_ee_m",
     "T", "V", "E", "T_dot", "V_dot", "E_dot", "W_dot", "power", "M",
 )
 
 
-def velocity_terms(ops, M, dM, qd):
-    """``Ṁ`` and the centrifugal/Coriolis force ``Ṁ q̇ − ½ k(q, q̇)`` (both full-size)."""
-    M_dot = ops.einsum("...kij,...k->...ij", dM, qd)
-    k = ops.einsum("...kij,...i,...j->...k", dM, qd, qd)
-    Q_c = ops.einsum("...ij,...j->...i", M_dot, qd) - 0.5 * k
-    return M_dot, Q_c
+def coriolis_force(ops, dM, qd):
+    """Centrifugal/Coriolis force ``Ṁ q̇ − ½ k(q, q̇)`` as one contraction:
+    ``Σ_k q̇_k (X_ki − ½ X_ik)`` with ``X_ki = Σ_j ∂M_ij/∂q_k q̇_j`` (fewer graph nodes than forming Ṁ)."""
+    X = ops.einsum("...kij,...j->...ki", dM, qd)
+    return ops.einsum("...k,...ki->...i", qd, X - 0.5 * ops.swap(X))
+
+
+def _solve_free(ops, M, Q_cg, qdd_e, Q_f, part: Partition):
+    f, e = list(part.free), list(part.servo)
+    M_f = ops.take(M, f, axis=-2)
+    rhs = Q_f - ops.take(Q_cg, f)
+    if e:
+        rhs = rhs - ops.einsum("...ij,...j->...i", ops.take(M_f, e, axis=-1), qdd_e)
+    return ops.solve(ops.take(M_f, f, axis=-1), rhs)
 
 
 def forward_acceleration(ops, M, Q_c, dV, qdd_e, Q_f, part: Partition):
     """Eq 18: ``q̈_f = M_ff⁻¹ (Q_f − M_fe q̈_e − Q_f,c − Q_f,g)``."""
-    f, e = list(part.free), list(part.servo)
-    M_f = ops.take(M, f, axis=-2)
-    M_ff = ops.take(M_f, f, axis=-1)
-    rhs = Q_f - ops.take(Q_c, f) - ops.take(dV, f)
-    if e:
-        M_fe = ops.take(M_f, e, axis=-1)
-        rhs = rhs - ops.einsum("...ij,...j->...i", M_fe, qdd_e)
-    return ops.solve(M_ff, rhs)
+    return _solve_free(ops, M, Q_c + dV, qdd_e, Q_f, part)
 
 
 def dynamics(ops, M, dM, V, dV, qd, part: Partition, *, qdd=None, qdd_e=None, Q_f=None) -> dict:
@@ -111,37 +117,42 @@ def dynamics(ops, M, dM, V, dV, qd, part: Partition, *, qdd=None, qdd_e=None, Q_
 
     Inverse mode: pass the full ``qdd``. Forward mode: pass ``qdd_e`` and ``Q_f``; ``q̈_f`` is solved
     from eq 18 and ``Q`` (hence ``Q_e``) is evaluated at the predicted acceleration.
+    The formulation keeps the exported graph small (every node costs time at batch size 1).
     """
-    M_dot, Q_c = velocity_terms(ops, M, dM, qd)
     f, e = list(part.free), list(part.servo)
+    Q_c = coriolis_force(ops, dM, qd)
+    Q_cg = Q_c + dV
     if qdd is None:
         if qdd_e is None or Q_f is None:
             raise ValueError("forward mode needs qdd_e and Q_f (or pass qdd for inverse mode)")
-        qdd_f = forward_acceleration(ops, M, Q_c, dV, qdd_e, Q_f, part)
+        qdd_f = _solve_free(ops, M, Q_cg, qdd_e, Q_f, part)
         qdd = ops.take(ops.cat([qdd_f, qdd_e]), list(part.inverse_order))
-    Q_m = ops.einsum("...ij,...j->...i", M, qdd)
-    Q = Q_m + Q_c + dV
-    qdd_f, qdd_e = ops.take(qdd, f), ops.take(qdd, e)
-    M_f, M_e = ops.take(M, f, axis=-2), ops.take(M, e, axis=-2)
-
-    def block(Mrow, cols, acc):
-        return ops.einsum("...ij,...j->...i", ops.take(Mrow, cols, axis=-1), acc)
-
-    T = 0.5 * ops.einsum("...i,...i->...", qd, ops.einsum("...ij,...j->...i", M, qd))
-    T_dot = ops.einsum("...i,...i->...", qd, Q_m + Q_c)
-    V_dot = ops.einsum("...i,...i->...", dV, qd)
+    else:
+        qdd_f, qdd_e = ops.take(qdd, f), ops.take(qdd, e)
+    # P_ij = M_ij q̈_j: summing its free / servo columns gives every row's inertial force from the
+    # free and from the servo accelerations, hence the four blocks of the decomposition (eq 16).
+    P = M * qdd[..., None, :]
+    by_free = ops.take(P, f).sum(-1)
+    by_servo = ops.take(P, e).sum(-1) if e else 0.0 * by_free
+    Q_m = by_free + by_servo if f else by_servo
+    Q = Q_m + Q_cg
+    T = 0.5 * ops.einsum("...i,...ij,...j->...", qd, M, qd)
     W_dot = qd * Q
+    power = W_dot.sum(-1)
+    V_dot = ops.einsum("...i,...i->...", dV, qd)
+    T_dot = power - V_dot  # = q̇ᵀ(M q̈ + Ṁ q̇ − ½k), since Q − ∂V/∂q = M q̈ + Ṁ q̇ − ½k
     return {
         "qdd": qdd,
+        "qdd_f": qdd_f,
         "Q": Q,
         "Q_e": ops.take(Q, e),
         "Q_inertial": Q_m,
         "Q_coriolis": Q_c,
         "Q_conservative": dV,
-        "Q_ff_m": block(M_f, f, qdd_f),
-        "Q_fe_m": block(M_f, e, qdd_e),
-        "Q_ef_m": block(M_e, f, qdd_f),
-        "Q_ee_m": block(M_e, e, qdd_e),
+        "Q_ff_m": ops.take(by_free, f),
+        "Q_fe_m": ops.take(by_servo, f),
+        "Q_ef_m": ops.take(by_free, e),
+        "Q_ee_m": ops.take(by_servo, e),
         "T": T,
         "V": V,
         "E": T + V,
@@ -149,6 +160,6 @@ def dynamics(ops, M, dM, V, dV, qd, part: Partition, *, qdd=None, qdd_e=None, Q_
         "V_dot": V_dot,
         "E_dot": T_dot + V_dot,
         "W_dot": W_dot,
-        "power": W_dot.sum(-1),
+        "power": power,
         "M": M,
     }

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ..errors import RosLnnError
-from .lagrangian import NUMPY, forward_acceleration, velocity_terms
+from .lagrangian import NUMPY, coriolis_force, forward_acceleration
 from .systems import LagrangianSystem
 from .trials import Trial
 
@@ -85,7 +85,7 @@ def equations_of_motion(system: LagrangianSystem, servo: ServoTrajectory | None 
     def rhs(t, y):
         q, qd, qdd_e, Q_f = state(t, y)
         M = system.mass_matrix(q)
-        _, Q_c = velocity_terms(NUMPY, M, system.mass_matrix_partials(q), qd)
+        Q_c = coriolis_force(NUMPY, system.mass_matrix_partials(q), qd)
         qdd_f = forward_acceleration(NUMPY, M, Q_c, system.potential_gradient(q), qdd_e, Q_f, part)
         return np.concatenate([y[n_f:], qdd_f])
 
