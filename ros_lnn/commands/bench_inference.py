@@ -9,6 +9,7 @@ plus batched throughput at batch 1 024. The timed network has the paper's crane 
 """
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -49,14 +50,15 @@ def bench_inference(args) -> dict:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     quick = getattr(args, "quick", False)
-    n_single = 500 if quick else 5000
-    n_autograd = 200 if quick else 1000
+    n_single = 3000 if quick else 20000
+    n_autograd = 300 if quick else 2000
 
     model = ServoLNN(["pendulum_joint"], ["cart_joint"], hidden=(64,), activation="softplus",
                      coordinate_units=["rad", "m"]).eval()
     autograd_model = AutogradServoLNN.from_model(model)
     q, qd, qdd_e, Q_f = _inputs(1000, model.n_f, model.n_e)
-    results = {"machine": machine_description(), "threads": 1, "network": "2x64x[1,1,2] softplus"}
+    results = {"machine": machine_description(), "load_average_before": os.getloadavg()[0], "threads": 1,
+               "network": "2x64x[1,1,2] softplus"}
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.onnx"
@@ -91,12 +93,14 @@ def bench_inference(args) -> dict:
                                            / results["onnx_single"]["median_us"])
     results["speedup_onnx_vs_torch_analytic"] = (results["torch_analytic_single"]["median_us"]
                                                  / results["onnx_single"]["median_us"])
+    results["load_average_after"] = os.getloadavg()[0]
     _print(results)
     return results
 
 
 def _print(r: dict) -> None:
-    print(f"machine: {r['machine']}; 1 thread; network {r['network']}; all outputs per call")
+    print(f"machine: {r['machine']} (load average {r['load_average_before']:.2f} before, "
+          f"{r['load_average_after']:.2f} after); 1 thread; network {r['network']}; all outputs per call")
     print(f"{'path':<34} {'median µs':>10} {'p99 µs':>10}")
     for key, label in (("onnx_single", "ONNX Runtime (ros_lnn.inference)"),
                        ("torch_analytic_single", "torch, analytic derivatives"),
