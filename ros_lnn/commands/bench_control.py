@@ -158,26 +158,29 @@ def _feed_joint_states(result_queue, namespace: str, duration: float, rate_hz: f
     rclpy.try_shutdown()
 
 
-def bench_node_rate(duration: float, rate_hz: float = 1000.0, feeder: str = "process") -> dict:
+def bench_node_rate(duration: float, rate_hz: float = 1000.0, feeder: str = "process",
+                    executor: str | None = None) -> dict:
     """dac_controller (demo arm, law III) fed joint states at ``rate_hz`` over DDS: input and output
     rates, and the node's own processing time per message.
 
     ``feeder="process"``: the joint states come from, and the efforts return to, another process (a
     robot driver's situation; the node's process runs only the node). ``feeder="thread"``: feeder and
     node share this process and its GIL — the rclpy executors then cap the rate by themselves (measured:
-    ~650 Hz with the controller step replaced by a cached output on the 2-core machine)."""
+    ~650 Hz with the controller step replaced by a cached output on the 2-core machine).
+    ``executor``: the node's executor as the node processes make it ("single", "events"; None: the
+    ROS_LNN_EXECUTOR environment variable, default single), process feeder only."""
     if feeder == "process":
-        return _bench_node_rate_process(duration, rate_hz)
+        return _bench_node_rate_process(duration, rate_hz, executor)
     return _bench_node_rate_thread(duration, rate_hz)
 
 
-def _bench_node_rate_process(duration: float, rate_hz: float) -> dict:
+def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str | None) -> dict:
     import multiprocessing
     import threading
 
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
 
+    from ..nodes._common import make_executor
     from ..nodes.dac_controller import DacControllerNode, start
 
     namespace = "/bench_dac"
@@ -186,8 +189,8 @@ def _bench_node_rate_process(duration: float, rate_hz: float) -> dict:
     node = DacControllerNode(namespace=namespace, context=ctx)
     if not start(node):
         raise RuntimeError(node.last_error)
-    executor = SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
+    executor = make_executor(ctx, executor_kind)
+    executor.add_node(node)  # after start(): the EventsExecutor serves only subscriptions that exist by then
     stop = threading.Event()
     thread = threading.Thread(target=lambda: [executor.spin_once(timeout_sec=0.01) for _ in iter(stop.is_set, True)],
                               daemon=True)
@@ -203,10 +206,10 @@ def _bench_node_rate_process(duration: float, rate_hz: float) -> dict:
         stop.set()
         thread.join(timeout=2)
     lat = np.array([v for _, v in node.stats.latencies]) * 1e6
-    out = {"feeder": "process", "requested_rate_hz": rate_hz, **got,
+    out = {"feeder": "process", "executor": type(executor).__name__, "requested_rate_hz": rate_hz, **got,
            "node_step_median_us": float(np.median(lat)) if lat.size else float("nan"),
            "node_step_p99_us": float(np.percentile(lat, 99)) if lat.size else float("nan")}
-    print("node at {requested_rate_hz:.0f} Hz (feeder in another process): sent {sent_rate_hz:.0f} Hz, published "
+    print("node at {requested_rate_hz:.0f} Hz (feeder in another process, {executor}): sent {sent_rate_hz:.0f} Hz, published "
           "{output_rate_hz:.0f} Hz ({outputs_per_input:.2f} per input), per-message work median "
           "{node_step_median_us:.0f} µs, p99 {node_step_p99_us:.0f} µs".format(**out))
     node.destroy_node()
