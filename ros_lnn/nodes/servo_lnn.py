@@ -20,6 +20,7 @@ from array import array
 
 import numpy as np
 import rclpy
+from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Point
 from rclpy.lifecycle import Node as LifecycleNode
@@ -40,6 +41,8 @@ from . import _common as C
 COMMAND_TYPES = ("trajectory", "array", "none")
 AXES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0),
         "-x": (-1.0, 0.0, 0.0), "-y": (0.0, -1.0, 0.0), "-z": (0.0, 0.0, -1.0)}
+#: Outputs published per sample, in the order they are gathered (energy: the first seven ~/energy entries).
+PUBLISHED = ("Q_e", "qdd", "Q") + C.ENERGY_LABELS[:7]
 INVALID_REASONS = ("non_finite", "missing_joint", "bad_size", "out_of_order", "stale", "non_finite_output",
                    "warming_up")
 
@@ -158,12 +161,14 @@ class ServoLnnNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         rt = self.runtime
         self._index_cache = (None, None)
+        self._servo = slice(rt.n_f, rt.n)
+        self._zero_forces = np.zeros(rt.n_f)
+        self._templates, self._gather = {}, None
         window = int(self.p("qdd_filter_window"))
         self.vel_filter = CausalPolyDerivative(window=window, degree=2, order=1)
         self.pos_filter = CausalPolyDerivative(window=max(window, 5), degree=3, order=2)
         self.plan, self.array_cmd = None, None
         self.origin_ns, self.last_stamp_ns = None, None
-        self.last_state = None
         self.marker_throttle, self.rollout_throttle = C.Throttle(1.0), C.Throttle(1.0)
         self._pubs = {
             "driving_force": self.create_lifecycle_publisher(JointState, "~/driving_force", C.SENSOR_QOS),
@@ -310,32 +315,37 @@ class ServoLnnNode(LifecycleNode):
 
     def _on_joint_state(self, msg: JointState) -> None:
         t_start = time.perf_counter()
-        self.counts["received"] += 1
+        counts = self.counts
+        counts["received"] += 1
         self.stats.arrive()
         rt = self.runtime
-        ns = C.stamp_ns(msg.header.stamp)
+        values = self._values
+        stamp_in = msg.header.stamp
+        ns = stamp_in.sec * 1_000_000_000 + stamp_in.nanosec
         # ROS time is the system clock unless use_sim_time (then /clock through the node's clock)
         now_ns = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
         if ns == 0:
             ns = now_ns
-        max_age = float(self.p("max_input_age_s"))
+        max_age = float(values["max_input_age_s"])
         if max_age > 0 and now_ns > 0 and now_ns - ns > max_age * 1e9:
             return self._reject("stale", f"stamp is {(now_ns - ns) * 1e-9:.3f} s old (max_input_age_s {max_age})")
         if self.last_stamp_ns is not None and ns <= self.last_stamp_ns:
             return self._reject("out_of_order", f"stamp {ns * 1e-9:.6f} s is not after the last {self.last_stamp_ns * 1e-9:.6f} s")
-        k = len(msg.name)
-        if len(msg.position) != k or len(msg.velocity) not in (0, k) or len(msg.effort) not in (0, k):
-            return self._reject("bad_size", f"{k} names, {len(msg.position)} positions, {len(msg.velocity)} "
-                                            f"velocities, {len(msg.effort)} efforts")
-        idx = self._indices(list(msg.name))
+        names = msg.name
+        k = len(names)
+        position, velocity, effort = msg.position, msg.velocity, msg.effort
+        if len(position) != k or len(velocity) not in (0, k) or len(effort) not in (0, k):
+            return self._reject("bad_size", f"{k} names, {len(position)} positions, {len(velocity)} "
+                                            f"velocities, {len(effort)} efforts")
+        idx = self._indices(names)
         if idx is None:
-            return self._reject("missing_joint", f"model joints {rt.joints} not all in {list(msg.name)}")
-        q = np.asarray(msg.position)[idx]
-        qd = np.asarray(msg.velocity)[idx] if len(msg.velocity) else None
-        if not np.all(np.isfinite(q)) or (qd is not None and not np.all(np.isfinite(qd))):
+            return self._reject("missing_joint", f"model joints {rt.joints} not all in {list(names)}")
+        q = np.asarray(position)[idx]
+        qd = np.asarray(velocity)[idx] if len(velocity) else None
+        if not np.isfinite(q).all() or (qd is not None and not np.isfinite(qd).all()):
             return self._reject("non_finite", "NaN or inf in positions/velocities of the model joints")
         t = self._relative_s(ns)
-        servo = slice(rt.n_f, rt.n)
+        servo = self._servo
         if qd is not None:
             self.pos_filter.reset()
             d = self.vel_filter.update(t, qd[servo])
@@ -343,43 +353,98 @@ class ServoLnnNode(LifecycleNode):
         else:
             self.vel_filter.reset()
             d = self.pos_filter.update(t, q)
-            self.counts["velocity_estimated"] += 1
+            counts["velocity_estimated"] += 1
             qd, qdd_est = (None, None) if d is None else (d[0], d[1][servo])
         self.last_stamp_ns = ns
-        qdd_e = self._commanded_qdd_e(t)
+        qdd_e = self._commanded_qdd_e(t) if (self.plan is not None or self.array_cmd is not None) else None
         if qdd_e is None:
             qdd_e = qdd_est
         if qdd_e is None or qd is None:
-            self.counts["warming_up"] += 1
+            counts["warming_up"] += 1
             return
         Q_f = None
-        if len(msg.effort):
-            Q_f = np.asarray(msg.effort)[idx[: rt.n_f]]
-            if not np.all(np.isfinite(Q_f)):
+        if len(effort):
+            Q_f = np.asarray(effort)[idx[: rt.n_f]]
+            if not np.isfinite(Q_f).all():
                 Q_f = None
         if Q_f is None:
-            forces = self.p("free_joint_forces")
-            Q_f = np.asarray(forces, dtype=float) if forces else np.zeros(rt.n_f)
+            forces = values["free_joint_forces"]
+            Q_f = np.asarray(forces, dtype=float) if forces else self._zero_forces
         out = rt.evaluate(q, qd, qdd_e, Q_f)
-        if not C.outputs_finite(out):
+        view = self._published(out)
+        if view is None:
             return self._reject("non_finite_output", "the model returned NaN/inf for this state")
-        stamp = C.ns_to_stamp(ns)
-        frame = self.p("frame_id") or msg.header.frame_id
+        frame = values["frame_id"] or msg.header.frame_id
+        sec, nanosec = divmod(ns, 1_000_000_000)
         pubs = self._pubs
-        pubs["driving_force"].publish(C.driving_force_msg(stamp, frame, rt.servo_joints, q[servo], qd[servo], out["Q_e"]))
-        pubs["prediction"].publish(C.prediction_msg(stamp, frame, rt.joints, q, qd, out["qdd"], out["Q"]))
-        pubs["energy"].publish(C.energy_msg(stamp, out))
-        self.counts["processed"] += 1
-        self.last_state = (t, stamp, q, qd, out)
-        if "markers" in pubs and self._due(self.marker_throttle, "marker_rate_hz"):
-            pubs["markers"].publish(self._markers(stamp, out))
-        if self.plan is not None and float(self.p("rollout_horizon_s")) > 0 and \
-                self._due(self.rollout_throttle, "rollout_rate_hz"):
-            self._publish_rollout(t, stamp, q, qd)
+        templates = self._templates.get(frame) or self._make_templates(frame)
+        q_e, qd_e = q[servo], qd[servo]
+        if templates is not False:
+            force, prediction, energy = templates
+            pubs["driving_force"].publish(force.fill(sec, nanosec, q_e, qd_e, view["Q_e"]))
+            pubs["prediction"].publish(prediction.fill(sec, nanosec, q, qd, view["qdd"], view["Q"]))
+            pubs["energy"].publish(energy.fill(sec, nanosec, view["energy"]))
+        else:
+            stamp = Time(sec=sec, nanosec=nanosec)
+            pubs["driving_force"].publish(C.driving_force_msg(stamp, frame, rt.servo_joints, q_e, qd_e, view["Q_e"]))
+            pubs["prediction"].publish(C.prediction_msg(stamp, frame, rt.joints, q, qd, view["qdd"], view["Q"]))
+            pubs["energy"].publish(C.energy_values_msg(stamp, view["energy"]))
+        counts["processed"] += 1
+        markers = "markers" in pubs and self._due(self.marker_throttle, "marker_rate_hz")
+        rollout = self.plan is not None and float(values["rollout_horizon_s"]) > 0 and \
+            self._due(self.rollout_throttle, "rollout_rate_hz")
+        if markers or rollout:
+            stamp = Time(sec=sec, nanosec=nanosec)
+            if markers:
+                pubs["markers"].publish(self._markers(stamp, out))
+            if rollout:
+                self._publish_rollout(t, stamp, q, qd)
         latency = time.perf_counter() - t_start
         self.stats.latency(latency)
         if self._latency_log is not None:
             self._latency_log.append(latency)
+
+    def _published(self, out):
+        """The published outputs (Q_e, qdd, Q, energy = T, V, E, Ṫ, V̇, Ė, q̇ᵀQ) as arrays, or None when
+        any of them is NaN/inf. A SampleOutputs is read through one gather from its flat vector."""
+        layout = getattr(out, "_layout", None)
+        flat = getattr(out, "flat", None)
+        if layout is not None and flat is not None:
+            gather = self._gather
+            if gather is None or gather[0] is not layout:
+                spans = [layout[name][0] for name in PUBLISHED]
+                index = np.concatenate([np.arange(sp.start, sp.stop) for sp in spans])
+                bounds = np.cumsum([0] + [sp.stop - sp.start for sp in spans])
+                gather = self._gather = (layout, index, bounds)
+            values = flat[gather[1]]
+            if not np.isfinite(values).all():
+                return None
+            b = gather[2]
+            return {"Q_e": values[b[0]:b[1]], "qdd": values[b[1]:b[2]], "Q": values[b[2]:b[3]],
+                    "energy": values[b[3]:]}
+        if not C.outputs_finite(out) or not np.isfinite(out["Q_e"]).all():
+            return None
+        energy = np.array([float(out[k]) for k in C.ENERGY_LABELS[:7]])
+        if not np.isfinite(energy).all():
+            return None
+        return {"Q_e": np.asarray(out["Q_e"], float), "qdd": np.asarray(out["qdd"], float),
+                "Q": np.asarray(out["Q"], float), "energy": energy}
+
+    def _make_templates(self, frame: str):
+        """Serialized layouts of the three per-sample outputs for one frame_id (False: not usable)."""
+        rt = self.runtime
+        n, n_e = rt.n, rt.n_e
+        servo, joints = list(rt.servo_joints), list(rt.joints)
+        templates = (
+            C.SerializedTemplate(lambda st, a, b, c: C.driving_force_msg(st, frame, servo, a, b, c), (n_e,) * 3),
+            C.SerializedTemplate(lambda st, a, b, c, d: C.prediction_msg(st, frame, joints, a, b, c, d), (n,) * 4),
+            C.SerializedTemplate(C.energy_values_msg, (7,), stamp_format="<dd"),
+        )
+        usable = templates if all(t.ok for t in templates) else False
+        if len(self._templates) >= 16:            # frame ids taken from the inputs: keep the cache small
+            self._templates.clear()
+        self._templates[frame] = usable
+        return usable
 
     def _due(self, throttle, rate_param: str) -> bool:
         rate = float(self.p(rate_param))
