@@ -62,19 +62,22 @@ class PortToEfforts:
         if lim.size != len(joint_names) or np.any(~(lim > 0)):
             raise ConfigError(f"effort limits {list(lim)} must be one positive number per joint {joint_names}")
         self.limits = lim
+        self._neg_limits = -lim
         self.residual = residual
 
     def __call__(self, data, tau_c, q=None, qd=None, G=None) -> EffortCommand:
         G = twist_map(self.model, data) if G is None else G
         gen = G.T @ np.asarray(tau_c, dtype=float)
         model_part = gen[self._cols]
-        res = np.zeros_like(model_part)
         if self.residual is not None:
             res = np.asarray(self.residual(q, qd, model_part), dtype=float).reshape(model_part.shape)
             if not np.all(np.isfinite(res)):
                 res = np.zeros_like(model_part)  # a learned part that fails must not poison the command
-        requested = model_part + res
-        effort = np.clip(requested, -self.limits, self.limits)
-        ratio = float(np.max(np.abs(requested) / self.limits)) if requested.size else 0.0
-        return EffortCommand(effort, requested, model_part, res, np.abs(requested) > self.limits,
-                             gen[:self._root_cols], ratio)
+            requested = model_part + res
+        else:
+            res = np.zeros_like(model_part)
+            requested = model_part.copy()
+        effort = np.minimum(np.maximum(requested, self._neg_limits), self.limits)
+        magnitude = np.abs(requested)
+        ratio = float((magnitude / self.limits).max()) if requested.size else 0.0
+        return EffortCommand(effort, requested, model_part, res, magnitude > self.limits, gen[:self._root_cols], ratio)

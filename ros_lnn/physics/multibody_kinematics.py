@@ -153,14 +153,21 @@ def _columns(model, data):
 def twist_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
     """``G`` (6N × n_rates) with ``ν = G q̇``; ``J G = 0`` on the constraint manifold."""
     n = model.n_bodies
-    U, P, D, lin = _column_geometry(model, data)  # configuration only: a pose-only workspace will do
-    c = U.shape[0]
-    G = np.zeros((6 * n, c))
-    arm = data.r[None, :, :] - P[:, None, :]  # (C, N, 3)
-    vel = np.where(lin[:, None, None], U[:, None, :], cross(U[:, None, :], arm))
-    vel *= D[:, :, None]
+    kind, joint, local, D = _column_table(model)
+    c = kind.shape[0]
+    if c and np.all(kind == 2):  # every column a revolute joint (a fixed-base arm): no root columns
+        U = (data.R[model.child[joint]] @ local[:, :, None])[:, :, 0]
+        arm = data.r[None, :, :] - data.point_child[joint][:, None, :]  # (C, N, 3)
+        vel = cross(U[:, None, :], arm) * D[:, :, None]
+        ang = U[:, None, :] * D[:, :, None]
+    else:
+        U, P, D, lin = _column_geometry(model, data)  # configuration only: a pose-only workspace will do
+        arm = data.r[None, :, :] - P[:, None, :]
+        vel = np.where(lin[:, None, None], U[:, None, :], cross(U[:, None, :], arm))
+        vel *= D[:, :, None]
+        ang = np.where(lin[:, None, None], 0.0, U[:, None, :]) * D[:, :, None]
+    G = np.empty((6 * n, c))
     G[:3 * n] = vel.transpose(1, 2, 0).reshape(3 * n, c)
-    ang = np.where(lin[:, None, None], 0.0, U[:, None, :]) * D[:, :, None]
     G[3 * n:] = ang.transpose(1, 2, 0).reshape(3 * n, c)
     return G
 
