@@ -209,8 +209,8 @@ def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str
     out = {"feeder": "process", "executor": type(executor).__name__, "requested_rate_hz": rate_hz, **got,
            "node_step_median_us": float(np.median(lat)) if lat.size else float("nan"),
            "node_step_p99_us": float(np.percentile(lat, 99)) if lat.size else float("nan")}
-    print("node at {requested_rate_hz:.0f} Hz (feeder in another process, {executor}): sent {sent_rate_hz:.0f} Hz, published "
-          "{output_rate_hz:.0f} Hz ({outputs_per_input:.2f} per input), per-message work median "
+    print("node at {requested_rate_hz:.0f} Hz (feeder in another process, {executor}): sent {sent_rate_hz:.0f} Hz, "
+          "published {output_rate_hz:.0f} Hz ({outputs_per_input:.2f} per input), per-message work median "
           "{node_step_median_us:.0f} µs, p99 {node_step_p99_us:.0f} µs".format(**out))
     node.destroy_node()
     rclpy.try_shutdown(context=ctx)
@@ -266,12 +266,13 @@ def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
     for t in threads:
         t.join(timeout=2)
     lat = np.array([v for _, v in node.stats.latencies]) * 1e6
-    out = {"feeder": "thread", "requested_rate_hz": rate_hz, "sent_rate_hz": sent / elapsed, "output_rate_hz": len(received) / elapsed,
+    out = {"feeder": "thread", "requested_rate_hz": rate_hz, "sent_rate_hz": sent / elapsed,
+           "output_rate_hz": len(received) / elapsed,
            "outputs_per_input": len(received) / max(sent, 1),
            "node_step_median_us": float(np.median(lat)) if lat.size else float("nan"),
            "node_step_p99_us": float(np.percentile(lat, 99)) if lat.size else float("nan")}
-    print("node at {requested_rate_hz:.0f} Hz (feeder in this process): sent {sent_rate_hz:.0f} Hz, published {output_rate_hz:.0f} Hz "
-          "({outputs_per_input:.2f} per input), per-message work median {node_step_median_us:.0f} µs, "
+    print("node at {requested_rate_hz:.0f} Hz (feeder in this process): sent {sent_rate_hz:.0f} Hz, "
+          "published {output_rate_hz:.0f} Hz ({outputs_per_input:.2f} per input), per-message work median {node_step_median_us:.0f} µs, "
           "p99 {node_step_p99_us:.0f} µs".format(**out))
     node.destroy_node()
     probe.destroy_node()
