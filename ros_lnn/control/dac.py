@@ -149,7 +149,7 @@ def end_effector_state(model, data, ee: EndEffector):
     quat = np.array(_qmul(data.quat[b].tolist(), tool))
     Jt = Jt0.copy()
     Jt[:3, ang] = -skew(arm)
-    Jt_dot = np.zeros_like(Jt)
+    Jt_dot = np.zeros(Jt.shape)
     Jt_dot[:3, ang] = -skew(cross(data.omega[b], arm))
     data.__dict__["_ee_state"] = (ee, (pos, quat, Jt, Jt_dot))
     return pos, quat, Jt, Jt_dot
@@ -238,7 +238,7 @@ class DacController:
         U = 0.0
         if self.obstacles is not None and self.obstacles.obstacles and g.obstacle_gain > 0:
             U, grad, grad_dot = potential_gradient(self.obstacles, model, data)
-            if np.any(grad):
+            if grad.any():
                 Ag = A @ grad
                 JtAg = Jt @ Ag
                 null_Ag = Ag - pinv @ JtAg  # N_t 𝓐 ∇U
@@ -276,7 +276,9 @@ class DacController:
         h = 3 * n
         s = data.nu - nu_r
         # one batched product gives I ν̇_r,ω, I ω_r and I s_ω for every body
-        IX = data.inertia @ np.stack([nu_r_dot[h:].reshape(n, 3), nu_r[h:].reshape(n, 3), s[h:].reshape(n, 3)], 2)
+        X = np.empty((n, 3, 3))
+        X[:, :, 0], X[:, :, 1], X[:, :, 2] = nu_r_dot[h:].reshape(n, 3), nu_r[h:].reshape(n, 3), s[h:].reshape(n, 3)
+        IX = data.inertia @ X
         Ms = np.empty(6 * n)
         Ms[:h] = self._m3 * s[:h]
         Ms[h:] = IX[:, :, 2].ravel()

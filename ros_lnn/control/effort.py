@@ -75,7 +75,7 @@ class PortToEfforts:
                 res = np.zeros_like(model_part)  # a learned part that fails must not poison the command
             requested = model_part + res
         else:
-            res = np.zeros_like(model_part)
+            res = np.zeros(model_part.shape)
             requested = model_part.copy()
         effort = np.minimum(np.maximum(requested, self._neg_limits), self.limits)
         magnitude = np.abs(requested)

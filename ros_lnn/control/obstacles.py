@@ -86,7 +86,7 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
     arm = (data.R[body] @ field.points_offset[:, :, None])[:, :, 0]
     diff = (data.r[body] + arm)[:, None, :] - centers  # (P, O, 3)
     rho = np.maximum(np.sqrt((diff * diff).sum(axis=2)), 1e-9)  # a point at the very centre: any direction
-    if not np.any(rho - radii < field.influence):  # no point in the field: U and its derivatives vanish
+    if not (rho - radii < field.influence).any():  # no point in the field: U and its derivatives vanish
         return 0.0, np.zeros(6 * n), (np.zeros(6 * n) if with_rate else None)
     nhat = diff / rho[:, :, None]
     f, f1, f2 = _profile(rho - radii, field.influence, field.gain)
@@ -103,7 +103,9 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
     vn = (nhat @ vel[:, :, None])[:, :, 0]
     k_r = f1 / rho
     gd_p = (((f2 - k_r) * vn)[:, :, None] * nhat).sum(axis=1) + k_r.sum(axis=1)[:, None] * vel
-    a_x = Sk @ np.stack([g_p, gd_p], axis=2)  # a × ∇_p U, a × d/dt ∇_p U
+    both = np.empty(g_p.shape + (2,))
+    both[:, :, 0], both[:, :, 1] = g_p, gd_p
+    a_x = Sk @ both  # a × ∇_p U, a × d/dt ∇_p U
     cols = np.concatenate([g_p, a_x[:, :, 0], gd_p, cross(arm_dot, g_p) + a_x[:, :, 1]], axis=1)
     out = (sel @ cols).reshape(n, 4, 3).transpose(1, 0, 2)  # [∇_r, ∇_θ, d∇_r, d∇_θ] per body
     return U, out[:2].ravel(), out[2:].ravel()

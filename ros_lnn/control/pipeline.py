@@ -132,7 +132,7 @@ class DacPipeline:
     def kinematics(self, q, qd) -> MultibodyData:
         """Body poses and twists from joint positions/velocities in the configured joint order."""
         q, qd = np.asarray(q, float), np.asarray(qd, float)
-        finite = np.all(np.isfinite(q)) and np.all(np.isfinite(qd))
+        finite = np.isfinite(q).all() and np.isfinite(qd).all()
         if q.shape != (len(self.joint_names),) or qd.shape != q.shape or not finite:
             raise DataError(f"joint state must give finite position and velocity for {self.joint_names}")
         qm, qdm = self.model_order(q), self.model_order(qd)

@@ -34,6 +34,7 @@ import numpy as np
 from ..errors import ConfigError
 from .multibody_quaternion import _SKEW, cross, euler_xyz_intrinsic, quat_to_matrix, skew
 
+_I3 = np.eye(3)
 JOINT_KINDS = ("spherical", "revolute", "fixed")
 SPRING_LAWS = ("paper", "potential")
 
@@ -324,7 +325,7 @@ def _pose(model, r, quat) -> dict:
     n, k = model.n_bodies, model.n_joints
     R_ext = np.empty((n + 1, 3, 3))
     R_ext[:n] = quat_to_matrix(quat)
-    R_ext[n] = np.eye(3)
+    R_ext[n] = _I3
     R = R_ext[:n]
     inert = R @ model._inertia_stack @ R.transpose(0, 2, 1)  # R I^B Rᵀ and R (I^B)⁻¹ Rᵀ
     R_pc = R_ext[model._pc_index]
@@ -359,11 +360,13 @@ def _joint_moments(model, R_p, R_c, w_p, w_c):
         Rc = R_c if every else R_c[sph]
         rel = frame.transpose(0, 2, 1) @ Rc
         phi, theta, psi = euler_xyz_intrinsic(rel)
-        angles = np.stack([phi, theta, psi], axis=1)
+        angles = np.empty((len(sph), 3))
+        angles[:, 0], angles[:, 1], angles[:, 2] = phi, theta, psi
         gen = model.sph_stiffness * angles  # K θ per Euler angle
         if model.spring_law == "paper":
             # K₁φ e₁ + K₂θ e₂ with e₂ = frame [0, cos φ, sin φ]ᵀ is one product with the frame
-            c = np.stack([gen[:, 0], gen[:, 1] * np.cos(phi), gen[:, 1] * np.sin(phi)], axis=1)
+            c = np.empty((len(sph), 3))
+            c[:, 0], c[:, 1], c[:, 2] = gen[:, 0], gen[:, 1] * np.cos(phi), gen[:, 1] * np.sin(phi)
             m_s = (frame @ c[:, :, None])[:, :, 0] + gen[:, 2:] * Rc[:, :, 2]
         else:  # conservative: m · e_l = K_l θ_l, the gradient of ½ Σ K θ²
             e2 = frame[:, :, 1] * np.cos(phi)[:, None] + frame[:, :, 2] * np.sin(phi)[:, None]
@@ -373,7 +376,7 @@ def _joint_moments(model, R_p, R_c, w_p, w_c):
             m += m_s
         else:
             m[sph] += m_s
-        energy += 0.5 * float(np.sum(model.sph_stiffness * angles ** 2))
+        energy += 0.5 * float((model.sph_stiffness * angles * angles).sum())
     if model._has_rev_spring:
         rev = model.revolute
         q = revolute_angles(model, R_p, R_c)[rev]
@@ -513,7 +516,7 @@ def joint_mismatch(model, data) -> np.ndarray:
 
 def constraint_jacobian_rate(model, data) -> np.ndarray:
     """``J̇`` along the current twist: ``ṡ = ω × s`` for the joint arms, ``ṅ = ω_p × n`` for the normals."""
-    Jd = np.zeros_like(data.J)
+    Jd = np.zeros(data.J.shape)
     Jf = Jd.reshape(-1)
     w_ext = np.concatenate([data.omega, np.zeros((1, 3))])
     s_dot = cross(w_ext[model._pc_index], np.concatenate([data.s_parent, data.s_child]))

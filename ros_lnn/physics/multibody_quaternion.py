@@ -148,7 +148,7 @@ def rot_axis(axis, angle) -> np.ndarray:
 def euler_xyz_intrinsic(R: np.ndarray):
     """Relative Euler angles of eq 20, ``R = Rx(φ) Ry(θ) Rz(ψ)``; shape (..., 3, 3) → three (...)."""
     phi = np.arctan2(-R[..., 1, 2], R[..., 2, 2])
-    theta = np.arcsin(np.clip(R[..., 0, 2], -1.0, 1.0))
+    theta = np.arcsin(np.minimum(np.maximum(R[..., 0, 2], -1.0), 1.0))
     psi = np.arctan2(-R[..., 0, 1], R[..., 0, 0])
     return phi, theta, psi
 
