@@ -65,10 +65,17 @@ class Mobility:
 
 
 def _pair_index(model):
+    """Flat positions in the (6N, 12N) buffer [𝓜̇⁻¹ | 𝓜⁻¹]: the 3N linear diagonal and N angular blocks
+    of 𝓜⁻¹, then the N angular blocks of its rate."""
     idx = model.__dict__.get("_mobility_pair_index")
     if idx is None:
         lin, ang, diag, _ = model._mobility_block_index
-        idx = model._mobility_pair_index = np.concatenate([diag, ang, 36 * model.n_bodies ** 2 + ang])
+        m = 6 * model.n_bodies
+
+        def widen(flat, offset):
+            return (flat // m) * 2 * m + flat % m + offset
+
+        idx = model._mobility_pair_index = np.concatenate([widen(diag, m), widen(ang, m), widen(ang, 0)])
     return idx
 
 
@@ -104,14 +111,15 @@ def _schur_solver(S: np.ndarray):
 def mobility(model, data, with_rate: bool = True, want: str = "both") -> Mobility:
     """``want``: "A" (law III needs only 𝓐, 𝓐̇), "P" (laws I/II need only P, Ṗ) or "both"."""
     n = model.n_bodies
-    if with_rate:  # 𝓜⁻¹ and its rate filled together: one buffer, one indexed assignment
+    if with_rate:  # [𝓜̇⁻¹ | 𝓜⁻¹] side by side in one buffer, filled with one indexed assignment
         _block_index(model)
-        lin, ang, diag, inv_mass = model._mobility_block_index
+        inv_mass = model._mobility_block_index[3]
         Iinv = data.inertia_inv
         D = skew(data.omega) @ Iinv  # Ω I⁻¹; the rate block Ω I⁻¹ − I⁻¹ Ω = D + Dᵀ (I⁻¹ symmetric)
-        both = np.zeros(72 * n * n)
-        both[_pair_index(model)] = np.concatenate([inv_mass, Iinv.ravel(), (D + D.transpose(0, 2, 1)).ravel()])
-        A0, A0_dot = both.reshape(2, 6 * n, 6 * n)
+        both = np.zeros((6 * n, 12 * n))
+        both.reshape(-1)[_pair_index(model)] = np.concatenate([inv_mass, Iinv.ravel(),
+                                                               (D + D.transpose(0, 2, 1)).ravel()])
+        A0_dot, A0 = both[:, :6 * n], both[:, 6 * n:]
     else:
         A0, A0_dot = _mass_inverse(model, data), None
     J = data.J
@@ -134,8 +142,9 @@ def mobility(model, data, with_rate: bool = True, want: str = "both") -> Mobilit
     if not with_rate:
         return Mobility(model, data, A, None, P, None, A0, None)
     Jd = constraint_jacobian_rate(model, data)
-    Bd = A0_dot @ Jt + A0 @ Jd.T
-    Sd = Jd @ B + J @ Bd
+    J_Jd = np.concatenate([J, Jd], axis=1)
+    Bd = both @ J_Jd.T  # 𝓜̇⁻¹ Jᵀ + 𝓜⁻¹ J̇ᵀ
+    Sd = J_Jd @ np.concatenate([Bd, B])  # J Ḃ + J̇ B
     if SiJ is not None:
         SiJ_dot = solve(Jd - Sd @ SiJ)
         P_dot = -(Bd @ SiJ + B @ SiJ_dot)

@@ -285,8 +285,12 @@ def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None
     nu = np.asarray(nu, dtype=float).reshape(6 * n)
     if pose is None:
         pose = _pose(model, np.asarray(r, dtype=float).reshape(n, 3), np.asarray(quat, dtype=float).reshape(n, 4))
+        s_pc = pose.pop("_s_pc")
     else:
+        s_pc = getattr(pose, "_s_pc", None)
         pose = {name: getattr(pose, name) for name in _POSE_FIELDS}
+        if s_pc is None:
+            s_pc = np.concatenate([pose["s_parent"], pose["s_child"]])
     v, omega = nu[:3 * n].reshape(n, 3), nu[3 * n:].reshape(n, 3)
     w_ext = np.concatenate([omega, np.zeros((1, 3))])  # the world does not turn
     w_pc = w_ext[model._pc_index]  # [ω_p; ω_c] per joint
@@ -296,14 +300,25 @@ def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None
     mj_port[3 * n:] = (model._moment_incidence @ moments).ravel()  # C_F M_J: +m on the parent, −m on the child
     pose.update(nu=nu, omega=omega, v=v, joint_moments=moments, joint_moment_port=mj_port,
                 spring_energy=spring_energy, model=model)
-    return MultibodyData(**pose)
+    data = MultibodyData(**pose)
+    data._s_pc, data._w_pc = s_pc, w_pc  # [s_p; s_c] and [ω_p; ω_c] per joint, for γ and J̇
+    return data
+
+
+def _joint_rates_and_arms(model, data):
+    """``[ω_p; ω_c]`` and ``[s_p; s_c]`` per joint (kept by :func:`update`; rebuilt for other workspaces)."""
+    w_pc, s_pc = getattr(data, "_w_pc", None), getattr(data, "_s_pc", None)
+    if w_pc is None or s_pc is None:
+        w_pc = np.concatenate([data.omega, np.zeros((1, 3))])[model._pc_index]
+        s_pc = np.concatenate([data.s_parent, data.s_child])
+    return w_pc, s_pc
 
 
 def _gamma(model, data) -> np.ndarray:
     k = model.n_joints
     w_ext = np.concatenate([data.omega, np.zeros((1, 3))])
-    w_pc = w_ext[model._pc_index]
-    g2 = cross(w_pc, cross(w_pc, np.concatenate([data.s_parent, data.s_child])))
+    w_pc, s_pc = _joint_rates_and_arms(model, data)
+    g2 = cross(w_pc, cross(w_pc, s_pc))
     gamma = np.empty(model.n_constraints)
     gamma[:3 * k] = (g2[k:] - g2[:k]).ravel()
     if len(model.rot_joint):
@@ -342,7 +357,8 @@ def _pose(model, r, quat) -> dict:
     else:
         normals = np.zeros((0, 3))
     return dict(r=r, quat=quat, R=R, inertia=inert[0], inertia_inv=inert[1], R_parent=R_pc[:k], s_child=s_pc[k:],
-                s_parent=s_pc[:k], point_child=points[k:], point_parent=points[:k], rot_normals=normals, J=J)
+                s_parent=s_pc[:k], point_child=points[k:], point_parent=points[:k], rot_normals=normals, J=J,
+                _s_pc=s_pc)
 
 
 _POSE_FIELDS = ("r", "quat", "R", "inertia", "inertia_inv", "R_parent", "s_child", "s_parent", "point_child",
@@ -518,10 +534,11 @@ def constraint_jacobian_rate(model, data) -> np.ndarray:
     """``J̇`` along the current twist: ``ṡ = ω × s`` for the joint arms, ``ṅ = ω_p × n`` for the normals."""
     Jd = np.zeros(data.J.shape)
     Jf = Jd.reshape(-1)
-    w_ext = np.concatenate([data.omega, np.zeros((1, 3))])
-    s_dot = cross(w_ext[model._pc_index], np.concatenate([data.s_parent, data.s_child]))
+    w_pc, s_pc = _joint_rates_and_arms(model, data)
+    s_dot = cross(w_pc, s_pc)
     Jf[model._pt_flat] = ((s_dot[model._pt_side] * model._pt_sign) @ _SKEW).ravel()
     if len(model.rot_joint):
+        w_ext = np.concatenate([data.omega, np.zeros((1, 3))])
         nd = cross(w_ext[model._rot_parent_ext], data.rot_normals)
         Jf[model._rot_flat] = (nd[model._rot_side] * model._rot_sign).ravel()
     return Jd
