@@ -27,6 +27,7 @@ from geometry_msgs.msg import Point
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rcl_interfaces.msg import SetParametersResult
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -62,6 +63,8 @@ PARAMETERS = (
      "configure"),
     ("qdd_filter_window", 9, "samples in the causal polynomial fit that estimates servo accelerations "
      "(degree 2 on velocities; degree 3 on positions when a stream has no velocities)", "configure"),
+    ("input_queue_depth", 100, "joint_states subscription depth (best effort, keep last): samples held while "
+     "the node is briefly descheduled, processed in order afterwards (100 = 0.1 s at 1 kHz)", "configure"),
     ("command_timeout_s", 0.5, "a servo command is stale this long after its last point (trajectory) or "
      "its receipt (array); stale commands are ignored and q̈_e is estimated", "live"),
     ("max_input_age_s", 1.0, "joint states older than this (node clock minus stamp) are skipped; 0 = no check",
@@ -186,7 +189,9 @@ class ServoLnnNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
-        self._subs.append(self.create_subscription(JointState, "joint_states", self._on_joint_state, C.SENSOR_QOS))
+        input_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=max(1, int(self.p("input_queue_depth"))),
+                               reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
+        self._subs.append(self.create_subscription(JointState, "joint_states", self._on_joint_state, input_qos))
         kind = self.p("servo_command_type")
         if kind == "trajectory":
             self._subs.append(self.create_subscription(JointTrajectory, "servo_commands", self._on_trajectory,
