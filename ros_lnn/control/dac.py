@@ -147,10 +147,15 @@ def end_effector_state(model, data, ee: EndEffector):
     arm = data.R[b] @ ee.offset
     pos = data.r[b] + arm
     quat = np.array(_qmul(data.quat[b].tolist(), tool))
+    arms = np.empty((2, 3))  # −a and −ω × a: J_t holds −[a]× and J̇_t −[ω × a]×
+    arms[0] = -arm
+    (ax, ay, az), (wx, wy, wz) = arm.tolist(), data.omega[b].tolist()
+    arms[1] = (ay * wz - az * wy, az * wx - ax * wz, ax * wy - ay * wx)
+    blocks = skew(arms)
     Jt = Jt0.copy()
-    Jt[:3, ang] = -skew(arm)
+    Jt[:3, ang] = blocks[0]
     Jt_dot = np.zeros(Jt.shape)
-    Jt_dot[:3, ang] = -skew(cross(data.omega[b], arm))
+    Jt_dot[:3, ang] = blocks[1]
     data.__dict__["_ee_state"] = (ee, (pos, quat, Jt, Jt_dot))
     return pos, quat, Jt, Jt_dot
 
@@ -214,7 +219,10 @@ class DacController:
             e[:3] = pos - np.asarray(target.position, float)
             e[3:] = (sign * qe[1], sign * qe[2], sign * qe[3])
             e_dot = nu_e - twist_d
-            e_dot[3:] = 0.5 * sign * qe[0] * e_dot[3:] + 0.5 * cross(nu_e[3:] + twist_d[3:], e[3:])
+            (sx, sy, sz), (ex, ey, ez) = (0.5 * (nu_e[3:] + twist_d[3:])).tolist(), e[3:].tolist()
+            half_w = 0.5 * sign * qe[0]
+            e_dot[3:] *= half_w  # w (ω_e − ω_d) + ½ (ω_e + ω_d) × e
+            e_dot[3:] += (sy * ez - sz * ey, sz * ex - sx * ez, sx * ey - sy * ex)
             lam = self._lam_task
         Jt, Jt_dot = Jt[rows], Jt_dot[rows]
         nu_er = twist_d[rows] - lam * e

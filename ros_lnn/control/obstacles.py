@@ -86,29 +86,33 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
     arm = (data.R[body] @ field.points_offset[:, :, None])[:, :, 0]
     diff = (data.r[body] + arm)[:, None, :] - centers  # (P, O, 3)
     rho = np.maximum(np.sqrt((diff * diff).sum(axis=2)), 1e-9)  # a point at the very centre: any direction
-    if not (rho - radii < field.influence).any():  # no point in the field: U and its derivatives vanish
+    clearance = rho - radii
+    if not (clearance < field.influence).any():  # no point in the field: U and its derivatives vanish
         return 0.0, np.zeros(6 * n), (np.zeros(6 * n) if with_rate else None)
     nhat = diff / rho[:, :, None]
-    f, f1, f2 = _profile(rho - radii, field.influence, field.gain)
+    f, f1, f2 = _profile(clearance, field.influence, field.gain)
     U = float(f.sum())
-    g_p = (f1[:, :, None] * nhat).sum(axis=1)
     sel = _selector(field, n)  # (N, P): sums the points of each body
     Sk = skew(arm)
+    # per point [∇_p U, a × ∇_p U, d/dt ∇_p U, d/dt (a × ∇_p U)], summed per body by one product with sel
+    cols = np.empty((len(body), 4, 3))
+    g_p = cols[:, 0]
+    (f1[:, :, None] * nhat).sum(axis=1, out=g_p)
     if not with_rate:
-        out = sel @ np.concatenate([g_p, (Sk @ g_p[:, :, None])[:, :, 0]], axis=1)  # (N, 6)
-        return U, out.reshape(n, 2, 3).transpose(1, 0, 2).ravel(), None
+        cols[:, 1] = (Sk @ g_p[:, :, None])[:, :, 0]
+        out = (sel @ cols[:, :2].reshape(len(body), 6)).reshape(n, 2, 3).transpose(1, 0, 2)
+        return U, out.reshape(6 * n), None
     arm_dot = -(Sk @ data.omega[body][:, :, None])[:, :, 0]  # ω × a
     vel = data.v[body] + arm_dot
     # H ṗ with H = f'' n̂n̂ᵀ + f'/ρ (I − n̂n̂ᵀ), summed over the obstacles
     vn = (nhat @ vel[:, :, None])[:, :, 0]
     k_r = f1 / rho
-    gd_p = (((f2 - k_r) * vn)[:, :, None] * nhat).sum(axis=1) + k_r.sum(axis=1)[:, None] * vel
-    both = np.empty(g_p.shape + (2,))
-    both[:, :, 0], both[:, :, 1] = g_p, gd_p
-    a_x = Sk @ both  # a × ∇_p U, a × d/dt ∇_p U
-    cols = np.concatenate([g_p, a_x[:, :, 0], gd_p, cross(arm_dot, g_p) + a_x[:, :, 1]], axis=1)
-    out = (sel @ cols).reshape(n, 4, 3).transpose(1, 0, 2)  # [∇_r, ∇_θ, d∇_r, d∇_θ] per body
-    return U, out[:2].ravel(), out[2:].ravel()
+    cols[:, 2] = (((f2 - k_r) * vn)[:, :, None] * nhat).sum(axis=1) + k_r.sum(axis=1)[:, None] * vel
+    a_x = Sk @ cols[:, 0::2].transpose(0, 2, 1)  # a × ∇_p U, a × d/dt ∇_p U
+    cols[:, 1] = a_x[:, :, 0]
+    cols[:, 3] = cross(arm_dot, g_p) + a_x[:, :, 1]
+    out = (sel @ cols.reshape(len(body), 12)).reshape(n, 2, 2, 3).transpose(1, 2, 0, 3).reshape(2, 6 * n)
+    return U, out[0], out[1]
 
 
 def _obstacle_arrays(field):
