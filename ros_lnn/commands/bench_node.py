@@ -3,7 +3,8 @@
 For each input rate (1 kHz for ``--duration`` s, default 10; then 2 and 5 kHz for a shorter run) this
 process publishes JointState messages stamped at send time and listens to ``~/driving_force``:
   * fraction processed: estimator outputs received / joint states sent (and what the node counted);
-  * in-node latency: callback start to the last publish, per sample (the node's latency_log);
+  * in-node latency: callback start to the last publish, per sample (the node's latency_log), in wall
+    time and in the callback thread's CPU time (their difference: time the node was descheduled);
   * end-to-end latency: the input's stamp (taken just before publishing) to receipt of the output here;
   * CPU: the estimator process's user+system time over the run, in % of one core.
 """
@@ -58,7 +59,11 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
         with lock:
             received.append((C.stamp_ns(msg.header.stamp), now))
 
-    node.create_subscription(JointState, "servo_lnn/driving_force", on_output, C.SENSOR_QOS)
+    # a deep queue here, so that outputs are not lost in this process's own receive queue
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    rx_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
+    node.create_subscription(JointState, "servo_lnn/driving_force", on_output, rx_qos)
     pub = node.create_publisher(JointState, "joint_states", C.SENSOR_QOS)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
@@ -120,6 +125,7 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
         pairs = np.array(received, dtype=np.int64).reshape(-1, 2)
     e2e_us = (pairs[:, 1] - pairs[:, 0]) / 1e3
     in_node_us = data["latency_s"][10:] * 1e6          # first samples include warm-up
+    cpu_us = data["cpu_s"][10:] * 1e6 if "cpu_s" in data else np.array([])
     return {
         "rate_hz": rate_hz, "duration_s": duration_s, "sent": sent, "send_rate_hz": sent / send_wall,
         "node_received": int(data["received"]), "node_processed": int(data["processed"]),
@@ -128,6 +134,7 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
         "processed_rate_hz": int(data["processed"]) / send_wall,
         "in_node_median_us": _pct(in_node_us, 50), "in_node_p99_us": _pct(in_node_us, 99),
         "in_node_max_us": float(in_node_us.max()) if in_node_us.size else float("nan"),
+        "in_node_cpu_median_us": _pct(cpu_us, 50), "in_node_cpu_p99_us": _pct(cpu_us, 99),
         "e2e_median_us": _pct(e2e_us, 50), "e2e_p99_us": _pct(e2e_us, 99),
         "estimator_cpu_pct_of_one_core": 100 * cpu / wall,
         "estimator_cpu_us_per_processed_sample": 1e6 * cpu / max(int(data["processed"]), 1),
@@ -181,12 +188,13 @@ def bench_node(args) -> dict:
         env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
     rates = [(float(r), duration if i == 0 else short) for i, r in enumerate(getattr(args, "rates", None) or (1000, 2000, 5000))]
     load = os.getloadavg()
-    print(f"estimator node benchmark: {machine_description()}; load average {load[0]:.1f}; model {Path(model).name}")
+    print(f"estimator node benchmark: {machine_description()}; load average {load[0]:.1f}; model {Path(model).name}; "
+          f"executor {os.environ.get('ROS_LNN_EXECUTOR', 'events')}")
     direct = callback_cost(model)
     print(f"callback called directly (no DDS/executor): median {direct['callback_median_us']:.0f} us, "
           f"p99 {direct['callback_p99_us']:.0f} us")
     print(f"{'rate':>6} {'sent/s':>7} {'processed':>10} {'outputs rx':>10} {'in-node med/p99 [us]':>21} "
-          f"{'e2e med/p99 [us]':>18} {'CPU %':>6} {'CPU us/sample':>13}")
+          f"{'cb CPU med/p99 [us]':>20} {'e2e med/p99 [us]':>18} {'CPU %':>6} {'CPU us/sample':>13}")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for rate, dur in rates:
@@ -195,6 +203,7 @@ def bench_node(args) -> dict:
             print(f"{rate:6.0f} {r['send_rate_hz']:7.0f} {100 * r['fraction_processed']:9.2f}% "
                   f"{100 * r['fraction_outputs_received']:9.2f}% "
                   f"{r['in_node_median_us']:10.0f}/{r['in_node_p99_us']:<10.0f} "
+                  f"{r['in_node_cpu_median_us']:9.0f}/{r['in_node_cpu_p99_us']:<10.0f} "
                   f"{r['e2e_median_us']:8.0f}/{r['e2e_p99_us']:<9.0f} {r['estimator_cpu_pct_of_one_core']:6.0f} "
                   f"{r['estimator_cpu_us_per_processed_sample']:13.0f}",
                   flush=True)
@@ -204,6 +213,7 @@ def bench_node(args) -> dict:
     top = max(results, key=lambda r: r["processed_rate_hz"])
     print(verdict)
     print(f"highest processed rate: {top['processed_rate_hz']:.0f} Hz (driven at {top['rate_hz']:.0f} Hz); "
-          "above it inputs are dropped in the best-effort queue")
+          f"above it inputs are dropped in the best-effort queue; load average at the end {os.getloadavg()[0]:.1f}")
     return {"machine": machine_description(), "load_average_1min": load[0], "model": Path(model).name,
-            "callback_direct": direct, "executor": os.environ.get("ROS_LNN_EXECUTOR", "single"), "runs": results, "saturation_processed_rate_hz": top["processed_rate_hz"]}
+            "callback_direct": direct, "executor": os.environ.get("ROS_LNN_EXECUTOR", "events"),
+            "load_average_1min_end": os.getloadavg()[0], "runs": results, "saturation_processed_rate_hz": top["processed_rate_hz"]}

@@ -83,8 +83,9 @@ PARAMETERS = (
     ("rollout_horizon_s", 0.0, "horizon of ~/predicted_trajectory over the servo plan; 0 = off", "live"),
     ("rollout_dt_s", 0.01, "RK4 step of the rollout", "live"),
     ("rollout_rate_hz", 10.0, "rate limit of ~/predicted_trajectory", "live"),
-    ("latency_log", "", "benchmarks: at shutdown, write every processed sample's in-node latency (s) and the "
-     "counters to this .npz file; empty = off", "configure"),
+    ("latency_log", "", "benchmarks: at shutdown, write every processed sample's in-node latency (s, wall "
+     "clock), the callback thread's CPU time for it (s) and the counters to this .npz file; empty = off",
+     "configure"),
     ("autostart", False, "configure and activate at start-up (for ros2 run / launch without a lifecycle manager)",
      "configure"),
 )
@@ -120,6 +121,7 @@ class ServoLnnNode(LifecycleNode):
                                                            "stale_command", "velocity_estimated")}
         self.stats = C.RateLatency()
         self._latency_log = array("d") if self.p("latency_log") else None
+        self._cpu_log = array("d")
 
     # -- parameters ---------------------------------------------------------------------------
     def _check_parameters(self, params) -> SetParametersResult:
@@ -321,6 +323,8 @@ class ServoLnnNode(LifecycleNode):
 
     def _on_joint_state(self, msg: JointState) -> None:
         t_start = time.perf_counter()
+        log = self._latency_log
+        cpu_start = time.thread_time() if log is not None else 0.0
         counts = self.counts
         counts["received"] += 1
         self.stats.arrive()
@@ -407,8 +411,9 @@ class ServoLnnNode(LifecycleNode):
                 self._publish_rollout(t, stamp, q, qd)
         latency = time.perf_counter() - t_start
         self.stats.latency(latency)
-        if self._latency_log is not None:
-            self._latency_log.append(latency)
+        if log is not None:
+            log.append(latency)
+            self._cpu_log.append(time.thread_time() - cpu_start)
 
     def _published(self, out):
         """The published outputs (Q_e, qdd, Q, energy = T, V, E, Ṫ, V̇, Ė, q̇ᵀQ) as arrays, or None when
@@ -542,6 +547,7 @@ def write_latency_log(node: ServoLnnNode) -> None:
     path = node.p("latency_log")
     if path and node._latency_log is not None:
         np.savez(path, latency_s=np.frombuffer(node._latency_log, dtype=float),
+                 cpu_s=np.frombuffer(node._cpu_log, dtype=float),
                  **{k: np.int64(v) for k, v in node.counts.items()})
 
 
