@@ -124,6 +124,7 @@ class DacPipeline:
         self._trajectory: JointTrajectorySampler | None = None
         self._hold_q: np.ndarray | None = None
         self._ee_path = None
+        self._joint_target_cache = None
 
     # ------------------------------------------------------------------ inputs
     def model_order(self, x_configured):
@@ -177,14 +178,18 @@ class DacPipeline:
                 self._hold_q = np.asarray(q_now, float).copy()
             q, qd, qdd = self._hold_q, np.zeros_like(self._hold_q), np.zeros_like(self._hold_q)
         qm, qdm, qddm = self.model_order(q), self.model_order(qd), self.model_order(qdd)
+        key = (qm.tobytes(), qdm.tobytes(), qddm.tobytes())
+        if self._joint_target_cache is not None and self._joint_target_cache[0] == key:
+            return self._joint_target_cache[1]  # holding, or past the last point: the same target again
         r, quat = forward_kinematics(self.model, qm)
-        d0 = update(self.model, r, quat, np.zeros(6 * self.model.n_bodies))
-        G = twist_map(self.model, d0)
-        d1 = update(self.model, r, quat, G @ qdm)
+        pose = pose_only(self.model, r, quat)
+        G = twist_map(self.model, pose)
+        nu_d = G @ qdm
+        d1 = update(self.model, r, quat, nu_d, pose=pose)
         nu_d_dot = G @ qddm + twist_map_rate_times(self.model, d1, qdm)
-        if self.law == "velocity":
-            return VelocityTarget(G @ qdm, nu_d_dot)
-        return BodyPoseTarget(r, quat, G @ qdm, nu_d_dot)
+        target = VelocityTarget(nu_d, nu_d_dot) if self.law == "velocity" else BodyPoseTarget(r, quat, nu_d, nu_d_dot)
+        self._joint_target_cache = (key, target)
+        return target
 
     def step(self, q, qd, t: float = 0.0) -> PipelineOutput:
         data = self.kinematics(q, qd)

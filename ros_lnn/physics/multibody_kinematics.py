@@ -181,7 +181,11 @@ def twist_map_rate_times(model: MultibodyModel, data: MultibodyData, qd) -> np.n
     dv = cross(Ud[:, None, :], arm) + cross(U[:, None, :], data.v[None, :, :] - Pd[:, None, :])
     dv = np.where(lin[:, None, None], 0.0, dv) * D[:, :, None]
     dw = np.where(lin[:, None, None], 0.0, Ud[:, None, :]) * D[:, :, None]
-    return np.concatenate([np.einsum("cni,c->ni", dv, qd).ravel(), np.einsum("cni,c->ni", dw, qd).ravel()])
+    c = qd.shape[0]
+    out = np.empty(6 * n)
+    out[:3 * n] = qd @ dv.reshape(c, 3 * n)  # Σ_c q̇_c (column c of Ġ)
+    out[3 * n:] = qd @ dw.reshape(c, 3 * n)
+    return out
 
 
 def effort_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
