@@ -9,6 +9,7 @@ accelerations from the simulator's ``/sim/servo_plan`` (commanded, as from a mot
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import deque
@@ -50,7 +51,6 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = 50
     compared with the truth, 1 otherwise. ``out``: stream for the table (default stdout);
     ``summary``: a dict filled with the final counts and mean errors."""
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
     from std_msgs.msg import Float64MultiArray
     from trajectory_msgs.msg import JointTrajectory
@@ -101,7 +101,7 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = 50
             sub(f"{prefix}/prediction", JointTrajectory, side, on_pred)
             sub(f"{prefix}/energy", Float64MultiArray, side, on_energy)
 
-        executor = SingleThreadedExecutor(context=context)
+        executor = C.make_executor(context, os.environ.get("ROS_LNN_EXECUTOR", "events"))
         for node in nodes:
             executor.add_node(node)
         qdd_src = "estimated from joint_states" if estimate_qdd else "commanded (/sim/servo_plan)"
