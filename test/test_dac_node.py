@@ -294,3 +294,12 @@ def test_rate_bench_with_the_feeder_in_another_process():
     out = bench_node_rate(1.5, rate_hz=100.0, feeder="process")
     assert out["feeder"] == "process" and 90.0 < out["sent_rate_hz"] < 110.0
     assert out["outputs_per_input"] > 0.8 and out["node_step_median_us"] > 0
+
+
+def test_joint_state_queue_depth_is_a_parameter(make):
+    node, _, _ = make({"input_queue_depth": 64})
+    (sub,) = [s for s in node.subscriptions if s.topic_name.endswith("/joint_states")]
+    assert sub.qos_profile.depth == 64
+    node_default, _, _ = make()
+    (sub,) = [s for s in node_default.subscriptions if s.topic_name.endswith("/joint_states")]
+    assert sub.qos_profile.depth == 10

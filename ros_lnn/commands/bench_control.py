@@ -121,10 +121,14 @@ def _feed_joint_states(result_queue, namespace: str, duration: float, rate_hz: f
     from ..nodes import _common as C
 
     rclpy.init(args=[])
+    from rclpy.qos import QoSProfile
+
     probe = rclpy.create_node("bench_dac_feeder")
     received = []
+    deep = QoSProfile(history=C.SENSOR_QOS.history, depth=1000, reliability=C.SENSOR_QOS.reliability,
+                      durability=C.SENSOR_QOS.durability)  # count every output, late or not
     probe.create_subscription(Float64MultiArray, f"{namespace}/dac_controller/joint_effort_command",
-                              lambda m: received.append(time.perf_counter()), C.SENSOR_QOS)
+                              lambda m: received.append(time.perf_counter()), deep)
     pub = probe.create_publisher(JointState, f"{namespace}/joint_states", C.SENSOR_QOS)
     executor = SingleThreadedExecutor()
     executor.add_node(probe)
@@ -159,7 +163,7 @@ def _feed_joint_states(result_queue, namespace: str, duration: float, rate_hz: f
 
 
 def bench_node_rate(duration: float, rate_hz: float = 1000.0, feeder: str = "process",
-                    executor: str | None = None) -> dict:
+                    executor: str | None = None, input_queue_depth: int | None = None) -> dict:
     """dac_controller (demo arm, law III) fed joint states at ``rate_hz`` over DDS: input and output
     rates, and the node's own processing time per message.
 
@@ -168,25 +172,31 @@ def bench_node_rate(duration: float, rate_hz: float = 1000.0, feeder: str = "pro
     node share this process and its GIL — the rclpy executors then cap the rate by themselves (measured:
     ~650 Hz with the controller step replaced by a cached output on the 2-core machine).
     ``executor``: the node's executor as the node processes make it ("single", "events"; None: the
-    ROS_LNN_EXECUTOR environment variable, default single), process feeder only."""
+    ROS_LNN_EXECUTOR environment variable, default single), process feeder only; ``input_queue_depth``:
+    the node parameter of that name (None: its default)."""
     if feeder == "process":
-        return _bench_node_rate_process(duration, rate_hz, executor)
+        return _bench_node_rate_process(duration, rate_hz, executor, input_queue_depth)
     return _bench_node_rate_thread(duration, rate_hz)
 
 
-def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str | None) -> dict:
+def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str | None,
+                             input_queue_depth: int | None) -> dict:
     import multiprocessing
     import threading
 
     import rclpy
 
     from ..nodes._common import make_executor
+    from ..nodes._common import param as C_param
     from ..nodes.dac_controller import DacControllerNode, start
+
+    from rclpy.parameter import Parameter
 
     namespace = "/bench_dac"
     ctx = rclpy.Context()
     rclpy.init(args=[], context=ctx)
-    node = DacControllerNode(namespace=namespace, context=ctx)
+    overrides = [] if input_queue_depth is None else [Parameter("input_queue_depth", value=int(input_queue_depth))]
+    node = DacControllerNode(namespace=namespace, context=ctx, parameter_overrides=overrides)
     if not start(node):
         raise RuntimeError(node.last_error)
     executor = make_executor(ctx, executor_kind)
@@ -206,10 +216,12 @@ def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str
         stop.set()
         thread.join(timeout=2)
     lat = np.array([v for _, v in node.stats.latencies]) * 1e6
-    out = {"feeder": "process", "executor": type(executor).__name__, "requested_rate_hz": rate_hz, **got,
+    out = {"feeder": "process", "executor": type(executor).__name__,
+           "input_queue_depth": int(C_param(node, "input_queue_depth")), "requested_rate_hz": rate_hz, **got,
            "node_step_median_us": float(np.median(lat)) if lat.size else float("nan"),
            "node_step_p99_us": float(np.percentile(lat, 99)) if lat.size else float("nan")}
-    print("node at {requested_rate_hz:.0f} Hz (feeder in another process, {executor}): sent {sent_rate_hz:.0f} Hz, "
+    print("node at {requested_rate_hz:.0f} Hz (feeder in another process, {executor}, queue "
+          "{input_queue_depth}): sent {sent_rate_hz:.0f} Hz, "
           "published {output_rate_hz:.0f} Hz ({outputs_per_input:.2f} per input), per-message work median "
           "{node_step_median_us:.0f} µs, p99 {node_step_p99_us:.0f} µs".format(**out))
     node.destroy_node()

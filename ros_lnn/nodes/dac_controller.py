@@ -65,6 +65,8 @@ PARAMETERS = (
     ("effort_limits", [], "|effort| limits per joint_names entry; empty = URDF limits "
      "(default_effort_limit where none)"),
     ("default_effort_limit", 50.0, "limit for joints without one [N m]"),
+    ("input_queue_depth", 10, "joint_states kept while the node is busy or descheduled (best effort); each is "
+     "processed in order, so a deeper queue trades drops for latency"),
     ("state_timeout_s", 0.1, "joint states older than this are stale: zero efforts are published"),
     ("target_timeout_s", 0.0, "> 0: an ~/ee_target or ~/joint_trajectory not renewed for this long is dropped "
      "and the arm holds where it is; 0 = targets never go stale"),
@@ -183,7 +185,7 @@ class DacControllerNode(LifecycleNode):
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
         self._subs = [
-            self.create_subscription(JointState, "joint_states", self._on_joint_state, C.SENSOR_QOS),
+            self.create_subscription(JointState, "joint_states", self._on_joint_state, self._input_qos()),
             self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory, C.COMMAND_QOS),
             self.create_subscription(PoseStamped, "~/ee_target", self._on_ee_target, C.COMMAND_QOS),
         ]
@@ -213,6 +215,13 @@ class DacControllerNode(LifecycleNode):
         for timer in self._timers:
             self.destroy_timer(timer)
         self._subs, self._timers = [], []
+
+    def _input_qos(self):
+        from rclpy.qos import QoSProfile
+
+        depth = max(1, int(self.p("input_queue_depth")))
+        return QoSProfile(history=C.SENSOR_QOS.history, depth=depth, reliability=C.SENSOR_QOS.reliability,
+                          durability=C.SENSOR_QOS.durability)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._drop_io()
