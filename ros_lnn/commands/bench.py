@@ -11,6 +11,10 @@ BENCHES = {
     "control": ("ros_lnn.commands.bench_control", "bench_control", "DAC controller step time for N bodies"),
     "ingest": ("ros_lnn.commands.bench_ingest", "bench_ingest", "rosbag ingest speed against the naive rosbags loop"),
     "train": ("ros_lnn.commands.bench_train", "bench_train", "training steps/s: analytic vs autograd, paper schedule"),
+    "delan": ("ros_lnn.commands.bench_delan", "bench_delan",
+              "DeLaN character benchmark (test letters e, q, v) against the published figures"),
+    "zoo": ("ros_lnn.commands.bench_zoo", "bench_zoo",
+            "seed studies: partial-Lagrangian examples and cost, LNN vs LNN-nh, TLNN rollouts (PNG in reports/zoo)"),
 }
 
 
