@@ -17,7 +17,7 @@ COMMANDS = {
     "train": "train a model (ServoLNN by default) and export it to ONNX",
     "export": "export a trained checkpoint to ONNX with metadata",
     "evaluate": "evaluate an ONNX model on simulated or recorded trials",
-    "bench": "benchmarks: inference, node, train, control",
+    "bench": "benchmarks: inference, node, control, ingest, train, delan, zoo",
 }
 
 
