@@ -20,6 +20,7 @@ if HAVE_RCLPY:
     import rclpy
     from lifecycle_msgs.msg import Transition
     from lifecycle_msgs.srv import ChangeState
+    from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState
 
     from _ros_harness import Harness
@@ -54,6 +55,8 @@ def test_lifecycle_services_drive_a_node_process(ctx, executor):
     h = Harness(context=ctx)
     try:
         force = h.collect(JointState, f"{ns}/servo_lnn/driving_force", C.SENSOR_QOS)
+        diagnostics = h.collect(DiagnosticArray, "/diagnostics", C.COMMAND_QOS)
+        ours = lambda: [m for m in list(diagnostics) if m.status and m.status[0].name.startswith("servo_lnn:")]  # noqa: E731
         js = h.probe.create_publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
         change = h.probe.create_client(ChangeState, f"{ns}/servo_lnn/change_state")
         assert change.wait_for_service(timeout_sec=30), "the node process offers no change_state service"
@@ -87,6 +90,8 @@ def test_lifecycle_services_drive_a_node_process(ctx, executor):
             before = len(force)
             sent = stream(40)
             h.wait(lambda: len(force) - before >= 25, 20, f"driving_force from the process ({executor})")
+            n_diag = len(ours())
+            h.wait(lambda: len(ours()) > n_diag, 20, f"/diagnostics from the timer made at activation ({executor})")
             for m in force[before:]:
                 q, qd = sent[C.stamp_ns(m.header.stamp)]
                 assert m.name == ["cart_joint"] and np.isfinite(m.effort).all()
