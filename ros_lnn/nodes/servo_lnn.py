@@ -74,7 +74,7 @@ PARAMETERS = (
     ("frame_id", "", "frame_id of the outputs; empty = the input's frame_id", "live"),
     ("diagnostics_period_s", 1.0, "period of /diagnostics", "configure"),
     ("publish_markers", True, "publish ~/markers (force arrows at the servo joints, energy text)", "configure"),
-    ("marker_rate_hz", 30.0, "rate limit of ~/markers", "live"),
+    ("marker_rate_hz", 30.0, "rate of ~/markers (a timer publishes the newest sample's markers; 0 = none)", "live"),
     ("marker_frame", "world", "frame of the energy text (and of arrows without a marker_frames entry)", "live"),
     ("marker_frames", [], "per servo joint: the TF frame its force arrow is drawn in; empty = marker_frame",
      "live"),
@@ -142,6 +142,20 @@ class ServoLnnNode(LifecycleNode):
         for p in params:
             if p.name in self._values:
                 self._values[p.name] = C.param(self, p.name)
+            if p.name == "marker_rate_hz":
+                self._set_marker_rate()
+
+    def _set_marker_rate(self) -> None:
+        timer = getattr(self, "_marker_timer", None)
+        if timer is None:
+            return
+        rate = float(self.p("marker_rate_hz"))
+        if rate <= 0:
+            timer.cancel()
+            return
+        timer.timer_period_ns = int(round(1e9 / rate))
+        if timer.is_canceled():
+            timer.reset()
 
     def p(self, name):
         return self._values[name]
@@ -175,7 +189,8 @@ class ServoLnnNode(LifecycleNode):
         self.pos_filter = CausalPolyDerivative(window=max(window, 5), degree=3, order=2)
         self.plan, self.array_cmd = None, None
         self.origin_ns, self.last_stamp_ns = None, None
-        self.marker_throttle, self.rollout_throttle = C.Throttle(1.0), C.Throttle(1.0)
+        self.rollout_throttle = C.Throttle(1.0)
+        self._marker_timer, self._marker_sample = None, None
         self._pubs = {
             "driving_force": self.create_lifecycle_publisher(JointState, "~/driving_force", C.SENSOR_QOS),
             "prediction": self.create_lifecycle_publisher(JointTrajectory, "~/prediction", C.SENSOR_QOS),
@@ -202,6 +217,13 @@ class ServoLnnNode(LifecycleNode):
             self._subs.append(self.create_subscription(Float64MultiArray, "servo_commands", self._on_array,
                                                        C.COMMAND_QOS))
         self._timers.append(self.create_timer(float(self.p("diagnostics_period_s")), self._publish_diagnostics))
+        if "markers" in self._pubs:
+            # Markers at marker_rate_hz from the newest sample, off the per-sample path (building and
+            # converting a MarkerArray costs more than a whole sample's other outputs).
+            self._marker_sample = None
+            self._marker_timer = self.create_timer(1.0, self._publish_markers)
+            self._timers.append(self._marker_timer)
+            self._set_marker_rate()
         self.vel_filter.reset()
         self.pos_filter.reset()
         self.last_stamp_ns = None
@@ -214,7 +236,7 @@ class ServoLnnNode(LifecycleNode):
             self.destroy_subscription(sub)
         for timer in self._timers:
             self.destroy_timer(timer)
-        self._subs, self._timers = [], []
+        self._subs, self._timers, self._marker_timer = [], [], None
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._drop_io()
@@ -400,15 +422,11 @@ class ServoLnnNode(LifecycleNode):
             pubs["prediction"].publish(C.prediction_msg(stamp, frame, rt.joints, q, qd, view["qdd"], view["Q"]))
             pubs["energy"].publish(C.energy_values_msg(stamp, view["energy"]))
         counts["processed"] += 1
-        markers = "markers" in pubs and self._due(self.marker_throttle, "marker_rate_hz")
-        rollout = self.plan is not None and float(values["rollout_horizon_s"]) > 0 and \
-            self._due(self.rollout_throttle, "rollout_rate_hz")
-        if markers or rollout:
-            stamp = Time(sec=sec, nanosec=nanosec)
-            if markers:
-                pubs["markers"].publish(self._markers(stamp, out))
-            if rollout:
-                self._publish_rollout(t, stamp, q, qd)
+        if "markers" in pubs:
+            self._marker_sample = (sec, nanosec, out)      # published by the marker timer
+        if self.plan is not None and float(values["rollout_horizon_s"]) > 0 and \
+                self._due(self.rollout_throttle, "rollout_rate_hz"):
+            self._publish_rollout(t, Time(sec=sec, nanosec=nanosec), q, qd)
         latency = time.perf_counter() - t_start
         self.stats.latency(latency)
         if log is not None:
@@ -465,6 +483,12 @@ class ServoLnnNode(LifecycleNode):
         return throttle()
 
     # -- low-rate outputs -----------------------------------------------------------------------
+    def _publish_markers(self) -> None:
+        sample, self._marker_sample = self._marker_sample, None
+        if sample is not None and "markers" in self._pubs:
+            sec, nanosec, out = sample
+            self._pubs["markers"].publish(self._markers(Time(sec=sec, nanosec=nanosec), out))
+
     def _markers(self, stamp, out) -> MarkerArray:
         rt = self.runtime
         frames, axes = self.p("marker_frames"), self.p("marker_axes")
