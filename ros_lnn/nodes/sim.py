@@ -12,6 +12,7 @@ publishes ``/clock`` (simulated time from 0) and stamps with it; run the other n
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -323,7 +324,7 @@ def main(argv=None) -> int:
     node = None
     try:
         node = SimNode()
-        C.spin(node)
+        C.spin(node, C.make_executor(node.context, os.environ.get("ROS_LNN_EXECUTOR", "events")))
     except ConfigError as exc:
         print(f"sim: error: {exc}", file=sys.stderr)
         code = 2
