@@ -16,13 +16,19 @@ class MultiSine:
     phase: np.ndarray | float = 0.0
     offset: np.ndarray | float = 0.0
 
-    def __call__(self, t: float):
+    def __post_init__(self):
+        # Broadcast once: the simulator calls this five times per step (RK4 stages and outputs).
         a = np.atleast_2d(np.asarray(self.amplitude, dtype=float))
         w = 2 * np.pi * np.broadcast_to(np.asarray(self.frequency_hz, dtype=float), a.shape)
         p = np.broadcast_to(np.asarray(self.phase, dtype=float), a.shape)
-        s, c = np.sin(w * t + p), np.cos(w * t + p)
         off = np.broadcast_to(np.asarray(self.offset, dtype=float), a.shape[:1])
-        return off + (a * s).sum(-1), (a * w * c).sum(-1), -(a * w * w * s).sum(-1)
+        object.__setattr__(self, "_terms", (a, w, p, off, a * w, a * w * w))
+
+    def __call__(self, t: float):
+        a, w, p, off, aw, aww = self._terms
+        arg = w * t + p
+        s, c = np.sin(arg), np.cos(arg)
+        return off + (a * s).sum(-1), (aw * c).sum(-1), -(aww * s).sum(-1)
 
 
 @dataclass(frozen=True)
