@@ -207,19 +207,21 @@ class _SingleSampleBinding:
         if "qdd_f" not in self.layout:
             span = self.layout["qdd"][0]
             self.layout["qdd_f"] = (slice(span.start, span.start + rt.n_f), (rt.n_f,))
-        self.zeros = {name: np.zeros(widths[name]) for name in widths}
+        # (argument position, the input's row, its width, name): the per-call loop touches nothing else.
+        order = ("q", "qd", "qdd_e", "Q_f")
+        self.slots = [(order.index(name), buf[0], buf.shape[1], name) for name, buf in self.inputs.items()]
 
-    def run(self, q, qd, qdd_e, Q_f) -> dict:
-        rt = self.rt
-        for name, value in (("q", q), ("qd", qd), ("qdd_e", qdd_e), ("Q_f", Q_f)):
-            if name not in self.inputs:
+    def run(self, *values) -> "SampleOutputs":
+        for position, row, width, name in self.slots:
+            value = values[position]
+            if value is None:
+                row.fill(0.0)
                 continue
-            value = self.zeros[name] if value is None else np.asarray(value)
-            if value.size != self.inputs[name].shape[1]:
-                raise ValueError(f"{name} has {value.size} entries, model expects {self.inputs[name].shape[1]} "
-                                 f"(joints in model order: {rt.joints})")
-            self.inputs[name][0] = value.ravel()
-        rt.session.run_with_iobinding(self.binding)
+            if np.ndim(value) != 1 or len(value) != width:
+                raise ValueError(f"{name} has shape {np.shape(value)}, model expects {width} entries "
+                                 f"(joints in model order: {self.rt.joints})")
+            row[:] = value
+        self.rt.session.run_with_iobinding(self.binding)
         return SampleOutputs(self.flat.astype(np.float64), self.layout)
 
 
