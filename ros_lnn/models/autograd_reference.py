@@ -7,9 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..physics.lagrangian import dynamics
 from .servo_lnn import ServoLNN
-from .torch_ops import TORCH
 
 
 class AutogradServoLNN(nn.Module):
@@ -39,15 +37,6 @@ class AutogradServoLNN(nn.Module):
         dM = torch.stack(rows, dim=-1).unflatten(-1, (n, n))  # (..., k, i, j)
         return M, dM, V, dV
 
-    def forward(self, q, qd, qdd_e=None, Q_f=None) -> dict:
-        if qdd_e is None:
-            qdd_e = q.new_zeros(q.shape[:-1] + (self.n_e,))
-        if Q_f is None:
-            Q_f = q.new_zeros(q.shape[:-1] + (self.n_f,))
-        M, dM, V, dV = self.terms(q)
-        out = dynamics(TORCH, M, dM, V, dV, qd, self.partition, qdd_e=qdd_e, Q_f=Q_f)
-        return out
-
-    def inverse(self, q, qd, qdd) -> dict:
-        M, dM, V, dV = self.terms(q)
-        return dynamics(TORCH, M, dM, V, dV, qd, self.partition, qdd=qdd)
+    # Same outputs as ServoLNN from the same machinery; only ``terms`` (the derivatives) differs.
+    forward = ServoLNN.forward
+    inverse = ServoLNN.inverse

@@ -114,8 +114,7 @@ class ServoLNN(nn.Module):
         if Q_f is None:
             Q_f = q.new_zeros(q.shape[:-1] + (self.n_f,))
         M, dM, V, dV = self.terms(q)
-        out = dynamics(TORCH, M, dM, V, dV, qd, self.partition, qdd_e=qdd_e, Q_f=Q_f)
-        return out
+        return dynamics(TORCH, M, dM, V, dV, qd, self.partition, qdd_e=qdd_e, Q_f=Q_f)
 
     def inverse(self, q, qd, qdd) -> dict:
         """Inverse mode: ``Q`` (hence ``Q_e``) from ``q, q̇, q̈``."""
