@@ -3,9 +3,10 @@ the mobility (through the Schur complement) against the inverse of the dense KKT
 against central differences along the motion, the obstacle field (all obstacles at once) against a loop
 over the obstacles, and τ_c against the dense 𝓜, 𝓒(ν) and K_d of eqs 37/46."""
 import numpy as np
+import pytest
 
 from ros_lnn.control.dac import DacController, Gains
-from ros_lnn.control.mobility import mobility
+from ros_lnn.control.mobility import ConstraintOperators, mobility, small_inverse
 from ros_lnn.control.obstacles import ObstacleField, SphereObstacle, default_control_points, potential_gradient
 from ros_lnn.physics.multibody import gravity_port, kkt_matrix, mass_matrix, update
 from ros_lnn.physics.multibody_build import make_chain
@@ -50,6 +51,39 @@ def test_mobility_equals_the_dense_kkt_inverse_and_its_rate_the_central_differen
         np.testing.assert_allclose(mob.A_dot, (plus.A - minus.A) / (2 * h), rtol=0, atol=1e-6 * scale)
         np.testing.assert_allclose(mob.P_dot, (plus.P - minus.P) / (2 * h), rtol=0, atol=1e-6)
         np.testing.assert_allclose(mob.A0_dot, (plus.A0 - minus.A0) / (2 * h), rtol=0, atol=1e-6 * scale)
+
+
+def test_column_operators_equal_the_dense_mobility_and_projector_with_their_rates():
+    """𝓐X, P x and their total rates from the Schur operators (what the laws use) against the dense
+    𝓐, Ȧ, P, Ṗ of :func:`mobility` (themselves checked against the KKT inverse above)."""
+    rng = np.random.default_rng(5)
+    for model in CHAINS:
+        n = model.n_bodies
+        data = update(model, *_state(model, 6))
+        mob, ops = mobility(model, data), ConstraintOperators(model, data)
+        X, X_dot = rng.normal(size=(6 * n, 4)), rng.normal(size=(6 * n, 4))
+        Z, Z_dot = ops.apply(X, X_dot)
+        scale = np.abs(mob.A).max() * np.abs(X).max()
+        np.testing.assert_allclose(Z, mob.A @ X, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_allclose(Z_dot, mob.A_dot @ X + mob.A @ X_dot, rtol=0,
+                                   atol=1e-12 * np.abs(mob.A_dot @ X + mob.A @ X_dot).max())
+        assert np.abs(data.J @ Z).max() < 1e-12 * np.abs(Z).max()  # in null(J) by construction
+        x, x_dot = X[:, 0], X_dot[:, 0]
+        z, z_dot = ops.project(x, x_dot)
+        np.testing.assert_allclose(z, mob.P @ x, rtol=0, atol=1e-12 * np.abs(x).max())
+        np.testing.assert_allclose(z_dot, mob.P_dot @ x + mob.P @ x_dot, rtol=0,
+                                   atol=1e-12 * np.abs(mob.P_dot @ x + mob.P @ x_dot).max())
+        z1, z1_dot = ops.apply(X[:, 1], X_dot[:, 1])  # a single column as a vector
+        np.testing.assert_allclose(z1, Z[:, 1], rtol=0, atol=1e-14 * scale)
+
+
+def test_small_inverse_matches_numpy_and_raises_on_a_singular_matrix():
+    rng = np.random.default_rng(7)
+    for m in (3, 6, 12):
+        a = rng.normal(size=(m, m)) + m * np.eye(m)
+        np.testing.assert_allclose(small_inverse(a), np.linalg.inv(a), rtol=0, atol=1e-15 * m)
+    with np.errstate(invalid="ignore"), pytest.raises(np.linalg.LinAlgError):
+        small_inverse(np.zeros((3, 3)))
 
 
 def _gradient_by_loop(field, model, data):

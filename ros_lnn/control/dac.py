@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..physics.multibody import MultibodyData, MultibodyModel, gravity_port
 from ..physics.multibody_quaternion import attitude_error, cross, matrix_to_quat, quat_mul_conj, skew
-from .mobility import mobility
+from .mobility import ConstraintOperators, small_inverse
 from .obstacles import ObstacleField, potential_gradient
 
 LAWS = ("velocity", "pose", "end_effector")
@@ -182,7 +182,7 @@ class DacController:
                                     np.full(3 * n, self.gains.lambda_attitude)])
 
     # ---------------------------------------------------------------- reference velocities
-    def _reference_pose(self, data, mob, target: BodyPoseTarget):
+    def _reference_pose(self, data, ops, target: BodyPoseTarget):
         n = self.model.n_bodies
         h = 3 * n
         nu_d = np.asarray(target.nu_d, float)
@@ -197,9 +197,10 @@ class DacController:
                      + 0.5 * cross(data.omega + nu_d[h:].reshape(n, 3), e_att)).ravel()
         raw = nu_d - self._lam * e_p
         raw_dot = np.asarray(target.nu_d_dot, float) - self._lam * e_dot
-        return mob.P @ raw, mob.P_dot @ raw + mob.P @ raw_dot, e_p
+        nu_r, nu_r_dot = ops.project(raw, raw_dot)
+        return nu_r, nu_r_dot, e_p
 
-    def _reference_end_effector(self, model, data, mob, target: EndEffectorTarget):
+    def _reference_end_effector(self, model, data, ops, target: EndEffectorTarget):
         g = self.gains
         pos, quat, Jt, Jt_dot = end_effector_state(model, data, self.end_effector)
         nu_e = Jt @ data.nu
@@ -224,58 +225,66 @@ class DacController:
             e_dot[3:] *= half_w  # w (ω_e − ω_d) + ½ (ω_e + ω_d) × e
             e_dot[3:] += (sy * ez - sz * ey, sz * ex - sx * ez, sx * ey - sy * ex)
             lam = self._lam_task
-        Jt, Jt_dot = Jt[rows], Jt_dot[rows]
+        m = rows.stop
         nu_er = twist_d[rows] - lam * e
         nu_er_dot = twist_d_dot[rows] - lam * e_dot
-        A, A_dot = mob.A, mob.A_dot
-        AJt = A @ Jt.T
-        C = A_dot @ Jt.T + A @ Jt_dot.T  # d/dt (𝓐 J_tᵀ)
-        T = Jt @ AJt
-        if g.damping:
-            T.reshape(-1)[::T.shape[0] + 1] += g.damping ** 2
-        T_dot = Jt_dot @ AJt + Jt @ C
-        Tinv = np.linalg.inv(T)
-        pinv = AJt @ Tinv  # J_t^#
-
-        def pinv_dot_times(x):  # (d/dt J_t^#) x = (C − J_t^# Ṫ) T⁻¹ x, without forming the matrix
-            y = Tinv @ x
-            return C @ y - pinv @ (T_dot @ y)
-
-        nu_r = pinv @ nu_er
-        nu_r_dot = pinv_dot_times(nu_er) + pinv @ nu_er_dot
-        U = 0.0
+        U, grad, grad_dot = 0.0, None, None
         if self.obstacles is not None and self.obstacles.obstacles and g.obstacle_gain > 0:
             U, grad, grad_dot = potential_gradient(self.obstacles, model, data)
-            if grad.any():
-                Ag = A @ grad
-                JtAg = Jt @ Ag
-                null_Ag = Ag - pinv @ JtAg  # N_t 𝓐 ∇U
-                d_Ag = A_dot @ grad + A @ grad_dot
-                d_null = d_Ag - pinv_dot_times(JtAg) - pinv @ (Jt_dot @ Ag + Jt @ d_Ag)
-                nu_r = nu_r - g.obstacle_gain * null_Ag
-                nu_r_dot = nu_r_dot - g.obstacle_gain * d_null
+            if not grad.any():
+                grad = None
+        # columns X = [J_tᵀ | ∇U] and their rate; Z = 𝓐 X and Ż from one pass of the operators
+        c = m + (grad is not None)
+        XX = np.empty((2, 6 * model.n_bodies, c))
+        XX[0, :, :m] = Jt[:m].T
+        XX[1, :, :m] = Jt_dot[:m].T
+        if grad is not None:
+            XX[0, :, m] = grad
+            XX[1, :, m] = grad_dot
+        Z, Z_dot = ops.apply(XX[0], XX[1])
+        # [J_t; J̇_t] [Z | Ż]: T = J_t 𝓐 J_tᵀ, its rate, J_t 𝓐 ∇U and its rate in one product
+        JJ = np.empty((2 * m, Jt.shape[1]))
+        JJ[:m], JJ[m:] = Jt[:m], Jt_dot[:m]
+        ZZ = np.empty((Z.shape[0], 2 * c))
+        ZZ[:, :c], ZZ[:, c:] = Z, Z_dot
+        P = JJ @ ZZ
+        Q = P[m:, :c] + P[:m, c:]  # d/dt (J_t Z)
+        T = P[:m, :m].copy()
+        if g.damping:
+            T.reshape(-1)[::m + 1] += g.damping ** 2
+        T_inv = small_inverse(T)
+        # ν_r = J_t^# ν_{e,r} − k_o N_t 𝓐∇U = 𝓐J_tᵀ y − k_o 𝓐∇U with y = T⁻¹ (ν_{e,r} + k_o J_t 𝓐∇U)
+        coef = np.empty(c)
+        rhs, rhs_dot = nu_er, nu_er_dot
+        if grad is not None:
+            k = g.obstacle_gain
+            rhs, rhs_dot = nu_er + k * P[:m, m], nu_er_dot + k * Q[:, m]
+            coef[m] = -k
+        y = coef[:m] = T_inv @ rhs
+        y_dot = T_inv @ (rhs_dot - Q[:, :m] @ y)
+        nu_r = Z @ coef
+        nu_r_dot = Z_dot @ coef + Z[:, :m] @ y_dot
         return nu_r, nu_r_dot, e, U
 
     # ---------------------------------------------------------------- the law
     def compute(self, data: MultibodyData, target) -> DacResult:
         model = self.model
-        mob = mobility(model, data, want="A" if self.law == "end_effector" else "P")
+        ops = ConstraintOperators(model, data)
         U = 0.0
         if self.law == "velocity":
             if not isinstance(target, VelocityTarget):
                 raise ConfigError("law I (velocity) needs a VelocityTarget")
             nu_d = np.asarray(target.nu_d, float)
-            nu_r = mob.P @ nu_d
-            nu_r_dot = mob.P_dot @ nu_d + mob.P @ np.asarray(target.nu_d_dot, float)
+            nu_r, nu_r_dot = ops.project(nu_d, np.asarray(target.nu_d_dot, float))
             task_error = data.nu - nu_d
         elif self.law == "pose":
             if not isinstance(target, BodyPoseTarget):
                 raise ConfigError("law II (pose) needs a BodyPoseTarget")
-            nu_r, nu_r_dot, task_error = self._reference_pose(data, mob, target)
+            nu_r, nu_r_dot, task_error = self._reference_pose(data, ops, target)
         else:
             if not isinstance(target, EndEffectorTarget):
                 raise ConfigError("law III (end_effector) needs an EndEffectorTarget")
-            nu_r, nu_r_dot, task_error, U = self._reference_end_effector(model, data, mob, target)
+            nu_r, nu_r_dot, task_error, U = self._reference_end_effector(model, data, ops, target)
         return self.port_command(data, nu_r, nu_r_dot, task_error, U)
 
     def port_command(self, data, nu_r, nu_r_dot, task_error=None, U=0.0) -> DacResult:

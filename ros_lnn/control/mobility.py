@@ -152,3 +152,72 @@ def mobility(model, data, with_rate: bool = True, want: str = "both") -> Mobilit
         BdX = Bd @ SiBt
         A_dot = A0_dot - BdX - BdX.T + SiBt.T @ (Sd @ SiBt)
     return Mobility(model, data, A, A_dot, P, P_dot, A0, A0_dot)
+
+
+# ----------------------------------------------------------------------------- column-wise operators
+try:  # np.linalg.inv without its Python wrapper (the wrapper costs as much as a 6×6 factorisation)
+    from numpy.linalg import _umath_linalg as _LINALG
+
+    def small_inverse(a: np.ndarray) -> np.ndarray:
+        """Inverse of a small square matrix; ``LinAlgError`` when it is singular, as ``np.linalg.inv``."""
+        out = _LINALG.inv(a, signature="d->d")
+        if out.sum() * 0.0 != 0.0:  # nan or inf anywhere: let numpy raise (or return) as it does
+            return np.linalg.inv(a)
+        return out
+except ImportError:  # pragma: no cover - numpy without the private gufunc module
+    small_inverse = np.linalg.inv
+
+
+class ConstraintOperators:
+    """𝓐 and P applied to a few columns, with the exact rate, without forming the 6N×6N matrices.
+
+    With ``B = 𝓜⁻¹Jᵀ``, ``S = J B`` (the Schur complement, inverted once per step):
+
+    * ``Z = 𝓐 X = 𝓜⁻¹ F``, ``F = X − Jᵀ W``, ``W = S⁻¹ Bᵀ X``; differentiating ``J Z = 0`` gives
+      ``Ż = V − B S⁻¹ (J V + J̇ Z)`` with ``V = 𝓜̇⁻¹ F + 𝓜⁻¹ (Ẋ − J̇ᵀ W)``;
+    * ``z = P x = x − B w``, ``w = S⁻¹ J x``; ``ż = u − B S⁻¹ (J u + J̇ z)`` with ``u = ẋ − Ḃ w``.
+
+    ``Ż`` is the total derivative of ``𝓐(x) X(t)`` along the current twist (``Ẋ`` the columns' own
+    rate), the same as :func:`mobility`'s ``A_dot X + A Ẋ``, at the cost of a few matrix–vector
+    products (test/test_control_fast_paths.py compares the two to round-off)."""
+
+    __slots__ = ("A0", "A0_dot", "both", "J", "Jd", "B", "S_inv")
+
+    def __init__(self, model, data):
+        n = model.n_bodies
+        _block_index(model)
+        inv_mass = model._mobility_block_index[3]
+        Iinv = data.inertia_inv
+        D = skew(data.omega) @ Iinv  # Ω I⁻¹; the rate block Ω I⁻¹ − I⁻¹ Ω = D + Dᵀ
+        both = np.zeros((6 * n, 12 * n))  # [𝓜̇⁻¹ | 𝓜⁻¹]
+        both.reshape(-1)[_pair_index(model)] = np.concatenate([inv_mass, Iinv.ravel(),
+                                                               (D + D.transpose(0, 2, 1)).ravel()])
+        self.both, self.A0_dot, self.A0 = both, both[:, :6 * n], both[:, 6 * n:]
+        J = self.J = data.J
+        if J.shape[0]:
+            self.Jd = constraint_jacobian_rate(model, data)
+            self.B = self.A0 @ J.T
+            self.S_inv = small_inverse(J @ self.B)
+        else:
+            self.Jd = self.B = self.S_inv = None
+
+    def apply(self, X: np.ndarray, X_dot: np.ndarray):
+        """``(𝓐 X, d/dt (𝓐 X))`` for columns ``X`` (6N, c) with rate ``X_dot`` (or vectors)."""
+        A0, B, J, Jd, Si = self.A0, self.B, self.J, self.Jd, self.S_inv
+        if B is None:
+            return A0 @ X, self.A0_dot @ X + A0 @ X_dot
+        W = Si @ (B.T @ X)
+        F = X - J.T @ W
+        Z = A0 @ F
+        V = self.A0_dot @ F + A0 @ (X_dot - Jd.T @ W)
+        return Z, V - B @ (Si @ (J @ V + Jd @ Z))
+
+    def project(self, x: np.ndarray, x_dot: np.ndarray):
+        """``(P x, d/dt (P x))``: the mass-weighted projection onto ``null(J)`` and its exact rate."""
+        B, J, Jd, Si = self.B, self.J, self.Jd, self.S_inv
+        if B is None:
+            return x, x_dot
+        w = Si @ (J @ x)
+        z = x - B @ w
+        u = x_dot - self.A0_dot @ (J.T @ w) - self.A0 @ (Jd.T @ w)  # ẋ − Ḃ w
+        return z, u - B @ (Si @ (J @ u + Jd @ z))

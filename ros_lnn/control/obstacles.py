@@ -79,40 +79,59 @@ def clearances(field: ObstacleField, data) -> np.ndarray:
 
 
 def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True):
-    """``(U, ∇U (6N), d/dt ∇U (6N))`` along the current twist (every point against every obstacle at once)."""
+    """``(U, ∇U (6N), d/dt ∇U (6N))`` along the current twist (every point against every obstacle at once).
+
+    With ``δ = p − c``, ``ρ = |δ|`` and the depth ``a = d₀ − d`` (zero outside the field):
+    ``∇_p U = k₁ δ`` and ``d/dt ∇_p U = k₂ (δ·ṗ) δ + k₁ ṗ`` summed over the obstacles, where
+    ``k₁ = f'/ρ`` and ``k₂ = (f'' − k₁)/ρ²`` (the Hessian ``f'' n̂n̂ᵀ + f'/ρ (I − n̂n̂ᵀ)`` applied to ṗ)."""
     n = model.n_bodies
-    centers, radii = _obstacle_arrays(field)
-    body = field.points_body
-    arm = (data.R[body] @ field.points_offset[:, :, None])[:, :, 0]
-    diff = (data.r[body] + arm)[:, None, :] - centers  # (P, O, 3)
-    rho = np.maximum(np.sqrt((diff * diff).sum(axis=2)), 1e-9)  # a point at the very centre: any direction
-    clearance = rho - radii
-    if not (clearance < field.influence).any():  # no point in the field: U and its derivatives vanish
+    centers, reach, body, offsets, sel = _tables(field, n)
+    eta, d0 = field.gain, field.influence
+    arm = (data.R[body] @ offsets)[:, :, 0]
+    diff = (data.r[body] + arm)[:, None, :] - centers  # δ (P, O, 3)
+    rho = np.sqrt((diff * diff).sum(axis=2))
+    np.maximum(rho, 1e-9, out=rho)  # a point at the very centre: any direction
+    depth = reach - rho  # d₀ − d, with reach = d₀ + radius
+    np.maximum(depth, 0.0, out=depth)
+    if not depth.any():  # no point in the field: U and its derivatives vanish
         return 0.0, np.zeros(6 * n), (np.zeros(6 * n) if with_rate else None)
-    nhat = diff / rho[:, :, None]
-    f, f1, f2 = _profile(clearance, field.influence, field.gain)
-    U = float(f.sum())
-    sel = _selector(field, n)  # (N, P): sums the points of each body
-    Sk = skew(arm)
-    # per point [∇_p U, a × ∇_p U, d/dt ∇_p U, d/dt (a × ∇_p U)], summed per body by one product with sel
-    cols = np.empty((len(body), 4, 3))
+    a2 = depth * depth
+    U = (eta / (3.0 * d0 * d0)) * float((a2 * depth).sum())  # f = η d₀ a³/3 with a = depth/d₀
+    k1 = (-eta / (d0 * d0)) * a2 / rho  # f'/ρ, f' = −η a²
+    p = len(body)
+    cols = np.empty((p, 4, 3))  # per point [∇_p U, a × ∇_p U, d/dt ∇_p U, d/dt (a × ∇_p U)]
     g_p = cols[:, 0]
-    (f1[:, :, None] * nhat).sum(axis=1, out=g_p)
+    g_p[...] = (k1[:, None, :] @ diff)[:, 0]
     if not with_rate:
-        cols[:, 1] = (Sk @ g_p[:, :, None])[:, :, 0]
-        out = (sel @ cols[:, :2].reshape(len(body), 6)).reshape(n, 2, 3).transpose(1, 0, 2)
+        cols[:, 1] = cross(arm, g_p)
+        out = (sel @ cols[:, :2].reshape(p, 6)).reshape(n, 2, 3).transpose(1, 0, 2)
         return U, out.reshape(6 * n), None
-    arm_dot = -(Sk @ data.omega[body][:, :, None])[:, :, 0]  # ω × a
-    vel = data.v[body] + arm_dot
-    # H ṗ with H = f'' n̂n̂ᵀ + f'/ρ (I − n̂n̂ᵀ), summed over the obstacles
-    vn = (nhat @ vel[:, :, None])[:, :, 0]
-    k_r = f1 / rho
-    cols[:, 2] = (((f2 - k_r) * vn)[:, :, None] * nhat).sum(axis=1) + k_r.sum(axis=1)[:, None] * vel
-    a_x = Sk @ cols[:, 0::2].transpose(0, 2, 1)  # a × ∇_p U, a × d/dt ∇_p U
-    cols[:, 1] = a_x[:, :, 0]
-    cols[:, 3] = cross(arm_dot, g_p) + a_x[:, :, 1]
-    out = (sel @ cols.reshape(len(body), 12)).reshape(n, 2, 2, 3).transpose(1, 2, 0, 3).reshape(2, 6 * n)
+    k2 = ((2.0 * eta / (d0 * d0)) * depth - k1) / (rho * rho)  # (f'' − f'/ρ)/ρ², f'' = 2η a/d₀
+    AW = np.empty((p, 2, 3))  # a and ω × a
+    AW[:, 0] = arm
+    AW[:, 1] = cross(data.omega[body], arm)
+    vel = data.v[body] + AW[:, 1]
+    k2 *= (diff @ vel[:, :, None])[:, :, 0]  # k₂ (δ·ṗ)
+    cols[:, 2] = (k2[:, None, :] @ diff)[:, 0] + k1.sum(axis=1)[:, None] * vel
+    ax = cross(AW[:, :, None, :], cols[:, None, 0::2])  # [a; ω×a] × [∇_p U, d/dt ∇_p U]
+    cols[:, 1] = ax[:, 0, 0]
+    cols[:, 3] = ax[:, 1, 0] + ax[:, 0, 1]
+    out = (sel @ cols.reshape(p, 12)).reshape(n, 2, 2, 3).transpose(1, 2, 0, 3).reshape(2, 6 * n)
     return U, out[0], out[1]
+
+
+def _tables(field, n):
+    """Cached per field: obstacle centres, d₀ + radius, control-point bodies and offsets, the (N, P)
+    selector that sums the points of each body."""
+    tables = field.__dict__.get("_tables")
+    if tables is None or tables[-1].shape[0] != n:
+        centers, radii = _obstacle_arrays(field)
+        sel = np.zeros((n, len(field.points_body)))
+        sel[field.points_body, np.arange(len(field.points_body))] = 1.0
+        tables = (centers, field.influence + radii, np.asarray(field.points_body, dtype=int),
+                  np.asarray(field.points_offset, dtype=float)[:, :, None], sel)
+        field.__dict__["_tables"] = tables
+    return tables
 
 
 def _obstacle_arrays(field):
