@@ -6,11 +6,14 @@ import numpy as np
 import pytest
 
 from ros_lnn.control.dac import DacController, Gains
-from ros_lnn.control.mobility import ConstraintOperators, mobility, small_inverse
+from ros_lnn.control.mobility import ConstraintOperators, JointSpaceOperators, mobility, small_inverse
+from ros_lnn.control.pipeline import DacPipeline
 from ros_lnn.control.obstacles import ObstacleField, SphereObstacle, default_control_points, potential_gradient
 from ros_lnn.physics.multibody import gravity_port, kkt_matrix, mass_matrix, update
 from ros_lnn.physics.multibody_build import make_chain
-from ros_lnn.physics.multibody_kinematics import forward_kinematics, n_rates, twist_map
+from ros_lnn.physics.multibody_kinematics import (
+    forward_kinematics, n_rates, twist_map, twist_map_rate, twist_map_rate_times,
+)
 from ros_lnn.physics.multibody_quaternion import quat_exp, quat_mul
 
 CHAINS = (make_chain(5, damping=0.05, gravity=(0, 0, -9.81)),
@@ -75,6 +78,38 @@ def test_column_operators_equal_the_dense_mobility_and_projector_with_their_rate
                                    atol=1e-12 * np.abs(mob.P_dot @ x + mob.P @ x_dot).max())
         z1, z1_dot = ops.apply(X[:, 1], X_dot[:, 1])  # a single column as a vector
         np.testing.assert_allclose(z1, Z[:, 1], rtol=0, atol=1e-14 * scale)
+
+
+def test_joint_space_operators_equal_the_schur_operators_on_the_constraint_manifold():
+    """𝓐 = G H⁻¹ Gᵀ (the pipeline's form) against the Schur form at FK configurations, both models."""
+    rng = np.random.default_rng(8)
+    for model in CHAINS:
+        n = model.n_bodies
+        data = update(model, *_state(model, 9))
+        G, G_dot = twist_map(model, data), twist_map_rate(model, data)
+        qd = np.linalg.lstsq(G, data.nu, rcond=None)[0]
+        np.testing.assert_allclose(G_dot @ qd, twist_map_rate_times(model, data, qd), rtol=0, atol=1e-13)
+        schur, joint = ConstraintOperators(model, data), JointSpaceOperators(model, data, G, G_dot)
+        X, X_dot = rng.normal(size=(6 * n, 3)), rng.normal(size=(6 * n, 3))
+        for a, b in zip(schur.apply(X, X_dot), joint.apply(X, X_dot)):
+            np.testing.assert_allclose(b, a, rtol=0, atol=1e-11 * np.abs(a).max())
+        for a, b in zip(schur.project(X[:, 0], X_dot[:, 0]), joint.project(X[:, 0], X_dot[:, 0])):
+            np.testing.assert_allclose(b, a, rtol=0, atol=1e-11 * np.abs(a).max())
+
+
+def test_pipeline_step_equals_the_law_on_the_schur_operators():
+    arm = CHAINS[1]
+    pipe = DacPipeline(arm, "end_effector", Gains(damping=0.05), obstacles=[([0.3, 0.1, 0.1], 0.05)],
+                       obstacle_influence=0.5, effort_limits=[1e6] * 4)
+    pipe.set_ee_target([0.3, 0.2, 0.1])
+    rng = np.random.default_rng(10)
+    q, qd = rng.normal(size=4) * 0.4, rng.normal(size=4)
+    out = pipe.step(q, qd)
+    ref = pipe.controller.compute(pipe.kinematics(q, qd), pipe._ee_target)
+    assert out.result.obstacle_potential > 0  # the null-space column is exercised
+    for name in ("tau_c", "nu_r", "nu_r_dot"):
+        a, b = getattr(ref, name), getattr(out.result, name)
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-11 * np.abs(a).max())
 
 
 def test_small_inverse_matches_numpy_and_raises_on_a_singular_matrix():

@@ -267,9 +267,11 @@ class DacController:
         return nu_r, nu_r_dot, e, U
 
     # ---------------------------------------------------------------- the law
-    def compute(self, data: MultibodyData, target) -> DacResult:
+    def compute(self, data: MultibodyData, target, ops=None) -> DacResult:
+        """``ops``: how 𝓐 and P are applied (:mod:`ros_lnn.control.mobility`); default the Schur
+        complement, valid at any state (the joint-space form needs a configuration from FK)."""
         model = self.model
-        ops = ConstraintOperators(model, data)
+        ops = ConstraintOperators(model, data) if ops is None else ops
         U = 0.0
         if self.law == "velocity":
             if not isinstance(target, VelocityTarget):

@@ -221,3 +221,56 @@ class ConstraintOperators:
         z = x - B @ w
         u = x_dot - self.A0_dot @ (J.T @ w) - self.A0 @ (Jd.T @ w)  # ẋ − Ḃ w
         return z, u - B @ (Si @ (J @ u + Jd @ z))
+
+
+class JointSpaceOperators:
+    """:class:`ConstraintOperators` for a state on the constraint manifold given with its twist map.
+
+    When the columns of ``G`` span ``null(J)`` (a configuration from forward kinematics), the
+    constrained mobility is ``𝓐 = G H⁻¹ Gᵀ`` with the joint-space inertia ``H = Gᵀ𝓜G`` — for an arm
+    with n joints an n×n inverse instead of the Schur complement of its 5n revolute rows. Rates:
+    ``Z = G w``, ``H w = GᵀX``; ``Ż = Ġ w + G ẇ`` with ``H ẇ = Ġᵀ (X − 𝓜Z) + Gᵀ (Ẋ − 𝓜̇Z − 𝓜Ġw)``
+    (from ``Ḣ = Ġᵀ𝓜G + Gᵀ𝓜̇G + Gᵀ𝓜Ġ``); ``P x = 𝓐 (𝓜x)``. Equal to the Schur form to round-off
+    on the manifold (test/test_control_fast_paths.py); off it (a simulator's drift) use that one."""
+
+    __slots__ = ("M", "M_dot", "G", "G_dot", "H_inv")
+
+    def __init__(self, model, data, G: np.ndarray, G_dot: np.ndarray):
+        n = model.n_bodies
+        E = skew(data.omega) @ data.inertia  # Ω I; the rate block Ω I − I Ω = E + Eᵀ
+        both = np.zeros((2, 6 * n, 6 * n))  # [𝓜, 𝓜̇]
+        both.reshape(-1)[_mass_pair_index(model)] = np.concatenate([_mass_diagonal(model), data.inertia.ravel(),
+                                                                    (E + E.transpose(0, 2, 1)).ravel()])
+        self.M, self.M_dot, self.G, self.G_dot = both[0], both[1], G, G_dot
+        self.H_inv = small_inverse(G.T @ (both[0] @ G))
+
+    def apply(self, X: np.ndarray, X_dot: np.ndarray):
+        M, G, Gd, Hi = self.M, self.G, self.G_dot, self.H_inv
+        w = Hi @ (G.T @ X)
+        Z = G @ w
+        Gd_w = Gd @ w
+        rhs = Gd.T @ (X - M @ Z) + G.T @ (X_dot - self.M_dot @ Z - M @ Gd_w)
+        return Z, Gd_w + G @ (Hi @ rhs)
+
+    def project(self, x: np.ndarray, x_dot: np.ndarray):
+        M = self.M
+        return self.apply(M @ x, self.M_dot @ x + M @ x_dot)
+
+
+def _mass_diagonal(model):
+    d = model.__dict__.get("_mass_diagonal3")
+    if d is None:
+        d = model._mass_diagonal3 = np.repeat(model.masses, 3)
+    return d
+
+
+def _mass_pair_index(model):
+    """Flat positions in the (2, 6N, 6N) buffer [𝓜, 𝓜̇]: the 3N linear diagonal and the N angular blocks
+    of 𝓜, then the N angular blocks of its rate."""
+    idx = model.__dict__.get("_mass_pair_index")
+    if idx is None:
+        _block_index(model)
+        lin, ang, diag, _ = model._mobility_block_index
+        m2 = (6 * model.n_bodies) ** 2
+        idx = model._mass_pair_index = np.concatenate([diag, ang, ang + m2])
+    return idx

@@ -20,12 +20,13 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 from ..physics.multibody import MultibodyData, pose_only, update
-from ..physics.multibody_kinematics import forward_kinematics, twist_map, twist_map_rate_times
+from ..physics.multibody_kinematics import forward_kinematics, twist_map, twist_map_rate, twist_map_rate_times
 from .dac import (
     BodyPoseTarget, DacController, DacResult, EndEffector, EndEffectorTarget, Gains, VelocityTarget,
     end_effector_state,
 )
 from .effort import EffortCommand, PortToEfforts, Residual
+from .mobility import JointSpaceOperators
 from .obstacles import ObstacleField, SphereObstacle, default_control_points
 
 
@@ -205,6 +206,8 @@ class DacPipeline:
         else:
             target = self._joint_target(t, q)
             target_pos = None
-        result = self.controller.compute(data, target)
+        # the configuration comes from FK, so G spans null(J): 𝓐 in joint space (n×n, not the Schur complement)
+        ops = JointSpaceOperators(self.model, data, data.G, twist_map_rate(self.model, data))
+        result = self.controller.compute(data, target, ops)
         cmd = self.efforts(data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=data.G)
         return PipelineOutput(result, cmd, data, ee_pos, target_pos)

@@ -188,6 +188,21 @@ def twist_map_rate_times(model: MultibodyModel, data: MultibodyData, qd) -> np.n
     return out
 
 
+def twist_map_rate(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
+    """``Ġ`` (6N × n_rates) along the current twist: ``twist_map_rate(…) @ q̇ = twist_map_rate_times(…, q̇)``."""
+    n = model.n_bodies
+    U, P, D, lin, Ud, Pd = _columns(model, data)
+    arm = data.r[None, :, :] - P[:, None, :]
+    dv = cross(Ud[:, None, :], arm) + cross(U[:, None, :], data.v[None, :, :] - Pd[:, None, :])
+    dv = np.where(lin[:, None, None], 0.0, dv) * D[:, :, None]
+    dw = np.where(lin[:, None, None], 0.0, Ud[:, None, :]) * D[:, :, None]
+    c = U.shape[0]
+    out = np.empty((6 * n, c))
+    out[:3 * n] = dv.transpose(1, 2, 0).reshape(3 * n, c)
+    out[3 * n:] = dw.transpose(1, 2, 0).reshape(3 * n, c)
+    return out
+
+
 def effort_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
     """``E`` (6N × n_rates): the port of unit joint efforts — a moment pair ``+u a`` on the child and
     ``−u a`` on the parent about each joint axis. ``Gᵀ E = I`` on the joint columns, so ``u = Gᵀ τ``
