@@ -93,3 +93,39 @@ def test_loss_selection_follows_the_data():
     assert select_losses(True, n_e=0) == WITHOUT_QE
     with pytest.raises(ValueError, match="unknown losses"):
         loss_terms(ExactCrane(), _batch(), ("nope",))
+
+
+def _terms_from_dynamics(model, batch, names):
+    """The losses written straight from the full machinery's outputs (inverse and forward mode)."""
+    from ros_lnn.models.torch_ops import TORCH
+    from ros_lnn.physics.lagrangian import dynamics
+
+    n_f = model.n_f
+    q, qd, qdd, Q = batch["q"], batch["qd"], batch["qdd"], batch["Q"]
+    M, dM, V, dV = model.terms(q)
+    inv = dynamics(TORCH, M, dM, V, dV, qd, model.partition, qdd=qdd)
+    fwd = dynamics(TORCH, M, dM, V, dV, qd, model.partition, qdd_e=qdd[:, n_f:], Q_f=Q[:, :n_f])
+    sq = lambda x: (x * x).sum(-1).mean()  # noqa: E731
+    full = {"inv": sq(inv["Q"][:, :n_f] - Q[:, :n_f]), "inv_e": sq(inv["Q_e"] - Q[:, n_f:]),
+            "power": ((inv["E_dot"] - (qd * Q).sum(-1)) ** 2).mean(),
+            "power_est": ((qd[:, :n_f] * (inv["Q"][:, :n_f] - Q[:, :n_f])).sum(-1) ** 2).mean(),
+            "fwd": sq(fwd["qdd_f"] - qdd[:, :n_f]), "fwd_e": sq(fwd["Q_e"] - Q[:, n_f:])}
+    return {k: full[k] for k in names}
+
+
+@pytest.mark.parametrize("free,servo", [(["a"], ["b"]), (["a", "b"], ["c"]), (["a", "b", "c"], [])])
+def test_losses_equal_those_of_the_full_dynamics(free, servo):
+    """The losses use Q̂'s affinity in q̈ (one residual, one solve); they must equal the terms built from
+    the full forward- and inverse-mode outputs, for 1 and 2 free coordinates and for DeLaN (no servo)."""
+    from ros_lnn.models.losses import ALL_LOSSES
+    from ros_lnn.models.servo_lnn import ServoLNN
+
+    torch.manual_seed(3)
+    model = ServoLNN(free, servo, hidden=[16]).double()
+    n, rng = len(free) + len(servo), np.random.default_rng(1)
+    batch = {k: torch.as_tensor(rng.normal(size=(64, n))) for k in ("q", "qd", "qdd", "Q")}
+    with torch.no_grad():
+        got, want = loss_terms(model, batch, ALL_LOSSES), _terms_from_dynamics(model, batch, ALL_LOSSES)
+    for name in ALL_LOSSES:
+        assert float(want[name]) > 1e-6 or (name in ("inv_e", "fwd_e", "power") and not servo), name
+        assert float(got[name]) == pytest.approx(float(want[name]), rel=1e-10, abs=1e-14), name

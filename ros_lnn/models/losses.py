@@ -8,12 +8,22 @@
     power_est ‖q̇_fᵀ(Q̂_f − Q_f)‖²    estimated power loss (eq 38 with the typo fixed: q̇_f, not q̇)
 
 Batches are dicts of tensors in model order (free, then servo): ``q, qd, qdd, Q``.
+
+Every term comes from the inverse residual ``r = Q̂(q, q̇, q̈) − Q`` of the shared machinery's pieces
+(:func:`~ros_lnn.physics.lagrangian.coriolis_force`, the same solve), because ``Q̂`` is affine in ``q̈``:
+
+    Ė̂ = q̇ᵀQ̂  (power balance)              ⇒ power = (q̇ᵀ r)²
+    q̈̂_f − q̈_f = −M_ff⁻¹ r_f                ⇒ fwd   = ‖M_ff⁻¹ r_f‖²
+    Q̂_e^fwd − Q_e = r_e + M_ef (q̈̂_f − q̈_f)  ⇒ fwd_e
+
+so the network and the Coriolis contraction run once and the forward mode costs one small solve.
+A test holds these equal to the terms computed from the full :func:`dynamics` outputs.
 """
 from __future__ import annotations
 
 import torch
 
-from ..physics.lagrangian import dynamics
+from ..physics.lagrangian import coriolis_force
 from .torch_ops import TORCH
 
 WITH_QE = ("inv", "fwd", "inv_e", "fwd_e", "power")
@@ -29,37 +39,39 @@ def select_losses(has_qe: bool, n_e: int = 1) -> tuple[str, ...]:
 
 
 def _sq(x):
-    return (x * x).sum(-1) if x.dim() > 1 else x * x
+    return (x * x).sum(-1).mean()
 
 
 def loss_terms(model, batch: dict, names=WITH_QE) -> dict:
-    """Each named loss (scalar tensors). The network is evaluated once; the shared machinery runs in
-    inverse mode (measured q̈) and, when a forward term is asked for, in forward mode."""
+    """Each named loss (scalar tensors); ``model.terms(q)`` gives ``M, ∂M/∂q, V, ∂V/∂q``."""
+    names = tuple(names)
     unknown = set(names) - set(ALL_LOSSES)
     if unknown:
         raise ValueError(f"unknown losses {sorted(unknown)}; choose from {ALL_LOSSES}")
     n_f = model.n_f
     q, qd, qdd, Q = batch["q"], batch["qd"], batch["qdd"], batch["Q"]
-    M, dM, V, dV = model.terms(q)
+    M, dM, _, dV = model.terms(q)
+    r = TORCH.einsum("...ij,...j->...i", M, qdd) + coriolis_force(TORCH, dM, qd) + dV - Q
+    r_f, r_e = r[..., :n_f], r[..., n_f:]
     out = {}
-    if {"inv", "inv_e", "power", "power_est"} & set(names):
-        inv = dynamics(TORCH, M, dM, V, dV, qd, model.partition, qdd=qdd)
-        Q_hat = inv["Q"]
-        if "inv" in names:
-            out["inv"] = _sq(Q_hat[..., :n_f] - Q[..., :n_f]).mean()
-        if "inv_e" in names:
-            out["inv_e"] = _sq(Q_hat[..., n_f:] - Q[..., n_f:]).mean()
-        if "power" in names:
-            out["power"] = _sq(inv["E_dot"] - (qd * Q).sum(-1)).mean()
-        if "power_est" in names:
-            out["power_est"] = _sq((qd[..., :n_f] * (Q_hat[..., :n_f] - Q[..., :n_f])).sum(-1)).mean()
-    if {"fwd", "fwd_e"} & set(names):
-        fwd = dynamics(TORCH, M, dM, V, dV, qd, model.partition, qdd_e=qdd[..., n_f:], Q_f=Q[..., :n_f])
+    if "inv" in names:
+        out["inv"] = _sq(r_f)
+    if "inv_e" in names:
+        out["inv_e"] = _sq(r_e)
+    if "power" in names:
+        out["power"] = ((qd * r).sum(-1) ** 2).mean()
+    if "power_est" in names:
+        out["power_est"] = ((qd[..., :n_f] * r_f).sum(-1) ** 2).mean()
+    if ("fwd" in names or "fwd_e" in names) and n_f:
+        err_f = -TORCH.solve(M[..., :n_f, :n_f], r_f)                   # q̈̂_f − q̈_f
         if "fwd" in names:
-            out["fwd"] = _sq(fwd["qdd"][..., :n_f] - qdd[..., :n_f]).mean()
+            out["fwd"] = _sq(err_f)
         if "fwd_e" in names:
-            out["fwd_e"] = _sq(fwd["Q"][..., n_f:] - Q[..., n_f:]).mean()
-    return out
+            out["fwd_e"] = _sq(r_e + TORCH.einsum("...ij,...j->...i", M[..., n_f:, :n_f], err_f))
+    if "fwd" in names or "fwd_e" in names:
+        out.setdefault("fwd", r_f.new_zeros(()))   # no free coordinate: nothing to predict
+        out.setdefault("fwd_e", r_f.new_zeros(()))
+    return {k: out[k] for k in names}
 
 
 def total_loss(model, batch: dict, names=WITH_QE):

@@ -84,13 +84,14 @@ class ServoLNN(nn.Module):
     def terms(self, q):
         """``M`` (..., n, n), ``∂M/∂q`` (..., n, n, n) [k, i, j], ``V`` (...), ``∂V/∂q`` (..., n).
 
-        The placement of ``[l_diag; l_lower]`` into ``L`` is folded into the head weights, so ``L`` and
-        ``∂L/∂q_k`` come out of one matmul each (weight-only products fold to constants on export)."""
+        The placement of ``[l_diag; l_lower]`` into ``L`` is folded into the head weights and ``V`` shares
+        the head, so ``[V, L]`` and their ``∂/∂q_k`` come out of one matmul each (weight-only products fold
+        to constants on export)."""
         n = self.n
-        state = self.net.trunk(q)
         W, b = self.net.out.weight, self.net.out.bias
-        V, dV = self.net.head(state, W[0], b[0])
-        Lp, dLp = self.net.head(state, self.P.transpose(0, 1) @ W[1:], b[1:] @ self.P)  # (.., n²), (.., n, n²)
+        W = torch.cat([W[:1], self.P.transpose(0, 1) @ W[1:]])                   # heads [V; L row-major]
+        y, dy = self.net.head(self.net.trunk(q), W, torch.cat([b[:1], b[1:] @ self.P]))   # (.., 1+n²), (.., n, 1+n²)
+        V, dV, Lp, dLp = y[..., 0], dy[..., 0], y[..., 1:], dy[..., 1:]
         L, dL = self._diag_activation(Lp, dLp)
         L, dL = L.unflatten(-1, (n, n)), dL.unflatten(-1, (n, n))               # dL (..., k, i, j)
         Lt = L.transpose(-1, -2)
