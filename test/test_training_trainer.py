@@ -125,3 +125,24 @@ def test_train_and_export_commands_end_to_end(trials, tmp_path):
     q, qd = np.array([[0.3, 0.1]]), np.array([[0.5, -0.2]])
     a, b = rt.evaluate(q, qd, [[0.4]], [[0.0]]), rt2.evaluate(q, qd, [[0.4]], [[0.0]])
     np.testing.assert_allclose(a["Q_e"], b["Q_e"], rtol=1e-6)
+
+
+def test_fused_adam_takes_the_steps_of_plain_adam():
+    """The trainer's optimiser is torch's fused Adam where available: same algorithm as the default one."""
+    from ros_lnn.training.trainer import make_adam
+
+    torch.manual_seed(0)
+    w0 = torch.randn(64, 3)
+    runs = {}
+    for name, make in (("fused", lambda p: make_adam(p, 1e-2, 1e-5)),
+                       ("plain", lambda p: torch.optim.Adam(p, lr=1e-2, weight_decay=1e-5))):
+        w = torch.nn.Parameter(w0.clone())
+        opt = make([w])
+        for i in range(50):
+            opt.zero_grad()
+            ((w - 0.1 * i) ** 2).sum().backward()
+            opt.step()
+        runs[name] = (w.detach(), opt)
+    assert runs["fused"][1].defaults.get("fused") is True
+    assert (runs["fused"][0] - w0).abs().max() > 0.1
+    torch.testing.assert_close(runs["fused"][0], runs["plain"][0], rtol=1e-5, atol=1e-6)

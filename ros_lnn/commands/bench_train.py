@@ -60,6 +60,7 @@ def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds
 
     from ..models.autograd_reference import AutogradServoLNN
     from ..models.losses import WITH_QE, loss_terms
+    from ..training.trainer import make_adam
 
     dt = {"float32": torch.float32, "float64": torch.float64}[dtype]
     model = make_model(free, servo, norm).to(device=device, dtype=dt)
@@ -82,7 +83,7 @@ def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds
     agreement = {"loss_rel_diff": abs(grads["analytic"][0] - grads["autograd"][0]) / abs(grads["autograd"][0]),
                  "grad_rel_diff": float((g_a - g_r).norm() / g_r.norm())}
 
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4, weight_decay=1e-5)
+    opt = make_adam(model.parameters(), 1e-4, 1e-5)
     state = {k: v.clone() for k, v in model.state_dict().items()}
 
     def run(impl, n):
@@ -127,12 +128,13 @@ def compiled_rate(train, free, servo, norm, device, *, batch=2048, steps=30, rou
 
     from ..models.losses import WITH_QE
     from ..training.distributed import DistInfo, make_loss_step
+    from ..training.trainer import make_adam
 
     dt = {"float32": torch.float32, "float64": torch.float64}[dtype]
     model = make_model(free, servo, norm).to(device=device, dtype=dt)
     idx = torch.randperm(len(train["q"]), generator=torch.Generator().manual_seed(0))[:batch]
     b = {k: torch.as_tensor(np.asarray(train[k])[idx.numpy()], device=device, dtype=dt) for k in ("q", "qd", "qdd", "Q")}
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4, weight_decay=1e-5)
+    opt = make_adam(model.parameters(), 1e-4, 1e-5)
     step, describe = make_loss_step(model, WITH_QE, DistInfo(device=device), compile=True)
 
     def run(n):
