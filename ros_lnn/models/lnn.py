@@ -54,13 +54,14 @@ def solve(A, b):
     return torch.linalg.solve_ex(A, b)[0]
 
 
-def constrained_acceleration(W, F, A, b):
-    """The Lagrange–d'Alembert formula (torch): ``(q̈, λ)``."""
-    WinvF = solve(W, F)
+def constrained_acceleration(W, F, A, b, solve=solve):
+    """The Lagrange–d'Alembert formula (torch): ``(q̈, λ)``. ``solve(A, B)`` takes matrix right-hand
+    sides (the ONNX export passes its own elimination)."""
+    WinvF = solve(W, F.unsqueeze(-1))
     WinvAt = solve(W, A.transpose(-1, -2))
     S = A @ WinvAt
-    lam = -solve(S, (A @ WinvF.unsqueeze(-1)).squeeze(-1) + b)
-    return WinvF + (WinvAt @ lam.unsqueeze(-1)).squeeze(-1), lam
+    lam = -solve(S, A @ WinvF + b.unsqueeze(-1))
+    return (WinvF + WinvAt @ lam).squeeze(-1), lam.squeeze(-1)
 
 
 class LNN(nn.Module):

@@ -1,83 +1,109 @@
-"""Train one zoo family on its reference data and save a checkpoint:
-``python -m ros_lnn.zoo.train_family --model lnn_nh --system rolling_disk --out runs/disk_nh.pt``.
+"""Data and models of the acceleration-trained zoo families (LNN, LNN-nh, TLNN, neural ODE) for
+``ros-lnn train --model FAMILY`` (:mod:`ros_lnn.commands.train`), which is the one training path.
 
-Families: ``lnn`` / ``lnn_nh`` on a nonholonomic example (particle, drone, rolling_disk); ``tlnn`` /
-``lnn`` / ``node`` on a planar point-mass chain (``--system chain --links N``, absolute angles).
-ServoLNN/DeLaN train through ``ros-lnn train`` (the project trainer); these families share the
-acceleration-MSE loop :func:`ros_lnn.models.lnn.train_acceleration` and save ``{model_config,
-model_state, history}`` like :func:`ros_lnn.models.lnn.save`. None of them exports to ONNX.
+``python -m ros_lnn.zoo.train_family ARGS`` is an alias of ``ros-lnn train ARGS``.
+
+Data: ``lnn`` / ``lnn_nh`` on a nonholonomic example (particle, drone, rolling_disk: random
+constraint-compliant initial states, 51 samples per trajectory); ``lnn`` / ``tlnn`` / ``node`` on a
+planar point-mass chain (``--system chain --links N``, free motion from random states at 25 Hz, in
+absolute body angles ``phi_i``). Whole trajectories are held out for the test (30 %, at least one).
 """
 from __future__ import annotations
 
-import argparse
-import json
+import sys
 
-FAMILIES = ("lnn", "lnn_nh", "tlnn", "node")
-SYSTEMS = ("particle", "drone", "rolling_disk", "chain")
+import numpy as np
 
-
-def add_arguments(parser) -> None:
-    parser.add_argument("--model", choices=FAMILIES, required=True)
-    parser.add_argument("--system", choices=SYSTEMS, required=True)
-    parser.add_argument("--links", type=int, default=2, help="chain links (--system chain)")
-    parser.add_argument("--trajectories", type=int, default=20)
-    parser.add_argument("--duration", type=float, default=5.0)
-    parser.add_argument("--epochs", type=int, default=60)
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--hidden", type=int, nargs="+", default=[128, 128])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", required=True, help="checkpoint file (.pt)")
+NONHOLONOMIC = ("particle", "drone", "rolling_disk")
+CHAIN_RATE_HZ = 25.0
+NONHOLONOMIC_SAMPLES = 51
+TEST_FRACTION = 0.3
 
 
-def build(args):
-    """(model, training data) for the chosen family and system."""
-    import numpy as np
+def split_by_trajectory(data: dict, seed: int) -> tuple[dict, dict, dict]:
+    """(train, test, split info): whole trajectories held out, chosen at random by ``seed``."""
+    from ..errors import DataError
 
-    from ..errors import ConfigError
-    from ..models.lnn import for_system
+    ids = np.unique(data["trajectory"])
+    if len(ids) < 2:
+        raise DataError(f"need at least 2 trajectories (one to train, one to test), got {len(ids)}; "
+                        "raise --trajectories")
+    n_test = max(1, int(round(TEST_FRACTION * len(ids))))
+    test_ids = np.sort(np.random.default_rng(seed).choice(ids, n_test, replace=False))
+    is_test = np.isin(data["trajectory"], test_ids)
+    pick = lambda sel: {k: v[sel] for k, v in data.items()}  # noqa: E731
+    info = {"test_trajectories": [int(i) for i in test_ids], "n_trajectories": int(len(ids)),
+            "n_train": int((~is_test).sum()), "n_test": int(is_test.sum())}
+    return pick(~is_test), pick(is_test), info
+
+
+def chain_data(links: int, trajectories: int, duration: float, seed: int) -> dict:
+    """Free motion of a uniform planar chain, stacked, in absolute body angles."""
     from ..physics.chain import PlanarChain
-    from ..physics.nonholonomic import SYSTEMS as NH, make_dataset
-    from .tlnn_study import chain_trajectories, make_model, to_absolute
+    from .tlnn_study import chain_trajectories, to_absolute
 
-    hidden = tuple(args.hidden)
-    if args.system == "chain":
-        if args.model == "lnn_nh":
-            raise ConfigError("--model lnn_nh needs a constrained system: particle, drone or rolling_disk")
-        chain = PlanarChain.uniform(args.links)
-        trajs = chain_trajectories(chain, args.trajectories, args.duration, 25.0, args.seed)
-        q, qd, qdd = to_absolute(*(np.concatenate([t[i] for t in trajs]) for i in range(3)))
-        kind = {"lnn": "LNN", "tlnn": "TLNN", "node": "NODE"}[args.model]
-        return make_model(kind, args.links, hidden), {"q": q, "qd": qd, "qdd": qdd}
-    if args.model not in ("lnn", "lnn_nh"):
-        raise ConfigError(f"--model {args.model} is for planar chains: use --system chain")
-    system = NH[args.system]()
-    data = make_dataset(system, args.trajectories, args.duration, 51, seed=args.seed)
-    return for_system(system, args.model == "lnn_nh", hidden=hidden), data
+    trajs = chain_trajectories(PlanarChain.uniform(links), trajectories, duration, CHAIN_RATE_HZ, seed)
+    q, qd, qdd = to_absolute(*(np.concatenate([t[i] for t in trajs]) for i in range(3)))
+    traj = np.concatenate([np.full(len(t[0]), k) for k, t in enumerate(trajs)])
+    return {"q": q, "qd": qd, "qdd": qdd, "trajectory": traj}
 
 
-def train_family(args) -> dict:
+def build(family: str, system: str, *, links: int, trajectories: int, duration: float, hidden, activation: str,
+          seed: int):
+    """(model, data, description) for an acceleration family on its reference system. ``description``:
+    coordinate names and units and how the data was made (for the provenance)."""
+    from ..models.lnn import for_system
+    from ..models.node_baseline import NeuralODE
+    from ..models.tlnn import TLNN, serial_chain_topology
+    from ..models.lnn import LNN
+
+    hidden = tuple(hidden)
+    if system == "chain":
+        data = chain_data(links, trajectories, duration, seed)
+        names, units = [f"phi_{i + 1}" for i in range(links)], ["rad"] * links
+        if family == "tlnn":
+            model = TLNN(serial_chain_topology(links), hidden=hidden, activation=activation)
+        elif family == "node":
+            model = NeuralODE(links, hidden=hidden, activation=activation)
+        else:
+            model = LNN(links, hidden=hidden, activation=activation, angle_coordinates=range(links),
+                        coordinate_names=names)
+        source = {"kind": "simulated", "generator": "ros_lnn.zoo.tlnn_study.chain_trajectories",
+                  "parameters": {"links": links, "mass": 1.0, "length": 1.0, "trajectories": trajectories,
+                                 "duration": duration, "rate_hz": CHAIN_RATE_HZ, "seed": seed,
+                                 "coordinates": "absolute body angles"}}
+    else:
+        from ..physics.nonholonomic import SYSTEMS, make_dataset
+
+        ref = SYSTEMS[system]()
+        data = make_dataset(ref, trajectories, duration, NONHOLONOMIC_SAMPLES, seed=seed)
+        model = for_system(ref, family == "lnn_nh", hidden=hidden, activation=activation)
+        names = list(ref.coordinate_names)
+        units = ["rad" if i in ref.angle_coordinates else "m" for i in range(ref.n)]
+        source = {"kind": "simulated", "generator": "ros_lnn.physics.nonholonomic.make_dataset",
+                  "parameters": {"system": system, "trajectories": trajectories, "duration": duration,
+                                 "samples_per_trajectory": NONHOLONOMIC_SAMPLES, "seed": seed}}
+    return model, data, {"coordinate_names": names, "coordinate_units": units, "data": source}
+
+
+def acceleration_metrics(model, samples: dict) -> dict:
+    """Test accuracy of ``q̈``: ``qdd_mse`` (mean over samples of the squared error summed over
+    coordinates, the papers' measure) and ``qdd_nmse`` (mean squared error over the variance)."""
     import torch
 
-    from ..models.lnn import train_acceleration
-
-    torch.manual_seed(args.seed)
-    model, data = build(args)
-    history = train_acceleration(model, data, epochs=args.epochs, batch=args.batch, lr=args.lr, seed=args.seed,
-                                 progress=print, log_every=max(1, args.epochs // 10))
-    cfg = model.config() | ({"system": args.system} if args.system != "chain" else {})
-    torch.save({"model_config": cfg, "model_state": model.state_dict(), "history": history,
-                "command": vars(args)}, args.out)
-    print(f"saved {args.model} checkpoint to {args.out}; final acceleration MSE {history['loss'][-1]:.3e}")
-    return history
+    dtype = next(model.parameters()).dtype
+    with torch.no_grad():
+        pred = model(torch.as_tensor(samples["q"], dtype=dtype), torch.as_tensor(samples["qd"], dtype=dtype))
+    pred, true = pred.double().numpy(), np.asarray(samples["qdd"])
+    err = (pred - true) ** 2
+    return {"qdd_mse": float(np.mean(err.sum(-1))), "qdd_nmse": float(err.mean() / np.var(true)),
+            "non_finite": int((~np.isfinite(pred)).any(-1).sum())}
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    history = train_family(parser.parse_args(argv))
-    print(json.dumps({"final_loss": history["loss"][-1], "seconds": history["seconds"]}))
-    return 0
+    from ..cli import main as cli_main
+
+    return cli_main(["train", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
