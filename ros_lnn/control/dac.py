@@ -235,21 +235,18 @@ class DacController:
                 grad = None
         # columns X = [J_tᵀ | ∇U] and their rate; Z = 𝓐 X and Ż from one pass of the operators
         c = m + (grad is not None)
-        XX = np.empty((2, 6 * model.n_bodies, c))
-        XX[0, :, :m] = Jt[:m].T
-        XX[1, :, :m] = Jt_dot[:m].T
-        if grad is not None:
-            XX[0, :, m] = grad
-            XX[1, :, m] = grad_dot
-        Z, Z_dot = ops.apply(XX[0], XX[1])
-        # [J_t; J̇_t] [Z | Ż]: T = J_t 𝓐 J_tᵀ, its rate, J_t 𝓐 ∇U and its rate in one product
-        JJ = np.empty((2 * m, Jt.shape[1]))
-        JJ[:m], JJ[m:] = Jt[:m], Jt_dot[:m]
-        ZZ = np.empty((Z.shape[0], 2 * c))
-        ZZ[:, :c], ZZ[:, c:] = Z, Z_dot
-        P = JJ @ ZZ
-        Q = P[m:, :c] + P[:m, c:]  # d/dt (J_t Z)
-        T = P[:m, :m].copy()
+        if grad is None:
+            X, X_dot = Jt[:m].T, Jt_dot[:m].T
+        else:
+            XX = np.empty((2, 6 * model.n_bodies, c))
+            XX[0, :, :m], XX[1, :, :m] = Jt[:m].T, Jt_dot[:m].T
+            XX[0, :, m], XX[1, :, m] = grad, grad_dot
+            X, X_dot = XX
+        Z, Z_dot = ops.apply(X, X_dot)
+        Jt, Jt_dot = Jt[:m], Jt_dot[:m]
+        JZ = Jt @ Z  # [T | J_t 𝓐∇U] with T = J_t 𝓐 J_tᵀ
+        Q = Jt_dot @ Z + Jt @ Z_dot  # its rate
+        T = JZ[:, :m].copy()
         if g.damping:
             T.reshape(-1)[::m + 1] += g.damping ** 2
         T_inv = small_inverse(T)
@@ -258,7 +255,7 @@ class DacController:
         rhs, rhs_dot = nu_er, nu_er_dot
         if grad is not None:
             k = g.obstacle_gain
-            rhs, rhs_dot = nu_er + k * P[:m, m], nu_er_dot + k * Q[:, m]
+            rhs, rhs_dot = nu_er + k * JZ[:, m], nu_er_dot + k * Q[:, m]
             coef[m] = -k
         y = coef[:m] = T_inv @ rhs
         y_dot = T_inv @ (rhs_dot - Q[:, :m] @ y)

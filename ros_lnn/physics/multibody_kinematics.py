@@ -155,11 +155,13 @@ def twist_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
     n = model.n_bodies
     kind, joint, local, D = _column_table(model)
     c = kind.shape[0]
-    if c and np.all(kind == 2):  # every column a revolute joint (a fixed-base arm): no root columns
-        U = (data.R[model.child[joint]] @ local[:, :, None])[:, :, 0]
+    revolute = _all_revolute(model)
+    if revolute is not None:  # every column a revolute joint (a fixed-base arm): no root columns
+        child, Dm = revolute
+        U = (data.R[child] @ local[:, :, None])[:, :, 0]
         arm = data.r[None, :, :] - data.point_child[joint][:, None, :]  # (C, N, 3)
-        vel = cross(U[:, None, :], arm) * D[:, :, None]
-        ang = U[:, None, :] * D[:, :, None]
+        vel = cross(U[:, None, :], arm) * Dm
+        ang = U[:, None, :] * Dm
     else:
         U, P, D, lin = _column_geometry(model, data)  # configuration only: a pose-only workspace will do
         arm = data.r[None, :, :] - P[:, None, :]
@@ -191,16 +193,40 @@ def twist_map_rate_times(model: MultibodyModel, data: MultibodyData, qd) -> np.n
 def twist_map_rate(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
     """``Ġ`` (6N × n_rates) along the current twist: ``twist_map_rate(…) @ q̇ = twist_map_rate_times(…, q̇)``."""
     n = model.n_bodies
-    U, P, D, lin, Ud, Pd = _columns(model, data)
-    arm = data.r[None, :, :] - P[:, None, :]
-    dv = cross(Ud[:, None, :], arm) + cross(U[:, None, :], data.v[None, :, :] - Pd[:, None, :])
-    dv = np.where(lin[:, None, None], 0.0, dv) * D[:, :, None]
-    dw = np.where(lin[:, None, None], 0.0, Ud[:, None, :]) * D[:, :, None]
+    revolute = _all_revolute(model)
+    if revolute is not None:  # a fixed-base revolute arm: axes u = R_c a, u̇ = ω_p × u, joint points ṗ
+        _, joint, local, _ = _column_table(model)
+        child, Dm = revolute
+        U = (data.R[child] @ local[:, :, None])[:, :, 0]
+        w_ext = np.concatenate([data.omega, np.zeros((1, 3))])
+        Ud = cross(w_ext[model._parent_ext[joint]], U)
+        P = data.point_child[joint]
+        Pd = data.v[child] + cross(data.omega[child], P - data.r[child])
+        dv = (cross(Ud[:, None, :], data.r[None, :, :] - P[:, None, :])
+              + cross(U[:, None, :], data.v[None, :, :] - Pd[:, None, :])) * Dm
+        dw = Ud[:, None, :] * Dm
+    else:
+        U, P, D, lin, Ud, Pd = _columns(model, data)
+        arm = data.r[None, :, :] - P[:, None, :]
+        dv = cross(Ud[:, None, :], arm) + cross(U[:, None, :], data.v[None, :, :] - Pd[:, None, :])
+        dv = np.where(lin[:, None, None], 0.0, dv) * D[:, :, None]
+        dw = np.where(lin[:, None, None], 0.0, Ud[:, None, :]) * D[:, :, None]
     c = U.shape[0]
     out = np.empty((6 * n, c))
     out[:3 * n] = dv.transpose(1, 2, 0).reshape(3 * n, c)
     out[3 * n:] = dw.transpose(1, 2, 0).reshape(3 * n, c)
     return out
+
+
+def _all_revolute(model):
+    """``(child body per column, descendants mask (C, N, 1) as floats)`` when every rate column is a
+    revolute joint (a fixed-base arm), else None; cached on the model."""
+    cached = model.__dict__.get("_all_revolute_columns")
+    if cached is None:
+        kind, joint, _, D = _column_table(model)
+        cached = model._all_revolute_columns = (
+            (model.child[joint], D[:, :, None].astype(float)) if kind.size and bool(np.all(kind == 2)) else False)
+    return cached or None
 
 
 def effort_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
