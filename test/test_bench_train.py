@@ -32,6 +32,7 @@ def test_bench_train_small(one_thread, capsys):
     assert step["loss_rel_diff"] < 1e-5 and step["grad_rel_diff"] < 1e-4
     assert step["speedup"] == pytest.approx(step["analytic_steps_per_s"] / step["autograd_steps_per_s"])
     assert step["speedup"] > 1.0, step  # autograd's extra create_graph passes cost more than the closed forms
+    assert [row["n"] for row in res["sizes"]] == [3] and res["sizes"][0]["speedup"] > 1.0
     assert sched["extrapolated"] and sched["epochs_run"] == 6
     assert sched["paper_schedule_s"] == pytest.approx(sched["seconds_run"] * PAPER["epochs"] / 6)
     assert "speed-up" in printed and "paper schedule (4096 samples, batch 2048, 10000 epochs)" in printed

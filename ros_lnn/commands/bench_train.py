@@ -5,6 +5,8 @@
    (``∂M/∂q``, ``∂V/∂q`` by ``torch.autograd.grad(create_graph=True)``, the loss differentiated through
    them), sharing the same weights, same device, same run, batch 2048. The two are timed in alternating
    rounds (a shared machine's load hits both alike); the figure is the median over rounds.
+   The same for DeLaN systems of n = 3, 4, 7 coordinates (random data), where the autograd baseline's
+   n² + 1 backward passes grow and the analytic graph's single pass does not.
 2. Wall time of the paper's schedule (4096 samples, batch 2048, 10 000 epochs) through the trainer of
    ``ros-lnn train`` (data resident on the device, host syncs only at log points). ``--quick`` runs a
    few hundred epochs and extrapolates; otherwise the full schedule runs, eager and with ``--compile``
@@ -42,7 +44,8 @@ def make_model(free, servo, norm, seed=0):
     from ..models.servo_lnn import ServoLNN
 
     torch.manual_seed(seed)
-    model = ServoLNN(free, servo, hidden=[64], coordinate_units=["rad", "m"][:len(free) + len(servo)])
+    n = len(free) + len(servo)
+    model = ServoLNN(free, servo, hidden=[64], coordinate_units=(["rad", "m"] if n == 2 else ["rad"] * n))
     model.set_normalisation(*norm)
     return model
 
@@ -59,9 +62,10 @@ def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds
     import torch
 
     from ..models.autograd_reference import AutogradServoLNN
-    from ..models.losses import WITH_QE, loss_terms
+    from ..models.losses import loss_terms, select_losses
     from ..training.trainer import make_adam
 
+    names = select_losses(True, len(servo))  # the trainer's choice: Q_e measured where there is one
     dt = {"float32": torch.float32, "float64": torch.float64}[dtype]
     model = make_model(free, servo, norm).to(device=device, dtype=dt)
     reference = AutogradServoLNN(model)  # shares the weights
@@ -75,7 +79,7 @@ def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds
     grads = {}
     for name, impl in (("analytic", model), ("autograd", reference)):
         model.zero_grad(set_to_none=True)
-        loss = sum(loss_terms(impl, b, WITH_QE).values())
+        loss = sum(loss_terms(impl, b, names).values())
         loss.backward()
         loss = loss.detach()
         grads[name] = (loss.item(), torch.cat([p.grad.flatten() for p in model.parameters()]).double().cpu())
@@ -88,7 +92,7 @@ def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds
 
     def run(impl, n):
         for _ in range(n):
-            loss = sum(loss_terms(impl, b, WITH_QE).values())
+            loss = sum(loss_terms(impl, b, names).values())
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -119,6 +123,18 @@ def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds
             "speedup": med["analytic"] / med["autograd"], "shared_steps_per_s": med["shared"],
             "derivative_speedup": (1 / med["autograd"] - 1 / med["shared"]) / (1 / med["analytic"] - 1 / med["shared"]),
             "rounds_steps_per_s": times, **agreement}
+
+
+def size_rates(n: int, device, *, steps=10, rounds=3) -> dict:
+    """Analytic vs autograd steps/s for a DeLaN of ``n`` coordinates (random data: only the cost is
+    measured). The autograd baseline needs one backward pass per entry of ``M`` (n²) and one for ``V``;
+    the analytic graph carries ``∂/∂q`` beside the values in one pass, whatever ``n``."""
+    rng = np.random.default_rng(n)
+    data = {k: rng.normal(size=(4096, n)) for k in ("q", "qd", "qdd", "Q")}
+    names = [f"j{i}" for i in range(n)]
+    r = step_rates(data, names, [], (np.zeros(n), np.ones(n)), device, steps=steps, rounds=rounds)
+    return {"n": n, "analytic_steps_per_s": r["analytic_steps_per_s"],
+            "autograd_steps_per_s": r["autograd_steps_per_s"], "speedup": r["speedup"]}
 
 
 def compiled_rate(train, free, servo, norm, device, *, batch=2048, steps=30, rounds=3, dtype="float32") -> dict:
@@ -210,6 +226,12 @@ def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
         print(f"  compiled analytic vs autograd (autograd cannot be compiled: double backward) "
               f"{compiled['speedup_vs_autograd']:.1f}x")
 
+    sizes = []
+    for n in ((3,) if quick else (3, 4, 7)):
+        sizes.append(size_rates(n, device))
+        print(f"  DeLaN with n = {n} coordinates (random data): analytic {sizes[-1]['analytic_steps_per_s']:.1f}, "
+              f"autograd {sizes[-1]['autograd_steps_per_s']:.1f} steps/s -> {sizes[-1]['speedup']:.1f}x")
+
     sched = paper_schedule(train, free, servo, norm, device, epochs=schedule_epochs, quick=quick,
                            progress=lambda line: print("  " + line, flush=True))
     how = (f"extrapolated from {sched['epochs_run']} epochs ({sched['seconds_run']:.1f} s)"
@@ -223,4 +245,4 @@ def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
         print(f"paper schedule with --compile: {sched_compiled['paper_schedule_s']:.1f} s, measured, compiling "
               f"included ({sched_compiled['compile']}); {sched_compiled['epochs_per_s']:.1f} epochs/s")
     return {"device": str(device), "device_name": name, "threads": threads, "torch": torch.__version__,
-            "step": rates, "compiled": compiled, "schedule": sched, "schedule_compiled": sched_compiled}
+            "step": rates, "compiled": compiled, "sizes": sizes, "schedule": sched, "schedule_compiled": sched_compiled}
