@@ -7,9 +7,9 @@ derivatives (double backward through the batch):
     LNN:     q̈ = W⁻¹ F
     LNN-nh:  q̈ = W⁻¹ (F + Aᵀλ),  λ = −(A W⁻¹ Aᵀ)⁻¹ (A W⁻¹ F + b)   (known A(q) q̇ = 0, b = Ȧ q̇)
 
-Export: this family differentiates with autograd inside the forward pass, so it is not exported
-to ONNX through the analytic graph (only ServoLNN/DeLaN, whose derivatives are carried layer by
-layer, export); checkpoints are saved with :func:`save` like the other families.
+Training differentiates with autograd inside the forward pass; the ONNX export
+(:mod:`ros_lnn.models.family_export`) carries the same exact derivatives as second-order jets through
+the layers instead. Checkpoints: :func:`save` / :func:`load` (the common format of every family).
 """
 from __future__ import annotations
 
@@ -153,32 +153,18 @@ def for_system(system, constrained: bool, **kw) -> LNN:
 
 
 def save(path, model: LNN, history: dict | None = None) -> None:
-    """Checkpoint (config + weights); LNN-nh constraints are rebuilt from the named system on load."""
-    torch.save({"model_config": model.config(), "model_state": model.state_dict(), "history": history or {}}, path)
+    """Checkpoint in the common format (:func:`ros_lnn.models.registry.save_checkpoint`); LNN-nh
+    constraints are rebuilt from the named system on load."""
+    from .registry import save_checkpoint
+
+    save_checkpoint(path, model, history=history)
 
 
 def load(path) -> nn.Module:
-    """A checkpoint of any acceleration-trained zoo family (lnn, lnn_nh, tlnn, node)."""
-    from ..physics.nonholonomic import SYSTEMS
+    """The model of a checkpoint of any family (:func:`ros_lnn.models.registry.load_checkpoint`)."""
+    from .registry import load_checkpoint
 
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    cfg = dict(ckpt["model_config"])
-    family, n, system = cfg.pop("family"), cfg.pop("n", None), cfg.pop("system", "")
-    if family == "tlnn":
-        from .tlnn import TLNN
-
-        model = TLNN(**cfg)
-    elif family == "node":
-        from .node_baseline import NeuralODE
-
-        model = NeuralODE(n, **cfg)
-    elif family == FAMILY_LNN_NH:
-        ref = SYSTEMS[system]()
-        model = LNNnh(n, ref.constraint_matrix, ref.constraint_drift, system=system, **cfg)
-    else:
-        model = LNN(n, **cfg)
-    model.load_state_dict(ckpt["model_state"])
-    return model
+    return load_checkpoint(path)[0]
 
 
 def train_acceleration(model: LNN, data: dict, *, epochs: int = 100, batch: int = 256, lr: float = 1e-3,

@@ -83,6 +83,7 @@ def build(family: str, system: str, *, links: int, trajectories: int, duration: 
         source = {"kind": "simulated", "generator": "ros_lnn.physics.nonholonomic.make_dataset",
                   "parameters": {"system": system, "trajectories": trajectories, "duration": duration,
                                  "samples_per_trajectory": NONHOLONOMIC_SAMPLES, "seed": seed}}
+    data["Q"] = np.zeros_like(data["qdd"])  # unforced motion (the sample layout of the other trainers)
     return model, data, {"coordinate_names": names, "coordinate_units": units, "data": source}
 
 
