@@ -76,3 +76,38 @@ def test_evaluate_on_npz_trials_matches_runtime(untrained_model, tmp_path, capsy
     assert got["qdd_f_nmse"] == pytest.approx(expected["qdd_f_nmse"], rel=1e-12)
     assert np.isfinite(got["Q_e_rel_rms"]) and got["M_rel_err"] > 0
     assert main(["evaluate", "--model", str(untrained_model), "--data", str(path), "--trials", "nope"]) == 2
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--model", "tlnn", "--system", "particle"], "--system particle"),
+    (["--model", "lnn_nh", "--system", "chain"], "--system chain"),
+    (["--model", "servo_lnn", "--system", "chain"], "--system chain"),
+    (["--model", "node", "--patience", "3"], "--patience"),
+    (["--model", "lnn", "--bag", "rec"], "--bag"),
+    (["--model", "tlnn", "--exporter", "torchscript"], "--exporter"),
+    (["--model", "lnn", "--system", "drone", "--links", "3"], "--links"),
+    (["--model", "delan", "--bag", "rec"], "bags"),
+    (["--trajectories", "4"], "--trajectories"),
+    (["--model", "node", "--out", "model.txt"], "model.txt"),
+])
+def test_train_rejects_combinations_in_one_line(tmp_path, capsys, argv, named):
+    """Checked before any data is made or torch is imported: exit code 2, one line naming the culprit."""
+    assert main(["train", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and named in err, err
+
+
+def test_train_family_defaults_fill_only_what_is_not_given():
+    from ros_lnn.cli import build_parser
+    from ros_lnn.commands.train import canonical_command
+
+    parse = lambda *a: build_parser(only="train").parse_args(["train", *a])  # noqa: E731
+    servo = canonical_command(parse())
+    assert "--model servo_lnn --system crane" in servo and "--epochs 10000 --batch 2048 --lr 0.0001" in servo
+    assert "--hidden 64" in servo and "--out models/crane_servo_lnn.onnx" in servo
+    tlnn = canonical_command(parse("--model", "tlnn", "--lr", "0.003"))
+    assert "--system chain --trajectories 20 --duration 5.0 --links 2" in tlnn
+    assert "--epochs 60 --batch 256 --lr 0.003" in tlnn and "--hidden 128 128" in tlnn and "--dtype float64" in tlnn
+    assert "--weight-decay" not in tlnn and "--out models/chain2_tlnn.onnx" in tlnn
+    delan = canonical_command(parse("--model", "delan"))
+    assert "--system delan_character" in delan and "--batch 512 --lr 0.0005" in delan and "--epsilon 0.001" in delan

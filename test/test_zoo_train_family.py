@@ -1,4 +1,5 @@
-"""Zoo families train from the command line and their checkpoints load back to the same model."""
+"""``python -m ros_lnn.zoo.train_family`` is an alias of ``ros-lnn train``: same options, same
+checkpoint, same one-line errors (exit code 2)."""
 import pytest
 
 from conftest import requires_torch
@@ -6,7 +7,6 @@ from conftest import requires_torch
 pytestmark = requires_torch
 torch = pytest.importorskip("torch")
 
-from ros_lnn.errors import ConfigError  # noqa: E402
 from ros_lnn.models.lnn import load  # noqa: E402
 from ros_lnn.zoo.train_family import main  # noqa: E402
 
@@ -23,6 +23,8 @@ def test_train_save_load(tmp_path, model, system):
         assert net(q, qd).shape == (2, net.n)
 
 
-def test_constrained_family_needs_a_constrained_system(tmp_path):
-    with pytest.raises(ConfigError, match="lnn_nh"):
-        main(["--model", "lnn_nh", "--system", "chain", "--out", str(tmp_path / "x.pt")])
+def test_constrained_family_needs_a_constrained_system(tmp_path, capsys):
+    assert main(["--model", "lnn_nh", "--system", "chain", "--out", str(tmp_path / "x.pt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "lnn_nh" in err and "particle, drone, rolling_disk" in err
+    assert not (tmp_path / "x.pt").exists()
