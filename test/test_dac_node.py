@@ -264,7 +264,7 @@ def test_closed_loop_over_topics_with_the_chain_simulator(ctx):
 
 
 def test_a_target_not_renewed_in_time_is_dropped_for_a_hold(make):
-    node, h, ns = make({"target_timeout_s": 0.2})
+    node, h, ns = make({"target_timeout_s": 1.0})  # long enough for a loaded machine to answer in time
     _, efforts, states = _io(h, ns)
     target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", C.COMMAND_QOS)
     goal = PoseStamped()
@@ -277,7 +277,7 @@ def test_a_target_not_renewed_in_time_is_dropped_for_a_hold(make):
     lib = _library()
     lib.set_ee_target([0.45, 0.1, 0.15])
     assert np.allclose(fresh, lib.step(Q0, QD0).efforts.effort, atol=1e-12)
-    time.sleep(0.4)
+    time.sleep(1.5)
     n0 = len(efforts)
     states.publish(_joint_state(JOINTS, Q0, QD0))
     h.wait(lambda: len(efforts) > n0, what="effort after the target went stale")
@@ -294,6 +294,20 @@ def test_rate_bench_with_the_feeder_in_another_process():
     out = bench_node_rate(1.5, rate_hz=100.0, feeder="process")
     assert out["feeder"] == "process" and 90.0 < out["sent_rate_hz"] < 110.0
     assert out["outputs_per_input"] > 0.8 and out["node_step_median_us"] > 0
+    assert out["processed_fraction"] > 0.8 and 0 < out["node_cpu_median_us"] <= out["node_cpu_p99_us"]
+
+
+def test_commands_are_published_from_serialized_templates():
+    """The per-sample path publishes bytes: they must be the ordinary message for any values."""
+    from ros_lnn.nodes.dac_controller import array_msg, port_layout
+    from rclpy.serialization import deserialize_message
+
+    layout = port_layout(["a", "b"])
+    template = C.SerializedTemplate(lambda _, v: array_msg(v, layout), (12,), stamp_format=None)
+    assert template.ok
+    values = np.random.default_rng(0).normal(size=12)
+    msg = deserialize_message(template.fill(0, 0, values), Float64MultiArray)
+    assert msg == array_msg(values, layout)
 
 
 def test_joint_state_queue_depth_is_a_parameter(make):

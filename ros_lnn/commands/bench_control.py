@@ -156,7 +156,7 @@ def _feed_joint_states(result_queue, namespace: str, duration: float, rate_hz: f
     while time.perf_counter() - t_end < 0.2:
         executor.spin_once(timeout_sec=0.02)
     n_in_window = sum(1 for t in received if t <= t_start + elapsed + 0.05)
-    result_queue.put({"sent_rate_hz": sent / elapsed, "output_rate_hz": n_in_window / elapsed,
+    result_queue.put({"sent": sent, "sent_rate_hz": sent / elapsed, "output_rate_hz": n_in_window / elapsed,
                       "outputs_per_input": len(received) / max(sent, 1)})
     probe.destroy_node()
     rclpy.try_shutdown()
@@ -171,9 +171,9 @@ def bench_node_rate(duration: float, rate_hz: float = 1000.0, feeder: str = "pro
     robot driver's situation; the node's process runs only the node). ``feeder="thread"``: feeder and
     node share this process and its GIL — the rclpy executors then cap the rate by themselves (measured:
     ~650 Hz with the controller step replaced by a cached output on the 2-core machine).
-    ``executor``: the node's executor as the node processes make it ("single", "events"; None: the
-    ROS_LNN_EXECUTOR environment variable, default single), process feeder only; ``input_queue_depth``:
-    the node parameter of that name (None: its default)."""
+    ``executor``: the node's executor as the node process makes it ("single", "events"; None: the
+    ROS_LNN_EXECUTOR environment variable, default events as in the node's main), process feeder only;
+    ``input_queue_depth``: the node parameter of that name (None: its default)."""
     if feeder == "process":
         return _bench_node_rate_process(duration, rate_hz, executor, input_queue_depth)
     return _bench_node_rate_thread(duration, rate_hz)
@@ -182,6 +182,7 @@ def bench_node_rate(duration: float, rate_hz: float = 1000.0, feeder: str = "pro
 def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str | None,
                              input_queue_depth: int | None) -> dict:
     import multiprocessing
+    import os
     import threading
 
     import rclpy
@@ -199,7 +200,7 @@ def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str
     node = DacControllerNode(namespace=namespace, context=ctx, parameter_overrides=overrides)
     if not start(node):
         raise RuntimeError(node.last_error)
-    executor = make_executor(ctx, executor_kind)
+    executor = make_executor(ctx, executor_kind or os.environ.get("ROS_LNN_EXECUTOR", "events"))
     executor.add_node(node)  # after start(): the EventsExecutor serves only subscriptions that exist by then
     stop = threading.Event()
     thread = threading.Thread(target=lambda: [executor.spin_once(timeout_sec=0.01) for _ in iter(stop.is_set, True)],
@@ -216,14 +217,22 @@ def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str
         stop.set()
         thread.join(timeout=2)
     lat = np.array([v for _, v in node.stats.latencies]) * 1e6
+    cpu = np.array(node.cpu_times) * 1e6
+
+    def q(x, p):
+        return float(np.percentile(x, p)) if x.size else float("nan")
+
     out = {"feeder": "process", "executor": type(executor).__name__,
            "input_queue_depth": int(C_param(node, "input_queue_depth")), "requested_rate_hz": rate_hz, **got,
-           "node_step_median_us": float(np.median(lat)) if lat.size else float("nan"),
-           "node_step_p99_us": float(np.percentile(lat, 99)) if lat.size else float("nan")}
+           "processed": int(node.counts["processed"]),
+           "processed_fraction": node.counts["processed"] / max(got["sent"], 1),
+           "node_step_median_us": q(lat, 50), "node_step_p99_us": q(lat, 99),
+           "node_cpu_median_us": q(cpu, 50), "node_cpu_p99_us": q(cpu, 99)}
     print("node at {requested_rate_hz:.0f} Hz (feeder in another process, {executor}, queue "
-          "{input_queue_depth}): sent {sent_rate_hz:.0f} Hz, "
-          "published {output_rate_hz:.0f} Hz ({outputs_per_input:.2f} per input), per-message work median "
-          "{node_step_median_us:.0f} µs, p99 {node_step_p99_us:.0f} µs".format(**out))
+          "{input_queue_depth}): sent {sent_rate_hz:.0f} Hz, processed {processed_fraction:.2%}, "
+          "published {output_rate_hz:.0f} Hz ({outputs_per_input:.4f} per input); in-node latency median "
+          "{node_step_median_us:.0f} µs, p99 {node_step_p99_us:.0f} µs; callback CPU median "
+          "{node_cpu_median_us:.0f} µs, p99 {node_cpu_p99_us:.0f} µs".format(**out))
     node.destroy_node()
     rclpy.try_shutdown(context=ctx)
     return out
@@ -289,4 +298,19 @@ def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
     node.destroy_node()
     probe.destroy_node()
     rclpy.try_shutdown(context=ctx)
+    return out
+
+
+def bench_dac_node(args) -> dict:
+    """``ros-lnn bench dac-node``: only the dac_controller node at 1 kHz (the demo arm, law III), joint
+    states from another process: processed fraction, outputs per input, in-node latency and callback
+    CPU per sample (median, p99). ``--duration`` seconds (default 10; 3 with ``--quick``)."""
+    import os
+
+    duration = float(getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 10.0))
+    load = os.getloadavg()
+    out = bench_node_rate(duration)
+    out["loadavg_before"] = load
+    out["loadavg_after"] = os.getloadavg()
+    print("load average before {:.2f}, after {:.2f}".format(load[0], out["loadavg_after"][0]))
     return out

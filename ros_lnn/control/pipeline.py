@@ -167,6 +167,11 @@ class DacPipeline:
         self._hold_q = None if q is None else np.asarray(q, float).copy()
 
     @property
+    def needs_clock(self) -> bool:
+        """Whether :meth:`step` reads its time argument (a path or a trajectory is followed)."""
+        return self._ee_path is not None or self._trajectory is not None
+
+    @property
     def has_target(self) -> bool:
         return self._ee_target is not None or self._trajectory is not None or self._ee_path is not None
 

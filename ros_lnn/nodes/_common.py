@@ -125,7 +125,8 @@ class SerializedTemplate:
     blocks are written into a copy of the template, so rclpy's Python-to-C message conversion
     (the larger part of a publish) is skipped. ``ok`` is False where the layout could not be found
     (then publish ``build(...)`` instead). ``stamp_format``: how the stamp is serialized, "<iI" for a
-    header's builtin_interfaces/Time, "<dd" for seconds and nanoseconds as two float64 entries."""
+    header's builtin_interfaces/Time, "<dd" for seconds and nanoseconds as two float64 entries, None for
+    a message without a stamp (``fill`` then ignores ``sec``/``nanosec``)."""
 
     def __init__(self, build, sizes, stamp_format: str = "<iI"):
         from rclpy.serialization import deserialize_message, serialize_message
@@ -138,7 +139,7 @@ class SerializedTemplate:
         probe = build(Time(sec=sec, nanosec=nsec), *blocks)
         raw = serialize_message(probe)
         self.buffer = bytearray(raw)
-        self.stamp_offset = self._find(raw, struct.pack(stamp_format, sec, nsec))
+        self.stamp_offset = self._find(raw, struct.pack(stamp_format, sec, nsec)) if stamp_format else -1
         self.offsets = [self._find(raw, b.astype("<f8").tobytes()) if b.size else 0 for b in blocks]
         if raw[:2] != b"\x00\x01" or self.stamp_offset is None or None in self.offsets:
             return
@@ -152,7 +153,8 @@ class SerializedTemplate:
 
     def fill(self, sec: int, nanosec: int, *blocks) -> bytes:
         buf = self.buffer
-        struct.pack_into(self.stamp_format, buf, self.stamp_offset, sec, nanosec)
+        if self.stamp_format:
+            struct.pack_into(self.stamp_format, buf, self.stamp_offset, sec, nanosec)
         for offset, size, block in zip(self.offsets, self.sizes, blocks):
             buf[offset:offset + 8 * size] = np.ascontiguousarray(block, dtype="<f8").tobytes()
         return bytes(buf)
@@ -289,3 +291,44 @@ class Throttle:
             self.last[key] = now
             return True
         return False
+
+
+class LifecycleTeardown:
+    """Teardown shared by the lifecycle nodes (put it before ``LifecycleNode`` in the bases).
+
+    Subscriptions and timers live in ``self._subs`` / ``self._timers`` and go on :meth:`_drop_io`
+    (deactivate, cleanup, error); the attributes named in ``_io_attributes`` (timers also kept by
+    name) are reset to None with them. Cleanup and shutdown also destroy the lifecycle publishers in
+    ``self._pubs`` and drop what configure built, the attribute named ``_configured_attribute``."""
+
+    _configured_attribute = ""
+    _io_attributes: tuple = ()
+
+    def _drop_io(self) -> None:
+        for sub in self._subs:
+            self.destroy_subscription(sub)
+        for timer in self._timers:
+            self.destroy_timer(timer)
+        self._subs, self._timers = [], []
+        for name in self._io_attributes:
+            setattr(self, name, None)
+
+    def on_cleanup(self, state):
+        from rclpy.lifecycle import TransitionCallbackReturn
+
+        self._drop_io()
+        for pub in self._pubs.values():
+            self.destroy_lifecycle_publisher(pub)
+        self._pubs = {}
+        if self._configured_attribute:
+            setattr(self, self._configured_attribute, None)
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state):
+        return self.on_cleanup(state)
+
+    def on_error(self, state):
+        from rclpy.lifecycle import TransitionCallbackReturn
+
+        self._drop_io()
+        return TransitionCallbackReturn.SUCCESS

@@ -6,7 +6,8 @@ activate    subscribe ``joint_states``, ``~/joint_trajectory`` (laws I/II), ``~/
             publish per joint state:
               ~/port_command          Float64MultiArray 6N: [f_1…f_N, m_1…m_N] (layout labels f,m / bodies / x,y,z)
               ~/joint_effort_command  Float64MultiArray, efforts u = Gᵀ τ_c in ``joint_names`` order, clamped
-            and ~/markers (MarkerArray: body forces as arrows, end effector, target, obstacles), /diagnostics
+            and, from timers, ~/markers (MarkerArray of the newest sample: body forces as arrows, end
+            effector, target, obstacles) and /diagnostics
 deactivate  subscriptions and timers stop; cleanup drops the model.
 
 Safety policy (all documented in README):
@@ -21,8 +22,11 @@ Safety policy (all documented in README):
 from __future__ import annotations
 
 import array
+import math
+import os
 import sys
 import time
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -73,7 +77,7 @@ PARAMETERS = (
     ("watchdog_period_s", 0.02, "how often the stale-state watchdog runs"),
     ("frame_id", "world", "world frame of targets, obstacles and markers"),
     ("publish_markers", True, "publish ~/markers"),
-    ("marker_period_s", 0.1, "minimum period of ~/markers"),
+    ("marker_period_s", 0.1, "period of ~/markers (a timer publishes the newest sample's markers)"),
     ("force_scale", 0.02, "marker arrow length per newton [m/N]"),
     ("diagnostics_period_s", 1.0, "period of /diagnostics"),
     ("autostart", True, "configure and activate on start (main only)"),
@@ -113,7 +117,10 @@ def float_array(values) -> array.array:
     return array.array("d", np.ascontiguousarray(values, dtype=float).tobytes())
 
 
-class DacControllerNode(LifecycleNode):
+class DacControllerNode(C.LifecycleTeardown, LifecycleNode):
+    _configured_attribute = "pipeline"
+    _io_attributes = ("_marker_sample",)
+
     def __init__(self, node_name: str = "dac_controller", **kwargs):
         super().__init__(node_name, **kwargs)
         for name, default, description in PARAMETERS:
@@ -123,7 +130,8 @@ class DacControllerNode(LifecycleNode):
         self._subs, self._timers, self._pubs = [], [], {}
         self.counts = {k: 0 for k in REJECT_REASONS + ("processed", "saturated")}
         self.stats = C.RateLatency()
-        self.marker_throttle = C.Throttle(1.0)
+        self.cpu_times = deque(maxlen=self.stats.latencies.maxlen)  # callback thread CPU per processed sample [s]
+        self._marker_sample = None
 
     def p(self, name):
         return C.param(self, name)
@@ -164,7 +172,6 @@ class DacControllerNode(LifecycleNode):
             self.last_error = str(exc)
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
-        self.marker_throttle = C.Throttle(float(self.p("marker_period_s")))
         self._pubs = {
             "port": self.create_lifecycle_publisher(Float64MultiArray, "~/port_command", C.SENSOR_QOS),
             "effort": self.create_lifecycle_publisher(Float64MultiArray, "~/joint_effort_command", C.SENSOR_QOS),
@@ -177,8 +184,12 @@ class DacControllerNode(LifecycleNode):
         self._effort_layout = [MultiArrayDimension(label=",".join(self.pipeline.joint_names),
                                                    size=len(self.pipeline.joint_names),
                                                    stride=len(self.pipeline.joint_names))]
-        self._port_msg = array_msg(np.zeros(6 * model.n_bodies), self._port_layout)
-        self._effort_msg = array_msg(np.zeros(len(self.pipeline.joint_names)), self._effort_layout)
+        # per sample only the numbers change: publish serialized copies of the two layouts
+        n_port, n_eff = 6 * model.n_bodies, len(self.pipeline.joint_names)
+        port_t = C.SerializedTemplate(lambda _, v: array_msg(v, self._port_layout), (n_port,), stamp_format=None)
+        effort_t = C.SerializedTemplate(lambda _, v: array_msg(v, self._effort_layout), (n_eff,), stamp_format=None)
+        self._templates = (port_t, effort_t) if port_t.ok and effort_t.ok else None
+        self._zero_commands = (np.zeros(n_port), np.zeros(n_eff))
         self.get_logger().info(f"configured: model '{model.name}' ({model.n_bodies} bodies), law {self.p('law')}, "
                                f"joints {self.pipeline.joint_names}")
         return TransitionCallbackReturn.SUCCESS
@@ -191,11 +202,16 @@ class DacControllerNode(LifecycleNode):
         ]
         self._timers = [self.create_timer(float(self.p("watchdog_period_s")), self._watchdog),
                         self.create_timer(float(self.p("diagnostics_period_s")), self._publish_diagnostics)]
+        if "markers" in self._pubs and float(self.p("marker_period_s")) > 0:
+            # off the per-sample path: building and converting a MarkerArray costs more than a whole step
+            self._timers.append(self.create_timer(float(self.p("marker_period_s")), self._publish_markers))
+        self._marker_sample = None
         self.last_state_time = None
         self.last_target_time = None
         self.stale = False
         self.last_output = None
         self._target_timeout = float(self.p("target_timeout_s"))  # read once: the message path stays lean
+        self._state_timeout = float(self.p("state_timeout_s"))
         self._name_order = (None, None)  # (joint_states names, their indices of joint_names)
         self.pipeline.hold()
         if float(self.p("circle_radius")) > 0:
@@ -209,13 +225,6 @@ class DacControllerNode(LifecycleNode):
         self.get_logger().info("activated")
         return super().on_activate(state)
 
-    def _drop_io(self) -> None:
-        for sub in self._subs:
-            self.destroy_subscription(sub)
-        for timer in self._timers:
-            self.destroy_timer(timer)
-        self._subs, self._timers = [], []
-
     def _input_qos(self):
         from rclpy.qos import QoSProfile
 
@@ -226,20 +235,6 @@ class DacControllerNode(LifecycleNode):
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._drop_io()
         return super().on_deactivate(state)
-
-    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
-        self._drop_io()
-        for pub in self._pubs.values():
-            self.destroy_lifecycle_publisher(pub)
-        self._pubs, self.pipeline = {}, None
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        return self.on_cleanup(state)
-
-    def on_error(self, state: State) -> TransitionCallbackReturn:
-        self._drop_io()
-        return TransitionCallbackReturn.SUCCESS
 
     # -- inputs ---------------------------------------------------------------------------------
     def _reject(self, reason: str, detail: str) -> None:
@@ -280,7 +275,7 @@ class DacControllerNode(LifecycleNode):
             self._reject("bad_trajectory", f"~/joint_trajectory: {exc}")
 
     def _on_joint_state(self, msg: JointState) -> None:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         self.stats.arrive()
         names = msg.name
         try:
@@ -299,11 +294,12 @@ class DacControllerNode(LifecycleNode):
             self.last_target_time = None
             self.pipeline.hold(q)
         try:
-            out = self.pipeline.step(q, qd, self._now_s())
+            pipeline = self.pipeline
+            out = pipeline.step(q, qd, self._now_s() if pipeline.needs_clock else 0.0)
         except RosLnnError as exc:
             return self._reject("bad_joint_state", str(exc))
         port, effort = out.result.tau_c, out.efforts.effort
-        if not (np.all(np.isfinite(port)) and np.all(np.isfinite(effort))):
+        if not math.isfinite(float(port.sum()) + float(effort.sum())):  # NaN/inf anywhere (or a sum past 1e308)
             self._reject("non_finite_output", "the law produced a non-finite command; zero efforts sent")
             port, effort = np.zeros_like(port), np.zeros_like(effort)
         self.last_state_time = time.monotonic()
@@ -311,27 +307,34 @@ class DacControllerNode(LifecycleNode):
         self.counts["processed"] += 1
         self.counts["saturated"] += int(out.efforts.saturated.any())
         self.last_output = out
-        # the two messages are built once (layout included) and only their data replaced: publish
-        # serialises synchronously, so reusing them is safe
-        self._port_msg.data = float_array(port)
-        self._effort_msg.data = float_array(effort)
-        self._pubs["port"].publish(self._port_msg)
-        self._pubs["effort"].publish(self._effort_msg)
+        self._publish_commands(port, effort)
+        self._marker_sample = (out, port)  # published by the marker timer
         self.stats.latency(time.perf_counter() - t0)
-        if "markers" in self._pubs and self.marker_throttle("markers"):
-            self._pubs["markers"].publish(self._markers(out, port))
+        self.cpu_times.append(time.thread_time() - c0)
+
+    def _publish_commands(self, port, effort) -> None:
+        templates, pubs = self._templates, self._pubs
+        if templates is not None:
+            pubs["port"].publish(templates[0].fill(0, 0, port))
+            pubs["effort"].publish(templates[1].fill(0, 0, effort))
+        else:
+            pubs["port"].publish(array_msg(port, self._port_layout))
+            pubs["effort"].publish(array_msg(effort, self._effort_layout))
+
+    def _publish_markers(self) -> None:
+        sample, self._marker_sample = self._marker_sample, None
+        if sample is not None and "markers" in self._pubs:
+            self._pubs["markers"].publish(self._markers(*sample))
 
     def _watchdog(self) -> None:
         if self.last_state_time is None:
             return
-        if time.monotonic() - self.last_state_time > float(self.p("state_timeout_s")):
+        if time.monotonic() - self.last_state_time > self._state_timeout:
             if not self.stale:
                 self.get_logger().warning("joint_states stale: publishing zero efforts until they resume")
             self.stale = True
             self.counts["stale_state"] += 1
-            n = self.pipeline.model.n_bodies
-            self._pubs["port"].publish(array_msg(np.zeros(6 * n), self._port_layout))
-            self._pubs["effort"].publish(array_msg(np.zeros(len(self.pipeline.joint_names)), self._effort_layout))
+            self._publish_commands(*self._zero_commands)
 
     # -- outputs --------------------------------------------------------------------------------
     def _markers(self, out, port) -> MarkerArray:
@@ -410,14 +413,16 @@ def start(node: DacControllerNode) -> bool:
 
 
 def main(argv=None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
+    """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (less CPU per
+    joint state; the lifecycle through services works with it, as for servo_lnn)."""
+    C.init_ros(argv if argv is not None else sys.argv)
     node = DacControllerNode()
     code = 0
     try:
         if C.param(node, "autostart") and not start(node):
             code = 1
         else:
-            C.spin(node)
+            C.spin(node, C.make_executor(node.context, os.environ.get("ROS_LNN_EXECUTOR", "events")))
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
