@@ -105,7 +105,10 @@ def resolve_model_path(value: str):
     return value
 
 
-class ServoLnnNode(LifecycleNode):
+class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
+    _configured_attribute = "runtime"
+    _io_attributes = ("_marker_timer",)
+
     def __init__(self, node_name: str = "servo_lnn", **kwargs):
         super().__init__(node_name, **kwargs)
         for name, default, description, _ in PARAMETERS:
@@ -231,31 +234,10 @@ class ServoLnnNode(LifecycleNode):
         self.get_logger().info("activated")
         return super().on_activate(state)
 
-    def _drop_io(self) -> None:
-        for sub in self._subs:
-            self.destroy_subscription(sub)
-        for timer in self._timers:
-            self.destroy_timer(timer)
-        self._subs, self._timers, self._marker_timer = [], [], None
-
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._drop_io()
         self.get_logger().info("deactivated")
         return super().on_deactivate(state)
-
-    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
-        self._drop_io()
-        for pub in self._pubs.values():
-            self.destroy_publisher(pub)
-        self._pubs, self.runtime = {}, None
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        return self.on_cleanup(state)
-
-    def on_error(self, state: State) -> TransitionCallbackReturn:
-        self._drop_io()
-        return TransitionCallbackReturn.SUCCESS
 
     # -- inputs ---------------------------------------------------------------------------------
     def _reject(self, reason: str, detail: str) -> None:
