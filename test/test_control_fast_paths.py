@@ -9,7 +9,7 @@ from ros_lnn.control.dac import DacController, Gains
 from ros_lnn.control.mobility import ConstraintOperators, JointSpaceOperators, mobility, small_inverse
 from ros_lnn.control.pipeline import DacPipeline
 from ros_lnn.control.obstacles import ObstacleField, SphereObstacle, default_control_points, potential_gradient
-from ros_lnn.physics.multibody import gravity_port, kkt_matrix, mass_matrix, update
+from ros_lnn.physics.multibody import gravity_port, kkt_matrix, mass_matrix, pose_only, update
 from ros_lnn.physics.multibody_build import make_chain
 from ros_lnn.physics.multibody_kinematics import (
     forward_kinematics, n_rates, twist_map, twist_map_rate, twist_map_rate_times,
@@ -95,6 +95,18 @@ def test_joint_space_operators_equal_the_schur_operators_on_the_constraint_manif
             np.testing.assert_allclose(b, a, rtol=0, atol=1e-11 * np.abs(a).max())
         for a, b in zip(schur.project(X[:, 0], X_dot[:, 0]), joint.project(X[:, 0], X_dot[:, 0])):
             np.testing.assert_allclose(b, a, rtol=0, atol=1e-11 * np.abs(a).max())
+
+
+def test_pose_from_forward_kinematics_parts_equals_the_pose_from_scratch():
+    rng = np.random.default_rng(11)
+    for model in CHAINS:
+        qj = rng.normal(size=n_rates(model) - (6 if model.floating_root is not None else 0))
+        parts = {}
+        r, quat = forward_kinematics(model, qj, parts=parts)
+        fast, plain = vars(pose_only(model, r, quat, parts)), vars(pose_only(model, r, quat))
+        assert fast.keys() == plain.keys()
+        for name, value in plain.items():
+            np.testing.assert_allclose(fast[name], value, rtol=0, atol=1e-15, err_msg=name)
 
 
 def test_pipeline_step_equals_the_law_on_the_schur_operators():

@@ -138,8 +138,9 @@ class DacPipeline:
         if q.shape != (len(self.joint_names),) or qd.shape != q.shape or not finite:
             raise DataError(f"joint state must give finite position and velocity for {self.joint_names}")
         qm, qdm = self.model_order(q), self.model_order(qd)
-        r, quat = forward_kinematics(self.model, qm)
-        pose = pose_only(self.model, r, quat)
+        parts = {}
+        r, quat = forward_kinematics(self.model, qm, parts=parts)
+        pose = pose_only(self.model, r, quat, parts)
         G = twist_map(self.model, pose)  # depends on the configuration only
         data = update(self.model, r, quat, G @ qdm, pose=pose)
         data.G = G
@@ -187,8 +188,9 @@ class DacPipeline:
         key = (qm.tobytes(), qdm.tobytes(), qddm.tobytes())
         if self._joint_target_cache is not None and self._joint_target_cache[0] == key:
             return self._joint_target_cache[1]  # holding, or past the last point: the same target again
-        r, quat = forward_kinematics(self.model, qm)
-        pose = pose_only(self.model, r, quat)
+        parts = {}
+        r, quat = forward_kinematics(self.model, qm, parts=parts)
+        pose = pose_only(self.model, r, quat, parts)
         G = twist_map(self.model, pose)
         nu_d = G @ qdm
         d1 = update(self.model, r, quat, nu_d, pose=pose)

@@ -327,24 +327,32 @@ def _gamma(model, data) -> np.ndarray:
     return gamma
 
 
-def pose_only(model, r, quat):
-    """A workspace holding only the configuration tensors (for ``G``, ``J``; no twist quantities)."""
+def pose_only(model, r, quat, fk_parts=None):
+    """A workspace holding only the configuration tensors (for ``G``, ``J``; no twist quantities).
+    ``fk_parts``: what :func:`forward_kinematics` already computed at this configuration (its
+    ``parts`` dictionary: the (N+1)-stacked attitudes and the joint arms), reused instead of recomputed."""
     from types import SimpleNamespace
 
     n = model.n_bodies
-    return SimpleNamespace(**_pose(model, np.asarray(r, float).reshape(n, 3), np.asarray(quat, float).reshape(n, 4)))
+    return SimpleNamespace(**_pose(model, np.asarray(r, float).reshape(n, 3), np.asarray(quat, float).reshape(n, 4),
+                                   fk_parts))
 
 
-def _pose(model, r, quat) -> dict:
+def _pose(model, r, quat, fk_parts=None) -> dict:
     """Configuration-only tensors: attitudes, inertias, joint arms and points, normals, J."""
     n, k = model.n_bodies, model.n_joints
-    R_ext = np.empty((n + 1, 3, 3))
-    R_ext[:n] = quat_to_matrix(quat)
-    R_ext[n] = _I3
+    if fk_parts:
+        R_ext, arm_pc = fk_parts["R_ext"], fk_parts["arm_pc"]
+    else:
+        R_ext = np.empty((n + 1, 3, 3))
+        R_ext[:n] = quat_to_matrix(quat)
+        R_ext[n] = _I3
+        arm_pc = None
     R = R_ext[:n]
     inert = R @ model._inertia_stack @ R.transpose(0, 2, 1)  # R I^B Rᵀ and R (I^B)⁻¹ Rᵀ
     R_pc = R_ext[model._pc_index]
-    arm_pc = (R_pc @ model._anchors)[:, :, 0]  # [r_J − r_p; r_J − r_c]
+    if arm_pc is None:
+        arm_pc = (R_pc @ model._anchors)[:, :, 0]  # [r_J − r_p; r_J − r_c]
     s_pc = arm_pc * model._arm_sign  # [s_p (0 for the world); s_c]
     r_ext = np.concatenate([r, np.zeros((1, 3))])
     points = r_ext[model._pc_index] + arm_pc

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .multibody import MultibodyData, MultibodyModel
-from .multibody_quaternion import cross, matrix_to_quat, quat_to_matrix
+from .multibody_quaternion import cross, matrix_to_quat, quat_to_matrix, skew
 
 _FREE_BASE_COLUMNS = 6
 
@@ -53,11 +53,14 @@ def _axis_quat(axis, angle):
     return (c, s_ * axis[0], s_ * axis[1], s_ * axis[2])
 
 
-def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), base_attitude=None):
+def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), base_attitude=None,
+                       parts: dict | None = None):
     """Body CoM positions (N, 3) and attitudes (N, 4) from joint positions.
 
     ``q`` holds one angle per revolute joint and three XYZ Euler angles per spherical joint, in joint
     order. A floating root is placed at ``base_position`` with attitude ``base_attitude`` (3×3).
+    ``parts``: a dictionary that receives the (N+1)-stacked attitude matrices ``R_ext`` (world last)
+    and the joint arms ``arm_pc`` computed on the way, for :func:`ros_lnn.physics.multibody.pose_only`.
     """
     q = np.asarray(q, dtype=float).ravel()
     n = model.n_bodies
@@ -99,6 +102,8 @@ def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), 
         rows[c] = [base[0] + d[0], base[1] + d[1], base[2] + d[2]]
     r = np.array(rows, dtype=float).reshape(n, 3)
     quat *= np.where(quat[:, :1] < 0, -1.0, 1.0)
+    if parts is not None:
+        parts["R_ext"], parts["arm_pc"] = R_ext, arms
     return r, quat
 
 
@@ -194,17 +199,33 @@ def twist_map_rate(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
     """``Ġ`` (6N × n_rates) along the current twist: ``twist_map_rate(…) @ q̇ = twist_map_rate_times(…, q̇)``."""
     n = model.n_bodies
     revolute = _all_revolute(model)
-    if revolute is not None:  # a fixed-base revolute arm: axes u = R_c a, u̇ = ω_p × u, joint points ṗ
+    if revolute is not None:
+        # a fixed-base revolute arm: column c at a descendant b is u × r_b + m with the joint axis u and
+        # its moment m = p × u, so Ġ_v = −[r_b]× u̇ − [v_b]× u + ṁ: one product with the stacked [r_b]×, [v_b]×
         _, joint, local, _ = _column_table(model)
         child, Dm = revolute
+        c = child.shape[0]
         U = (data.R[child] @ local[:, :, None])[:, :, 0]
         w_ext = np.concatenate([data.omega, np.zeros((1, 3))])
-        Ud = cross(w_ext[model._parent_ext[joint]], U)
         P = data.point_child[joint]
-        Pd = data.v[child] + cross(data.omega[child], P - data.r[child])
-        dv = (cross(Ud[:, None, :], data.r[None, :, :] - P[:, None, :])
-              + cross(U[:, None, :], data.v[None, :, :] - Pd[:, None, :])) * Dm
-        dw = Ud[:, None, :] * Dm
+        pair = np.empty((2, 2, c, 3))  # [[ω_p, ω_c], [u, p − r_c]] → u̇ = ω_p × u, ω_c × (p − r_c)
+        pair[0, 0], pair[0, 1], pair[1, 0] = w_ext[model._parent_ext[joint]], data.omega[child], U
+        np.subtract(P, data.r[child], out=pair[1, 1])
+        first = cross(pair[0], pair[1])
+        Ud = first[0]
+        pair[0, 0] = data.v[child] + first[1]  # ṗ
+        pair[0, 1], pair[1, 1] = P, Ud
+        m_dot = cross(pair[0], pair[1]).sum(axis=0)  # ṁ = ṗ × u + p × u̇
+        rv = np.empty((n, 2, 3))
+        rv[:, 0], rv[:, 1] = data.r, data.v
+        K = skew(rv).transpose(0, 2, 1, 3).reshape(3 * n, 6)  # rows [ [r_b]× | [v_b]× ]
+        UU = np.empty((6, c))
+        UU[:3], UU[3:] = Ud.T, U.T
+        out = np.empty((2, n, 3, c))
+        np.subtract(m_dot.T, (K @ UU).reshape(n, 3, c), out=out[0])
+        out[1] = Ud.T
+        out *= Dm.transpose(1, 2, 0)[None]  # descendants only
+        return out.reshape(6 * n, c)
     else:
         U, P, D, lin, Ud, Pd = _columns(model, data)
         arm = data.r[None, :, :] - P[:, None, :]
