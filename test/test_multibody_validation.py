@@ -272,3 +272,34 @@ def test_baumgarte_bounds_the_drift_that_plain_integration_accumulates():
         gaps[bg] = out["gap"]
     assert gaps[None][-1] > 1e-5 and gaps[None][-1] > gaps[None][len(gaps[None]) // 2]  # accumulates
     assert gaps[(5.0, 5.0)].max() < 2e-5 and gaps[(5.0, 5.0)][-1] < 0.1 * gaps[None][-1]
+
+
+@pytest.mark.parametrize("law", ["paper", "potential"])
+def test_spring_moments_equal_the_joint_by_joint_formula_of_eq_19(law):
+    """The vectorised spring moments against eq 19 written one joint at a time (Euler angles of the
+    relative rotation R₀ᵀR_pᵀR_c, e₂ = frame [0, cos φ, sin φ]), with a rest rotation on one joint."""
+    from ros_lnn.physics.multibody_quaternion import euler_xyz_intrinsic, rot_axis
+
+    base = make_chain(4, stiffness=(2.0, 3.0, 5.0), damping=0.0, spring_law=law)
+    joints = list(base.joints)
+    j = joints[1]
+    joints[1] = Joint(j.name, j.kind, j.parent, j.child, j.anchor_parent, j.anchor_child,
+                      rest=rot_axis([0.3, 0.5, 0.8], 0.4), stiffness=j.stiffness)
+    model = MultibodyModel(base.bodies, joints, spring_law=law)
+    rng = np.random.default_rng(12)
+    r, quat = forward_kinematics(model, rng.normal(size=9) * 0.5)
+    data = update(model, r, quat, np.zeros(24))
+    energy = 0.0
+    for i, jt in enumerate(model.joints):
+        frame = data.R[jt.parent] @ jt.rest
+        Rc = data.R[jt.child]
+        phi, theta, psi = (float(a) for a in euler_xyz_intrinsic(frame.T @ Rc))
+        K = np.asarray(jt.stiffness)
+        e1, e2, e3 = frame[:, 0], frame @ np.array([0.0, np.cos(phi), np.sin(phi)]), Rc[:, 2]
+        if law == "paper":
+            m = K[0] * phi * e1 + K[1] * theta * e2 + K[2] * psi * e3
+        else:
+            m = np.linalg.solve(np.stack([e1, e2, e3]), K * [phi, theta, psi])
+        np.testing.assert_allclose(data.joint_moments[i], m, rtol=0, atol=1e-14 * max(1.0, np.abs(m).max()))
+        energy += 0.5 * float(K @ np.array([phi, theta, psi]) ** 2)
+    assert data.spring_energy == pytest.approx(energy, rel=1e-13)

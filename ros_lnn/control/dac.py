@@ -177,6 +177,7 @@ class DacController:
         if self.gains.mass_weighted:
             self._kd[:3 * n] *= model.masses.repeat(3)
         self._m3 = model.masses.repeat(3)
+        self._kd_rate = np.repeat([float(self.gains.kd_linear), float(self.gains.kd_angular)], 3 * n)
         self._lam_task = np.repeat([self.gains.lambda_position, self.gains.lambda_attitude], 3)
         self._lam = np.concatenate([np.full(3 * n, self.gains.lambda_position),
                                     np.full(3 * n, self.gains.lambda_attitude)])
@@ -287,31 +288,31 @@ class DacController:
         return self.port_command(data, nu_r, nu_r_dot, task_error, U)
 
     def port_command(self, data, nu_r, nu_r_dot, task_error=None, U=0.0) -> DacResult:
-        """τ_c = 𝓜 ν̇_r + 𝓒(ν) ν_r − 𝓕_{g,J} − K_d s (eqs 37/46)."""
+        """τ_c = 𝓜 ν̇_r + 𝓒(ν) ν_r − 𝓕_{g,J} − K_d s (eqs 37/46).
+
+        Mass-weighted gains (``K_d = k 𝓜`` per block) make it ``𝓜 (ν̇_r − k s) + 𝓒(ν) ν_r − 𝓕_{g,J}``:
+        one product of the block-diagonal 𝓜 with the three vectors [ν̇_r − k s, ν_r, s] gives every
+        term and the Lyapunov function ``½ sᵀ𝓜s``."""
         model, n = self.model, self.model.n_bodies
         h = 3 * n
         s = data.nu - nu_r
-        # one batched product gives I ν̇_r,ω, I ω_r and I s_ω for every body
-        X = np.empty((n, 3, 3))
-        X[:, :, 0], X[:, :, 1], X[:, :, 2] = nu_r_dot[h:].reshape(n, 3), nu_r[h:].reshape(n, 3), s[h:].reshape(n, 3)
-        IX = data.inertia @ X
-        Ms = np.empty(6 * n)
-        Ms[:h] = self._m3 * s[:h]
-        Ms[h:] = IX[:, :, 2].ravel()
-        f_gj = gravity_port(model) + data.joint_moment_port
-        if self.gains.mass_weighted:  # K_d s = [kd_linear m_i s_v; kd_angular I_i s_ω]
-            kd_s = np.empty(6 * n)
-            kd_s[:h] = self.gains.kd_linear * Ms[:h]
-            kd_s[h:] = self.gains.kd_angular * Ms[h:]
+        W = np.empty((3, 6 * n))
+        if self.gains.mass_weighted:
+            np.subtract(nu_r_dot, self._kd_rate * s, out=W[0])
         else:
-            kd_s = self._kd * s
+            W[0] = nu_r_dot
+        W[1], W[2] = nu_r, s
+        lin = self._m3 * W[:, :h]  # m_i w_v
+        ang = data.inertia @ W[:, h:].reshape(3, n, 3).transpose(1, 2, 0)  # [:, :, j]: I_i w_j,ω
         tau_c = np.empty(6 * n)
-        tau_c[:h] = self._m3 * nu_r_dot[:h]
-        tau_c[h:] = (IX[:, :, 0] + cross(data.omega, IX[:, :, 1])).ravel()  # 𝓜 ν̇_r + 𝓒(ν) ν_r
-        tau_c -= f_gj
-        tau_c -= kd_s
-        return DacResult(tau_c, s, 0.5 * float(s @ Ms), nu_r, nu_r_dot,
-                         np.zeros(0) if task_error is None else task_error, U)
+        tau_c[:h] = lin[0]
+        tau_c[h:] = (ang[:, :, 0] + cross(data.omega, ang[:, :, 1])).ravel()  # 𝓜 y + 𝓒(ν) ν_r
+        tau_c -= gravity_port(model)
+        tau_c -= data.joint_moment_port
+        if not self.gains.mass_weighted:
+            tau_c -= self._kd * s
+        lyap = 0.5 * (float(lin[2] @ s[:h]) + float(ang[:, :, 2].ravel() @ s[h:]))
+        return DacResult(tau_c, s, lyap, nu_r, nu_r_dot, np.zeros(0) if task_error is None else task_error, U)
 
 
 def lyapunov(model, data, nu_r) -> float:

@@ -191,6 +191,7 @@ class MultibodyModel:
         # blocked directions in the parent frame: n = R_p (R0 d)
         self._rot_dir_parent = (self.rest[self.rot_joint] @ self.rot_dir[:, :, None]) if nr else np.zeros((0, 3, 1))
         self._rest_sph = self.rest[self.spherical]
+        self._rest_sph_identity = bool(np.array_equal(self._rest_sph, np.broadcast_to(np.eye(3), self._rest_sph.shape)))
         self._all_spherical = bool(np.array_equal(self.spherical, np.arange(k)))
         self._rest_rev_axis = (self.rest[self.revolute] @ self.axis[self.revolute][:, :, None])
         self._has_sph_spring = bool(len(self.spherical) and np.any(self.sph_stiffness))
@@ -373,6 +374,11 @@ _POSE_FIELDS = ("r", "quat", "R", "inertia", "inertia_inv", "R_parent", "s_child
                 "point_parent", "rot_normals", "J")
 
 
+_EULER_NUM, _EULER_DEN = np.array([5, 1]), np.array([8, 0])  # flat entries of R: (R₁₂, R₀₁), (R₂₂, R₀₀)
+_PAPER_GEN = np.array([0, 1, 1])
+_PAPER_PHASE = np.array([[0.0, 1.0, 1.0], [0.0, 0.0, -0.5 * np.pi]])
+
+
 def _joint_moments(model, R_p, R_c, w_p, w_c):
     """Internal joint moments ``M_J`` (eq 19 and a revolute spring/damper); body p gets +m, body c −m."""
     m = model.damping[:, None] * (w_c - w_p)
@@ -380,17 +386,20 @@ def _joint_moments(model, R_p, R_c, w_p, w_c):
     if model._has_sph_spring:
         sph = model.spherical
         every = model._all_spherical
-        frame = (R_p if every else R_p[sph]) @ model._rest_sph  # parent-side rest frame of the joint
+        R_ps = R_p if every else R_p[sph]
+        frame = R_ps if model._rest_sph_identity else R_ps @ model._rest_sph  # parent-side rest frame
         Rc = R_c if every else R_c[sph]
-        rel = frame.transpose(0, 2, 1) @ Rc
-        phi, theta, psi = euler_xyz_intrinsic(rel)
+        rel = (frame.transpose(0, 2, 1) @ Rc).reshape(-1, 9)
+        # relative XYZ Euler angles (eq 20): φ = atan2(−R₁₂, R₂₂), θ = asin R₀₂, ψ = atan2(−R₀₁, R₀₀)
         angles = np.empty((len(sph), 3))
-        angles[:, 0], angles[:, 1], angles[:, 2] = phi, theta, psi
+        angles[:, 0::2] = np.arctan2(-rel[:, _EULER_NUM], rel[:, _EULER_DEN])
+        angles[:, 1] = np.arcsin(np.minimum(np.maximum(rel[:, 2], -1.0), 1.0))
+        phi = angles[:, 0]
         gen = model.sph_stiffness * angles  # K θ per Euler angle
         if model.spring_law == "paper":
-            # K₁φ e₁ + K₂θ e₂ with e₂ = frame [0, cos φ, sin φ]ᵀ is one product with the frame
-            c = np.empty((len(sph), 3))
-            c[:, 0], c[:, 1], c[:, 2] = gen[:, 0], gen[:, 1] * np.cos(phi), gen[:, 1] * np.sin(phi)
+            # K₁φ e₁ + K₂θ e₂ with e₂ = frame [0, cos φ, sin φ]ᵀ is one product with the frame:
+            # c = [K₁φ, K₂θ cos φ, K₂θ sin φ] = gen[0, 1, 1] · cos([0, φ, φ − π/2])
+            c = gen[:, _PAPER_GEN] * np.cos(phi[:, None] * _PAPER_PHASE[0] + _PAPER_PHASE[1])
             m_s = (frame @ c[:, :, None])[:, :, 0] + gen[:, 2:] * Rc[:, :, 2]
         else:  # conservative: m · e_l = K_l θ_l, the gradient of ½ Σ K θ²
             e2 = frame[:, :, 1] * np.cos(phi)[:, None] + frame[:, :, 2] * np.sin(phi)[:, None]
@@ -400,7 +409,7 @@ def _joint_moments(model, R_p, R_c, w_p, w_c):
             m += m_s
         else:
             m[sph] += m_s
-        energy += 0.5 * float((model.sph_stiffness * angles * angles).sum())
+        energy += 0.5 * float(gen.reshape(-1) @ angles.reshape(-1))
     if model._has_rev_spring:
         rev = model.revolute
         q = revolute_angles(model, R_p, R_c)[rev]
