@@ -63,34 +63,29 @@ def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), 
     and the joint arms ``arm_pc`` computed on the way, for :func:`ros_lnn.physics.multibody.pose_only`.
     """
     q = np.asarray(q, dtype=float).ravel()
+    qs = q.tolist()
     n = model.n_bodies
     quats = [None] * n
     if model.floating_root is not None:
         quats[model.floating_root] = (1.0, 0.0, 0.0, 0.0) if base_attitude is None else \
             tuple(matrix_to_quat(np.asarray(base_attitude, float)))
-    rest = getattr(model, "_rest_quats", None)
-    if rest is None:
-        rest = model._rest_quats = [tuple(matrix_to_quat(R0)) for R0 in model.rest]
-    axes = model.axis.tolist()
-    ex, ey, ez = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
     pos = 0
-    for i, j in enumerate(model.joints):
-        local = rest[i]
-        if j.kind == "revolute":
-            local = _qmul(local, _axis_quat(axes[i], q[pos]))
+    for kind, parent, child, local, axis in _fk_table(model):
+        if kind == "revolute":
+            local = _qmul(local, _axis_quat(axis, qs[pos]))
             pos += 1
-        elif j.kind == "spherical":
-            for e, angle in zip((ex, ey, ez), q[pos:pos + 3]):
+        elif kind == "spherical":
+            for e, angle in zip(_BASIS, qs[pos:pos + 3]):
                 local = _qmul(local, _axis_quat(e, angle))
             pos += 3
-        quats[j.child] = local if j.parent < 0 else _qmul(quats[j.parent], local)
+        quats[child] = local if parent < 0 else _qmul(quats[parent], local)
     if pos != q.size:
         raise ConfigError(f"multibody '{model.name}': {q.size} joint positions given, the joints need {pos}")
-    quat = np.array(quats)
+    quat = np.array([x if x[0] >= 0 else (-x[0], -x[1], -x[2], -x[3]) for x in quats])  # scalar part ≥ 0
     k = model.n_joints
     R_ext = np.empty((n + 1, 3, 3))  # the world (index n) has R = I
     R_ext[:n] = quat_to_matrix(quat)
-    R_ext[n] = np.eye(3)
+    R_ext[n] = _I3
     arms = (R_ext[model._pc_index] @ model._anchors)[:, :, 0]  # [R_p a_p (a_p itself for the world); R_c a_c]
     step = (arms[:k] - arms[k:]).tolist()  # r_c − r_p along every joint
     rows = [None] * n
@@ -101,10 +96,23 @@ def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), 
         base, d = (rows[p] if p >= 0 else origin), step[i]
         rows[c] = [base[0] + d[0], base[1] + d[1], base[2] + d[2]]
     r = np.array(rows, dtype=float).reshape(n, 3)
-    quat *= np.where(quat[:, :1] < 0, -1.0, 1.0)
     if parts is not None:
         parts["R_ext"], parts["arm_pc"] = R_ext, arms
     return r, quat
+
+
+_BASIS = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+_I3 = np.eye(3)
+
+
+def _fk_table(model):
+    """Per joint (cached on the model): kind, parent, child, rest quaternion, axis as plain Python values."""
+    table = model.__dict__.get("_fk_table")
+    if table is None:
+        axes = model.axis.tolist()
+        table = model._fk_table = [(j.kind, int(j.parent), int(j.child), tuple(matrix_to_quat(model.rest[i])),
+                                    tuple(axes[i])) for i, j in enumerate(model.joints)]
+    return table
 
 
 def _column_table(model):
