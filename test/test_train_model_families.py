@@ -165,3 +165,11 @@ def test_registry_rebuilds_every_family_and_reads_trainer_checkpoints(tmp_path):
     assert isinstance(loaded, ServoLNN) and loaded.servo_joints == ["cart_joint"] and ckpt["epoch"] == 3
     for key, value in servo.state_dict().items():
         assert torch.equal(loaded.state_dict()[key], value)
+
+
+def test_delan_refuses_a_file_that_is_not_the_character_data(tmp_path, capsys):
+    wrong = tmp_path / "trials.npz"
+    np.savez(wrong, q=np.zeros(3))
+    assert main(["train", "--model", "delan", "--data", str(wrong), "--epochs", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "trials.npz" in err and "character" in err

@@ -230,10 +230,14 @@ def character_samples(args):
     (default e, q, v), training samples all of the other letters' or ``--n-train`` of them."""
     import numpy as np
 
+    from ..errors import DataError
     from .bench_delan import TEST_LETTERS, default_data_path, load_character_data
 
     letters = tuple(s.strip() for s in args.test_trials.split(",") if s.strip()) if args.test_trials else TEST_LETTERS
     path = Path(args.data) if args.data else default_data_path()
+    if path.is_file() and "labels" not in np.load(path).files:
+        raise DataError(f"{path}: not the DeLaN character data (no 'labels'); pass character_data.npz, "
+                        "or train a trials file with --model servo_lnn --data")
     train, test = load_character_data(path, letters)
     for side in (train, test):  # letters as trials: names and the per-sample index the metrics group by
         letter = side.pop("letter").tolist()
