@@ -204,7 +204,7 @@ class DacController:
     def _reference_end_effector(self, model, data, ops, target: EndEffectorTarget):
         g = self.gains
         pos, quat, Jt, Jt_dot = end_effector_state(model, data, self.end_effector)
-        nu_e = Jt @ data.nu
+        nu_e = Jt.dot(data.nu)
         twist_d, twist_d_dot = np.asarray(target.twist, float), np.asarray(target.twist_dot, float)
         if target.quat is None:  # position-only task: 3 rows
             rows = slice(0, 3)
@@ -245,8 +245,8 @@ class DacController:
             X, X_dot = XX
         Z, Z_dot = ops.apply(X, X_dot)
         Jt, Jt_dot = Jt[:m], Jt_dot[:m]
-        JZ = Jt @ Z  # [T | J_t 𝓐∇U] with T = J_t 𝓐 J_tᵀ
-        Q = Jt_dot @ Z + Jt @ Z_dot  # its rate
+        JZ = Jt.dot(Z)  # [T | J_t 𝓐∇U] with T = J_t 𝓐 J_tᵀ (2-D products through ndarray.dot: cheaper than @)
+        Q = Jt_dot.dot(Z) + Jt.dot(Z_dot)  # its rate
         T = JZ[:, :m].copy()
         if g.damping:
             T.reshape(-1)[::m + 1] += g.damping ** 2
@@ -258,10 +258,10 @@ class DacController:
             k = g.obstacle_gain
             rhs, rhs_dot = nu_er + k * JZ[:, m], nu_er_dot + k * Q[:, m]
             coef[m] = -k
-        y = coef[:m] = T_inv @ rhs
-        y_dot = T_inv @ (rhs_dot - Q[:, :m] @ y)
-        nu_r = Z @ coef
-        nu_r_dot = Z_dot @ coef + Z[:, :m] @ y_dot
+        y = coef[:m] = T_inv.dot(rhs)
+        y_dot = T_inv.dot(rhs_dot - Q[:, :m].dot(y))
+        nu_r = Z.dot(coef)
+        nu_r_dot = Z_dot.dot(coef) + Z[:, :m].dot(y_dot)
         return nu_r, nu_r_dot, e, U
 
     # ---------------------------------------------------------------- the law
@@ -311,7 +311,7 @@ class DacController:
         tau_c -= data.joint_moment_port
         if not self.gains.mass_weighted:
             tau_c -= self._kd * s
-        lyap = 0.5 * (float(lin[2] @ s[:h]) + float(ang[:, :, 2].ravel() @ s[h:]))
+        lyap = 0.5 * (float(lin[2].dot(s[:h])) + float(ang[:, :, 2].ravel().dot(s[h:])))
         return DacResult(tau_c, s, lyap, nu_r, nu_r_dot, np.zeros(0) if task_error is None else task_error, U)
 
 

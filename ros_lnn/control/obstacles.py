@@ -104,7 +104,7 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
     g_p[...] = (k1[:, None, :] @ diff)[:, 0]
     if not with_rate:
         cols[:, 1] = cross(arm, g_p)
-        out = (sel @ cols[:, :2].reshape(p, 6)).reshape(n, 2, 3).transpose(1, 0, 2)
+        out = sel.dot(cols[:, :2].reshape(p, 6)).reshape(n, 2, 3).transpose(1, 0, 2)
         return U, out.reshape(6 * n), None
     k2 = ((2.0 * eta / (d0 * d0)) * depth - k1) / (rho * rho)  # (f'' − f'/ρ)/ρ², f'' = 2η a/d₀
     AW = np.empty((p, 2, 3))  # a and ω × a
@@ -116,7 +116,7 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
     ax = cross(AW[:, :, None, :], cols[:, None, 0::2])  # [a; ω×a] × [∇_p U, d/dt ∇_p U]
     cols[:, 1] = ax[:, 0, 0]
     cols[:, 3] = ax[:, 1, 0] + ax[:, 0, 1]
-    out = (sel @ cols.reshape(p, 12)).reshape(n, 2, 2, 3).transpose(1, 2, 0, 3).reshape(2, 6 * n)
+    out = sel.dot(cols.reshape(p, 12)).reshape(n, 2, 2, 3).transpose(1, 2, 0, 3).reshape(2, 6 * n)
     return U, out[0], out[1]
 
 

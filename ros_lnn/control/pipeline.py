@@ -142,7 +142,7 @@ class DacPipeline:
         r, quat = forward_kinematics(self.model, qm, parts=parts)
         pose = pose_only(self.model, r, quat, parts)
         G = twist_map(self.model, pose)  # depends on the configuration only
-        data = update(self.model, r, quat, G @ qdm, pose=pose)
+        data = update(self.model, r, quat, G.dot(qdm), pose=pose)
         data.G = G
         return data
 

@@ -298,7 +298,7 @@ def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None
     w_p, w_c = w_pc[:k], w_pc[k:]
     moments, spring_energy = _joint_moments(model, pose["R_parent"], pose["R"][model.child], w_p, w_c)
     mj_port = np.zeros(6 * n)
-    mj_port[3 * n:] = (model._moment_incidence @ moments).ravel()  # C_F M_J: +m on the parent, −m on the child
+    mj_port[3 * n:] = model._moment_incidence.dot(moments).ravel()  # C_F M_J: +m on the parent, −m on the child
     pose.update(nu=nu, omega=omega, v=v, joint_moments=moments, joint_moment_port=mj_port,
                 spring_energy=spring_energy, model=model)
     data = MultibodyData(**pose)
@@ -359,7 +359,7 @@ def _pose(model, r, quat, fk_parts=None) -> dict:
     points = r_ext[model._pc_index] + arm_pc
     J = model._J0.copy()
     Jf = J.reshape(-1)
-    Jf[model._pt_flat] = ((s_pc[model._pt_side] * model._pt_sign) @ _SKEW).ravel()
+    Jf[model._pt_flat] = (s_pc[model._pt_side] * model._pt_sign).dot(_SKEW).ravel()
     if len(model.rot_joint):
         normals = (R_ext[model._rot_parent_ext] @ model._rot_dir_parent)[:, :, 0]
         Jf[model._rot_flat] = (normals[model._rot_side] * model._rot_sign).ravel()
@@ -409,7 +409,7 @@ def _joint_moments(model, R_p, R_c, w_p, w_c):
             m += m_s
         else:
             m[sph] += m_s
-        energy += 0.5 * float(gen.reshape(-1) @ angles.reshape(-1))
+        energy += 0.5 * float(gen.reshape(-1).dot(angles.reshape(-1)))
     if model._has_rev_spring:
         rev = model.revolute
         q = revolute_angles(model, R_p, R_c)[rev]
@@ -553,7 +553,7 @@ def constraint_jacobian_rate(model, data) -> np.ndarray:
     Jf = Jd.reshape(-1)
     w_pc, s_pc = _joint_rates_and_arms(model, data)
     s_dot = cross(w_pc, s_pc)
-    Jf[model._pt_flat] = ((s_dot[model._pt_side] * model._pt_sign) @ _SKEW).ravel()
+    Jf[model._pt_flat] = (s_dot[model._pt_side] * model._pt_sign).dot(_SKEW).ravel()
     if len(model.rot_joint):
         w_ext = np.concatenate([data.omega, np.zeros((1, 3))])
         nd = cross(w_ext[model._rot_parent_ext], data.rot_normals)

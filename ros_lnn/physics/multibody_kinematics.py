@@ -230,7 +230,7 @@ def twist_map_rate(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
         UU = np.empty((6, c))
         UU[:3], UU[3:] = Ud.T, U.T
         out = np.empty((2, n, 3, c))
-        np.subtract(m_dot.T, (K @ UU).reshape(n, 3, c), out=out[0])
+        np.subtract(m_dot.T, K.dot(UU).reshape(n, 3, c), out=out[0])
         out[1] = Ud.T
         out *= Dm.transpose(1, 2, 0)[None]  # descendants only
         return out.reshape(6 * n, c)

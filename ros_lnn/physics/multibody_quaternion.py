@@ -16,7 +16,7 @@ _SKEW[2, 1], _SKEW[1, 2], _SKEW[2, 3], _SKEW[0, 5], _SKEW[1, 6], _SKEW[0, 7] = -
 def skew(v: np.ndarray) -> np.ndarray:
     """``[v]×`` with ``[v]× u = v × u``; shape (..., 3) → (..., 3, 3)."""
     v = np.asarray(v, dtype=float)
-    return (v @ _SKEW).reshape(v.shape[:-1] + (3, 3))
+    return v.dot(_SKEW).reshape(v.shape[:-1] + (3, 3))  # ndarray.dot: cheaper dispatch than @
 
 
 
@@ -41,7 +41,7 @@ _HAMILTON_CONJ = _HAMILTON * np.tile([1.0, -1.0, -1.0, -1.0], 4)[:, None]
 def _bilinear(a, b, table):
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     ab = a[..., :, None] * b[..., None, :]
-    return ab.reshape(ab.shape[:-2] + (16,)) @ table
+    return ab.reshape(ab.shape[:-2] + (16,)).dot(table)
 
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -76,7 +76,7 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrix ``R`` (body → inertial) of unit quaternions, shape (..., 4) → (..., 3, 3)."""
     q = np.asarray(q, dtype=float)
     qq = q[..., :, None] * q[..., None, :]
-    return (qq.reshape(q.shape[:-1] + (16,)) @ _QUAT_TO_R).reshape(q.shape[:-1] + (3, 3))
+    return qq.reshape(q.shape[:-1] + (16,)).dot(_QUAT_TO_R).reshape(q.shape[:-1] + (3, 3))
 
 
 def matrix_to_quat(R: np.ndarray) -> np.ndarray:
