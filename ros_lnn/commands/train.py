@@ -269,9 +269,10 @@ def canonical_command(args) -> str:
         parts.append(f"--config {args.config}")
     if fam == "servo_lnn":
         parts.append("--with-qe" if args.with_qe else "--without-qe")
-    options = ("epochs", "batch", "lr", "seed", "activation", "dtype", "out", "export_dtype")
-    if fam not in ACCELERATION_FAMILIES:
-        options += ("weight_decay", "n_train", "split_seed", "test_trials", "diag_activation", "epsilon", "device")
+    options = ("epochs", "batch", "lr", "weight_decay", "seed", "n_train", "split_seed", "test_trials",
+               "activation", "diag_activation", "epsilon", "device", "dtype", "out", "export_dtype")
+    if fam in ACCELERATION_FAMILIES:
+        options = tuple(o for o in options if o not in TRAINER_OPTIONS + ("device",))
     for opt in options:
         value = getattr(args, opt)
         if value is not None:
