@@ -40,12 +40,12 @@ def feature_jet(z, coords, kinds, scale):
     one coordinate, and the second derivatives of sin/cos only enter through angles q, never q̇)."""
     m = z.shape[-1]
     zs = z[..., coords]
-    is_sin = torch.tensor([k == 1 for k in kinds])
-    is_cos = torch.tensor([k == 2 for k in kinds])
+    is_sin = torch.tensor([k == 1 for k in kinds], device=z.device)
+    is_cos = torch.tensor([k == 2 for k in kinds], device=z.device)
     s, c = torch.sin(zs), torch.cos(zs)
     x = torch.where(is_sin, s, torch.where(is_cos, c, zs)) * scale
     d1 = torch.where(is_sin, c, torch.where(is_cos, -s, torch.ones_like(zs))) * scale
-    select = torch.zeros(len(coords), m, dtype=z.dtype)
+    select = z.new_zeros(len(coords), m)
     select[torch.arange(len(coords)), torch.as_tensor(coords)] = 1.0
     J = d1.unsqueeze(-1) * select
     H = z.new_zeros(z.shape[:-1] + (len(coords), m // 2, m))
@@ -95,7 +95,7 @@ def lagrangian_jet(model, q, qd):
                 else:
                     qc.append(j)
                     qk.append(0)
-            one = torch.ones(len(qc), dtype=z.dtype)
+            one = z.new_ones(len(qc))
             _, Jv, Hv = mlp_jet(pot, *feature_jet(z, qc, qk, one))
             _, Jt, Ht = mlp_jet(kin, *feature_jet(z, qc + [n + j for j in coords], qk + [0] * len(coords),
                                                   torch.cat([one, inv_scale[coords]])))
@@ -106,7 +106,7 @@ def lagrangian_jet(model, q, qd):
     lin = [i for i in range(n) if i not in a]
     coords = lin + a + a + [n + i for i in range(n)]
     kinds = [0] * len(lin) + [1] * len(a) + [2] * len(a) + [0] * n
-    scale = torch.cat([torch.ones(len(lin) + 2 * len(a), dtype=z.dtype), inv_scale])
+    scale = torch.cat([z.new_ones(len(lin) + 2 * len(a)), inv_scale])
     _, J, H = mlp_jet(model.net, *feature_jet(z, coords, kinds, scale))
     return J[..., 0, :], H[..., 0, :, :]
 
@@ -116,7 +116,7 @@ def pivoted_solve(A, B):
     (gather/where only, so it exports to ONNX)."""
     n = A.shape[-1]
     aug = torch.cat([A, B], -1)
-    rows = torch.arange(n)
+    rows = torch.arange(n, device=A.device)
     for k in range(n):
         col = torch.where(rows < k, -torch.ones_like(aug[..., :, k]), aug[..., :, k].abs())
         p = col.argmax(-1, keepdim=True)                                        # pivot row (..., 1)
