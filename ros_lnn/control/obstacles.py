@@ -85,10 +85,12 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
     ``∇_p U = k₁ δ`` and ``d/dt ∇_p U = k₂ (δ·ṗ) δ + k₁ ṗ`` summed over the obstacles, where
     ``k₁ = f'/ρ`` and ``k₂ = (f'' − k₁)/ρ²`` (the Hessian ``f'' n̂n̂ᵀ + f'/ρ (I − n̂n̂ᵀ)`` applied to ṗ)."""
     n = model.n_bodies
-    centers, reach, body, offsets, sel = _tables(field, n)
+    centers, reach, body, arm_map, sel = _tables(field, n)
     eta, d0 = field.gain, field.influence
-    arm = (data.R[body] @ offsets)[:, :, 0]
-    diff = (data.r[body] + arm)[:, None, :] - centers  # δ (P, O, 3)
+    p = len(body)
+    gather = sel.T  # (P, N): picks each point's body (2-D products cost less than fancy indexing here)
+    arm = arm_map.dot(data.R.reshape(-1)).reshape(p, 3)  # R_b a for every point
+    diff = (gather.dot(data.r) + arm)[:, None, :] - centers  # δ (P, O, 3)
     rho = np.sqrt((diff * diff).sum(axis=2))
     np.maximum(rho, 1e-9, out=rho)  # a point at the very centre: any direction
     depth = reach - rho  # d₀ − d, with reach = d₀ + radius
@@ -98,7 +100,6 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
     a2 = depth * depth
     U = (eta / (3.0 * d0 * d0)) * float((a2 * depth).sum())  # f = η d₀ a³/3 with a = depth/d₀
     k1 = (-eta / (d0 * d0)) * a2 / rho  # f'/ρ, f' = −η a²
-    p = len(body)
     cols = np.empty((p, 4, 3))  # per point [∇_p U, a × ∇_p U, d/dt ∇_p U, d/dt (a × ∇_p U)]
     g_p = cols[:, 0]
     g_p[...] = (k1[:, None, :] @ diff)[:, 0]
@@ -107,10 +108,11 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
         out = sel.dot(cols[:, :2].reshape(p, 6)).reshape(n, 2, 3).transpose(1, 0, 2)
         return U, out.reshape(6 * n), None
     k2 = ((2.0 * eta / (d0 * d0)) * depth - k1) / (rho * rho)  # (f'' − f'/ρ)/ρ², f'' = 2η a/d₀
+    vw = gather.dot(data.nu.reshape(2, n, 3))  # (P, 2, 3): v_b, ω_b of every point's body
     AW = np.empty((p, 2, 3))  # a and ω × a
     AW[:, 0] = arm
-    AW[:, 1] = cross(data.omega[body], arm)
-    vel = data.v[body] + AW[:, 1]
+    AW[:, 1] = cross(vw[:, 1], arm)
+    vel = vw[:, 0] + AW[:, 1]
     k2 *= (diff @ vel[:, :, None])[:, :, 0]  # k₂ (δ·ṗ)
     cols[:, 2] = (k2[:, None, :] @ diff)[:, 0] + k1.sum(axis=1)[:, None] * vel
     ax = cross(AW[:, :, None, :], cols[:, None, 0::2])  # [a; ω×a] × [∇_p U, d/dt ∇_p U]
@@ -121,15 +123,22 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
 
 
 def _tables(field, n):
-    """Cached per field: obstacle centres, d₀ + radius, control-point bodies and offsets, the (N, P)
-    selector that sums the points of each body."""
+    """Cached per field: obstacle centres, d₀ + radius, control-point bodies, the (3P, 9N) map from
+    the stacked attitudes to the points' arms ``R_b a`` and the (N, P) selector that sums the points of
+    each body."""
     tables = field.__dict__.get("_tables")
     if tables is None or tables[-1].shape[0] != n:
         centers, radii = _obstacle_arrays(field)
-        sel = np.zeros((n, len(field.points_body)))
-        sel[field.points_body, np.arange(len(field.points_body))] = 1.0
-        tables = (centers, field.influence + radii, np.asarray(field.points_body, dtype=int),
-                  np.asarray(field.points_offset, dtype=float)[:, :, None], sel)
+        body = np.asarray(field.points_body, dtype=int)
+        offsets = np.asarray(field.points_offset, dtype=float).reshape(-1, 3)
+        p = len(body)
+        sel = np.zeros((n, p))
+        sel[body, np.arange(p)] = 1.0
+        arm_map = np.zeros((3 * p, 9 * n))  # (R_b a)_i = Σ_j R_b[i, j] a_j
+        for k in range(p):
+            for i in range(3):
+                arm_map[3 * k + i, 9 * body[k] + 3 * i:9 * body[k] + 3 * i + 3] = offsets[k]
+        tables = (centers, field.influence + radii, body, arm_map, sel)
         field.__dict__["_tables"] = tables
     return tables
 
