@@ -69,6 +69,12 @@ def test_family_trains_saves_loads_and_exports(tmp_path, capsys, family, system,
     assert np.all(np.isfinite(ref))
     assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
 
+    from ros_lnn.errors import ModelError
+    from ros_lnn.inference.runtime import ServoLnnRuntime
+
+    with pytest.raises(ModelError, match=f"a '{family}' model .* not a ServoLNN"):
+        ServoLnnRuntime(out)  # the estimator refuses it in one line, naming the family
+
 
 def test_checkpoint_out_and_export_command_float64(tmp_path, capsys):
     """``--out x.pt`` saves the checkpoint only; ``ros-lnn export`` turns it into a float64 graph."""

@@ -82,6 +82,9 @@ class ServoLnnRuntime:
     def __init__(self, path=None, free_joints=None, servo_joints=None, threads: int = 1):
         self.path = Path(path) if path is not None else default_model_path()
         self.session, self.metadata = _open_session(self.path, threads)
+        if self.metadata.family != "servo_lnn":
+            raise ModelError(f"{self.path}: a '{self.metadata.family}' model (q, qd -> qdd), not a ServoLNN/DeLaN; "
+                             "the estimator runtime needs one exported by `ros-lnn train --model servo_lnn|delan`")
         if free_joints is not None or servo_joints is not None:
             self.metadata.check_joints(
                 self.metadata.free_joints if free_joints is None else free_joints,
