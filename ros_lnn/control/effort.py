@@ -68,7 +68,7 @@ class PortToEfforts:
     def __call__(self, data, tau_c, q=None, qd=None, G=None) -> EffortCommand:
         G = twist_map(self.model, data) if G is None else G
         gen = G.T.dot(np.asarray(tau_c, dtype=float))
-        model_part = gen[self._cols]
+        model_part = gen.take(self._cols)
         if self.residual is not None:
             res = np.asarray(self.residual(q, qd, model_part), dtype=float).reshape(model_part.shape)
             if not np.all(np.isfinite(res)):

@@ -129,7 +129,7 @@ class DacPipeline:
 
     # ------------------------------------------------------------------ inputs
     def model_order(self, x_configured):
-        return np.asarray(x_configured, float)[self._to_model]
+        return np.asarray(x_configured, float).take(self._to_model)
 
     def kinematics(self, q, qd) -> MultibodyData:
         """Body poses and twists from joint positions/velocities in the configured joint order."""

@@ -294,9 +294,9 @@ def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None
             s_pc = np.concatenate([pose["s_parent"], pose["s_child"]])
     v, omega = nu[:3 * n].reshape(n, 3), nu[3 * n:].reshape(n, 3)
     w_ext = np.concatenate([omega, np.zeros((1, 3))])  # the world does not turn
-    w_pc = w_ext[model._pc_index]  # [ω_p; ω_c] per joint
+    w_pc = w_ext.take(model._pc_index, axis=0)  # [ω_p; ω_c] per joint (take: cheaper than fancy indexing)
     w_p, w_c = w_pc[:k], w_pc[k:]
-    moments, spring_energy = _joint_moments(model, pose["R_parent"], pose["R"][model.child], w_p, w_c)
+    moments, spring_energy = _joint_moments(model, pose["R_parent"], pose["R"].take(model.child, axis=0), w_p, w_c)
     mj_port = np.zeros(6 * n)
     mj_port[3 * n:] = model._moment_incidence.dot(moments).ravel()  # C_F M_J: +m on the parent, −m on the child
     pose.update(nu=nu, omega=omega, v=v, joint_moments=moments, joint_moment_port=mj_port,
@@ -323,7 +323,7 @@ def _gamma(model, data) -> np.ndarray:
     gamma = np.empty(model.n_constraints)
     gamma[:3 * k] = (g2[k:] - g2[:k]).ravel()
     if len(model.rot_joint):
-        wr_p, wr_c = w_ext[model._rot_parent_ext], data.omega[model._rot_child]
+        wr_p, wr_c = w_ext.take(model._rot_parent_ext, axis=0), data.omega.take(model._rot_child, axis=0)
         gamma[3 * k:] = -np.sum(cross(wr_p, data.rot_normals) * (wr_c - wr_p), axis=1)
     return gamma
 
@@ -351,18 +351,18 @@ def _pose(model, r, quat, fk_parts=None) -> dict:
         arm_pc = None
     R = R_ext[:n]
     inert = R @ model._inertia_stack @ R.transpose(0, 2, 1)  # R I^B Rᵀ and R (I^B)⁻¹ Rᵀ
-    R_pc = R_ext[model._pc_index]
+    R_pc = R_ext.take(model._pc_index, axis=0)
     if arm_pc is None:
         arm_pc = (R_pc @ model._anchors)[:, :, 0]  # [r_J − r_p; r_J − r_c]
     s_pc = arm_pc * model._arm_sign  # [s_p (0 for the world); s_c]
     r_ext = np.concatenate([r, np.zeros((1, 3))])
-    points = r_ext[model._pc_index] + arm_pc
+    points = r_ext.take(model._pc_index, axis=0) + arm_pc
     J = model._J0.copy()
     Jf = J.reshape(-1)
-    Jf[model._pt_flat] = (s_pc[model._pt_side] * model._pt_sign).dot(_SKEW).ravel()
+    Jf[model._pt_flat] = (s_pc.take(model._pt_side, axis=0) * model._pt_sign).dot(_SKEW).ravel()
     if len(model.rot_joint):
-        normals = (R_ext[model._rot_parent_ext] @ model._rot_dir_parent)[:, :, 0]
-        Jf[model._rot_flat] = (normals[model._rot_side] * model._rot_sign).ravel()
+        normals = (R_ext.take(model._rot_parent_ext, axis=0) @ model._rot_dir_parent)[:, :, 0]
+        Jf[model._rot_flat] = (normals.take(model._rot_side, axis=0) * model._rot_sign).ravel()
     else:
         normals = np.zeros((0, 3))
     return dict(r=r, quat=quat, R=R, inertia=inert[0], inertia_inv=inert[1], R_parent=R_pc[:k], s_child=s_pc[k:],
@@ -374,7 +374,8 @@ _POSE_FIELDS = ("r", "quat", "R", "inertia", "inertia_inv", "R_parent", "s_child
                 "point_parent", "rot_normals", "J")
 
 
-_EULER_NUM, _EULER_DEN = np.array([5, 1]), np.array([8, 0])  # flat entries of R: (R₁₂, R₀₁), (R₂₂, R₀₀)
+_EULER_GATHER = np.array([5, 2, 1, 8, 8, 0])  # flat entries of R: R₁₂, R₀₂, R₀₁, R₂₂, (cos θ), R₀₀
+_EULER_SIGN = np.array([-1.0, 1.0, -1.0, 1.0, 1.0, 1.0])
 _PAPER_GEN = np.array([0, 1, 1])
 _PAPER_PHASE = np.array([[0.0, 1.0, 1.0], [0.0, 0.0, -0.5 * np.pi]])
 
@@ -391,9 +392,11 @@ def _joint_moments(model, R_p, R_c, w_p, w_c):
         Rc = R_c if every else R_c[sph]
         rel = (frame.transpose(0, 2, 1) @ Rc).reshape(-1, 9)
         # relative XYZ Euler angles (eq 20): φ = atan2(−R₁₂, R₂₂), θ = asin R₀₂, ψ = atan2(−R₀₁, R₀₀)
-        angles = np.empty((len(sph), 3))
-        angles[:, 0::2] = np.arctan2(-rel[:, _EULER_NUM], rel[:, _EULER_DEN])
-        angles[:, 1] = np.arcsin(np.minimum(np.maximum(rel[:, 2], -1.0), 1.0))
+        # as one arctan2 over [−R₁₂, R₀₂, −R₀₁] / [R₂₂, cos θ, R₀₀] with cos θ = hypot(R₁₂, R₂₂) ≥ 0
+        # (θ = atan2(sin θ, cos θ) is asin R₀₂ on |θ| ≤ π/2, without a clip)
+        g = rel[:, _EULER_GATHER] * _EULER_SIGN
+        np.hypot(g[:, 0], g[:, 3], out=g[:, 4])
+        angles = np.arctan2(g[:, :3], g[:, 3:])
         phi = angles[:, 0]
         gen = model.sph_stiffness * angles  # K θ per Euler angle
         if model.spring_law == "paper":
@@ -553,9 +556,9 @@ def constraint_jacobian_rate(model, data) -> np.ndarray:
     Jf = Jd.reshape(-1)
     w_pc, s_pc = _joint_rates_and_arms(model, data)
     s_dot = cross(w_pc, s_pc)
-    Jf[model._pt_flat] = (s_dot[model._pt_side] * model._pt_sign).dot(_SKEW).ravel()
+    Jf[model._pt_flat] = (s_dot.take(model._pt_side, axis=0) * model._pt_sign).dot(_SKEW).ravel()
     if len(model.rot_joint):
         w_ext = np.concatenate([data.omega, np.zeros((1, 3))])
-        nd = cross(w_ext[model._rot_parent_ext], data.rot_normals)
-        Jf[model._rot_flat] = (nd[model._rot_side] * model._rot_sign).ravel()
+        nd = cross(w_ext.take(model._rot_parent_ext, axis=0), data.rot_normals)
+        Jf[model._rot_flat] = (nd.take(model._rot_side, axis=0) * model._rot_sign).ravel()
     return Jd

@@ -86,7 +86,7 @@ def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), 
     R_ext = np.empty((n + 1, 3, 3))  # the world (index n) has R = I
     R_ext[:n] = quat_to_matrix(quat)
     R_ext[n] = _I3
-    arms = (R_ext[model._pc_index] @ model._anchors)[:, :, 0]  # [R_p a_p (a_p itself for the world); R_c a_c]
+    arms = (R_ext.take(model._pc_index, axis=0) @ model._anchors)[:, :, 0]  # [R_p a_p (a_p itself for the world); R_c a_c]
     step = (arms[:k] - arms[k:]).tolist()  # r_c − r_p along every joint
     rows = [None] * n
     if model.floating_root is not None:
@@ -171,8 +171,8 @@ def twist_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
     revolute = _all_revolute(model)
     if revolute is not None:  # every column a revolute joint (a fixed-base arm): no root columns
         child, Dm = revolute
-        U = (data.R[child] @ local[:, :, None])[:, :, 0]
-        arm = data.r[None, :, :] - data.point_child[joint][:, None, :]  # (C, N, 3)
+        U = (data.R.take(child, axis=0) @ local[:, :, None])[:, :, 0]
+        arm = data.r[None, :, :] - data.point_child.take(joint, axis=0)[:, None, :]  # (C, N, 3)
         vel = cross(U[:, None, :], arm) * Dm
         ang = U[:, None, :] * Dm
     else:
@@ -213,15 +213,16 @@ def twist_map_rate(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
         _, joint, local, _ = _column_table(model)
         child, Dm = revolute
         c = child.shape[0]
-        U = (data.R[child] @ local[:, :, None])[:, :, 0]
+        U = (data.R.take(child, axis=0) @ local[:, :, None])[:, :, 0]
         w_ext = np.concatenate([data.omega, np.zeros((1, 3))])
-        P = data.point_child[joint]
+        P = data.point_child.take(joint, axis=0)
         pair = np.empty((2, 2, c, 3))  # [[ω_p, ω_c], [u, p − r_c]] → u̇ = ω_p × u, ω_c × (p − r_c)
-        pair[0, 0], pair[0, 1], pair[1, 0] = w_ext[model._parent_ext[joint]], data.omega[child], U
-        np.subtract(P, data.r[child], out=pair[1, 1])
+        pair[0, 0] = w_ext.take(model._parent_ext.take(joint), axis=0)
+        pair[0, 1], pair[1, 0] = data.omega.take(child, axis=0), U
+        np.subtract(P, data.r.take(child, axis=0), out=pair[1, 1])
         first = cross(pair[0], pair[1])
         Ud = first[0]
-        pair[0, 0] = data.v[child] + first[1]  # ṗ
+        pair[0, 0] = data.v.take(child, axis=0) + first[1]  # ṗ
         pair[0, 1], pair[1, 1] = P, Ud
         m_dot = cross(pair[0], pair[1]).sum(axis=0)  # ṁ = ṗ × u + p × u̇
         rv = np.empty((n, 2, 3))
