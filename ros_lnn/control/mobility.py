@@ -185,13 +185,13 @@ class ConstraintOperators:
 
     def __init__(self, model, data):
         n = model.n_bodies
-        _block_index(model)
-        inv_mass = model._mobility_block_index[3]
+        template, ang, rate = _filled_pair(model, "inverse")
         Iinv = data.inertia_inv
         D = skew(data.omega) @ Iinv  # Ω I⁻¹; the rate block Ω I⁻¹ − I⁻¹ Ω = D + Dᵀ
-        both = np.zeros((6 * n, 12 * n))  # [𝓜̇⁻¹ | 𝓜⁻¹]
-        both.reshape(-1)[_pair_index(model)] = np.concatenate([inv_mass, Iinv.ravel(),
-                                                               (D + D.transpose(0, 2, 1)).ravel()])
+        both = template.copy()  # [𝓜̇⁻¹ | 𝓜⁻¹], the constant 1/m diagonal already in place
+        flat = both.reshape(-1)
+        flat[ang] = Iinv.ravel()
+        flat[rate] = (D + D.transpose(0, 2, 1)).ravel()
         self.both, self.A0_dot, self.A0 = both, both[:, :6 * n], both[:, 6 * n:]
         J = self.J = data.J
         if J.shape[0]:
@@ -237,11 +237,12 @@ class JointSpaceOperators:
     __slots__ = ("M", "M_dot", "G", "G_dot", "H_inv")
 
     def __init__(self, model, data, G: np.ndarray, G_dot: np.ndarray):
-        n = model.n_bodies
+        template, ang, rate = _filled_pair(model, "mass")
         E = skew(data.omega) @ data.inertia  # Ω I; the rate block Ω I − I Ω = E + Eᵀ
-        both = np.zeros((2, 6 * n, 6 * n))  # [𝓜, 𝓜̇]
-        both.reshape(-1)[_mass_pair_index(model)] = np.concatenate([_mass_diagonal(model), data.inertia.ravel(),
-                                                                    (E + E.transpose(0, 2, 1)).ravel()])
+        both = template.copy()  # [𝓜, 𝓜̇], the constant mass diagonal already in place
+        flat = both.reshape(-1)
+        flat[ang] = data.inertia.ravel()
+        flat[rate] = (E + E.transpose(0, 2, 1)).ravel()
         self.M, self.M_dot, self.G, self.G_dot = both[0], both[1], G, G_dot
         self.H_inv = small_inverse(G.T.dot(both[0].dot(G)))
 
@@ -275,3 +276,24 @@ def _mass_pair_index(model):
         m2 = (6 * model.n_bodies) ** 2
         idx = model._mass_pair_index = np.concatenate([diag, ang, ang + m2])
     return idx
+
+
+def _filled_pair(model, kind: str):
+    """Cached per model: the [𝓜̇⁻¹ | 𝓜⁻¹] ("inverse") or [𝓜, 𝓜̇] ("mass") buffer with its constant
+    linear diagonal filled in, and the flat positions of the angular blocks and of their rates."""
+    key = "_filled_pair_" + kind
+    cached = model.__dict__.get(key)
+    if cached is None:
+        n = model.n_bodies
+        _block_index(model)
+        if kind == "inverse":
+            idx, diag = _pair_index(model), model._mobility_block_index[3]
+            template = np.zeros((6 * n, 12 * n))
+        else:
+            idx, diag = _mass_pair_index(model), _mass_diagonal(model)
+            template = np.zeros((2, 6 * n, 6 * n))
+        template.reshape(-1)[idx[:3 * n]] = diag
+        template.setflags(write=False)
+        cached = (template, idx[3 * n:12 * n], idx[12 * n:])
+        model.__dict__[key] = cached
+    return cached

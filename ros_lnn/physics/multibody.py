@@ -293,7 +293,8 @@ def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None
         if s_pc is None:
             s_pc = np.concatenate([pose["s_parent"], pose["s_child"]])
     v, omega = nu[:3 * n].reshape(n, 3), nu[3 * n:].reshape(n, 3)
-    w_ext = np.concatenate([omega, np.zeros((1, 3))])  # the world does not turn
+    w_ext = np.empty((n + 1, 3))  # the world (last row) does not turn
+    w_ext[:n], w_ext[n] = omega, 0.0
     w_pc = w_ext.take(model._pc_index, axis=0)  # [ω_p; ω_c] per joint (take: cheaper than fancy indexing)
     w_p, w_c = w_pc[:k], w_pc[k:]
     moments, spring_energy = _joint_moments(model, pose["R_parent"], pose["R"].take(model.child, axis=0), w_p, w_c)
@@ -355,7 +356,8 @@ def _pose(model, r, quat, fk_parts=None) -> dict:
     if arm_pc is None:
         arm_pc = (R_pc @ model._anchors)[:, :, 0]  # [r_J − r_p; r_J − r_c]
     s_pc = arm_pc * model._arm_sign  # [s_p (0 for the world); s_c]
-    r_ext = np.concatenate([r, np.zeros((1, 3))])
+    r_ext = np.empty((n + 1, 3))
+    r_ext[:n], r_ext[n] = r, 0.0
     points = r_ext.take(model._pc_index, axis=0) + arm_pc
     J = model._J0.copy()
     Jf = J.reshape(-1)

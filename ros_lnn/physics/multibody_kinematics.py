@@ -214,7 +214,8 @@ def twist_map_rate(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
         child, Dm = revolute
         c = child.shape[0]
         U = (data.R.take(child, axis=0) @ local[:, :, None])[:, :, 0]
-        w_ext = np.concatenate([data.omega, np.zeros((1, 3))])
+        w_ext = np.empty((n + 1, 3))  # the world (last row) does not turn
+        w_ext[:n], w_ext[n] = data.omega, 0.0
         P = data.point_child.take(joint, axis=0)
         pair = np.empty((2, 2, c, 3))  # [[ω_p, ω_c], [u, p − r_c]] → u̇ = ω_p × u, ω_c × (p − r_c)
         pair[0, 0] = w_ext.take(model._parent_ext.take(joint), axis=0)
