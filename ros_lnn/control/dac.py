@@ -178,9 +178,18 @@ class DacController:
             self._kd[:3 * n] *= model.masses.repeat(3)
         self._m3 = model.masses.repeat(3)
         self._kd_rate = np.repeat([float(self.gains.kd_linear), float(self.gains.kd_angular)], 3 * n)
+        self._eyes = {}
         self._lam_task = np.repeat([self.gains.lambda_position, self.gains.lambda_attitude], 3)
         self._lam = np.concatenate([np.full(3 * n, self.gains.lambda_position),
                                     np.full(3 * n, self.gains.lambda_attitude)])
+
+    def _damping_eye(self, m: int, mu: float) -> np.ndarray:
+        """μ² I_m of the damped task inverse (kept per size and μ)."""
+        key = (m, mu)
+        eye = self._eyes.get(key)
+        if eye is None:
+            eye = self._eyes[key] = mu * mu * np.eye(m)
+        return eye
 
     # ---------------------------------------------------------------- reference velocities
     def _reference_pose(self, data, ops, target: BodyPoseTarget):
@@ -247,9 +256,7 @@ class DacController:
         Jt, Jt_dot = Jt[:m], Jt_dot[:m]
         JZ = Jt.dot(Z)  # [T | J_t 𝓐∇U] with T = J_t 𝓐 J_tᵀ (2-D products through ndarray.dot: cheaper than @)
         Q = Jt_dot.dot(Z) + Jt.dot(Z_dot)  # its rate
-        T = JZ[:, :m].copy()
-        if g.damping:
-            T.reshape(-1)[::m + 1] += g.damping ** 2
+        T = JZ[:, :m] + self._damping_eye(m, g.damping) if g.damping else JZ[:, :m]
         T_inv = small_inverse(T)
         # ν_r = J_t^# ν_{e,r} − k_o N_t 𝓐∇U = 𝓐J_tᵀ y − k_o 𝓐∇U with y = T⁻¹ (ν_{e,r} + k_o J_t 𝓐∇U)
         coef = np.empty(c)

@@ -14,6 +14,7 @@ nothing is computed from them.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,7 +135,7 @@ class DacPipeline:
     def kinematics(self, q, qd) -> MultibodyData:
         """Body poses and twists from joint positions/velocities in the configured joint order."""
         q, qd = np.asarray(q, float), np.asarray(qd, float)
-        finite = np.isfinite(q).all() and np.isfinite(qd).all()
+        finite = math.isfinite(float(q.sum()) + float(qd.sum()))  # NaN/inf anywhere (or a sum past 1e308)
         if q.shape != (len(self.joint_names),) or qd.shape != q.shape or not finite:
             raise DataError(f"joint state must give finite position and velocity for {self.joint_names}")
         qm, qdm = self.model_order(q), self.model_order(qd)
