@@ -241,7 +241,7 @@ class DacController:
         U, grad, grad_dot = 0.0, None, None
         if self.obstacles is not None and self.obstacles.obstacles and g.obstacle_gain > 0:
             U, grad, grad_dot = potential_gradient(self.obstacles, model, data)
-            if not grad.any():
+            if not U > 0.0:  # no point in the field: ∇U = 0, no null-space column
                 grad = None
         # columns X = [J_tᵀ | ∇U] and their rate; Z = 𝓐 X and Ż from one pass of the operators
         c = m + (grad is not None)

@@ -225,7 +225,8 @@ def twist_map_rate(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
         Ud = first[0]
         pair[0, 0] = data.v.take(child, axis=0) + first[1]  # ṗ
         pair[0, 1], pair[1, 1] = P, Ud
-        m_dot = cross(pair[0], pair[1]).sum(axis=0)  # ṁ = ṗ × u + p × u̇
+        both = cross(pair[0], pair[1])
+        m_dot = both[0] + both[1]  # ṁ = ṗ × u + p × u̇
         rv = np.empty((n, 2, 3))
         rv[:, 0], rv[:, 1] = data.r, data.v
         K = skew(rv).transpose(0, 2, 1, 3).reshape(3 * n, 6)  # rows [ [r_b]× | [v_b]× ]
