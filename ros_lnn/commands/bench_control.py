@@ -6,6 +6,9 @@ the law (mobility, reference velocity and its exact rate, τ_c). Models: the pap
 of N bodies with spherical joints (laws I, II, III with a 6-D pose task and one obstacle), and a
 fixed-base revolute arm of N links through the whole joint-space pipeline (joint states → FK, G →
 law III → u = Gᵀ τ_c), i.e. the node's per-message work without the DDS part.
+
+``ros-lnn bench dac-node``: the dac_controller node alone at 1 kHz over DDS (joint states from another
+process): processed fraction, outputs per input, in-node latency and callback CPU per sample.
 """
 from __future__ import annotations
 

@@ -16,6 +16,11 @@ satisfy it, and then ``sᵀJᵀF_J ≠ 0`` spoils ``V̇ = −sᵀK_d s``); for a
 so that every quantity is a tensor of the inertial frame
 and a rotation of the whole problem rotates ``τ_c`` (tested). ``ν̇_r`` is the exact derivative of
 ``ν_r`` along the current twist (analytic, no finite differences).
+
+Per step neither 𝓐 nor P is formed: they are applied to the few columns the law needs (``P ν``, or
+``𝓐 [J_tᵀ | ∇U]``) with their exact rates, through the Schur complement of the constraints or, at a
+configuration from forward kinematics, through the joint-space inertia (:mod:`ros_lnn.control.mobility`;
+both checked against the dense KKT inverse to round-off).
 """
 from __future__ import annotations
 
