@@ -30,3 +30,12 @@ def test_bench_reports_every_size_and_law():
         for key in (f"chain{n}_lawI", f"chain{n}_lawII", f"chain{n}_lawIII", f"arm{n}_pipeline_lawIII"):
             stats = res["steps"][key]
             assert 0 < stats["median_us"] <= stats["p99_us"] and stats["cpu_median_us"] > 0
+
+
+def test_dac_node_bench_is_dispatched_by_ros_lnn_bench():
+    import importlib
+
+    from ros_lnn.commands.bench import BENCHES
+
+    module, func, _ = BENCHES["dac-node"]
+    assert callable(getattr(importlib.import_module(module), func))
