@@ -169,12 +169,17 @@ def twist_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
     kind, joint, local, D = _column_table(model)
     c = kind.shape[0]
     revolute = _all_revolute(model)
-    if revolute is not None:  # every column a revolute joint (a fixed-base arm): no root columns
+    if revolute is not None:
+        # every column a revolute joint (a fixed-base arm): at a descendant b column c is
+        # [u × r_b + m; u] with the axis u and its moment m = p × u, i.e. one product with the stacked [r_b]×
         child, Dm = revolute
         U = (data.R.take(child, axis=0) @ local[:, :, None])[:, :, 0]
-        arm = data.r[None, :, :] - data.point_child.take(joint, axis=0)[:, None, :]  # (C, N, 3)
-        vel = cross(U[:, None, :], arm) * Dm
-        ang = U[:, None, :] * Dm
+        m = cross(data.point_child.take(joint, axis=0), U)
+        out = np.empty((2, n, 3, c))
+        np.subtract(m.T, skew(data.r).reshape(3 * n, 3).dot(U.T).reshape(n, 3, c), out=out[0])
+        out[1] = U.T
+        out *= Dm.transpose(1, 2, 0)[None]  # descendants only
+        return out.reshape(6 * n, c)
     else:
         U, P, D, lin = _column_geometry(model, data)  # configuration only: a pose-only workspace will do
         arm = data.r[None, :, :] - P[:, None, :]
