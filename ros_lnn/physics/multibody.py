@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError
-from .multibody_quaternion import _SKEW, cross, euler_xyz_intrinsic, quat_to_matrix, skew
+from .multibody_quaternion import _SKEW, cross, quat_to_matrix
 
 _I3 = np.eye(3)
 JOINT_KINDS = ("spherical", "revolute", "fixed")
