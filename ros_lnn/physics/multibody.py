@@ -396,7 +396,7 @@ def _joint_moments(model, R_p, R_c, w_p, w_c):
         # relative XYZ Euler angles (eq 20): φ = atan2(−R₁₂, R₂₂), θ = asin R₀₂, ψ = atan2(−R₀₁, R₀₀)
         # as one arctan2 over [−R₁₂, R₀₂, −R₀₁] / [R₂₂, cos θ, R₀₀] with cos θ = hypot(R₁₂, R₂₂) ≥ 0
         # (θ = atan2(sin θ, cos θ) is asin R₀₂ on |θ| ≤ π/2, without a clip)
-        g = rel[:, _EULER_GATHER] * _EULER_SIGN
+        g = rel.take(_EULER_GATHER, axis=1) * _EULER_SIGN
         np.hypot(g[:, 0], g[:, 3], out=g[:, 4])
         angles = np.arctan2(g[:, :3], g[:, 3:])
         phi = angles[:, 0]
@@ -404,7 +404,7 @@ def _joint_moments(model, R_p, R_c, w_p, w_c):
         if model.spring_law == "paper":
             # K₁φ e₁ + K₂θ e₂ with e₂ = frame [0, cos φ, sin φ]ᵀ is one product with the frame:
             # c = [K₁φ, K₂θ cos φ, K₂θ sin φ] = gen[0, 1, 1] · cos([0, φ, φ − π/2])
-            c = gen[:, _PAPER_GEN] * np.cos(phi[:, None] * _PAPER_PHASE[0] + _PAPER_PHASE[1])
+            c = gen.take(_PAPER_GEN, axis=1) * np.cos(phi[:, None] * _PAPER_PHASE[0] + _PAPER_PHASE[1])
             m_s = (frame @ c[:, :, None])[:, :, 0] + gen[:, 2:] * Rc[:, :, 2]
         else:  # conservative: m · e_l = K_l θ_l, the gradient of ½ Σ K θ²
             e2 = frame[:, :, 1] * np.cos(phi)[:, None] + frame[:, :, 2] * np.sin(phi)[:, None]
