@@ -281,10 +281,10 @@ class DacControllerNode(C.LifecycleTeardown, LifecycleNode):
         try:
             cached_names, idx = self._name_order
             if names != cached_names:  # the usual case sends the same names every time: index them once
-                idx = [list(names).index(j) for j in self.pipeline.joint_names]
+                idx = np.array([list(names).index(j) for j in self.pipeline.joint_names], dtype=np.intp)
                 self._name_order = (list(names), idx)
-            q = np.array([msg.position[i] for i in idx], float)
-            qd = np.array([msg.velocity[i] for i in idx], float) if len(msg.velocity) == len(names) else None
+            q = np.asarray(msg.position, dtype=float).take(idx)
+            qd = np.asarray(msg.velocity, dtype=float).take(idx) if len(msg.velocity) == len(names) else None
         except (ValueError, IndexError):
             return self._reject("bad_joint_state", f"joint_states must name {self.pipeline.joint_names} with positions")
         timeout = self._target_timeout
