@@ -107,7 +107,7 @@ def bench_control(args) -> dict:
 
         out = simulate_demo(6.0)
         results["demo"] = summarize(out)
-        results["figures"] = [str(p) for p in write_figures(out, Path("dac_demo"))]
+        results["figures"] = [str(p) for p in write_figures(out, Path("reports/dac_demo"))]
         print("closed-loop demo: " + ", ".join(f"{k} {v:.3g}" for k, v in results["demo"].items()))
         print("figures: " + ", ".join(results["figures"]))
     return results

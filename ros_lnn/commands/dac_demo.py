@@ -17,7 +17,7 @@ DISTURBANCE = (2.5, 2.7, np.array([0.0, 0.0, -8.0]))  # start, end, force on the
 
 
 def add_dac_demo_arguments(parser):
-    parser.add_argument("--output", default="dac_demo", help="folder for the figures and summary")
+    parser.add_argument("--output", default="reports/dac_demo", help="folder for the figures and summary (default reports/dac_demo)")
     parser.add_argument("--duration", type=float, default=None, help="simulated seconds (default 6, quick 3)")
     parser.add_argument("--quick", action="store_true", help="shorter run")
     parser.add_argument("--no-avoidance", action="store_true", help="switch the obstacle potential off")
@@ -141,7 +141,7 @@ def run_dac_demo(args) -> int:
     import json
 
     duration = getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 6.0)
-    folder = Path(getattr(args, "output", None) or "dac_demo")
+    folder = Path(getattr(args, "output", None) or "reports/dac_demo")
     print(f"DAC demo: demo arm, law III, circle r = {CIRCLE_RADIUS} m, obstacle on the wrist path, "
           f"{duration:.1f} s simulated")
     out = simulate_demo(duration, avoidance=not getattr(args, "no_avoidance", False),
