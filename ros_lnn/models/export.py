@@ -106,18 +106,24 @@ def export_onnx(model: ServoLNN, path, metadata: ModelMetadata | None = None, dt
                               output_names=list(EXPORT_OUTPUTS), dynamic_axes=dyn, opset_version=OPSET,
                               do_constant_folding=True)
             proto = onnx.load_from_string(buf.getvalue())
+    return write_model(proto, metadata, path)
+
+
+def write_model(proto, metadata: ModelMetadata, path) -> Path:
+    """Stamp the metadata (``metadata_props['ros_lnn']``) on an exported graph, check it and write it
+    atomically (temporary file, then ``os.replace``): an interrupted export leaves no partial model."""
+    import onnx
+
     proto.producer_name = "ros_lnn"
     del proto.metadata_props[:]
     entry = proto.metadata_props.add()
     entry.key, entry.value = METADATA_KEY, metadata.to_json()
     onnx.checker.check_model(proto, full_check=True)
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(proto.SerializeToString())
+        tmp.write_bytes(proto.SerializeToString())
         os.replace(tmp, path)
     finally:
         if tmp.exists():

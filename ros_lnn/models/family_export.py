@@ -18,7 +18,6 @@ has no linear solve; ``W⁻¹`` is Gauss–Jordan elimination with partial pivot
 from __future__ import annotations
 
 import copy
-import os
 import warnings
 from pathlib import Path
 
@@ -161,9 +160,7 @@ def family_metadata(model, coordinate_names, coordinate_units, **fields):
 
 def export_family_onnx(model: nn.Module, path, metadata=None, dtype: str = "float32") -> Path:
     """Write an LNN / LNN-nh / TLNN / neural ODE as ONNX (q, qd → qdd) to ``path`` atomically."""
-    import onnx
-
-    from ..inference.metadata import METADATA_KEY
+    from .export import write_model
 
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
@@ -189,22 +186,7 @@ def export_family_onnx(model: nn.Module, path, metadata=None, dtype: str = "floa
                                     output_names=list(GRAPH_OUTPUTS), opset_version=OPSET, optimize=True,
                                     dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in GRAPH_INPUTS},
                                     verbose=False)
-    proto = program.model_proto
-    proto.producer_name = "ros_lnn"
-    del proto.metadata_props[:]
-    entry = proto.metadata_props.add()
-    entry.key, entry.value = METADATA_KEY, metadata.to_json()
-    onnx.checker.check_model(proto, full_check=True)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(proto.SerializeToString())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    return write_model(program.model_proto, metadata, path)
 
 
 __all__ = ["EXPORTABLE", "GRAPH_INPUTS", "GRAPH_OUTPUTS", "AccelerationGraph", "export_family_onnx",

@@ -254,6 +254,38 @@ def init_ros(argv) -> None:
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
 
 
+def configure_and_activate(node, configured) -> bool:
+    """Lifecycle configure, then activate; False (the error already logged) when ``configured()`` says
+    the configure step failed."""
+    node.trigger_configure()
+    if not configured():
+        return False
+    node.trigger_activate()
+    return True
+
+
+def run_node_process(node, start, on_exit=None) -> int:
+    """Body of a node executable after :func:`init_ros`: ``start(node)`` when the ``autostart``
+    parameter is set, then spin on the executor ROS_LNN_EXECUTOR names (default events) until
+    SIGINT/SIGTERM; ``on_exit(node)`` and teardown always run. Exit code 1 when autostart failed."""
+    import os
+
+    import rclpy
+
+    code = 0
+    try:
+        if param(node, "autostart") and not start(node):
+            code = 1
+        else:
+            spin(node, make_executor(node.context, os.environ.get("ROS_LNN_EXECUTOR", "events")))
+    finally:
+        if on_exit is not None:
+            on_exit(node)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
 def spin(node, executor=None) -> None:
     """Spin until SIGINT/SIGTERM (or an external shutdown), then return for a clean exit."""
     import signal

@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import array
 import math
-import os
 import sys
 import time
 from collections import deque
 from pathlib import Path
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Point, PoseStamped
 from rclpy.lifecycle import Node as LifecycleNode
@@ -405,28 +403,14 @@ class DacControllerNode(C.LifecycleTeardown, LifecycleNode):
 
 def start(node: DacControllerNode) -> bool:
     """configure + activate; False (with the error already logged) when configure fails."""
-    node.trigger_configure()
-    if node.pipeline is None:
-        return False
-    node.trigger_activate()
-    return True
+    return C.configure_and_activate(node, lambda: node.pipeline is not None)
 
 
 def main(argv=None) -> int:
     """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (less CPU per
     joint state; the lifecycle through services works with it, as for servo_lnn)."""
     C.init_ros(argv if argv is not None else sys.argv)
-    node = DacControllerNode()
-    code = 0
-    try:
-        if C.param(node, "autostart") and not start(node):
-            code = 1
-        else:
-            C.spin(node, C.make_executor(node.context, os.environ.get("ROS_LNN_EXECUTOR", "events")))
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return C.run_node_process(DacControllerNode(), start)
 
 
 if __name__ == "__main__":

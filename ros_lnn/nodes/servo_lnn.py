@@ -14,13 +14,11 @@ fresh command carries one, otherwise estimated from the stream (ros_lnn.estimati
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 from array import array
 
 import numpy as np
-import rclpy
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Point
@@ -559,29 +557,14 @@ def write_latency_log(node: ServoLnnNode) -> None:
 
 def start(node: ServoLnnNode) -> bool:
     """configure + activate; False (with the error already logged) when configure fails."""
-    node.trigger_configure()
-    if node.runtime is None:
-        return False
-    node.trigger_activate()
-    return True
+    return C.configure_and_activate(node, lambda: node.runtime is not None)
 
 
 def main(argv=None) -> int:
     """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (it costs
     about a third less CPU per sample; its lifecycle use through services is tested)."""
     C.init_ros(argv if argv is not None else sys.argv)
-    node = ServoLnnNode()
-    code = 0
-    try:
-        if C.param(node, "autostart") and not start(node):
-            code = 1
-        else:
-            C.spin(node, C.make_executor(node.context, os.environ.get("ROS_LNN_EXECUTOR", "events")))
-    finally:
-        write_latency_log(node)
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return C.run_node_process(ServoLnnNode(), start, on_exit=write_latency_log)
 
 
 if __name__ == "__main__":
