@@ -34,3 +34,14 @@ if HAVE_TORCH:
 
 requires_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed (pip install '.[train]')")
 requires_rclpy = pytest.mark.skipif(not HAVE_RCLPY, reason="rclpy is not importable (pip install '.[ros]' or source ROS 2)")
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    """An rclpy context of the test module's own (initialised, shut down after the module)."""
+    import rclpy
+
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context)
+    yield context
+    rclpy.try_shutdown(context=context)

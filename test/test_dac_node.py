@@ -14,7 +14,6 @@ from conftest import HAVE_RCLPY, requires_rclpy
 pytestmark = [requires_rclpy, pytest.mark.ros]
 
 if HAVE_RCLPY:
-    import rclpy
     from builtin_interfaces.msg import Duration
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from geometry_msgs.msg import PoseStamped
@@ -37,14 +36,6 @@ JOINTS = ["joint1", "joint2", "joint3", "joint4", "joint5"]
 Q0 = np.array([0.1, -0.7, 1.3, 0.5, 0.3])
 QD0 = np.array([0.2, -0.1, 0.3, 0.0, -0.2])
 _ns = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    context = rclpy.Context()
-    rclpy.init(args=[], context=context)
-    yield context
-    rclpy.try_shutdown(context=context)
 
 
 @pytest.fixture

@@ -27,14 +27,6 @@ if HAVE_RCLPY:
     from ros_lnn.nodes import _common as C
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    context = rclpy.Context()
-    rclpy.init(args=[], context=context)
-    yield context
-    rclpy.try_shutdown(context=context)
-
-
 def motion(k):
     t = k * 0.002
     q = np.array([0.3 * np.sin(1.3 * t) + 0.1, 0.2 * np.sin(4.4 * t)])

@@ -13,7 +13,6 @@ from conftest import HAVE_RCLPY, HAVE_TORCH, requires_rclpy
 pytestmark = [requires_rclpy, pytest.mark.ros]
 
 if HAVE_RCLPY:
-    import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from lifecycle_msgs.msg import Transition
     from lifecycle_msgs.srv import ChangeState, GetState
@@ -49,14 +48,6 @@ def model_path(tmp_path_factory):
     from _node_model import export_crane_model
 
     return export_crane_model(tmp_path_factory.mktemp("model") / "crane_test.onnx")
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    context = rclpy.Context()
-    rclpy.init(args=[], context=context)
-    yield context
-    rclpy.try_shutdown(context=context)
 
 
 @pytest.fixture

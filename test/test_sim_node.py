@@ -15,7 +15,6 @@ from conftest import HAVE_RCLPY, HAVE_TORCH, requires_rclpy
 pytestmark = [requires_rclpy, pytest.mark.ros]
 
 if HAVE_RCLPY:
-    import rclpy
     from rclpy.parameter import Parameter
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
@@ -30,14 +29,6 @@ from ros_lnn.errors import ConfigError
 from ros_lnn.estimation.trajectory import ServoPlan
 from ros_lnn.physics.chain import PlanarChain
 from ros_lnn.physics.crane import Crane
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    context = rclpy.Context()
-    rclpy.init(args=[], context=context)
-    yield context
-    rclpy.try_shutdown(context=context)
 
 
 @pytest.fixture
