@@ -3,7 +3,7 @@
     partial       cost of the chain dynamics vs n (whole vs partial sum vs critical path), seed 001
     examples      the partial-Lagrangian paper's examples as simulations, with their first-law residual
     nonholonomic  LNN vs LNN-nh on the three nonholonomic examples, seed 002
-    tlnn          TLNN (absolute / relative angles) vs LNN vs neural ODE on 2- and 3-link chains, seed 003
+    tlnn          TLNN vs LNN vs neural ODE, absolute / relative angles, 2-, 3- and 4-link chains, seed 003
 
 PNG plots go to ``reports/zoo/`` (not committed). ``--quick`` shrinks every study to a smoke run.
 """
@@ -81,10 +81,10 @@ def _nonholonomic(quick, out):
     return run_study(plot_dir=out, **kw)
 
 
-def _tlnn(quick, out, links=(2, 3)):
+def _tlnn(quick, out, links=(2, 3, 4)):
     from ..zoo.tlnn_study import run_study
 
-    kw = (dict(n_ic=4, duration=2.0, epochs=3, hidden=(16, 16), n_rollouts=3, rollout_duration=1.0)
+    kw = (dict(n_ic=4, duration=2.0, epochs=3, tlnn_width=8, n_rollouts=3, rollout_duration=1.0)
           if quick else {})
     return run_study(links=tuple(links), plot_dir=out, **kw)
 
@@ -113,7 +113,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="reports/zoo", help="folder for PNG plots")
     parser.add_argument("--json", help="write the figures as JSON")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--links", type=int, nargs="+", help="chain sizes of the tlnn study (default 2 3)")
+    parser.add_argument("--links", type=int, nargs="+", help="chain sizes of the tlnn study (default 2 3 4)")
     args = parser.parse_args(argv)
     result = bench_zoo(args)
     if args.json:
