@@ -3,10 +3,11 @@ ONNX (``--out x.onnx``, the default) or save the checkpoint (``--out x.pt``).
 
 Families: ``servo_lnn`` (default; the ServoLNN paper's setup on the crane), ``delan`` (a ServoLNN with
 no servo coordinates, on the DeLaN character data or a chain), ``lnn`` / ``lnn_nh`` (nonholonomic
-examples; ``lnn`` also chains), ``tlnn`` / ``node`` (planar chains). ServoLNN/DeLaN train with the
-project trainer (:mod:`ros_lnn.training.trainer`, inverse/forward/power losses); the others fit q̈ by
-MSE (:func:`ros_lnn.models.lnn.train_acceleration`). Every family saves the same checkpoint
-(:mod:`ros_lnn.models.registry`) and exports to ONNX.
+examples; ``lnn`` also chains), ``tlnn`` / ``node`` (planar chains). Every family trains with the
+project trainer (:mod:`ros_lnn.training.trainer`: device, checkpoints, ``--resume``, early stopping,
+``--compile``, torchrun, ``--report``): ServoLNN/DeLaN by the inverse/forward/power losses, the others
+by q̈ MSE (the ``qdd`` loss, gradient norm clipped at ``--grad-clip``, non-finite batches skipped).
+Every family saves the same checkpoint (:mod:`ros_lnn.models.registry`) and exports to ONNX.
 """
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ FAMILY_SYSTEMS = {
 }
 SYSTEMS = ("crane", "delan_character", "particle", "drone", "rolling_disk", "chain")
 ACCELERATION_FAMILIES = ("lnn", "lnn_nh", "tlnn", "node")
-_ZOO = dict(epochs=60, batch=256, lr=1e-3, hidden=[128, 128], dtype="float64", trajectories=20, duration=5.0,
-            links=2)
+_ZOO = dict(epochs=60, batch=256, lr=1e-3, weight_decay=0.0, grad_clip=10.0, hidden=[128, 128], dtype="float64",
+            trajectories=20, duration=5.0, links=2)
 #: Values applied where the command line gives none: the ServoLNN paper's schedule, the DeLaN
 #: benchmark's (ros-lnn bench delan), and the zoo's (the nonholonomic paper's 2x128 softplus net).
 FAMILY_DEFAULTS = {
@@ -40,13 +41,16 @@ FAMILY_DEFAULTS = {
                   links=2),
     **{family: dict(_ZOO) for family in ACCELERATION_FAMILIES},
 }
-#: Options of the ServoLNN trainer that the acceleration families do not have.
+#: Options of bag reading (ServoLNN only).
 BAG_OPTIONS = ("bag", "config", "joint_states_topic", "servo_topic", "servo_type", "free_joints", "servo_joints",
                "servo_effort", "savgol_window", "savgol_order", "val_fraction")
 TRAINER_OPTIONS = ("data", *BAG_OPTIONS, "with_qe", "weight_decay", "n_train", "split_seed", "test_trials",
                    "diag_activation", "angle_features", "epsilon", "val_every", "checkpoint_every", "resume",
-                   "patience", "min_delta", "report", "compile", "exporter")
+                   "patience", "min_delta", "report", "compile", "exporter", "grad_clip")
 ZOO_OPTIONS = ("trajectories", "duration", "links")
+#: ServoLNN/crane-specific options the acceleration families do not have.
+SERVO_ONLY_OPTIONS = ("data", *BAG_OPTIONS, "with_qe", "n_train", "split_seed", "test_trials", "diag_activation",
+                      "angle_features", "epsilon", "exporter")
 
 
 def add_arguments(parser):
@@ -149,12 +153,10 @@ def check_combination(args) -> None:
     if suffix not in (".onnx", ".pt"):
         raise ConfigError(f"--out {args.out}: write x.onnx (export) or x.pt (checkpoint)")
     if fam in ACCELERATION_FAMILIES:
-        wrong = [d for d in TRAINER_OPTIONS if given(args, d)]
-        if args.device not in ("auto", "cpu"):
-            wrong.append("device")
+        wrong = [d for d in SERVO_ONLY_OPTIONS if given(args, d)]
         if wrong:
-            raise ConfigError(f"--model {fam} trains by acceleration MSE and has no "
-                              f"{', '.join('--' + d.replace('_', '-') for d in wrong)} (ServoLNN trainer options)")
+            raise ConfigError(f"--model {fam} trains by acceleration MSE on simulated data and has no "
+                              f"{', '.join('--' + d.replace('_', '-') for d in wrong)} (ServoLNN/bag options)")
     elif fam == "delan":
         if any(given(args, d) for d in BAG_OPTIONS):
             raise ConfigError("--model delan does not read bags; a bag without servo joints trains a DeLaN "
@@ -396,20 +398,21 @@ def run_servo(args) -> int:
 
 
 def run_acceleration(args) -> int:
-    """LNN, LNN-nh, TLNN, neural ODE: q̈ by MSE on simulated trajectories, whole trajectories held out."""
+    """LNN, LNN-nh, TLNN, neural ODE: q̈ by MSE on simulated trajectories through the project trainer,
+    whole trajectories held out (validation, early stopping and the test metrics on them)."""
     import torch
 
     from ..models.family_export import export_family_onnx, family_metadata
-    from ..models.lnn import train_acceleration
     from ..models.registry import save_checkpoint
     from ..training.data import data_hash
-    from ..training.trainer import seed_everything
-    from ..training.run_options import checkpoint_dir, sigterm_as_interrupt
+    from ..training.report import write_acceleration_report
+    from ..training.run_options import (finish_distributed, report_dir, run_provenance, sigterm_as_interrupt,
+                                        train_options)
+    from ..training.trainer import TrainConfig, seed_everything, set_qd_scale, train
     from ..zoo.train_family import acceleration_metrics, build, split_by_trajectory
 
     sigterm_as_interrupt()
     fam = family(args)
-    torch.set_num_threads(int(args.threads or 1))
     seed_everything(args.seed)
     model, data, described = build(fam, args.system, links=args.links, trajectories=args.trajectories,
                                    duration=args.duration, hidden=args.hidden, activation=args.activation,
@@ -418,31 +421,45 @@ def run_acceleration(args) -> int:
     print(f"data: {args.system} ({described['data']['kind']}), {split_info['n_trajectories']} trajectories; "
           f"train {split_info['n_train']} samples; test {split_info['n_test']} samples of trajectories "
           f"{split_info['test_trajectories']}", flush=True)
+    set_qd_scale(model, train_s["qd"])
     log_every = max(1, args.epochs // 10) if args.log_every is None else max(1, min(args.log_every, args.epochs))
-    history = train_acceleration(model, train_s, epochs=args.epochs, batch=args.batch, lr=args.lr, seed=args.seed,
-                                 progress=lambda line: print(line, flush=True), log_every=log_every,
-                                 dtype={"float32": torch.float32, "float64": torch.float64}[args.dtype])
-    model = model.to(torch.float64)
+    val_every = log_every if args.val_every is None else max(1, min(args.val_every, args.epochs))
+    cfg = TrainConfig(epochs=args.epochs, batch=args.batch, lr=args.lr, weight_decay=args.weight_decay,
+                      seed=args.seed, device=args.device, dtype=args.dtype, log_every=log_every, val_every=val_every,
+                      threads=args.threads, **train_options(args))
+    history = train(model, train_s, test_s, cfg, progress=lambda line: print(f"{fam} {line}", flush=True))
+    if not finish_distributed(history):
+        return 0
+    model = model.to(device="cpu", dtype=torch.float64)
     metrics = acceleration_metrics(model, test_s) | {"evaluated_on": "test trajectories",
                                                     "final_train_loss": history["loss"][-1]}
     command = canonical_command(args)
     provenance = {
         "data": described["data"], "data_hash": data_hash(train_s, test_s), "split": split_info,
         "coordinates": {"names": described["coordinate_names"], "units": described["coordinate_units"]},
-        "training": {"family": fam, "epochs": args.epochs, "batch": args.batch, "lr": args.lr, "seed": args.seed,
-                     "loss": "qdd_mse", "device": "cpu", "dtype": args.dtype, "seconds": round(history["seconds"], 1)},
-        "command": command, "versions": versions(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "training": {"family": fam, "epochs": args.epochs, "batch": args.batch, "lr": args.lr,
+                     "weight_decay": args.weight_decay, "grad_clip": args.grad_clip, "seed": args.seed,
+                     "loss": "qdd_mse", "device": history["device"], "dtype": args.dtype,
+                     "seconds": round(history["seconds"], 1)},
+        "command": command, "run": run_provenance(history), "versions": versions(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     metadata = family_metadata(model, described["coordinate_names"], described["coordinate_units"], system=args.system,
                                metrics=metrics, provenance=provenance, package_version=provenance["versions"]["ros_lnn"])
     out = Path(args.out)
-    checkpoint = dict(history=history, command=command, provenance=provenance, extra={"metadata": metadata.to_json()})
+    checkpoint = dict(history=history, command=command, provenance=provenance, epoch=history["epoch"][-1],
+                      extra={"metadata": metadata.to_json()})
     if out.suffix == ".pt":
         save_checkpoint(out, model, **checkpoint)
     else:
         export_family_onnx(model, out, metadata, dtype=args.export_dtype)
-        save_checkpoint(Path(checkpoint_dir(args)) / "final.pt", model, **checkpoint)
+    save_checkpoint(Path(cfg.checkpoint_dir) / "final.pt", model, **checkpoint)
     print(f"test: q̈ MSE {metrics['qdd_mse']:.3e}, nMSE {metrics['qdd_nmse']:.2e}"
           + (f" ({metrics['non_finite']} non-finite predictions)" if metrics["non_finite"] else ""))
-    print(f"wrote {out} ({history['seconds']:.0f} s training on cpu)")
+    report = report_dir(args)
+    if report is not None:
+        written = write_acceleration_report(report, history, model, test_s, metrics, provenance,
+                                            coordinate_names=described["coordinate_names"])
+        print(f"report: {written['dir']} ({', '.join(written['files'])})")
+    print(f"wrote {out} ({history['seconds']:.0f} s training on {history['device']})")
     return 0

@@ -170,37 +170,21 @@ def load(path) -> nn.Module:
 def train_acceleration(model: LNN, data: dict, *, epochs: int = 100, batch: int = 256, lr: float = 1e-3,
                        seed: int = 0, progress=None, log_every: int = 10, dtype=torch.float64,
                        clip: float = 10.0) -> dict:
-    """Fit ``q̈`` by mean squared error (the paper's loss), Adam; returns the history."""
-    import time
+    """Fit ``q̈`` by mean squared error (the paper's loss), Adam, through the project trainer
+    (:func:`ros_lnn.training.trainer.train`, on the CPU, no validation); sets ``model.qd_scale`` from
+    the data; non-finite batches are skipped on the device. Returns the history (``epoch``, ``loss``,
+    ``seconds`` and the trainer's other keys)."""
+    from ..training.trainer import TrainConfig, set_qd_scale, train
 
     torch.manual_seed(seed)
-    model.to(dtype).train()
-    q, qd, qdd = (torch.as_tensor(data[k], dtype=dtype) for k in ("q", "qd", "qdd"))
-    model.qd_scale.copy_(qd.std(0).clamp_min(1e-6))
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    gen = torch.Generator().manual_seed(seed)
-    history, start = {"epoch": [], "loss": []}, time.perf_counter()
-    for epoch in range(1, epochs + 1):
-        perm, total, count = torch.randperm(len(q), generator=gen), 0.0, 0
-        for i in range(0, len(q), batch):
-            idx = perm[i:i + batch]
-            loss = ((model(q[idx], qd[idx]) - qdd[idx]) ** 2).sum(-1).mean()
-            if not torch.isfinite(loss):  # a singular learned W in this batch: skip the step
-                continue
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            # near-singular W gives rare huge gradients; clipping keeps one batch from wrecking the fit
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            opt.step()
-            total, count = total + float(loss.detach()) * len(idx), count + len(idx)
-        if epoch % log_every == 0 or epoch == epochs:
-            history["epoch"].append(epoch)
-            history["loss"].append(total / max(count, 1))
-            if progress:
-                progress(f"{model.family} epoch {epoch}/{epochs} acceleration MSE {total / max(count, 1):.3e}")
-    history["seconds"] = time.perf_counter() - start
-    model.eval()
-    return history
+    set_qd_scale(model, data["qd"])
+    cfg = TrainConfig(epochs=epochs, batch=batch, lr=lr, weight_decay=0.0, seed=seed, device="cpu",
+                      dtype={torch.float32: "float32", torch.float64: "float64"}[dtype],
+                      log_every=max(1, min(log_every, epochs)), grad_clip=clip, skip_non_finite=True,
+                      threads=torch.get_num_threads())
+    family = getattr(model, "family", type(model).__name__)
+    say = (lambda line: progress(f"{family} {line}")) if progress else (lambda line: None)
+    return train(model, data, None, cfg, progress=say)
 
 
 __all__ = ["LNN", "LNNnh", "euler_lagrange_terms", "constrained_acceleration", "for_system", "save", "load",

@@ -9,6 +9,10 @@
 
 Batches are dicts of tensors in model order (free, then servo): ``q, qd, qdd, Q``.
 
+Models whose forward is ``model(q, qd) -> q̈`` (LNN, LNN-nh, TLNN, neural ODE) have the one term
+
+    qdd      ‖q̈̂ − q̈‖²               acceleration fit (batch: ``q, qd, qdd``)
+
 Every term comes from the inverse residual ``r = Q̂(q, q̇, q̈) − Q`` of the shared machinery's pieces
 (:func:`~ros_lnn.physics.lagrangian.coriolis_force`, the same solve), because ``Q̂`` is affine in ``q̈``:
 
@@ -38,6 +42,24 @@ def select_losses(has_qe: bool, n_e: int = 1) -> tuple[str, ...]:
     return WITH_QE if (has_qe and n_e > 0) else WITHOUT_QE
 
 
+ACCELERATION_LOSSES = ("qdd",)
+
+
+def is_acceleration_model(model) -> bool:
+    """True for models fitted by acceleration MSE (``model(q, qd) -> q̈``); ServoLNN/DeLaN have ``n_f``."""
+    return not hasattr(model, "n_f")
+
+
+def model_losses(model, has_qe: bool = True) -> tuple[str, ...]:
+    """The loss names of ``model``: ``("qdd",)`` for acceleration models, else :func:`select_losses`."""
+    return ACCELERATION_LOSSES if is_acceleration_model(model) else select_losses(has_qe, model.n_e)
+
+
+def batch_keys(names) -> tuple[str, ...]:
+    """The data tensors the named losses read."""
+    return ("q", "qd", "qdd") if set(names) <= set(ACCELERATION_LOSSES) else ("q", "qd", "qdd", "Q")
+
+
 def _sq(x):
     return (x * x).sum(-1).mean()
 
@@ -45,6 +67,8 @@ def _sq(x):
 def loss_terms(model, batch: dict, names=WITH_QE) -> dict:
     """Each named loss (scalar tensors); ``model.terms(q)`` gives ``M, ∂M/∂q, V, ∂V/∂q``."""
     names = tuple(names)
+    if names == ACCELERATION_LOSSES:
+        return {"qdd": _sq(model(batch["q"], batch["qd"]) - batch["qdd"])}
     unknown = set(names) - set(ALL_LOSSES)
     if unknown:
         raise ValueError(f"unknown losses {sorted(unknown)}; choose from {ALL_LOSSES}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..models.losses import loss_terms
+from ..models.losses import batch_keys, loss_terms
 
 
 @dataclass
@@ -97,9 +97,10 @@ class LossModule(nn.Module):
     def __init__(self, model, names):
         super().__init__()
         self.model, self.names = model, tuple(names)
+        self.keys = batch_keys(self.names)
 
-    def forward(self, q, qd, qdd, Q):
-        terms = loss_terms(self.model, {"q": q, "qd": qd, "qdd": qdd, "Q": Q}, self.names)
+    def forward(self, *tensors):
+        terms = loss_terms(self.model, dict(zip(self.keys, tensors)), self.names)
         return tuple(terms[k] for k in self.names)
 
 
@@ -150,10 +151,10 @@ def make_loss_step(model, names, info: DistInfo, compile=False, warn=print):
         ids = [info.device] if info.device.type == "cuda" else None
         module = nn.parallel.DistributedDataParallel(module, device_ids=ids, broadcast_buffers=False)
     fn = _CompiledOrEager(module, "inductor" if compile is True else compile, warn) if compile else module
-    keys = tuple(names)
+    keys, inputs = tuple(names), batch_keys(names)
 
     def step(batch):
-        return dict(zip(keys, fn(batch["q"], batch["qd"], batch["qdd"], batch["Q"])))
+        return dict(zip(keys, fn(*(batch[k] for k in inputs))))
 
     def describe() -> dict:
         name = torch.cuda.get_device_name(info.device) if info.device.type == "cuda" else "cpu"

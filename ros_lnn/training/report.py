@@ -12,7 +12,7 @@ import numpy as np
 LOSS_LABELS = {"inv": "inverse ‖Q̂_f−Q_f‖²", "fwd": "forward ‖q̈̂_f−q̈_f‖²", "inv_e": "inverse servo ‖Q̂_e−Q_e‖²",
                "fwd_e": "forward servo ‖Q̂_e−Q_e‖²", "power": "power ‖Ė̂−q̇ᵀQ‖²",
                "power_est": "estimated power ‖q̇_fᵀ(Q̂_f−Q_f)‖²"}
-VAL_LABELS = {"qdd_f_nmse": "q̈_f nMSE", "Q_e_rel_rms": "Q_e rel. rms", "M_rel_err": "M rel. err",
+VAL_LABELS = {"qdd_f_nmse": "q̈_f nMSE", "qdd_nmse": "q̈ nMSE", "Q_e_rel_rms": "Q_e rel. rms", "M_rel_err": "M rel. err",
               "V_rel_err": "V rel. err", "E_rel_err": "E rel. err"}
 
 
@@ -145,6 +145,51 @@ def write_report(directory, history: dict, model=None, val_samples: dict | None 
                         "resumed": history.get("resumed", []), "run": history.get("run"),
                         "seconds": history.get("seconds"), "device": history.get("device"),
                         "config": history.get("config")},
+           "provenance": provenance or {}, "files": files}
+    tmp = directory / ".metrics.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=2, default=_json_default))
+    tmp.replace(directory / "metrics.json")
+    files.append("metrics.json")
+    return {"dir": str(directory), "files": files}
+
+
+def plot_acceleration(model, samples: dict, names, path) -> Path:
+    """Predicted against true q̈ of each coordinate on the test samples (acceleration families)."""
+    import torch
+
+    dtype = next(model.parameters()).dtype
+    with torch.no_grad():
+        pred = model(*(torch.as_tensor(np.asarray(samples[k]), dtype=dtype) for k in ("q", "qd"))).double().numpy()
+    true = np.asarray(samples["qdd"])
+    n = true.shape[1]
+    cols = min(n, 4)
+    fig, ax = _figure((n + cols - 1) // cols, cols, height=2.8)
+    for i, a in enumerate(ax.flat):
+        if i >= n:
+            a.set_axis_off()
+            continue
+        lo, hi = float(np.min(true[:, i])), float(np.max(true[:, i]))
+        a.plot([lo, hi], [lo, hi], color="grey", lw=1)
+        a.scatter(true[:, i], pred[:, i], s=2, alpha=0.4)
+        name = names[i] if names and i < len(names) else f"q{i}"
+        a.set(xlabel=f"true q̈ {name}", ylabel="predicted", title=f"{name}: nMSE {_nmse(pred[:, i], true[:, i]):.2e}")
+        a.grid(True, alpha=0.3)
+    fig.savefig(path, dpi=110)
+    return Path(path)
+
+
+def write_acceleration_report(directory, history: dict, model, test_samples: dict, metrics: dict,
+                              provenance: dict | None = None, coordinate_names=None) -> dict:
+    """Report of an acceleration family (LNN, LNN-nh, TLNN, neural ODE): loss and validation curves,
+    predicted against true q̈ on the test trajectories, metrics.json. ``model`` on the CPU."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    files = [plot_losses(history, directory / "loss_curves.png").name]
+    if len(test_samples["q"]):
+        files.append(plot_acceleration(model, test_samples, coordinate_names, directory / "qdd_test.png").name)
+    doc = {"metrics": metrics, "training": {k: history.get(k) for k in (
+               "epoch", "loss", "terms", "skipped", "val", "early_stopping", "resumed", "run", "seconds", "device",
+               "config")},
            "provenance": provenance or {}, "files": files}
     tmp = directory / ".metrics.json.tmp"
     tmp.write_text(json.dumps(doc, indent=2, default=_json_default))

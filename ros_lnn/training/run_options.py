@@ -19,6 +19,8 @@ def add_run_arguments(parser) -> None:
     parser.add_argument("--report", metavar="DIR",
                         help="report folder: loss curves, validation plots, metrics.json (default <out stem>_report/)")
     parser.add_argument("--no-report", action="store_true", help="do not write the report folder")
+    parser.add_argument("--grad-clip", type=float, default=None, metavar="NORM",
+                        help="clip the gradient norm (default: off for servo_lnn/delan, 10 for the acceleration families)")
     parser.add_argument("--compile", action="store_true",
                         help="torch.compile the loss (falls back to eager with a warning where it fails)")
 
@@ -41,7 +43,8 @@ def train_options(args) -> dict:
     if args.resume is not None:
         resume = args.resume or checkpoint_dir(args)
     return {"checkpoint_dir": checkpoint_dir(args), "checkpoint_every": max(1, args.checkpoint_every),
-            "resume": resume, "patience": args.patience, "min_delta": args.min_delta, "compile": bool(args.compile)}
+            "resume": resume, "patience": args.patience, "min_delta": args.min_delta, "compile": bool(args.compile),
+            "grad_clip": getattr(args, "grad_clip", None)}
 
 
 def report_dir(args) -> Path | None:

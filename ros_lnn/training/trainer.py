@@ -1,6 +1,18 @@
-"""Trainer of ServoLNN/DeLaN: Adam (paper: lr 1e-4, weight decay 1e-5, batch 2048, 10 000 epochs),
-deterministic seed, data resident on the device, no host synchronisation between log points,
-validation by trial, atomic checkpoints."""
+"""Trainer of every model family: Adam (ServoLNN paper: lr 1e-4, weight decay 1e-5, batch 2048,
+10 000 epochs), deterministic seed, data resident on the device, no host synchronisation between log
+points, validation by trial or trajectory, early stopping, atomic checkpoints and resume.
+
+The losses come from the model (:func:`~ros_lnn.models.losses.model_losses`): ServoLNN/DeLaN the
+paper's inverse/forward/power terms, the acceleration families (LNN, LNN-nh, TLNN, neural ODE, whose
+forward is ``model(q, qd) -> q̈``) the single ``qdd`` term. The caller sets the model's input
+normalisation before training (``ServoLNN.set_normalisation``; ``model.qd_scale`` for the others,
+:func:`set_qd_scale`).
+
+Non-finite batches (``skip_non_finite``, on by default for the acceleration families, whose learned
+mass matrix can be singular in one batch): on the device, the step's gradients are set to zero and the
+batch is left out of the logged mean; the number skipped is in ``history["skipped"]``. Unlike skipping
+the step on the host, Adam's moments and step count still advance on such a batch (its update is
+the decayed momentum alone). ``grad_clip`` clips the gradient norm (``clip_grad_norm_``, on device)."""
 from __future__ import annotations
 
 import os
@@ -11,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..models.losses import NEEDS_QE, loss_terms, select_losses
+from ..models.losses import NEEDS_QE, batch_keys, is_acceleration_model, model_losses
 from . import distributed
 from .checkpoint import load_resume, resume_extra
-from .data import data_hash
+from .data import FIELDS, data_hash
 from .early_stopping import EarlyStopping
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -39,8 +51,10 @@ class TrainConfig:
     resume: str | None = None     # checkpoint (file or folder with last.pt) to continue from
     patience: int = 0             # early stopping: validations without improvement (0: off)
     min_delta: float = 0.0        # smaller improvements of the monitored metric do not count
-    monitor: str = "qdd_f_nmse"   # validation metric of early stopping (lower is better)
+    monitor: str = ""             # validation metric of early stopping (lower is better; "": qdd_f_nmse, qdd_nmse for acceleration models)
     compile: bool | str = False   # torch.compile the loss (True: inductor, or a backend name)
+    grad_clip: float | None = None  # max gradient norm (None: off)
+    skip_non_finite: bool | None = None  # zero the step of a non-finite batch (None: for acceleration models)
     extra: dict = field(default_factory=dict)
 
 
@@ -55,13 +69,39 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed % 2**32)
 
 
+def default_monitor(model) -> str:
+    return "qdd_nmse" if is_acceleration_model(model) else "qdd_f_nmse"
+
+
+def set_qd_scale(model, qd) -> None:
+    """Input normalisation of the acceleration models: per-coordinate std of the training q̇."""
+    qd = torch.as_tensor(np.asarray(qd), dtype=torch.float64)
+    model.qd_scale.copy_(qd.std(0).clamp_min(1e-6).to(model.qd_scale))
+
+
+@torch.no_grad()
+def evaluate_acceleration(model, samples: dict) -> dict:
+    """``qdd_mse`` (mean over samples of the squared error summed over coordinates), ``qdd_nmse``
+    (mean squared error over the variance of q̈) and ``non_finite`` (samples with a non-finite q̈̂)."""
+    dev = next(model.parameters()).device
+    dt = next(model.parameters()).dtype
+    q, qd = (torch.as_tensor(np.asarray(samples[k]), device=dev, dtype=dt) for k in ("q", "qd"))
+    pred, true = model(q, qd).double().cpu().numpy(), np.asarray(samples["qdd"])
+    err = (pred - true) ** 2
+    return {"qdd_mse": float(np.mean(err.sum(-1))), "qdd_nmse": float(err.mean() / np.var(true)),
+            "non_finite": int((~np.isfinite(pred)).any(-1).sum())}
+
+
 @torch.no_grad()
 def evaluate(model, samples: dict) -> dict:
     """Accuracy on held-out samples (model order; ``Q_e`` is *not* used as an input):
     ``qdd_f_nmse`` = mean (q̈̂_f − q̈_f)² / variance of q̈_f; ``Q_e_rel_rms`` = rms(Q̂_e − Q_e) / rms(Q_e)
     (forward mode, as the estimator runs); ``M_rel_err`` = rms‖M̂ − M‖_F / rms‖M‖_F;
     ``V_rel_err`` and ``E_rel_err`` = rms of the error after removing its mean (V is defined up to a
-    constant) over the standard deviation of the truth; per trial ``qdd_f_nmse``."""
+    constant) over the standard deviation of the truth; per trial ``qdd_f_nmse``.
+    Acceleration models: :func:`evaluate_acceleration`."""
+    if is_acceleration_model(model):
+        return evaluate_acceleration(model, samples)
     dev = next(model.parameters()).device
     dt = next(model.parameters()).dtype
     t = {k: torch.as_tensor(np.asarray(samples[k]), device=dev, dtype=dt) for k in ("q", "qd", "qdd", "Q")}
@@ -151,22 +191,28 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
     device = dist.device
     if not dist.is_main:
         progress = lambda line: None  # noqa: E731
-    names = tuple(cfg.losses) or select_losses(cfg.with_qe, model.n_e)
+    names = tuple(cfg.losses) or model_losses(model, cfg.with_qe)
     if not cfg.with_qe and NEEDS_QE & set(names):
         raise ValueError(f"losses {sorted(NEEDS_QE & set(names))} need measured Q_e (with_qe is False)")
     model.to(device=device, dtype=dtype).train()
     data = {k: torch.as_tensor(np.asarray(train_samples[k]), device=device, dtype=dtype)
-            for k in ("q", "qd", "qdd", "Q")}
+            for k in batch_keys(names)}
+    guard = is_acceleration_model(model) if cfg.skip_non_finite is None else bool(cfg.skip_non_finite)
+    params = [p for p in model.parameters() if p.requires_grad]
     N = data["q"].shape[0]
     optimizer = make_adam(model.parameters(), cfg.lr, cfg.weight_decay)
     gen = torch.Generator(device=device)
     gen.manual_seed(cfg.seed)
     history = {"epoch": [], "loss": [], "terms": {k: [] for k in names}, "val": [], "losses": list(names),
                "config": asdict(cfg) | {"losses": list(names)}, "device": str(device)}
-    acc = torch.zeros(len(names) + 1, device=device, dtype=torch.float64)
+    if guard:
+        history["skipped"] = []
+    # loss, each term (and with the guard, the count of finite batches) summed between log points
+    acc = torch.zeros(len(names) + 1 + guard, device=device, dtype=torch.float64)
     steps_since, first, prior_seconds, stop = 0, 1, 0.0, False
-    stopper = EarlyStopping(cfg.patience, cfg.min_delta, cfg.monitor)
-    fingerprint = data_hash(train_samples)
+    monitor = cfg.monitor or default_monitor(model)
+    stopper = EarlyStopping(cfg.patience, cfg.min_delta, monitor)
+    fingerprint = data_hash({k: train_samples.get(k, ()) for k in FIELDS})  # Q absent for acceleration models
     if cfg.resume:
         config = history["config"]
         done, history, steps_since = load_resume(cfg.resume, model, optimizer, gen, acc, stopper, config,
@@ -186,11 +232,28 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
             loss = sum(terms.values())
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            logged = [loss.detach(), *[terms[k].detach() for k in names]]
+            if guard:  # all on the device: no host sync
+                finite = torch.isfinite(loss.detach())
+                for p in params:
+                    if p.grad is not None:
+                        p.grad.copy_(torch.where(finite, p.grad, 0.0))
+                logged = [torch.where(finite, v, 0.0) for v in logged] + [finite.to(loss.dtype)]
+            if cfg.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
             optimizer.step()
-            acc += torch.stack([loss.detach(), *[terms[k].detach() for k in names]]).double()
+            acc += torch.stack(logged).double()
             steps_since += 1
         if epoch % cfg.log_every == 0 or epoch == cfg.epochs:
-            means = (distributed.mean_over_ranks(acc, dist) / steps_since).tolist()  # the one host sync per log point
+            sums = distributed.mean_over_ranks(acc, dist).tolist()  # the one host sync per log point
+            skipped = ""
+            if guard:
+                finite, sums = sums[-1], sums[:-1]
+                history["skipped"].append(int(round(steps_since - finite)))
+                means = [v / max(finite, 1.0) for v in sums]
+                skipped = f"  skipped {history['skipped'][-1]}"
+            else:
+                means = [v / steps_since for v in sums]
             acc.zero_()
             steps_since = 0
             history["epoch"].append(epoch)
@@ -200,15 +263,16 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
             elapsed = time.perf_counter() - start
             rate = (epoch - first + 1) / elapsed
             progress(f"epoch {epoch}/{cfg.epochs}  loss {means[0]:.3e}  "
-                     + "  ".join(f"{k} {v:.2e}" for k, v in zip(names, means[1:]))
+                     + "  ".join(f"{k} {v:.2e}" for k, v in zip(names, means[1:])) + skipped
                      + f"  {rate:.1f} epochs/s  eta {(cfg.epochs - epoch) / rate:.0f} s")
         if val_samples is not None and (epoch % cfg.val_every == 0 or epoch == cfg.epochs):
             model.eval()
             metrics = evaluate(model, val_samples)
             model.train()
             history["val"].append({"epoch": epoch, **metrics})
-            progress(f"  validation @ {epoch}: q̈_f nMSE {metrics['qdd_f_nmse']:.2e}"
-                     + (f"  Q_e rel rms {metrics['Q_e_rel_rms']:.2%}" if "Q_e_rel_rms" in metrics else ""))
+            progress(f"  validation @ {epoch}: {monitor} {metrics.get(monitor, float('nan')):.2e}"
+                     + (f"  Q_e rel rms {metrics['Q_e_rel_rms']:.2%}" if "Q_e_rel_rms" in metrics else "")
+                     + (f"  non-finite {metrics['non_finite']}" if metrics.get("non_finite") else ""))
             stop = stopper.update(epoch, metrics, model)
         if cfg.checkpoint_dir and dist.is_main and (epoch % cfg.checkpoint_every == 0 or epoch == cfg.epochs or stop):
             history["seconds"] = prior_seconds + time.perf_counter() - start

@@ -89,16 +89,11 @@ def build(family: str, system: str, *, links: int, trajectories: int, duration: 
 
 def acceleration_metrics(model, samples: dict) -> dict:
     """Test accuracy of ``q̈``: ``qdd_mse`` (mean over samples of the squared error summed over
-    coordinates, the papers' measure) and ``qdd_nmse`` (mean squared error over the variance)."""
-    import torch
+    coordinates, the papers' measure), ``qdd_nmse`` (mean squared error over the variance) and
+    ``non_finite`` (:func:`ros_lnn.training.trainer.evaluate_acceleration`)."""
+    from ..training.trainer import evaluate_acceleration
 
-    dtype = next(model.parameters()).dtype
-    with torch.no_grad():
-        pred = model(torch.as_tensor(samples["q"], dtype=dtype), torch.as_tensor(samples["qd"], dtype=dtype))
-    pred, true = pred.double().numpy(), np.asarray(samples["qdd"])
-    err = (pred - true) ** 2
-    return {"qdd_mse": float(np.mean(err.sum(-1))), "qdd_nmse": float(err.mean() / np.var(true)),
-            "non_finite": int((~np.isfinite(pred)).any(-1).sum())}
+    return evaluate_acceleration(model, samples)
 
 
 def main(argv=None) -> int:
