@@ -12,7 +12,7 @@ import torch
 from ..errors import ModelError
 
 #: Training settings that must not change across a resume (anything else, e.g. ``epochs``, may).
-MUST_MATCH = ("batch", "lr", "weight_decay", "seed", "dtype", "losses")
+MUST_MATCH = ("batch", "lr", "weight_decay", "seed", "dtype", "losses", "grad_clip", "skip_non_finite")
 
 
 def rng_state(gen: torch.Generator) -> dict:
