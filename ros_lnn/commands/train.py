@@ -97,7 +97,7 @@ def add_arguments(parser):
                         help="training precision (servo_lnn/delan float32, zoo float64)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default 1: the per-step tensors are too small to gain from more)")
     parser.add_argument("--log-every", type=int, help="epochs between progress lines (servo_lnn/delan 500; zoo epochs/10)")
-    parser.add_argument("--val-every", type=int, help="epochs between validations (default 2000)")
+    parser.add_argument("--val-every", type=int, help="epochs between validations (servo_lnn/delan 2000; zoo: the log interval)")
     parser.add_argument("--checkpoint-dir", help="write checkpoints (last.pt, final.pt) here "
                                                  "(default <out stem>_checkpoints/ next to --out)")
     parser.add_argument("--out", help="x.onnx: export (default models/<system>_<family>.onnx); x.pt: save the checkpoint only")

@@ -15,7 +15,7 @@ def add_run_arguments(parser) -> None:
     parser.add_argument("--patience", type=int, default=0,
                         help="early stopping: validations without improvement before stopping (0: off, the default)")
     parser.add_argument("--min-delta", type=float, default=0.0,
-                        help="early stopping: smallest decrease of the validation q̈_f nMSE that counts")
+                        help="early stopping: smallest decrease of the validation nMSE that counts (q̈_f; q̈ for the acceleration families)")
     parser.add_argument("--report", metavar="DIR",
                         help="report folder: loss curves, validation plots, metrics.json (default <out stem>_report/)")
     parser.add_argument("--no-report", action="store_true", help="do not write the report folder")
