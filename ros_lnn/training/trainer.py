@@ -250,7 +250,7 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
             if guard:
                 finite, sums = sums[-1], sums[:-1]
                 history["skipped"].append(int(round(steps_since - finite)))
-                means = [v / max(finite, 1.0) for v in sums]
+                means = [v / finite if finite else float("nan") for v in sums]  # nan: every batch skipped
                 skipped = f"  skipped {history['skipped'][-1]}"
             else:
                 means = [v / steps_since for v in sums]
