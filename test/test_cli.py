@@ -82,7 +82,7 @@ def test_evaluate_on_npz_trials_matches_runtime(untrained_model, tmp_path, capsy
     (["--model", "tlnn", "--system", "particle"], "--system particle"),
     (["--model", "lnn_nh", "--system", "chain"], "--system chain"),
     (["--model", "servo_lnn", "--system", "chain"], "--system chain"),
-    (["--model", "node", "--patience", "3"], "--patience"),
+    (["--model", "node", "--epsilon", "0.1"], "--epsilon"),
     (["--model", "lnn", "--bag", "rec"], "--bag"),
     (["--model", "tlnn", "--exporter", "torchscript"], "--exporter"),
     (["--model", "lnn", "--system", "drone", "--links", "3"], "--links"),
