@@ -223,7 +223,7 @@ def plot_chain_study(result: dict, plot_dir) -> str:
     import matplotlib.pyplot as plt
 
     Path(plot_dir).mkdir(parents=True, exist_ok=True)
-    t = np.asarray(result["t"])
+    t = np.asarray(result["t"])[1:]              # E(0) = 0: every rollout starts on the true state
     colors = dict(zip(FAMILIES, ("C0", "C1", "C2")))
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for ax, coords in zip(axes, COORDINATES):
@@ -231,9 +231,10 @@ def plot_chain_study(result: dict, plot_dir) -> str:
             if not name.endswith(f"({coords})"):
                 continue
             color = colors[name.split(" ")[0]]
-            ax.semilogy(t, np.clip(r["E_median"], 1e-6, 1e3), color=color, label=f"{name}, {r['parameters']} par.")
-            ax.fill_between(t, np.clip(r["E_p05"], 1e-6, 1e3), np.clip(r["E_p95"], 1e-6, 1e3), color=color,
-                            alpha=0.15)
+            ax.semilogy(t, np.clip(r["E_median"][1:], 1e-6, 1e3), color=color,
+                        label=f"{name}, {r['parameters']} par.")
+            ax.fill_between(t, np.clip(r["E_p05"][1:], 1e-6, 1e3), np.clip(r["E_p95"][1:], 1e-6, 1e3),
+                            color=color, alpha=0.15)
         ax.set_xlabel("t [s]")
         ax.set_title(f"{result['n_links']}-link chain, {coords} angles")
         ax.legend(fontsize=8)
