@@ -8,7 +8,7 @@ import numpy as np
 from ros_lnn.physics.crane import Crane
 from ros_lnn.physics.datasets import PAPER_TRIALS, position_servo
 from ros_lnn.physics.simulate import simulate
-from ros_lnn.training.bag_mapping import CRANE, BagMapping
+from ros_lnn.bags.mapping import CRANE, BagMapping
 
 RATE_HZ = 200.0
 DURATION = 3.0

@@ -5,9 +5,9 @@ import pytest
 from bag_helpers import crane_trials, mapping
 from ros_lnn.cli import main
 from ros_lnn.errors import ConfigError, DataError
-from ros_lnn.training.bag_dataset import load_bag_dataset
-from ros_lnn.training.bag_mapping import BagMapping
-from ros_lnn.training.bag_writer import START_NS, BagWriter, write_trials_bag
+from ros_lnn.bags.dataset import load_bag_dataset
+from ros_lnn.bags.mapping import BagMapping
+from ros_lnn.bags.writer import START_NS, BagWriter, write_trials_bag
 
 pytest.importorskip("rosbags")
 

@@ -4,8 +4,8 @@ import pytest
 
 from bag_helpers import RATE_HZ, crane_trial, crane_trials, mapping
 from ros_lnn.errors import DataError
-from ros_lnn.training.bag_dataset import load_bag_dataset
-from ros_lnn.training.bag_writer import START_NS, BagWriter
+from ros_lnn.bags.dataset import load_bag_dataset
+from ros_lnn.bags.writer import START_NS, BagWriter
 
 pytest.importorskip("rosbags")
 
@@ -175,7 +175,7 @@ def test_second_publisher_on_joint_states(tmp_path):
 
 
 def test_summary_for_people(tmp_path):
-    from ros_lnn.training.bag_dataset import describe
+    from ros_lnn.bags.dataset import describe
 
     trial = crane_trials()[0]
     rows = np.r_[0:250, 249, 330:len(trial)]

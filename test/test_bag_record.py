@@ -11,7 +11,7 @@ import pytest
 
 from bag_helpers import crane_trials, mapping
 from conftest import requires_rclpy
-from ros_lnn.training.bag_dataset import load_bag_dataset
+from ros_lnn.bags.dataset import load_bag_dataset
 
 pytestmark = requires_rclpy
 pytest.importorskip("rosbags")

@@ -7,9 +7,9 @@ import pytest
 import yaml
 
 from bag_helpers import RATE_HZ, crane_trials, mapping
-from ros_lnn.training import cdr
-from ros_lnn.training.bag_dataset import load_bag_dataset
-from ros_lnn.training.bag_writer import BagWriter, write_trials_bag
+from ros_lnn.bags import cdr
+from ros_lnn.bags.dataset import load_bag_dataset
+from ros_lnn.bags.writer import BagWriter, write_trials_bag
 
 rosbags = pytest.importorskip("rosbags")
 

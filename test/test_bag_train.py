@@ -7,9 +7,9 @@ import pytest
 from bag_helpers import crane_trial, crane_trials, mapping
 from conftest import requires_torch
 from ros_lnn.cli import main
-from ros_lnn.training.bag_dataset import load_bag_dataset
-from ros_lnn.training.bag_reader import bag_files_sha256
-from ros_lnn.training.bag_writer import write_trials_bag
+from ros_lnn.bags.dataset import load_bag_dataset
+from ros_lnn.bags.reader import bag_files_sha256
+from ros_lnn.bags.writer import write_trials_bag
 
 pytestmark = requires_torch
 pytest.importorskip("rosbags")

@@ -17,7 +17,7 @@ JOINTS = ("pendulum_joint", "cart_joint")
 def write_large_bag(path, messages: int, storage: str, rate_hz: float = 1000.0):
     """``messages`` JointState messages (smooth signals, two named joints) plus 1 % of them on an
     unrelated topic, which the reader has to skip."""
-    from ..training.bag_writer import START_NS, BagWriter
+    from ..bags.writer import START_NS, BagWriter
 
     t = np.arange(messages) / rate_hz
     stamps = START_NS + np.round(t * 1e9).astype(np.int64)
@@ -49,7 +49,7 @@ def naive_ingest(path):
 
 
 def fast_ingest(path):
-    from ..training.bag_reader import open_bag, read_named_arrays
+    from ..bags.reader import open_bag, read_named_arrays
 
     reader = open_bag(path)
     try:
@@ -77,7 +77,7 @@ def savgol_accuracy(windows=(5, 7, 11, 21, 31), orders=(2, 3, 4), noise=(0.0, 1e
     from ..physics.crane import Crane
     from ..physics.datasets import PAPER_TRIALS, position_servo
     from ..physics.simulate import simulate
-    from ..training.bag_timebase import savgol_derivative
+    from ..bags.timebase import savgol_derivative
 
     crane, dt = Crane(), 1.0 / rate_hz
     trials = [simulate(crane, duration, [s.theta0], [0.0], servo=position_servo(s),
@@ -99,8 +99,8 @@ def savgol_accuracy(windows=(5, 7, 11, 21, 31), orders=(2, 3, 4), noise=(0.0, 1e
 
 def pipeline_rate(path, messages) -> dict:
     """Whole bag -> trials (read, repair, differentiate, split) on the large bag."""
-    from ..training.bag_dataset import load_bag_dataset
-    from ..training.bag_mapping import CRANE, BagMapping
+    from ..bags.dataset import load_bag_dataset
+    from ..bags.mapping import CRANE, BagMapping
 
     mapping = BagMapping.from_dict({**CRANE, "servo_topic": ""})
     start = time.perf_counter()

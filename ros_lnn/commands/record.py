@@ -158,7 +158,7 @@ def record(out, topics, *, storage="sqlite3", duration=0.0, stop: threading.Even
 
 
 def run(args) -> int:
-    from ..training.bag_mapping import BagMapping, CRANE
+    from ..bags.mapping import BagMapping, CRANE
 
     mapping = BagMapping.from_yaml(args.config) if args.config else BagMapping.from_dict(CRANE)
     topics = args.topics or default_topics(mapping, args.ground_truth)

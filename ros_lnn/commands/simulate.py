@@ -23,7 +23,7 @@ def add_arguments(parser):
                         help="crane: regenerate instead of using the cache")
     parser.add_argument("--out", help="output file (.npz)")
     parser.add_argument("--bag", help="(also) write the trials as a rosbag2 directory: /joint_states, "
-                                      "/servo_commands, /ground_truth (see ros_lnn/training/bag_writer.py)")
+                                      "/servo_commands, /ground_truth (see ros_lnn/bags/writer.py)")
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3",
                         help="rosbag2 storage of --bag (default sqlite3)")
 
@@ -77,7 +77,7 @@ def run(args) -> int:
         write(trials)
         print(f"wrote {len(trials)} trials ({samples} samples) to {args.out}")
     if args.bag:
-        from ..training.bag_writer import write_trials_bag
+        from ..bags.writer import write_trials_bag
 
         write_trials_bag(args.bag, trials, args.storage)
         print(f"wrote {len(trials)} trials ({samples} samples) to rosbag2 {args.bag} ({args.storage})")

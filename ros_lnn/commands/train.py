@@ -64,7 +64,7 @@ def add_arguments(parser):
                              "delan: character_data.npz, default ../shared/data/delan_character/")
     parser.add_argument("--bag", nargs="+", metavar="BAG", help="rosbag2 recording(s) to train on (sqlite3 or mcap)")
     parser.add_argument("--config", help="YAML with a bag: mapping section (default: the crane's topics/joints)")
-    from ..training.bag_mapping import add_mapping_arguments
+    from ..bags.mapping import add_mapping_arguments
 
     add_mapping_arguments(parser)
     qe = parser.add_mutually_exclusive_group()
@@ -196,7 +196,7 @@ def load_trials(args):
                            "seed": args.seed}}
     system = Crane()
     if getattr(args, "bag", None):
-        from ..training.bag_source import bag_training_data
+        from ..bags.source import bag_training_data
 
         return bag_training_data(args, system)
     if args.data:

@@ -18,12 +18,12 @@ import numpy as np
 
 from ..errors import DataError
 from ..physics.trials import Trial
-from . import bag_timebase as tb
+from . import timebase as tb
 from . import cdr
-from .bag_mapping import BagMapping
-from .bag_reader import (bag_files_sha256, normalise_topic, open_bag, read_float64_array,
-                         read_named_arrays, topic_types)
-from .bag_writer import TRIALS_KEY
+from .mapping import BagMapping
+from .reader import (bag_files_sha256, normalise_topic, open_bag, read_float64_array, read_named_arrays,
+                     topic_types)
+from .writer import TRIALS_KEY
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Read the topics of a rosbag2 recording (directory or single .db3/.mcap file; sqlite3 or mcap;
 metadata versions Humble → Kilted) into arrays, with the pure-Python ``rosbags`` library.
 
-Messages are fetched raw and decoded in bulk by :mod:`ros_lnn.training.cdr`; every failure becomes a
+Messages are fetched raw and decoded in bulk by :mod:`ros_lnn.bags.cdr`; every failure becomes a
 ``DataError`` that names the bag or topic and says what to do.
 """
 from __future__ import annotations
@@ -73,7 +73,7 @@ def connections_of(reader, topic: str, bag_name: str = "bag"):
 
 def read_raw(reader, conns, bag_name: str = "bag"):
     """``(receive ns (N,), [raw bytes])`` of the given connections (one topic), in receive order."""
-    from .bag_storage import fetch_topic
+    from .storage import fetch_topic
 
     topic = normalise_topic(conns[0].topic)
     try:

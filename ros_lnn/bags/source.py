@@ -6,8 +6,8 @@ import numpy as np
 
 from ..errors import DataError
 from ..physics.trials import Trial
-from .bag_dataset import REPAIRS, describe, load_bag_dataset
-from .bag_mapping import mapping_from_args
+from .dataset import REPAIRS, describe, load_bag_dataset
+from .mapping import mapping_from_args
 
 
 def finite_rows(trial: Trial, use_qe: bool) -> Trial:
