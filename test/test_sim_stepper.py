@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from ros_lnn.estimation.excitation import CosineSweep, MultiSine, make_excitation
+from ros_lnn.physics.excitation import CosineSweep, MultiSine, make_excitation
 from ros_lnn.estimation.rollout import rollout_free
-from ros_lnn.estimation.stepper import FixedStepSimulator
+from ros_lnn.physics.stepper import FixedStepSimulator
 from ros_lnn.physics.chain import PlanarChain
 from ros_lnn.physics.crane import Crane
 from ros_lnn.physics.simulate import simulate

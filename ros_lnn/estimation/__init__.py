@@ -1,2 +1,2 @@
-"""ROS-free pieces of the runtime: derivative estimation from sampled streams, servo-plan
-interpolation, servo excitations and a fixed-step real-time integrator (numpy only)."""
+"""ROS-free pieces of the estimator's runtime: derivative estimation from sampled streams, servo-plan
+interpolation and rollouts (numpy only)."""

@@ -26,9 +26,9 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..errors import ConfigError
-from ..estimation.excitation import make_excitation
-from ..estimation.stepper import FixedStepSimulator
 from ..estimation.trajectory import CriticallyDampedServo, ServoPlan
+from ..physics.excitation import make_excitation
+from ..physics.stepper import FixedStepSimulator
 from . import _common as C
 
 PARAMETERS = (

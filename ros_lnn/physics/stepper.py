@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..physics.lagrangian import NUMPY, coriolis_force, forward_acceleration
-from ..physics.systems import LagrangianSystem
+from .lagrangian import NUMPY, coriolis_force, forward_acceleration
+from .systems import LagrangianSystem
 
 
 def lagrangian_terms(system: LagrangianSystem, q):
