@@ -113,7 +113,7 @@ def test_delan_on_a_chain_runs_in_the_servo_lnn_runtime(tmp_path):
 
 
 def test_delan_on_the_character_data(tmp_path):
-    from ros_lnn.commands.bench_delan import default_data_path
+    from ros_lnn.physics.delan_data import default_data_path
 
     if not default_data_path().is_file():
         pytest.skip("DeLaN character data not present")

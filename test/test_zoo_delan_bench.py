@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from conftest import requires_torch
-from ros_lnn.commands.bench_delan import TEST_LETTERS, default_data_path, load_character_data
+from ros_lnn.physics.delan_data import TEST_LETTERS, default_data_path, load_character_data
 from ros_lnn.errors import DataError
 
 DATA = default_data_path()

@@ -233,7 +233,7 @@ def character_samples(args):
     import numpy as np
 
     from ..errors import DataError
-    from .bench_delan import TEST_LETTERS, default_data_path, load_character_data
+    from ..physics.delan_data import TEST_LETTERS, default_data_path, load_character_data
 
     letters = tuple(s.strip() for s in args.test_trials.split(",") if s.strip()) if args.test_trials else TEST_LETTERS
     path = Path(args.data) if args.data else default_data_path()
