@@ -15,8 +15,8 @@ from ros_lnn.models.tlnn import TLNN, serial_chain_topology  # noqa: E402
 from ros_lnn.models.lnn import euler_lagrange_terms  # noqa: E402
 from ros_lnn.physics.chain import PlanarChain  # noqa: E402
 from ros_lnn.physics.simulate import simulate  # noqa: E402
-from ros_lnn.zoo.tlnn_study import (chain_trajectories, integrate, make_model, parameter_count, rod_chain,  # noqa: E402
-                                    study_chain, to_absolute, to_relative)
+from ros_lnn.physics.chain_motion import chain_trajectories, integrate, to_absolute, to_relative  # noqa: E402
+from ros_lnn.zoo.tlnn_study import make_model, parameter_count, rod_chain, study_chain  # noqa: E402
 
 
 def model(n=3, hidden=(16, 16)):

@@ -40,7 +40,7 @@ def split_by_trajectory(data: dict, seed: int) -> tuple[dict, dict, dict]:
 def chain_data(links: int, trajectories: int, duration: float, seed: int) -> dict:
     """Free motion of a uniform planar chain, stacked, in absolute body angles."""
     from ..physics.chain import PlanarChain
-    from .tlnn_study import chain_trajectories, to_absolute
+    from ..physics.chain_motion import chain_trajectories, to_absolute
 
     trajs = chain_trajectories(PlanarChain.uniform(links), trajectories, duration, CHAIN_RATE_HZ, seed)
     q, qd, qdd = to_absolute(*(np.concatenate([t[i] for t in trajs]) for i in range(3)))
@@ -68,7 +68,7 @@ def build(family: str, system: str, *, links: int, trajectories: int, duration: 
         else:
             model = LNN(links, hidden=hidden, activation=activation, angle_coordinates=range(links),
                         coordinate_names=names)
-        source = {"kind": "simulated", "generator": "ros_lnn.zoo.tlnn_study.chain_trajectories",
+        source = {"kind": "simulated", "generator": "ros_lnn.physics.chain_motion.chain_trajectories",
                   "parameters": {"links": links, "mass": 1.0, "length": 1.0, "trajectories": trajectories,
                                  "duration": duration, "rate_hz": CHAIN_RATE_HZ, "seed": seed,
                                  "coordinates": "absolute body angles"}}
