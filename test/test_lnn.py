@@ -8,10 +8,11 @@ from conftest import requires_torch
 pytestmark = requires_torch
 torch = pytest.importorskip("torch")
 
-from ros_lnn.models.lnn import LNN, constrained_acceleration, euler_lagrange_terms, for_system, load, save, \
-    train_acceleration  # noqa: E402
+from ros_lnn.models.lnn import LNN, constrained_acceleration, euler_lagrange_terms, for_system  # noqa: E402
 from ros_lnn.physics.chain import PlanarChain  # noqa: E402
 from ros_lnn.physics.nonholonomic import SYSTEMS, make_dataset, rolling_disk  # noqa: E402
+from ros_lnn.training.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from ros_lnn.training.trainer import train_acceleration  # noqa: E402
 from ros_lnn.zoo.partial_cost import torch_link_lagrangian  # noqa: E402
 
 RNG = np.random.default_rng(5)
@@ -69,8 +70,8 @@ def test_training_lowers_the_acceleration_error_and_checkpoints_round_trip(tmp_p
     model = for_system(system, True, hidden=(32, 32))
     history = train_acceleration(model, data, epochs=6, batch=42, lr=3e-3, log_every=1)
     assert history["loss"][-1] < 0.5 * history["loss"][0]
-    save(tmp_path / "nh.pt", model, history)
-    again = load(tmp_path / "nh.pt")
+    save_checkpoint(tmp_path / "nh.pt", model, history=history)
+    again = load_checkpoint(tmp_path / "nh.pt")[0]
     q, qd = torch.as_tensor(data["q"][:5]), torch.as_tensor(data["qd"][:5])
     torch.testing.assert_close(again.double()(q, qd), model(q, qd))
     assert isinstance(again, LNN) and again.family == "lnn_nh"

@@ -9,7 +9,7 @@ from conftest import requires_torch
 pytestmark = requires_torch
 torch = pytest.importorskip("torch")
 
-from ros_lnn.models.lnn import train_acceleration  # noqa: E402
+from ros_lnn.training.trainer import train_acceleration  # noqa: E402
 from ros_lnn.models.node_baseline import NeuralODE  # noqa: E402
 from ros_lnn.models.tlnn import TLNN, serial_chain_topology  # noqa: E402
 from ros_lnn.models.lnn import euler_lagrange_terms  # noqa: E402

@@ -10,14 +10,16 @@ from conftest import requires_torch
 pytestmark = requires_torch
 torch = pytest.importorskip("torch")
 
-from ros_lnn.models.lnn import LNN, train_acceleration  # noqa: E402
-from ros_lnn.training.trainer import TrainConfig, set_qd_scale, train  # noqa: E402
-from ros_lnn.zoo.train_family import build, split_by_trajectory  # noqa: E402
+from ros_lnn.families import Network, get  # noqa: E402
+from ros_lnn.models.normalisation import set_qd_scale  # noqa: E402
+from ros_lnn.training.data import split_by_trajectory  # noqa: E402
+from ros_lnn.training.sources import trajectory_data  # noqa: E402
+from ros_lnn.training.trainer import TrainConfig, train, train_acceleration  # noqa: E402
 
 
 def particle_data():
-    model, data, _ = build("lnn", "particle", links=2, trajectories=6, duration=1.0, hidden=[16, 16],
-                           activation="softplus", seed=0)
+    data, shape, _ = trajectory_data("particle", links=2, trajectories=6, duration=1.0, seed=0)
+    model = get("lnn").build(shape, Network(hidden=(16, 16), activation="softplus"))
     train_s, test_s, _ = split_by_trajectory(data, 0)
     return model, train_s, test_s
 

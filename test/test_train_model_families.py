@@ -17,7 +17,8 @@ ort = pytest.importorskip("onnxruntime")
 from ros_lnn.cli import main  # noqa: E402
 from ros_lnn.inference.metadata import METADATA_KEY, ModelMetadata  # noqa: E402
 from ros_lnn.models.family_export import AccelerationGraph, pivoted_solve  # noqa: E402
-from ros_lnn.models.registry import build_model, load_checkpoint, model_config  # noqa: E402
+from ros_lnn.families import build_model, model_config  # noqa: E402
+from ros_lnn.training.checkpoint import load_checkpoint  # noqa: E402
 
 SMALL = ["--trajectories", "3", "--duration", "1", "--epochs", "2", "--hidden", "8"]
 
@@ -160,13 +161,14 @@ def test_registry_rebuilds_every_family_and_reads_trainer_checkpoints(tmp_path):
     from ros_lnn.models.node_baseline import NeuralODE
     from ros_lnn.models.servo_lnn import ServoLNN
     from ros_lnn.models.tlnn import TLNN, serial_chain_topology
-    from ros_lnn.training.trainer import save_checkpoint as trainer_save
 
     for model in (LNN(2, hidden=(4,)), TLNN(serial_chain_topology(2), hidden=(4,)), NeuralODE(2, hidden=(4,)),
                   ServoLNN(["a"], ["b"], hidden=(4,))):
         assert model_config(build_model(model_config(model))) == model_config(model)
     servo = ServoLNN(["pendulum_joint"], ["cart_joint"], hidden=(4,))
-    trainer_save(tmp_path / "last.pt", servo, None, 3, {"loss": [1.0]})   # untagged ServoLNN config
+    # the layout the ServoLNN trainer wrote before every family shared one checkpoint: untagged config
+    torch.save({"model_config": servo.config(), "model_state": servo.state_dict(), "optimizer_state": None,
+                "epoch": 3, "history": {"loss": [1.0]}, "extra": {}}, tmp_path / "last.pt")
     loaded, ckpt = load_checkpoint(tmp_path / "last.pt")
     assert isinstance(loaded, ServoLNN) and loaded.servo_joints == ["cart_joint"] and ckpt["epoch"] == 3
     for key, value in servo.state_dict().items():

@@ -22,7 +22,8 @@ SCRIPT = textwrap.dedent("""
     from ros_lnn.models.servo_lnn import ServoLNN
     from ros_lnn.physics.crane import Crane
     from ros_lnn.physics.datasets import paper_crane_trials, paper_split
-    from ros_lnn.training.data import model_order, normalisation, reorder
+    from ros_lnn.models.normalisation import normalisation
+    from ros_lnn.training.data import model_order, reorder
     from ros_lnn.training.trainer import TrainConfig, train
 
     out = sys.argv[1]
@@ -91,7 +92,8 @@ def _small(seed=0):
     from ros_lnn.models.servo_lnn import ServoLNN
     from ros_lnn.physics.crane import Crane
     from ros_lnn.physics.datasets import paper_crane_trials, paper_split
-    from ros_lnn.training.data import model_order, normalisation, reorder
+    from ros_lnn.models.normalisation import normalisation
+    from ros_lnn.training.data import model_order, reorder
 
     trials = paper_crane_trials(Crane())
     tr, _ = paper_split(trials, n_train_samples=256, seed=0)

@@ -34,7 +34,7 @@ def fresh_model(train_s, seed=0):
     import torch
 
     from ros_lnn.models.servo_lnn import ServoLNN
-    from ros_lnn.training.data import normalisation
+    from ros_lnn.models.normalisation import normalisation
 
     torch.manual_seed(seed)
     model = ServoLNN(["pendulum_joint"], ["cart_joint"], hidden=[16], coordinate_units=["rad", "m"])
@@ -57,7 +57,8 @@ def val_subset(test_s, n=400):
 def test_interrupted_then_resumed_equals_straight_run_bitwise(tmp_path, data):
     import torch
 
-    from ros_lnn.training.trainer import load_checkpoint, train
+    from ros_lnn.training.checkpoint import load_checkpoint
+    from ros_lnn.training.trainer import train
 
     train_s, test_s = data
     val = val_subset(test_s)
@@ -173,7 +174,7 @@ def _cli_train(tmp_path, extra=()):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_leaves_last_checkpoint_and_no_model(tmp_path, sig):
-    from ros_lnn.training.trainer import load_checkpoint
+    from ros_lnn.training.checkpoint import load_checkpoint
 
     out, proc = _cli_train(tmp_path)
     ck = tmp_path / "ck" / "last.pt"

@@ -15,9 +15,10 @@ from ros_lnn.errors import ModelError  # noqa: E402
 from ros_lnn.models.servo_lnn import ServoLNN  # noqa: E402
 from ros_lnn.physics.crane import Crane  # noqa: E402
 from ros_lnn.physics.datasets import paper_crane_trials, paper_split  # noqa: E402
-from ros_lnn.training.data import model_order, normalisation, reorder  # noqa: E402
-from ros_lnn.training.trainer import (TrainConfig, evaluate, load_checkpoint, save_checkpoint,  # noqa: E402
-                                      seed_everything, train)
+from ros_lnn.models.normalisation import normalisation  # noqa: E402
+from ros_lnn.training.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from ros_lnn.training.data import model_order, reorder  # noqa: E402
+from ros_lnn.training.trainer import TrainConfig, evaluate, seed_everything, train  # noqa: E402
 
 
 @pytest.fixture(scope="module")

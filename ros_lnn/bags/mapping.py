@@ -1,5 +1,5 @@
 """Which topics and joints of a bag make the dataset: the ``bag:`` section of a config YAML, with
-command-line overrides."""
+overrides (the command line's)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
@@ -115,28 +115,17 @@ class BagMapping:
 CRANE = dict(free_joints=("pendulum_joint",), servo_joints=("cart_joint",), system="crane")
 
 
-def add_mapping_arguments(parser) -> None:
-    """CLI overrides of a bag mapping (any of them also works without a config for the crane)."""
-    g = parser.add_argument_group("bag mapping (overrides the config's bag: section)")
-    g.add_argument("--joint-states-topic", help="JointState topic (default /joint_states)")
-    g.add_argument("--servo-topic", help="servo command topic ('' = none; default /servo_commands)")
-    g.add_argument("--servo-type", choices=sorted(SERVO_TYPES), help="servo command message type")
-    g.add_argument("--free-joints", type=lambda s: tuple(s.split(",")), help="comma-separated free joints")
-    g.add_argument("--servo-joints", type=lambda s: tuple(s.split(",")), help="comma-separated servo joints")
-    g.add_argument("--servo-effort", help="measured Q_e source: joint_states, none, or a topic")
-    g.add_argument("--savgol-window", type=int, help="Savitzky–Golay window (odd, samples)")
-    g.add_argument("--savgol-order", type=int, help="Savitzky–Golay polynomial order")
-    g.add_argument("--val-fraction", type=float, help="share of trials held out for validation")
+#: Mapping settings the command line may override (``ros-lnn train --free-joints ...``).
+OVERRIDABLE = ("joint_states_topic", "servo_topic", "servo_type", "free_joints", "servo_joints", "servo_effort",
+               "savgol_window", "savgol_order", "val_fraction")
 
 
-def mapping_from_args(args, config=None) -> BagMapping:
-    """The mapping of ``config`` (a YAML path; default: the crane) with the CLI overrides applied."""
-    keys = ("joint_states_topic", "servo_topic", "servo_type", "free_joints", "servo_joints",
-            "servo_effort", "savgol_window", "savgol_order", "val_fraction")
-    overrides = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+def mapping_from_options(config=None, overrides: dict | None = None) -> BagMapping:
+    """The mapping of ``config`` (a YAML path; default: the crane) with ``overrides`` applied."""
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     if config:
         return BagMapping.from_yaml(config, overrides)
     return BagMapping.from_dict({**CRANE, **overrides}, "command line")
 
 
-__all__ = ["BagMapping", "add_mapping_arguments", "mapping_from_args", "CRANE"]
+__all__ = ["BagMapping", "mapping_from_options", "CRANE", "OVERRIDABLE", "SERVO_TYPES"]

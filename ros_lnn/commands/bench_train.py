@@ -29,7 +29,8 @@ def paper_data():
     """Training samples of the paper's crane split (model order) and the joint names."""
     from ..physics.crane import Crane
     from ..physics.datasets import paper_crane_trials, paper_split
-    from ..training.data import model_order, normalisation, reorder
+    from ..models.normalisation import normalisation
+    from ..training.data import model_order, reorder
 
     trials = paper_crane_trials(Crane())
     train, _ = paper_split(trials, n_train_samples=PAPER["samples"], seed=0)

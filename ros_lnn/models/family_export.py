@@ -151,9 +151,8 @@ class AccelerationGraph(nn.Module):
 def family_metadata(model, coordinate_names, coordinate_units, **fields):
     """:class:`ModelMetadata` of an acceleration-family graph (all coordinates free)."""
     from ..inference.metadata import ModelMetadata
-    from .registry import model_config
 
-    network = model_config(model) | {"graph_inputs": list(GRAPH_INPUTS), "graph_outputs": list(GRAPH_OUTPUTS)}
+    network = dict(model.config()) | {"graph_inputs": list(GRAPH_INPUTS), "graph_outputs": list(GRAPH_OUTPUTS)}
     return ModelMetadata(family=model.family, free_joints=list(coordinate_names), servo_joints=[],
                          coordinate_units=list(coordinate_units), network=network, **fields)
 

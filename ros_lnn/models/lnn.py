@@ -9,7 +9,8 @@ derivatives (double backward through the batch):
 
 Training differentiates with autograd inside the forward pass; the ONNX export
 (:mod:`ros_lnn.models.family_export`) carries the same exact derivatives as second-order jets through
-the layers instead. Checkpoints: :func:`save` / :func:`load` (the common format of every family).
+the layers instead. Training: :func:`ros_lnn.training.trainer.train_acceleration`; checkpoints:
+:mod:`ros_lnn.training.checkpoint` (one format for every family).
 """
 from __future__ import annotations
 
@@ -152,40 +153,5 @@ def for_system(system, constrained: bool, **kw) -> LNN:
     return LNN(system.n, coordinate_names=names, **kw)
 
 
-def save(path, model: LNN, history: dict | None = None) -> None:
-    """Checkpoint in the common format (:func:`ros_lnn.models.registry.save_checkpoint`); LNN-nh
-    constraints are rebuilt from the named system on load."""
-    from .registry import save_checkpoint
-
-    save_checkpoint(path, model, history=history)
-
-
-def load(path) -> nn.Module:
-    """The model of a checkpoint of any family (:func:`ros_lnn.models.registry.load_checkpoint`)."""
-    from .registry import load_checkpoint
-
-    return load_checkpoint(path)[0]
-
-
-def train_acceleration(model: LNN, data: dict, *, epochs: int = 100, batch: int = 256, lr: float = 1e-3,
-                       seed: int = 0, progress=None, log_every: int = 10, dtype=torch.float64,
-                       clip: float = 10.0) -> dict:
-    """Fit ``q̈`` by mean squared error (the paper's loss), Adam, through the project trainer
-    (:func:`ros_lnn.training.trainer.train`, on the CPU, no validation); sets ``model.qd_scale`` from
-    the data; non-finite batches are skipped on the device. Returns the history (``epoch``, ``loss``,
-    ``seconds`` and the trainer's other keys)."""
-    from ..training.trainer import TrainConfig, set_qd_scale, train
-
-    torch.manual_seed(seed)
-    set_qd_scale(model, data["qd"])
-    cfg = TrainConfig(epochs=epochs, batch=batch, lr=lr, weight_decay=0.0, seed=seed, device="cpu",
-                      dtype={torch.float32: "float32", torch.float64: "float64"}[dtype],
-                      log_every=max(1, min(log_every, epochs)), grad_clip=clip, skip_non_finite=True,
-                      threads=torch.get_num_threads())
-    family = getattr(model, "family", type(model).__name__)
-    say = (lambda line: progress(f"{family} {line}")) if progress else (lambda line: None)
-    return train(model, data, None, cfg, progress=say)
-
-
-__all__ = ["LNN", "LNNnh", "euler_lagrange_terms", "constrained_acceleration", "for_system", "save", "load",
-           "train_acceleration", "FAMILY_LNN", "FAMILY_LNN_NH"]
+__all__ = ["LNN", "LNNnh", "euler_lagrange_terms", "constrained_acceleration", "for_system", "FAMILY_LNN",
+           "FAMILY_LNN_NH"]

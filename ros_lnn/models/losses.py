@@ -42,17 +42,9 @@ def select_losses(has_qe: bool, n_e: int = 1) -> tuple[str, ...]:
     return WITH_QE if (has_qe and n_e > 0) else WITHOUT_QE
 
 
+#: The loss of the families fitted by acceleration MSE (``model(q, qd) -> q̈``); which losses a model
+#: trains with is its family's decision (:mod:`ros_lnn.families`).
 ACCELERATION_LOSSES = ("qdd",)
-
-
-def is_acceleration_model(model) -> bool:
-    """True for models fitted by acceleration MSE (``model(q, qd) -> q̈``); ServoLNN/DeLaN have ``n_f``."""
-    return not hasattr(model, "n_f")
-
-
-def model_losses(model, has_qe: bool = True) -> tuple[str, ...]:
-    """The loss names of ``model``: ``("qdd",)`` for acceleration models, else :func:`select_losses`."""
-    return ACCELERATION_LOSSES if is_acceleration_model(model) else select_losses(has_qe, model.n_e)
 
 
 def batch_keys(names) -> tuple[str, ...]:

@@ -29,6 +29,8 @@ def placement_matrix(n: int) -> torch.Tensor:
 
 
 class ServoLNN(nn.Module):
+    family = FAMILY
+
     def __init__(self, free_joints: Sequence[str], servo_joints: Sequence[str] = (), *,
                  hidden: Sequence[int] = (64,), activation: str = "softplus", diag_activation: str = "softplus",
                  epsilon: float = 0.01, angle_joints: Sequence[str] = (), coordinate_units: Sequence[str] = ()):

@@ -1,6 +1,7 @@
 """Free motion of planar chains from random initial states, integrated as one batched ODE (DOP853),
 and the two angle conventions of the TLNN paper (seed 003, see docs/papers.md): relative joint angles
 (the chain's own coordinates) and absolute body angles (cumulative sums)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,8 +30,15 @@ def integrate(chain: PlanarChain, q0, qd0, duration: float, rate_hz: float, tol=
         return np.concatenate([y[:, n:], acceleration(y[:, :n], y[:, n:])], 1).ravel()
 
     t_eval = np.arange(int(round(duration * rate_hz)) + 1) / rate_hz
-    sol = solve_ivp(rhs, (0.0, t_eval[-1]), np.concatenate([q0, qd0], 1).ravel(), method="DOP853", rtol=tol,
-                    atol=tol, t_eval=t_eval)
+    sol = solve_ivp(
+        rhs,
+        (0.0, t_eval[-1]),
+        np.concatenate([q0, qd0], 1).ravel(),
+        method="DOP853",
+        rtol=tol,
+        atol=tol,
+        t_eval=t_eval,
+    )
     if not sol.success:
         raise RuntimeError(f"chain integration failed: {sol.message}")
     y = sol.y.T.reshape(len(t_eval), B, 2 * n)

@@ -2,6 +2,7 @@
 simulated 2-DoF arm, with the torque and its inertial, Coriolis+centrifugal and gravity parts and the
 mass matrix per sample. The DeLaN reference implementation tests on the letters e, q, v and trains on
 the other 17; ``ros-lnn train --model delan`` and ``ros-lnn bench delan`` read it through here."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,8 +31,16 @@ def load_character_data(path=None, test_letters=TEST_LETTERS):
     missing = [t for t in test_letters if t not in letters]
     if missing:
         raise DataError(f"{path}: test letters {missing} are not in the data set's labels {letters}")
-    keys = {"q": "qp", "qd": "qv", "qdd": "qa", "Q": "tau", "Q_m": "m", "Q_c": "c", "Q_g": "g",
-            "M": "mass_matrix"}
+    keys = {
+        "q": "qp",
+        "qd": "qv",
+        "qdd": "qa",
+        "Q": "tau",
+        "Q_m": "m",
+        "Q_c": "c",
+        "Q_g": "g",
+        "M": "mass_matrix",
+    }
 
     def stack(sel):
         out = {k: np.concatenate([raw[f"{src}/{L}"] for L in sel]).astype(float) for k, src in keys.items()}

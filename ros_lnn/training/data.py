@@ -1,4 +1,5 @@
-"""Trials → tensors in *model order* (free joints, then servo joints), resident on the training device."""
+"""Samples for training: splits (whole trials or whole trajectories held out), stacked arrays in *model
+order* (free joints, then servo joints), tensors on the training device, the data hash."""
 from __future__ import annotations
 
 import hashlib
@@ -10,6 +11,7 @@ from ..errors import DataError
 
 FIELDS = ("q", "qd", "qdd", "Q")
 TRUTH = ("T", "V", "E", "M")
+SAMPLE_KEYS = ("t", *FIELDS, *TRUTH)
 
 
 def model_order(coordinate_names, free_joints, servo_joints) -> list[int]:
@@ -52,9 +54,49 @@ def data_hash(*sample_dicts) -> str:
     return h.hexdigest()
 
 
-def normalisation(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Offset and scale of the input normalisation: mean and standard deviation of the training ``q``
-    (scale floored so a coordinate that never moves does not blow up)."""
-    q = np.asarray(q, float)
-    scale = q.std(0)
-    return q.mean(0), np.where(scale > 1e-6, scale, 1.0)
+def split_by_trial(trials, test_names, n_train: int | None = None, seed: int = 0) -> tuple[dict, dict]:
+    """Train on the trials not in ``test_names`` (every sample, or ``n_train`` drawn without replacement
+    with ``seed``), test on every sample of the ``test_names`` trials. Each side is a dict of stacked
+    arrays plus ``trial`` (index into ``trials``) and ``names``: the layout of
+    :func:`ros_lnn.physics.datasets.paper_split`, which is this split with the paper's test trials and
+    its 4096-sample draw."""
+    names = [tr.name for tr in trials]
+    missing = [n for n in test_names if n not in names]
+    if missing:
+        raise DataError(f"test trials {missing} are not among the trials {names}")
+
+    def pool(idx):
+        out = {k: np.concatenate([getattr(trials[i], k) for i in idx]) for k in SAMPLE_KEYS}
+        out["trial"] = np.concatenate([np.full(len(trials[i]), i) for i in idx])
+        return out
+
+    train_idx = [i for i, n in enumerate(names) if n not in test_names]
+    test_idx = [i for i, n in enumerate(names) if n in test_names]
+    train = pool(train_idx)
+    total = len(train["t"])
+    if n_train is not None and n_train < total:
+        pick = np.sort(np.random.default_rng(seed).choice(total, n_train, replace=False))
+        train = {k: v[pick] for k, v in train.items()}
+    test = pool(test_idx)
+    train["names"] = [names[i] for i in train_idx]
+    test["names"] = [names[i] for i in test_idx]
+    return train, test
+
+
+def split_by_trajectory(data: dict, seed: int, test_fraction: float = 0.3) -> tuple[dict, dict, dict]:
+    """(train, test, split info) of stacked samples with a ``trajectory`` index: whole trajectories
+    held out (``test_fraction`` of them, at least one), chosen at random by ``seed``."""
+    ids = np.unique(data["trajectory"])
+    if len(ids) < 2:
+        raise DataError(f"need at least 2 trajectories (one to train, one to test), got {len(ids)}; "
+                        "raise --trajectories")
+    n_test = max(1, int(round(test_fraction * len(ids))))
+    test_ids = np.sort(np.random.default_rng(seed).choice(ids, n_test, replace=False))
+    is_test = np.isin(data["trajectory"], test_ids)
+
+    def pick(sel):
+        return {k: v[sel] for k, v in data.items()}
+
+    info = {"test_trajectories": [int(i) for i in test_ids], "n_trajectories": int(len(ids)),
+            "n_train": int((~is_test).sum()), "n_test": int(is_test.sum())}
+    return pick(~is_test), pick(is_test), info

@@ -2,11 +2,10 @@
 10 000 epochs), deterministic seed, data resident on the device, no host synchronisation between log
 points, validation by trial or trajectory, early stopping, atomic checkpoints and resume.
 
-The losses come from the model (:func:`~ros_lnn.models.losses.model_losses`): ServoLNN/DeLaN the
-paper's inverse/forward/power terms, the acceleration families (LNN, LNN-nh, TLNN, neural ODE, whose
-forward is ``model(q, qd) -> q̈``) the single ``qdd`` term. The caller sets the model's input
-normalisation before training (``ServoLNN.set_normalisation``; ``model.qd_scale`` for the others,
-:func:`set_qd_scale`).
+The model's family (:mod:`ros_lnn.families`) decides the losses (ServoLNN/DeLaN the paper's
+inverse/forward/power terms, the acceleration families LNN, LNN-nh, TLNN and neural ODE the single
+``qdd`` term), the validation metrics and the one early stopping watches. The caller sets the model's
+input normalisation before training (the family's ``normalise``).
 
 Non-finite batches (``skip_non_finite``, on by default for the acceleration families, whose learned
 mass matrix can be singular in one batch): on the device, the step's gradients are set to zero and the
@@ -15,7 +14,6 @@ the step on the host, Adam's moments and step count still advance on such a batc
 the decayed momentum alone). ``grad_clip`` clips the gradient norm (``clip_grad_norm_``, on device)."""
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,9 +21,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..models.losses import NEEDS_QE, batch_keys, is_acceleration_model, model_losses
+from ..families import family_of
+from ..models.losses import NEEDS_QE, batch_keys
+from ..models.normalisation import set_qd_scale
 from . import distributed
-from .checkpoint import load_resume, resume_extra
+from .checkpoint import load_resume, resume_extra, save_checkpoint
 from .data import FIELDS, data_hash
 from .early_stopping import EarlyStopping
 
@@ -41,7 +41,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     dtype: str = "float32"
-    losses: tuple = ()            # empty: chosen from the data (select_losses)
+    losses: tuple = ()            # empty: the family's for the data (with_qe)
     with_qe: bool = True
     log_every: int = 100          # epochs between progress lines (the only host syncs)
     val_every: int = 500          # epochs between validations on the test trials
@@ -51,10 +51,10 @@ class TrainConfig:
     resume: str | None = None     # checkpoint (file or folder with last.pt) to continue from
     patience: int = 0             # early stopping: validations without improvement (0: off)
     min_delta: float = 0.0        # smaller improvements of the monitored metric do not count
-    monitor: str = ""             # validation metric of early stopping (lower is better; "": qdd_f_nmse, qdd_nmse for acceleration models)
+    monitor: str = ""             # validation metric of early stopping (lower is better; "": the family's)
     compile: bool | str = False   # torch.compile the loss (True: inductor, or a backend name)
     grad_clip: float | None = None  # max gradient norm (None: off)
-    skip_non_finite: bool | None = None  # zero the step of a non-finite batch (None: for acceleration models)
+    skip_non_finite: bool | None = None  # zero the step of a non-finite batch (None: as the family says)
     extra: dict = field(default_factory=dict)
 
 
@@ -70,71 +70,12 @@ def seed_everything(seed: int) -> None:
 
 
 def default_monitor(model) -> str:
-    return "qdd_nmse" if is_acceleration_model(model) else "qdd_f_nmse"
+    return family_of(model).monitor
 
 
-def set_qd_scale(model, qd) -> None:
-    """Input normalisation of the acceleration models: per-coordinate std of the training q̇."""
-    qd = torch.as_tensor(np.asarray(qd), dtype=torch.float64)
-    model.qd_scale.copy_(qd.std(0).clamp_min(1e-6).to(model.qd_scale))
-
-
-@torch.no_grad()
-def evaluate_acceleration(model, samples: dict) -> dict:
-    """``qdd_mse`` (mean over samples of the squared error summed over coordinates), ``qdd_nmse``
-    (mean squared error over the variance of q̈) and ``non_finite`` (samples with a non-finite q̈̂)."""
-    dev = next(model.parameters()).device
-    dt = next(model.parameters()).dtype
-    q, qd = (torch.as_tensor(np.asarray(samples[k]), device=dev, dtype=dt) for k in ("q", "qd"))
-    pred, true = model(q, qd).double().cpu().numpy(), np.asarray(samples["qdd"])
-    err = (pred - true) ** 2
-    return {"qdd_mse": float(np.mean(err.sum(-1))), "qdd_nmse": float(err.mean() / np.var(true)),
-            "non_finite": int((~np.isfinite(pred)).any(-1).sum())}
-
-
-@torch.no_grad()
 def evaluate(model, samples: dict) -> dict:
-    """Accuracy on held-out samples (model order; ``Q_e`` is *not* used as an input):
-    ``qdd_f_nmse`` = mean (q̈̂_f − q̈_f)² / variance of q̈_f; ``Q_e_rel_rms`` = rms(Q̂_e − Q_e) / rms(Q_e)
-    (forward mode, as the estimator runs); ``M_rel_err`` = rms‖M̂ − M‖_F / rms‖M‖_F;
-    ``V_rel_err`` and ``E_rel_err`` = rms of the error after removing its mean (V is defined up to a
-    constant) over the standard deviation of the truth; per trial ``qdd_f_nmse``.
-    Acceleration models: :func:`evaluate_acceleration`."""
-    if is_acceleration_model(model):
-        return evaluate_acceleration(model, samples)
-    dev = next(model.parameters()).device
-    dt = next(model.parameters()).dtype
-    t = {k: torch.as_tensor(np.asarray(samples[k]), device=dev, dtype=dt) for k in ("q", "qd", "qdd", "Q")}
-    n_f = model.n_f
-    out = model(t["q"], t["qd"], t["qdd"][:, n_f:], t["Q"][:, :n_f])
-    inv = model.inverse(t["q"], t["qd"], t["qdd"])
-    get = lambda x: x.detach().cpu().double().numpy()  # noqa: E731
-    qdd_f, qdd_f_hat = np.asarray(samples["qdd"])[:, :n_f], get(out["qdd"])[:, :n_f]
-    res = {"qdd_f_nmse": float(np.mean((qdd_f_hat - qdd_f) ** 2) / np.var(qdd_f))}
-    if model.n_e:
-        Q_e = np.asarray(samples["Q"])[:, n_f:]
-        rms = np.sqrt(np.mean(Q_e ** 2))
-        res["Q_e_rel_rms"] = float(np.sqrt(np.mean((get(out["Q_e"]) - Q_e) ** 2)) / rms)
-        res["Q_e_rel_rms_inverse"] = float(np.sqrt(np.mean((get(inv["Q_e"]) - Q_e) ** 2)) / rms)
-    Q_f = np.asarray(samples["Q"])[:, :n_f]
-    res["Q_f_rms_inverse"] = float(np.sqrt(np.mean((get(inv["Q"])[:, :n_f] - Q_f) ** 2)))
-    if "M" in samples:
-        M = np.asarray(samples["M"])
-        res["M_rel_err"] = float(np.sqrt(np.mean(np.sum((get(out["M"]) - M) ** 2, (-1, -2))) /
-                                         np.mean(np.sum(M ** 2, (-1, -2)))))
-    for key in ("V", "E"):
-        if key in samples:
-            truth = np.asarray(samples[key])
-            err = get(out[key]) - truth
-            res[f"{key}_rel_err"] = float(np.std(err) / np.std(truth))
-    if "trial" in samples and "names" in samples:
-        trial = np.asarray(samples["trial"])
-        per = {}
-        for i in np.unique(trial):
-            sel = trial == i
-            per[str(int(i))] = float(np.mean((qdd_f_hat[sel] - qdd_f[sel]) ** 2) / max(np.var(qdd_f[sel]), 1e-12))
-        res["qdd_f_nmse_per_trial"] = per
-    return res
+    """Accuracy of ``model`` on held-out samples, as its family measures it."""
+    return family_of(model).evaluate(model, samples)
 
 
 def make_adam(params, lr: float, weight_decay: float):
@@ -145,39 +86,6 @@ def make_adam(params, lr: float, weight_decay: float):
         return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)
     except (RuntimeError, ValueError):
         return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
-
-
-def save_checkpoint(path, model, optimizer, epoch: int, history: dict, extra: dict | None = None) -> None:
-    """Write a checkpoint atomically (temporary file, then ``os.replace``)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state = {"model_config": model.config(), "model_state": model.state_dict(),
-             "optimizer_state": optimizer.state_dict() if optimizer is not None else None,
-             "epoch": epoch, "history": history, "extra": extra or {}}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-    finally:  # an interrupted save leaves the previous checkpoint and no partial file
-        if tmp.exists():
-            tmp.unlink()
-
-
-def load_checkpoint(path, map_location="cpu"):
-    """(model, checkpoint dict) from a checkpoint written by :func:`save_checkpoint`."""
-    from ..errors import ModelError
-    from ..models.servo_lnn import ServoLNN
-
-    path = Path(path)
-    if not path.is_file():
-        raise ModelError(f"checkpoint not found: {path}; train one with: ros-lnn train --checkpoint-dir DIR")
-    try:
-        ckpt = torch.load(path, map_location=map_location, weights_only=False)
-        model = ServoLNN.from_config(ckpt["model_config"])
-        model.load_state_dict(ckpt["model_state"])
-    except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file
-        raise ModelError(f"{path}: not a ros_lnn checkpoint ({type(exc).__name__}: {exc})") from exc
-    return model, ckpt
 
 
 def train(model, train_samples: dict, val_samples: dict | None = None, config: TrainConfig | None = None,
@@ -191,13 +99,14 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
     device = dist.device
     if not dist.is_main:
         progress = lambda line: None  # noqa: E731
-    names = tuple(cfg.losses) or model_losses(model, cfg.with_qe)
+    family = family_of(model)
+    names = tuple(cfg.losses) or family.losses(model, cfg.with_qe)
     if not cfg.with_qe and NEEDS_QE & set(names):
         raise ValueError(f"losses {sorted(NEEDS_QE & set(names))} need measured Q_e (with_qe is False)")
     model.to(device=device, dtype=dtype).train()
     data = {k: torch.as_tensor(np.asarray(train_samples[k]), device=device, dtype=dtype)
             for k in batch_keys(names)}
-    guard = is_acceleration_model(model) if cfg.skip_non_finite is None else bool(cfg.skip_non_finite)
+    guard = family.skip_non_finite if cfg.skip_non_finite is None else bool(cfg.skip_non_finite)
     params = [p for p in model.parameters() if p.requires_grad]
     N = data["q"].shape[0]
     optimizer = make_adam(model.parameters(), cfg.lr, cfg.weight_decay)
@@ -210,7 +119,7 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
     # loss, each term (and with the guard, the count of finite batches) summed between log points
     acc = torch.zeros(len(names) + 1 + guard, device=device, dtype=torch.float64)
     steps_since, first, prior_seconds, stop = 0, 1, 0.0, False
-    monitor = cfg.monitor or default_monitor(model)
+    monitor = cfg.monitor or family.monitor
     stopper = EarlyStopping(cfg.patience, cfg.min_delta, monitor)
     fingerprint = data_hash({k: train_samples.get(k, ()) for k in FIELDS})  # Q absent for acceleration models
     if cfg.resume:
@@ -289,3 +198,20 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
         progress(f"restored the best weights (epoch {stopper.best_epoch}, {stopper.monitor} {stopper.best:.3e})")
     model.eval()
     return history
+
+
+def train_acceleration(model, data: dict, *, epochs: int = 100, batch: int = 256, lr: float = 1e-3,
+                       seed: int = 0, progress=None, log_every: int = 10, dtype=torch.float64,
+                       clip: float = 10.0) -> dict:
+    """Fit ``q̈`` of an acceleration-family model by mean squared error (the paper's loss), Adam,
+    through :func:`train` (on the CPU, no validation), as the zoo studies do; sets ``model.qd_scale`` from
+    the data; non-finite batches are skipped on the device. Returns the history (``epoch``, ``loss``,
+    ``seconds`` and the trainer's other keys)."""
+    torch.manual_seed(seed)
+    set_qd_scale(model, data["qd"])
+    cfg = TrainConfig(epochs=epochs, batch=batch, lr=lr, weight_decay=0.0, seed=seed, device="cpu",
+                      dtype={torch.float32: "float32", torch.float64: "float64"}[dtype],
+                      log_every=max(1, min(log_every, epochs)), grad_clip=clip, skip_non_finite=True,
+                      threads=torch.get_num_threads())
+    say = (lambda line: progress(f"{model.family} {line}")) if progress else (lambda line: None)
+    return train(model, data, None, cfg, progress=say)

@@ -36,7 +36,8 @@ def compare_on_system(name: str, *, n_trajectories=40, duration=5.0, n_samples=5
                       progress=print) -> dict:
     import torch
 
-    from ..models.lnn import for_system, train_acceleration
+    from ..models.lnn import for_system
+    from ..training.trainer import train_acceleration
 
     system = SYSTEMS[name]()
     data = make_dataset(system, n_trajectories, duration, n_samples, seed=seed)

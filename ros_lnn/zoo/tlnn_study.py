@@ -92,7 +92,7 @@ def error_band(err):
 def _fit_and_roll(model, data, coords, starts, z_true, *, epochs, batch, lr, seed, rollout_duration, dt, progress):
     import torch
 
-    from ..models.lnn import train_acceleration
+    from ..training.trainer import train_acceleration
     from .nonholonomic_study import rk4_rollout
 
     (q, qd, qdd), (tq, tqd, tqdd_abs) = data

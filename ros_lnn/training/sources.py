@@ -1,0 +1,284 @@
+"""The data of a run and its split, by the family's data kind:
+
+* trials (ServoLNN, DeLaN): the crane of the ServoLNN paper (its simulated trials and its split: 5
+  test trials, 4096 training samples drawn), a trials file (``--data``), rosbag2 recordings (split by
+  trial as the bag mapping chooses, every training sample unless ``--n-train``), a simulated chain, or
+  the DeLaN character data (test letters held out);
+* trajectories (LNN, LNN-nh, TLNN, neural ODE): simulated free motion of a chain or a nonholonomic
+  example, whole trajectories held out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError
+from ..families import TRAJECTORIES, Family, Shape
+from .data import model_order, reorder, split_by_trajectory, split_by_trial
+from .spec import RunSpec
+
+#: Samples per simulated trajectory of a nonholonomic example; sample rate of the chains' trajectories.
+NONHOLONOMIC_SAMPLES = 51
+CHAIN_RATE_HZ = 25.0
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Training and test samples (model order), the split and source for the provenance, the
+    coordinates the model gets, and what the data changed in the run's options."""
+
+    train: dict
+    test: dict
+    split: dict
+    source: dict
+    shape: Shape
+    summary: str  # the "data: ..." line
+    with_qe: bool  # Q_e trained on (asked for, measured and servo joints exist)
+    test_trials: tuple[str, ...] = ()  # held-out trials when the data chose them (bags)
+
+
+def load(family: Family, spec: RunSpec, say: Callable[[str], None] = print) -> RunData:
+    """The data of a resolved ``spec``."""
+    if family.data == TRAJECTORIES:
+        return simulated_trajectories(spec)
+    if spec.system == "delan_character":
+        return character_data(spec)
+    return trials_data(family, spec, say)
+
+
+# -- trajectories ------------------------------------------------------------------------------------
+def chain_data(links: int, trajectories: int, duration: float, seed: int) -> dict:
+    """Free motion of a uniform planar chain, stacked, in absolute body angles."""
+    from ..physics.chain import PlanarChain
+    from ..physics.chain_motion import chain_trajectories, to_absolute
+
+    trajs = chain_trajectories(PlanarChain.uniform(links), trajectories, duration, CHAIN_RATE_HZ, seed)
+    q, qd, qdd = to_absolute(*(np.concatenate([t[i] for t in trajs]) for i in range(3)))
+    traj = np.concatenate([np.full(len(t[0]), k) for k, t in enumerate(trajs)])
+    return {"q": q, "qd": qd, "qdd": qdd, "trajectory": traj}
+
+
+def trajectory_data(
+    system: str, *, links: int, trajectories: int, duration: float, seed: int
+) -> tuple[dict, Shape, dict]:
+    """(stacked samples with a ``trajectory`` index, coordinates, source) of simulated free motion:
+    a planar point-mass chain (``chain``, at 25 Hz, in absolute body angles ``phi_i``) or a nonholonomic
+    example (random constraint-compliant initial states, 51 samples per trajectory)."""
+    if system == "chain":
+        data = chain_data(links, trajectories, duration, seed)
+        names, units = [f"phi_{i + 1}" for i in range(links)], ["rad"] * links
+        source = {
+            "kind": "simulated",
+            "generator": "ros_lnn.physics.chain_motion.chain_trajectories",
+            "parameters": {
+                "links": links,
+                "mass": 1.0,
+                "length": 1.0,
+                "trajectories": trajectories,
+                "duration": duration,
+                "rate_hz": CHAIN_RATE_HZ,
+                "seed": seed,
+                "coordinates": "absolute body angles",
+            },
+        }
+    else:
+        from ..physics.nonholonomic import SYSTEMS, make_dataset
+
+        ref = SYSTEMS[system]()
+        data = make_dataset(ref, trajectories, duration, NONHOLONOMIC_SAMPLES, seed=seed)
+        names = list(ref.coordinate_names)
+        units = ["rad" if i in ref.angle_coordinates else "m" for i in range(ref.n)]
+        source = {
+            "kind": "simulated",
+            "generator": "ros_lnn.physics.nonholonomic.make_dataset",
+            "parameters": {
+                "system": system,
+                "trajectories": trajectories,
+                "duration": duration,
+                "samples_per_trajectory": NONHOLONOMIC_SAMPLES,
+                "seed": seed,
+            },
+        }
+    data["Q"] = np.zeros_like(data["qdd"])  # unforced motion (the sample layout of the trials)
+    return data, Shape(system, tuple(names), (), tuple(units)), source
+
+
+def simulated_trajectories(spec: RunSpec) -> RunData:
+    data, shape, source = trajectory_data(
+        str(spec.system),
+        links=int(spec.links or 0),
+        trajectories=int(spec.trajectories or 0),
+        duration=float(spec.duration or 0.0),
+        seed=spec.seed,
+    )
+    train, test, split = split_by_trajectory(data, spec.seed)
+    summary = (
+        f"data: {spec.system} ({source['kind']}), {split['n_trajectories']} trajectories; "
+        f"train {split['n_train']} samples; test {split['n_test']} samples of trajectories "
+        f"{split['test_trajectories']}"
+    )
+    return RunData(train, test, split, source, shape, summary, with_qe=spec.with_qe)
+
+
+# -- trials ----------------------------------------------------------------------------------------------
+def file_sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def reference_system(name: str, links: int | None = None):
+    """The analytic system of a trials run (units of its coordinates, parameters for the provenance)."""
+    if name == "chain":
+        from ..physics.chain import PlanarChain
+
+        return PlanarChain.uniform(int(links or 2))
+    if name == "crane":
+        from ..physics.crane import Crane
+
+        return Crane()
+    return None
+
+
+def trials_data(family: Family, spec: RunSpec, say: Callable[[str], None]) -> RunData:
+    """Trials (simulated, a trials file or bags) → split → model order."""
+    from ..physics.datasets import PAPER_TEST_TRIALS, chain_trials, paper_crane_trials, paper_split
+    from ..physics.trials import load_trials
+
+    with_qe, chosen_test = spec.with_qe, ()
+    system_name = str(spec.system)
+    system = reference_system(system_name, spec.links)
+    if spec.system == "chain":
+        trials = chain_trials(system, n_trials=spec.trajectories, duration=spec.duration, seed=spec.seed)
+        source = {
+            "kind": "simulated",
+            "generator": "ros_lnn.physics.datasets.chain_trials",
+            "parameters": {
+                "links": spec.links,
+                "trajectories": spec.trajectories,
+                "duration": spec.duration,
+                "seed": spec.seed,
+            },
+        }
+    elif spec.bags:
+        from ..bags.mapping import mapping_from_options
+        from ..bags.source import bag_training_data
+
+        bag = bag_training_data(
+            spec.bags, mapping_from_options(spec.bag_config, dict(spec.bag_mapping)), with_qe, say
+        )
+        trials, source, with_qe, chosen_test = bag.trials, bag.source, bag.with_qe, bag.validation
+        system_name = bag.mapping.system or system_name
+        system = reference_system(system_name)
+    elif spec.data:
+        trials = load_trials(spec.data)
+        source = {"kind": "trials_file", "path": str(spec.data), "sha256": file_sha256(spec.data)}
+    else:
+        trials = paper_crane_trials(system)
+        source = {
+            "kind": "simulated",
+            "generator": "ros_lnn.physics.datasets.paper_crane_trials",
+            "parameters": {"m1": system.m1, "m2": system.m2, "L": system.L, "g": system.g},
+        }
+    if not trials:
+        raise DataError(f"{spec.data or 'simulation'}: no trials")
+    free, servo = tuple(trials[0].free_joints), tuple(trials[0].servo_joints)
+    known = list(system.coordinate_names) if system is not None else []
+    units = tuple(system.coordinate_units[known.index(j)] if j in known else "rad" for j in free + servo)
+    shape = Shape(system_name, free, servo, units)
+    family.check_shape(shape)
+    order = model_order(trials[0].coordinate_names, free, servo)
+
+    names = [t.name for t in trials]
+    if chosen_test:  # bags: the validation trials of the mapping, split by trial
+        test_names = chosen_test
+        train, test = split_by_trial(trials, test_names, spec.n_train, spec.split_seed)
+        n_train = len(train["t"])
+    else:
+        if spec.test_trials:
+            test_names = spec.test_trials
+        elif all(n in names for n in PAPER_TEST_TRIALS):
+            test_names = PAPER_TEST_TRIALS
+        elif len(trials) >= 2:
+            test_names = tuple(names[len(names) - len(names) // 2 :])
+        else:
+            raise DataError(
+                "need at least two trials (one to train, one to test); pass more data or --test-trials"
+            )
+        available = sum(len(t) for t in trials if t.name not in test_names)
+        n_train = available if spec.n_train is None else min(spec.n_train, available)
+        train, test = paper_split(
+            trials, n_train_samples=n_train, seed=spec.split_seed, test_names=test_names
+        )
+    split = {
+        "train_trials": train["names"],
+        "test_trials": test["names"],
+        "n_train": int(n_train),
+        "n_test": len(test["t"]),
+        "split_seed": spec.split_seed,
+    }
+    with_qe = with_qe and bool(servo)
+    summary = (
+        f"data: {len(trials)} trials ({source['kind']}); train {split['n_train']} samples of "
+        f"{split['train_trials']}; test {split['n_test']} samples of {split['test_trials']}"
+    )
+    return RunData(
+        reorder(train, order),
+        reorder(test, order),
+        split,
+        source,
+        shape,
+        summary,
+        with_qe,
+        tuple(chosen_test),
+    )
+
+
+def character_data(spec: RunSpec) -> RunData:
+    """The DeLaN character data set: test letters ``test_trials`` (default e, q, v), training samples all
+    of the other letters' or ``n_train`` of them."""
+    from ..physics.delan_data import TEST_LETTERS, default_data_path, load_character_data
+
+    letters = spec.test_trials or TEST_LETTERS
+    path = Path(spec.data) if spec.data else default_data_path()
+    if path.is_file() and "labels" not in np.load(path).files:
+        raise DataError(
+            f"{path}: not the DeLaN character data (no 'labels'); pass character_data.npz, "
+            "or train a trials file with --model servo_lnn --data"
+        )
+    train, test = load_character_data(path, letters)
+    for side in (train, test):  # letters as trials: names and the per-sample index the metrics group by
+        letter = side.pop("letter").tolist()
+        side["names"] = list(dict.fromkeys(letter))
+        side["trial"] = np.array([side["names"].index(c) for c in letter])
+    n_available = len(train["q"])
+    if spec.n_train is not None and spec.n_train < n_available:
+        pick = np.sort(
+            np.random.default_rng(spec.split_seed).choice(n_available, spec.n_train, replace=False)
+        )
+        train = {k: (v if k == "names" else v[pick]) for k, v in train.items()}
+    split = {
+        "train_trials": train["names"],
+        "test_trials": test["names"],
+        "n_train": len(train["q"]),
+        "n_test": len(test["q"]),
+        "split_seed": spec.split_seed,
+    }
+    source = {"kind": "delan_character", "path": str(path), "sha256": file_sha256(path)}
+    shape = Shape(str(spec.system), ("joint_1", "joint_2"), (), ("rad", "rad"))
+    summary = (
+        f"data: {len(split['train_trials']) + len(split['test_trials'])} letters ({source['kind']}); "
+        f"train {split['n_train']} samples of {split['train_trials']}; test {split['n_test']} samples "
+        f"of {split['test_trials']}"
+    )
+    return RunData(train, test, split, source, shape, summary, with_qe=False)
+
+
+__all__ = ["RunData", "load", "trajectory_data", "chain_data", "file_sha256"]
