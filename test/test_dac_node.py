@@ -24,8 +24,10 @@ if HAVE_RCLPY:
     from visualization_msgs.msg import MarkerArray
 
     from _ros_harness import Harness
-    from ros_lnn.nodes import _common as C
     from ros_lnn.nodes.dac_controller import DacControllerNode, start
+    from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
+    from ros_lnn.nodes.serialized import SerializedTemplate
+    from ros_lnn.nodes.stamps import ns_to_stamp
 
 from ros_lnn.control.dac import Gains
 from ros_lnn.control.pipeline import DacPipeline
@@ -73,16 +75,16 @@ def _library(**kw):
 
 
 def _io(h, ns):
-    ports = h.collect(Float64MultiArray, f"{ns}/dac_controller/port_command", C.SENSOR_QOS)
-    efforts = h.collect(Float64MultiArray, f"{ns}/dac_controller/joint_effort_command", C.SENSOR_QOS)
-    states = h.publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+    ports = h.collect(Float64MultiArray, f"{ns}/dac_controller/port_command", SENSOR_QOS)
+    efforts = h.collect(Float64MultiArray, f"{ns}/dac_controller/joint_effort_command", SENSOR_QOS)
+    states = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     return ports, efforts, states
 
 
 def test_outputs_equal_the_library_for_an_end_effector_target(make):
     node, h, ns = make()
     ports, efforts, states = _io(h, ns)
-    target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", C.COMMAND_QOS)
+    target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", COMMAND_QOS)
     goal = PoseStamped()
     goal.header.frame_id = "world"
     goal.pose.position.x, goal.pose.position.y, goal.pose.position.z = 0.45, 0.1, 0.15
@@ -106,8 +108,8 @@ def test_outputs_equal_the_library_for_an_end_effector_target(make):
 
 def test_markers_and_diagnostics(make):
     node, h, ns = make({"diagnostics_period_s": 0.1, "obstacles": [0.3, 0.0, 0.4, 0.05]})
-    markers = h.collect(MarkerArray, f"{ns}/dac_controller/markers", C.COMMAND_QOS)
-    diags = h.collect(DiagnosticArray, "/diagnostics", C.COMMAND_QOS)
+    markers = h.collect(MarkerArray, f"{ns}/dac_controller/markers", COMMAND_QOS)
+    diags = h.collect(DiagnosticArray, "/diagnostics", COMMAND_QOS)
     _, efforts, states = _io(h, ns)
     states.publish(_joint_state(JOINTS, Q0, QD0))
     h.wait(lambda: markers and efforts, what="markers")
@@ -126,11 +128,11 @@ def test_hold_policy_without_a_target_and_trajectory_for_law_II(make):
     lib = _library(law="pose")
     assert np.allclose(efforts[-1].data, lib.step(Q0, np.zeros(5)).efforts.effort, atol=1e-12)
     # a trajectory whose points all lie in the past: the node holds its last point
-    traj_pub = h.publisher(JointTrajectory, f"{ns}/dac_controller/joint_trajectory", C.COMMAND_QOS)
+    traj_pub = h.publisher(JointTrajectory, f"{ns}/dac_controller/joint_trajectory", COMMAND_QOS)
     msg = JointTrajectory()
     msg.joint_names = JOINTS
     now = node.get_clock().now().nanoseconds
-    msg.header.stamp = C.ns_to_stamp(now - 10_000_000_000)
+    msg.header.stamp = ns_to_stamp(now - 10_000_000_000)
     q_goal = Q0 + 0.2
     for k, t in enumerate((0.5, 1.0)):
         pt = JointTrajectoryPoint()
@@ -149,7 +151,7 @@ def test_hold_policy_without_a_target_and_trajectory_for_law_II(make):
 
 def test_stale_joint_states_give_zero_efforts(make):
     node, h, ns = make({"state_timeout_s": 0.05, "watchdog_period_s": 0.01, "diagnostics_period_s": 0.05})
-    diags = h.collect(DiagnosticArray, "/diagnostics", C.COMMAND_QOS)
+    diags = h.collect(DiagnosticArray, "/diagnostics", COMMAND_QOS)
     _, efforts, states = _io(h, ns)
     live = lambda: sum(np.abs(e.data).max() > 0 for e in list(efforts))  # noqa: E731
     states.publish(_joint_state(JOINTS, Q0, QD0))
@@ -172,7 +174,7 @@ def test_bad_inputs_are_rejected_and_efforts_clamped(make):
     states.publish(bad_vel)
     h.wait(lambda: node.counts["bad_joint_state"] >= 3, what="three rejections")
     assert not efforts and not ports
-    target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", C.COMMAND_QOS)
+    target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", COMMAND_QOS)
     wrong_frame = PoseStamped()
     wrong_frame.header.frame_id = "camera"
     target.publish(wrong_frame)
@@ -231,10 +233,10 @@ def test_closed_loop_over_topics_with_the_chain_simulator(ctx):
     assert start(ctl), ctl.last_error
     h = Harness(sim, ctl, context=ctx)
     try:
-        states = h.collect(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+        states = h.collect(JointState, f"{ns}/joint_states", SENSOR_QOS)
         h.wait(lambda: len(states) > 5, what="joint states from the simulator")
         goal = np.array([0.45, 0.1, 0.05])
-        target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", C.COMMAND_QOS)
+        target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", COMMAND_QOS)
         msg = PoseStamped()
         msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = goal
         target.publish(msg)
@@ -257,7 +259,7 @@ def test_closed_loop_over_topics_with_the_chain_simulator(ctx):
 def test_a_target_not_renewed_in_time_is_dropped_for_a_hold(make):
     node, h, ns = make({"target_timeout_s": 1.0})  # long enough for a loaded machine to answer in time
     _, efforts, states = _io(h, ns)
-    target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", C.COMMAND_QOS)
+    target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", COMMAND_QOS)
     goal = PoseStamped()
     goal.pose.position.x, goal.pose.position.y, goal.pose.position.z = 0.45, 0.1, 0.15
     target.publish(goal)
@@ -294,7 +296,7 @@ def test_commands_are_published_from_serialized_templates():
     from rclpy.serialization import deserialize_message
 
     layout = port_layout(["a", "b"])
-    template = C.SerializedTemplate(lambda _, v: array_msg(v, layout), (12,), stamp_format=None)
+    template = SerializedTemplate(lambda _, v: array_msg(v, layout), (12,), stamp_format=None)
     assert template.ok
     values = np.random.default_rng(0).normal(size=12)
     msg = deserialize_message(template.fill(0, 0, values), Float64MultiArray)

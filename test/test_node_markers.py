@@ -18,8 +18,9 @@ if HAVE_RCLPY:
     from visualization_msgs.msg import Marker, MarkerArray
 
     from _ros_harness import Harness
-    from ros_lnn.nodes import _common as C
+    from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
     from ros_lnn.nodes.servo_lnn import ServoLnnNode, start
+    from ros_lnn.nodes.stamps import ns_to_stamp, stamp_ns
 
 
 def test_marker_timer_follows_samples_and_live_rate():
@@ -33,9 +34,9 @@ def test_marker_timer_follows_samples_and_live_rate():
     assert start(node), node.last_error
     h = Harness(node, context=context)
     try:
-        markers = h.collect(MarkerArray, "/markers_t/servo_lnn/markers", C.COMMAND_QOS)
-        force = h.collect(JointState, "/markers_t/servo_lnn/driving_force", C.SENSOR_QOS)
-        js = h.publisher(JointState, "/markers_t/joint_states", C.SENSOR_QOS)
+        markers = h.collect(MarkerArray, "/markers_t/servo_lnn/markers", COMMAND_QOS)
+        force = h.collect(JointState, "/markers_t/servo_lnn/driving_force", SENSOR_QOS)
+        js = h.publisher(JointState, "/markers_t/joint_states", SENSOR_QOS)
         base = node.get_clock().now().nanoseconds
 
         def send(k0, n):
@@ -43,7 +44,7 @@ def test_marker_timer_follows_samples_and_live_rate():
                 t = k * 0.002
                 msg = JointState(name=["pendulum_joint", "cart_joint"], position=[0.1 * np.sin(t), 0.2 * t],
                                  velocity=[0.1 * np.cos(t), 0.2])
-                msg.header.stamp = C.ns_to_stamp(base + k * 2_000_000)
+                msg.header.stamp = ns_to_stamp(base + k * 2_000_000)
                 js.publish(msg)
                 time.sleep(0.003)
 
@@ -60,8 +61,8 @@ def test_marker_timer_follows_samples_and_live_rate():
         assert len(markers) == n                                 # no new sample, no new markers
         last = markers[-1]
         arrow = [m for m in last.markers if m.type == Marker.ARROW][0]
-        newest = max(force, key=lambda m: C.stamp_ns(m.header.stamp))
-        assert C.stamp_ns(arrow.header.stamp) == C.stamp_ns(newest.header.stamp)  # the newest sample's
+        newest = max(force, key=lambda m: stamp_ns(m.header.stamp))
+        assert stamp_ns(arrow.header.stamp) == stamp_ns(newest.header.stamp)  # the newest sample's
         assert arrow.points[1].x == pytest.approx(0.1 * newest.effort[0], rel=1e-12)
     finally:
         h.close()

@@ -24,7 +24,8 @@ if HAVE_RCLPY:
     from sensor_msgs.msg import JointState
 
     from _ros_harness import Harness
-    from ros_lnn.nodes import _common as C
+    from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
+    from ros_lnn.nodes.stamps import ns_to_stamp, stamp_ns
 
 
 def motion(k):
@@ -46,10 +47,10 @@ def test_lifecycle_services_drive_a_node_process(ctx, executor):
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     h = Harness(context=ctx)
     try:
-        force = h.collect(JointState, f"{ns}/servo_lnn/driving_force", C.SENSOR_QOS)
-        diagnostics = h.collect(DiagnosticArray, "/diagnostics", C.COMMAND_QOS)
+        force = h.collect(JointState, f"{ns}/servo_lnn/driving_force", SENSOR_QOS)
+        diagnostics = h.collect(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         ours = lambda: [m for m in list(diagnostics) if m.status and m.status[0].name.startswith("servo_lnn:")]  # noqa: E731
-        js = h.probe.create_publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+        js = h.probe.create_publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
         change = h.probe.create_client(ChangeState, f"{ns}/servo_lnn/change_state")
         assert change.wait_for_service(timeout_sec=30), "the node process offers no change_state service"
 
@@ -67,7 +68,7 @@ def test_lifecycle_services_drive_a_node_process(ctx, executor):
                 ns_stamp = stamp0[0] + k * 2_000_000
                 msg = JointState(name=["cart_joint", "pendulum_joint"], position=[q[1], q[0]],
                                  velocity=[qd[1], qd[0]])
-                msg.header.stamp = C.ns_to_stamp(ns_stamp)
+                msg.header.stamp = ns_to_stamp(ns_stamp)
                 expected[ns_stamp] = (q, qd)
                 js.publish(msg)
                 time.sleep(0.004)
@@ -85,12 +86,12 @@ def test_lifecycle_services_drive_a_node_process(ctx, executor):
             n_diag = len(ours())
             h.wait(lambda: len(ours()) > n_diag, 20, f"/diagnostics from the timer made at activation ({executor})")
             for m in force[before:]:
-                q, qd = sent[C.stamp_ns(m.header.stamp)]
+                q, qd = sent[stamp_ns(m.header.stamp)]
                 assert m.name == ["cart_joint"] and np.isfinite(m.effort).all()
                 assert list(m.position) == [q[1]] and list(m.velocity) == [qd[1]]
             assert transition(Transition.TRANSITION_DEACTIVATE)
             h.wait(lambda: js.get_subscription_count() == 0, 20, "the subscription to go")
-        assert len({C.stamp_ns(m.header.stamp) for m in force}) == len(force)      # one output per input
+        assert len({stamp_ns(m.header.stamp) for m in force}) == len(force)      # one output per input
     finally:
         h.close()
         proc.send_signal(signal.SIGINT)

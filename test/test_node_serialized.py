@@ -6,7 +6,8 @@ import pytest
 
 from conftest import requires_rclpy
 
-from ros_lnn.nodes import _common as C
+from ros_lnn.nodes.messages import ENERGY_LABELS, driving_force_msg, energy_msg, energy_values_msg, prediction_msg
+from ros_lnn.nodes.serialized import SerializedTemplate
 
 pytestmark = requires_rclpy
 
@@ -14,11 +15,11 @@ pytestmark = requires_rclpy
 def layouts(frame):
     servo, joints = ["cart_joint", "slide"], ["pendulum_joint", "cart_joint", "slide"]
     return [
-        (C.SerializedTemplate(lambda st, a, b, c: C.driving_force_msg(st, frame, servo, a, b, c), (2, 2, 2)),
-         lambda st, a, b, c: C.driving_force_msg(st, frame, servo, a, b, c)),
-        (C.SerializedTemplate(lambda st, a, b, c, d: C.prediction_msg(st, frame, joints, a, b, c, d), (3,) * 4),
-         lambda st, a, b, c, d: C.prediction_msg(st, frame, joints, a, b, c, d)),
-        (C.SerializedTemplate(C.energy_values_msg, (7,), stamp_format="<dd"), C.energy_values_msg),
+        (SerializedTemplate(lambda st, a, b, c: driving_force_msg(st, frame, servo, a, b, c), (2, 2, 2)),
+         lambda st, a, b, c: driving_force_msg(st, frame, servo, a, b, c)),
+        (SerializedTemplate(lambda st, a, b, c, d: prediction_msg(st, frame, joints, a, b, c, d), (3,) * 4),
+         lambda st, a, b, c, d: prediction_msg(st, frame, joints, a, b, c, d)),
+        (SerializedTemplate(energy_values_msg, (7,), stamp_format="<dd"), energy_values_msg),
     ]
 
 
@@ -43,7 +44,7 @@ def test_template_bytes_read_back_as_the_ordinary_message(frame):
 def test_energy_values_message_matches_the_mapping_builder():
     from builtin_interfaces.msg import Time
 
-    out = {k: float(i) + 0.25 for i, k in enumerate(C.ENERGY_LABELS[:7])}
+    out = {k: float(i) + 0.25 for i, k in enumerate(ENERGY_LABELS[:7])}
     stamp = Time(sec=12, nanosec=345)
-    a, b = C.energy_msg(stamp, out), C.energy_values_msg(stamp, [out[k] for k in C.ENERGY_LABELS[:7]])
+    a, b = energy_msg(stamp, out), energy_values_msg(stamp, [out[k] for k in ENERGY_LABELS[:7]])
     assert list(a.data) == list(b.data) and a.layout == b.layout

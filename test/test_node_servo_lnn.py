@@ -23,8 +23,11 @@ if HAVE_RCLPY:
     from visualization_msgs.msg import Marker, MarkerArray
 
     from _ros_harness import Harness
-    from ros_lnn.nodes import _common as C
+    from ros_lnn.nodes.messages import ENERGY_LAYOUT_LABEL, energy_dict
+    from ros_lnn.nodes.params import param
+    from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
     from ros_lnn.nodes.servo_lnn import ServoLnnNode, start
+    from ros_lnn.nodes.stamps import duration_ns, ns_to_stamp, seconds_to_duration, stamp_ns
 
 from ros_lnn.estimation.derivative import CausalPolyDerivative
 from ros_lnn.estimation.rollout import rollout_free
@@ -76,7 +79,7 @@ def joint_state(ns_stamp, q, qd=None, effort=None, names=("pendulum_joint", "car
     """A JointState in a shuffled order with an extra joint the model does not know."""
     order = [1, 0]
     msg = JointState()
-    msg.header.stamp = C.ns_to_stamp(ns_stamp)
+    msg.header.stamp = ns_to_stamp(ns_stamp)
     msg.header.frame_id = "base"
     msg.name = [names[i] for i in order] + ["gripper_joint"]
     msg.position = [float(q[i]) for i in order] + [0.5]
@@ -101,9 +104,9 @@ def wait_count(h, box, n, what, timeout=10.0):
 
 def outputs(h, ns, name="servo_lnn"):
     return {
-        "force": h.collect(JointState, f"{ns}/{name}/driving_force", C.SENSOR_QOS),
-        "pred": h.collect(JointTrajectory, f"{ns}/{name}/prediction", C.SENSOR_QOS),
-        "energy": h.collect(Float64MultiArray, f"{ns}/{name}/energy", C.SENSOR_QOS),
+        "force": h.collect(JointState, f"{ns}/{name}/driving_force", SENSOR_QOS),
+        "pred": h.collect(JointTrajectory, f"{ns}/{name}/prediction", SENSOR_QOS),
+        "energy": h.collect(Float64MultiArray, f"{ns}/{name}/energy", SENSOR_QOS),
     }
 
 
@@ -117,7 +120,7 @@ def send(h, pub, msgs, pace_s=0.004):
 
 def plan_msg(base_ns, times, q, qd=None, qdd=None, joints=("cart_joint",)):
     msg = JointTrajectory()
-    msg.header.stamp = C.ns_to_stamp(base_ns)
+    msg.header.stamp = ns_to_stamp(base_ns)
     msg.joint_names = list(joints)
     for i, t in enumerate(times):
         pt = JointTrajectoryPoint(positions=[float(q[i])])
@@ -125,7 +128,7 @@ def plan_msg(base_ns, times, q, qd=None, qdd=None, joints=("cart_joint",)):
             pt.velocities = [float(qd[i])]
         if qdd is not None:
             pt.accelerations = [float(qdd[i])]
-        pt.time_from_start = C.seconds_to_duration(t)
+        pt.time_from_start = seconds_to_duration(t)
         msg.points.append(pt)
     return msg
 
@@ -134,15 +137,15 @@ def test_outputs_equal_runtime_with_commanded_acceleration(make):
     node, h, ns = make({"marker_rate_hz": 1000.0, "force_scale": 0.1})
     rt = node.runtime
     out = outputs(h, ns)
-    markers = h.collect(MarkerArray, f"{ns}/servo_lnn/markers", C.COMMAND_QOS)
-    cmd = h.publisher(JointTrajectory, f"{ns}/servo_commands", C.COMMAND_QOS)
+    markers = h.collect(MarkerArray, f"{ns}/servo_lnn/markers", COMMAND_QOS)
+    cmd = h.publisher(JointTrajectory, f"{ns}/servo_commands", COMMAND_QOS)
     base = node.get_clock().now().nanoseconds
     tp = np.linspace(0.0, 1.0, 11)
     w = 2 * np.pi * 0.7
     plan_q, plan_qd, plan_qdd = 0.2 * np.sin(w * tp), 0.2 * w * np.cos(w * tp), -0.2 * w * w * np.sin(w * tp)
     cmd.publish(plan_msg(base, tp, plan_q, plan_qd, plan_qdd))
     h.wait(lambda: node.counts["commands"] == 1, what="the servo command")
-    js = h.publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+    js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     stamps = [base + (k + 1) * DT_NS for k in range(20)]
     inputs = {}
     msgs = []
@@ -155,10 +158,10 @@ def test_outputs_equal_runtime_with_commanded_acceleration(make):
     wait_count(h, out["energy"], 20, "energy")
     wait_count(h, out["pred"], 20, "prediction")
     plan = ServoPlan(tp, plan_q[:, None], plan_qd[:, None], plan_qdd[:, None])
-    preds = {C.stamp_ns(m.header.stamp): m for m in out["pred"]}
-    energies = {int(m.data[7]) * 1_000_000_000 + int(m.data[8]): C.energy_dict(m) for m in out["energy"]}
+    preds = {stamp_ns(m.header.stamp): m for m in out["pred"]}
+    energies = {int(m.data[7]) * 1_000_000_000 + int(m.data[8]): energy_dict(m) for m in out["energy"]}
     for m in out["force"]:
-        s = C.stamp_ns(m.header.stamp)
+        s = stamp_ns(m.header.stamp)
         q, qd = inputs[s]
         qdd_e = plan.sample((s - base) * 1e-9).qdd
         want = rt.evaluate(q, qd, qdd_e, np.array([0.05]))
@@ -173,12 +176,12 @@ def test_outputs_equal_runtime_with_commanded_acceleration(make):
         e = energies[s]
         for key in ("T", "V", "E", "T_dot", "V_dot", "E_dot", "power"):
             assert e[key] == float(want[key]), key
-    assert out["energy"][0].layout.dim[0].label == C.ENERGY_LAYOUT_LABEL
+    assert out["energy"][0].layout.dim[0].label == ENERGY_LAYOUT_LABEL
     wait_count(h, markers, 1, "markers")
     arrows = [mk for mk in markers[-1].markers if mk.type == Marker.ARROW]
     texts = [mk for mk in markers[-1].markers if mk.type == Marker.TEXT_VIEW_FACING]
     assert len(arrows) == 1 and len(texts) == 1
-    s = C.stamp_ns(arrows[0].header.stamp)
+    s = stamp_ns(arrows[0].header.stamp)
     q, qd = inputs[s]
     q_e = rt.evaluate(q, qd, plan.sample((s - base) * 1e-9).qdd, np.array([0.05]))["Q_e"][0]
     assert arrows[0].points[1].x == pytest.approx(0.1 * q_e, rel=1e-12)
@@ -190,7 +193,7 @@ def test_estimated_acceleration_from_velocity_stream(make):
     node, h, ns = make({"qdd_filter_window": 7})
     rt = node.runtime
     out = outputs(h, ns)
-    js = h.publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+    js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     base = node.get_clock().now().nanoseconds
     # irregular sampling: the filter fits real stamps, not an assumed rate
     stamps = [base + k * DT_NS + (k % 3) * 300_000 for k in range(15)]
@@ -207,14 +210,14 @@ def test_estimated_acceleration_from_velocity_stream(make):
     wait_count(h, out["force"], len(expected), "driving_force")
     assert len(expected) == 13 and node.counts["warming_up"] == 2
     for m in out["force"]:
-        np.testing.assert_array_equal(m.effort, expected[C.stamp_ns(m.header.stamp)]["Q_e"])
+        np.testing.assert_array_equal(m.effort, expected[stamp_ns(m.header.stamp)]["Q_e"])
 
 
 def test_velocity_free_stream_is_differentiated(make):
     node, h, ns = make()
     rt = node.runtime
     out = outputs(h, ns)
-    js = h.publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+    js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     base = node.get_clock().now().nanoseconds
     filt = CausalPolyDerivative(window=9, degree=3, order=2)
     expected, msgs = {}, []
@@ -229,7 +232,7 @@ def test_velocity_free_stream_is_differentiated(make):
     wait_count(h, out["force"], len(expected), "driving_force")
     assert node.counts["velocity_estimated"] == 14
     for m in out["force"]:
-        qd_est, want = expected[C.stamp_ns(m.header.stamp)]
+        qd_est, want = expected[stamp_ns(m.header.stamp)]
         np.testing.assert_array_equal(m.effort, want["Q_e"])
         np.testing.assert_array_equal(m.velocity, qd_est[1:])
 
@@ -277,7 +280,7 @@ def test_lifecycle_through_services(make, model_path, tmp_path):
     node.set_parameters([Parameter("servo_joints", value=list(meta.servo_joints))])
     assert transition(Transition.TRANSITION_CONFIGURE) and state() == "inactive"
     # Inactive: no subscriptions, nothing published.
-    js = h.probe.create_publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+    js = h.probe.create_publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     base = node.get_clock().now().nanoseconds
     assert js.get_subscription_count() == 0
     assert transition(Transition.TRANSITION_ACTIVATE) and state() == "active"
@@ -297,8 +300,8 @@ def test_bad_inputs_are_skipped_counted_and_never_crash(make):
     node, h, ns = make({"max_input_age_s": 1.0, "command_timeout_s": 0.1})
     rt = node.runtime
     out = outputs(h, ns)
-    js = h.publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
-    cmd = h.publisher(JointTrajectory, f"{ns}/servo_commands", C.COMMAND_QOS)
+    js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
+    cmd = h.publisher(JointTrajectory, f"{ns}/servo_commands", COMMAND_QOS)
     base = node.get_clock().now().nanoseconds
     k = itertools.count(1)
 
@@ -323,7 +326,7 @@ def test_bad_inputs_are_skipped_counted_and_never_crash(make):
     cases["non_finite_velocity"] = (s, m)
     s = base + next(k) * DT_NS
     m = JointState(name=["cart_joint"], position=[0.1], velocity=[0.0])
-    m.header.stamp = C.ns_to_stamp(s)
+    m.header.stamp = ns_to_stamp(s)
     cases["missing_joint"] = (s, m)
     s = base + next(k) * DT_NS
     m = joint_state(s, [0.1, 0.1], [0.0, 0.0])
@@ -344,7 +347,7 @@ def test_bad_inputs_are_skipped_counted_and_never_crash(make):
     after = good_batch(3)
     wait_count(h, out["force"], before + 3, "driving_force after bad inputs")
     bad_stamps = {s for s, _ in cases.values()}
-    got = {C.stamp_ns(m.header.stamp) for m in out["force"]}
+    got = {stamp_ns(m.header.stamp) for m in out["force"]}
     assert not (bad_stamps - {last[0]}) & got
     assert set(after) <= got
 
@@ -374,7 +377,7 @@ def test_namespace_and_remapping(make):
                        remap=["joint_states:=/elsewhere/states", "__node:=estimator"])
     out = outputs(h, "/robot_a", name="estimator")
     assert node.get_fully_qualified_name() == "/robot_a/estimator"
-    js = h.publisher(JointState, "/elsewhere/states", C.SENSOR_QOS)
+    js = h.publisher(JointState, "/elsewhere/states", SENSOR_QOS)
     base = node.get_clock().now().nanoseconds
     send(h, js, [joint_state(base + k * DT_NS, *crane_motion(k * 0.002)) for k in range(6)])
     wait_count(h, out["force"], 4, "/robot_a/estimator/driving_force")
@@ -386,7 +389,7 @@ def test_parameter_changes(make):
     node, h, ns = make()
     rt = node.runtime
     out = outputs(h, ns)
-    js = h.publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+    js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     client = h.probe.create_client(SetParameters, f"{ns}/servo_lnn/set_parameters")
     reply = _call(h, client, SetParameters.Request(
         parameters=[Parameter("free_joint_forces", value=[0.7]).to_parameter_msg()]))
@@ -408,13 +411,13 @@ def test_parameter_changes(make):
     send(h, js, msgs)
     wait_count(h, out["force"], len(expected), "driving_force")
     for m in out["force"]:
-        np.testing.assert_array_equal(m.effort, expected[C.stamp_ns(m.header.stamp)])
+        np.testing.assert_array_equal(m.effort, expected[stamp_ns(m.header.stamp)])
 
 
 def test_diagnostics_report_rate_latency_counts_and_model(make):
     node, h, ns = make({"diagnostics_period_s": 0.2})
-    diags = h.collect(DiagnosticArray, "/diagnostics", C.COMMAND_QOS)
-    js = h.publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+    diags = h.collect(DiagnosticArray, "/diagnostics", COMMAND_QOS)
+    js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     base = node.get_clock().now().nanoseconds
     msgs = [joint_state(base + k * DT_NS, *crane_motion(k * 0.002)) for k in range(10)]
     msgs.append(joint_state(base + 11 * DT_NS, [math.nan, 0.0], [0.0, 0.0]))
@@ -442,11 +445,11 @@ def test_array_commands_with_accelerations(make):
     node, h, ns = make({"servo_command_type": "array"})
     rt = node.runtime
     out = outputs(h, ns)
-    cmd = h.publisher(Float64MultiArray, f"{ns}/servo_commands", C.COMMAND_QOS)
+    cmd = h.publisher(Float64MultiArray, f"{ns}/servo_commands", COMMAND_QOS)
     cmd.publish(Float64MultiArray(data=[0.1, 0.2, -1.5]))          # q, q̇, q̈ of cart_joint
     cmd.publish(Float64MultiArray(data=[0.1, 0.2, -1.5, 7.0]))     # wrong size: rejected
     h.wait(lambda: node.counts["commands"] == 1 and node.counts["invalid_command"] == 1, what="commands")
-    js = h.publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+    js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     base = node.get_clock().now().nanoseconds
     msgs, inputs = [], {}
     for k in range(5):
@@ -456,22 +459,22 @@ def test_array_commands_with_accelerations(make):
     send(h, js, msgs)
     wait_count(h, out["force"], 3, "driving_force")
     for m in out["force"]:
-        q, qd = inputs[C.stamp_ns(m.header.stamp)]
+        q, qd = inputs[stamp_ns(m.header.stamp)]
         np.testing.assert_array_equal(m.effort, rt.evaluate(q, qd, np.array([-1.5]), np.zeros(1))["Q_e"])
 
 
 def test_predicted_trajectory_over_the_servo_plan(make):
     node, h, ns = make({"rollout_horizon_s": 0.2, "rollout_dt_s": 0.02, "rollout_rate_hz": 100.0})
     rt = node.runtime
-    rollouts = h.collect(JointTrajectory, f"{ns}/servo_lnn/predicted_trajectory", C.COMMAND_QOS)
-    cmd = h.publisher(JointTrajectory, f"{ns}/servo_commands", C.COMMAND_QOS)
+    rollouts = h.collect(JointTrajectory, f"{ns}/servo_lnn/predicted_trajectory", COMMAND_QOS)
+    cmd = h.publisher(JointTrajectory, f"{ns}/servo_commands", COMMAND_QOS)
     base = node.get_clock().now().nanoseconds
     tp = np.linspace(0, 1.0, 11)
     w = 2 * np.pi * 0.5
     pq, pqd, pqdd = 0.1 * np.sin(w * tp), 0.1 * w * np.cos(w * tp), -0.1 * w * w * np.sin(w * tp)
     cmd.publish(plan_msg(base, tp, pq, pqd, pqdd))
     h.wait(lambda: node.counts["commands"] == 1, what="the plan")
-    js = h.publisher(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+    js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     q, qd = np.array([0.2, 0.0]), np.array([0.1, 0.1])
     js.publish(joint_state(base + DT_NS, q, qd))
     wait_count(h, rollouts, 1, "predicted_trajectory")
@@ -486,9 +489,9 @@ def test_predicted_trajectory_over_the_servo_plan(make):
         return s.q, s.qd, s.qdd
 
     taus, xs, vs, _ = rollout_free(accel, servo, 0.002, q[:1], qd[:1], 0.2, 0.02)
-    assert C.stamp_ns(msg.header.stamp) == base + DT_NS and len(msg.points) == len(taus) == 11
+    assert stamp_ns(msg.header.stamp) == base + DT_NS and len(msg.points) == len(taus) == 11
     for pt, tau, x, v in zip(msg.points, taus, xs, vs):
-        assert C.duration_ns(pt.time_from_start) == round(tau * 1e9)
+        assert duration_ns(pt.time_from_start) == round(tau * 1e9)
         np.testing.assert_array_equal(pt.positions[:1], x)
         np.testing.assert_array_equal(pt.velocities[:1], v)
         np.testing.assert_array_equal(pt.positions[1:], plan.sample(0.002 + tau).q)
@@ -519,7 +522,7 @@ def test_every_parameter_is_declared_with_a_description(ctx):
             for name, default, *_ in table:
                 descriptor = node.describe_parameter(name)
                 assert len(descriptor.description) > 15, f"{node.get_name()}.{name} lacks a description"
-                assert C.param(node, name) == default
+                assert param(node, name) == default
     finally:
         est.destroy_node()
         sim.destroy_node()

@@ -22,8 +22,10 @@ if HAVE_RCLPY:
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     from _ros_harness import Harness
-    from ros_lnn.nodes import _common as C
+    from ros_lnn.nodes.messages import energy_dict
+    from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
     from ros_lnn.nodes.sim import SimNode
+    from ros_lnn.nodes.stamps import ns_to_stamp, seconds_to_duration, stamp_ns
 
 from ros_lnn.errors import ConfigError
 from ros_lnn.estimation.trajectory import ServoPlan
@@ -50,14 +52,14 @@ def make(ctx):
 
 
 def ground_truth(h, ns):
-    return {"js": h.collect(JointState, f"{ns}/joint_states", C.SENSOR_QOS),
-            "force": h.collect(JointState, f"{ns}/sim/ground_truth/driving_force", C.SENSOR_QOS),
-            "pred": h.collect(JointTrajectory, f"{ns}/sim/ground_truth/prediction", C.SENSOR_QOS),
-            "energy": h.collect(Float64MultiArray, f"{ns}/sim/ground_truth/energy", C.SENSOR_QOS)}
+    return {"js": h.collect(JointState, f"{ns}/joint_states", SENSOR_QOS),
+            "force": h.collect(JointState, f"{ns}/sim/ground_truth/driving_force", SENSOR_QOS),
+            "pred": h.collect(JointTrajectory, f"{ns}/sim/ground_truth/prediction", SENSOR_QOS),
+            "energy": h.collect(Float64MultiArray, f"{ns}/sim/ground_truth/energy", SENSOR_QOS)}
 
 
 def by_stamp(msgs):
-    return {C.stamp_ns(m.header.stamp): m for m in list(msgs)}
+    return {stamp_ns(m.header.stamp): m for m in list(msgs)}
 
 
 def test_joint_states_at_fixed_steps_with_exact_ground_truth(make):
@@ -84,7 +86,7 @@ def test_joint_states_at_fixed_steps_with_exact_ground_truth(make):
         np.testing.assert_allclose(pred[s].points[0].effort, want["Q"], rtol=1e-12, atol=1e-15)
         checked += 1
     assert checked >= 50
-    e = C.energy_dict(topics["energy"][-1])
+    e = energy_dict(topics["energy"][-1])
     s = int(e["stamp_sec"]) * 1_000_000_000 + int(e["stamp_nanosec"])
     if s in js:
         m = js[s]
@@ -96,18 +98,18 @@ def test_joint_states_at_fixed_steps_with_exact_ground_truth(make):
 def test_servo_follows_trajectory_commands_and_efforts_act_on_free_joints(make):
     node, h, ns = make({"rate_hz": 200.0, "effort_timeout_s": 0.0})
     topics = ground_truth(h, ns)
-    cmd = h.publisher(JointTrajectory, f"{ns}/servo_commands", C.COMMAND_QOS)
-    eff = h.publisher(Float64MultiArray, f"{ns}/effort_commands", C.COMMAND_QOS)
+    cmd = h.publisher(JointTrajectory, f"{ns}/servo_commands", COMMAND_QOS)
+    eff = h.publisher(Float64MultiArray, f"{ns}/effort_commands", COMMAND_QOS)
     eff.publish(Float64MultiArray(data=[0.25]))
     eff.publish(Float64MultiArray(data=[0.25, 1.0]))          # wrong size: rejected
     h.wait(lambda: len(topics["js"]) > 0, what="the first joint state")   # stamps are set by the first step
     start_ns = node.sim_time_ns() + 50_000_000
     msg = JointTrajectory(joint_names=["cart_joint"])
-    msg.header.stamp = C.ns_to_stamp(start_ns)
+    msg.header.stamp = ns_to_stamp(start_ns)
     times, pos = [0.0, 0.2, 0.4], [0.0, 0.1, 0.05]
     for t, p in zip(times, pos):
         msg.points.append(JointTrajectoryPoint(positions=[p], velocities=[0.0], accelerations=[0.0],
-                                               time_from_start=C.seconds_to_duration(t)))
+                                               time_from_start=seconds_to_duration(t)))
     cmd.publish(msg)
     h.wait(lambda: node.counts["commands"] == 1 and node.counts["invalid_command"] == 1, what="commands")
     h.wait(lambda: node.sim_time_ns() > start_ns + 500_000_000, timeout=15, what="the plan to run out")
@@ -131,7 +133,7 @@ def test_servo_follows_trajectory_commands_and_efforts_act_on_free_joints(make):
 def test_array_commands_drive_a_critically_damped_servo(make):
     node, h, ns = make({"servo_command_type": "array", "servo_bandwidth": 30.0, "excitation": "hold"})
     topics = ground_truth(h, ns)
-    cmd = h.publisher(Float64MultiArray, f"{ns}/servo_commands", C.COMMAND_QOS)
+    cmd = h.publisher(Float64MultiArray, f"{ns}/servo_commands", COMMAND_QOS)
     cmd.publish(Float64MultiArray(data=[0.2]))
     h.wait(lambda: node.counts["commands"] == 1, what="the command")
     t_cmd = node.sim.t
@@ -148,11 +150,11 @@ def test_array_commands_drive_a_critically_damped_servo(make):
 
 def test_publishes_clock_and_stamps_with_simulated_time(make):
     node, h, ns = make({"publish_clock": True, "rate_hz": 200.0})
-    clocks = h.collect(Clock, "/clock", C.SENSOR_QOS)
-    js = h.collect(JointState, f"{ns}/joint_states", C.SENSOR_QOS)
+    clocks = h.collect(Clock, "/clock", SENSOR_QOS)
+    js = h.collect(JointState, f"{ns}/joint_states", SENSOR_QOS)
     h.wait(lambda: len(js) >= 20 and len(clocks) >= 20, what="clock and joint states")
-    mine = [C.stamp_ns(c.clock) for c in clocks]
-    stamps = [C.stamp_ns(m.header.stamp) for m in js]
+    mine = [stamp_ns(c.clock) for c in clocks]
+    stamps = [stamp_ns(m.header.stamp) for m in js]
     assert node.origin_ns == 0 and min(stamps) < 1_000_000_000          # simulated time starts at 0
     assert all(s % 5_000_000 == 0 for s in stamps)
     assert len(set(stamps) & set(mine)) >= 0.8 * len(stamps)     # each state is stamped with its /clock time
@@ -210,10 +212,10 @@ def test_cross_process_simulator_and_estimator(ctx, exact_model):
     h = Harness(context=ctx)
     failure = None
     try:
-        est = h.collect(JointState, f"{ns}/servo_lnn/driving_force", C.SENSOR_QOS)
-        true = h.collect(JointState, f"{ns}/sim/ground_truth/driving_force", C.SENSOR_QOS)
-        est_pred = h.collect(JointTrajectory, f"{ns}/servo_lnn/prediction", C.SENSOR_QOS)
-        true_pred = h.collect(JointTrajectory, f"{ns}/sim/ground_truth/prediction", C.SENSOR_QOS)
+        est = h.collect(JointState, f"{ns}/servo_lnn/driving_force", SENSOR_QOS)
+        true = h.collect(JointState, f"{ns}/sim/ground_truth/driving_force", SENSOR_QOS)
+        est_pred = h.collect(JointTrajectory, f"{ns}/servo_lnn/prediction", SENSOR_QOS)
+        true_pred = h.collect(JointTrajectory, f"{ns}/sim/ground_truth/prediction", SENSOR_QOS)
         h.wait(lambda: len(est) >= 150 and len(true) >= 150, timeout=40,
                what="estimator outputs and ground truth from the other processes")
         e, t, ep, tp = by_stamp(est), by_stamp(true), by_stamp(est_pred), by_stamp(true_pred)
@@ -255,7 +257,7 @@ def test_force_driven_chain_takes_joint_efforts_by_topic(make):
                         "initial_positions": [0.1, 0.0, -0.1], "effort_joints": ["joint_3", "joint_1"],
                         "effort_timeout_s": 0.0})
     topics = ground_truth(h, ns)
-    eff = h.publisher(Float64MultiArray, f"{ns}/effort_commands", C.COMMAND_QOS)
+    eff = h.publisher(Float64MultiArray, f"{ns}/effort_commands", COMMAND_QOS)
     eff.publish(Float64MultiArray(data=[0.5, -2.0]))                # joint_3, joint_1
     h.wait(lambda: any(list(m.effort) == [-2.0, 0.0, 0.5] for m in list(topics["js"])), what="applied efforts")
     js, pred = by_stamp(topics["js"]), by_stamp(topics["pred"])

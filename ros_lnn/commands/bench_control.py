@@ -121,18 +121,18 @@ def _feed_joint_states(result_queue, namespace: str, duration: float, rate_hz: f
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from ..nodes import _common as C
+    from ..nodes.qos import SENSOR_QOS
 
     rclpy.init(args=[])
     from rclpy.qos import QoSProfile
 
     probe = rclpy.create_node("bench_dac_feeder")
     received = []
-    deep = QoSProfile(history=C.SENSOR_QOS.history, depth=1000, reliability=C.SENSOR_QOS.reliability,
-                      durability=C.SENSOR_QOS.durability)  # count every output, late or not
+    deep = QoSProfile(history=SENSOR_QOS.history, depth=1000, reliability=SENSOR_QOS.reliability,
+                      durability=SENSOR_QOS.durability)  # count every output, late or not
     probe.create_subscription(Float64MultiArray, f"{namespace}/dac_controller/joint_effort_command",
                               lambda m: received.append(time.perf_counter()), deep)
-    pub = probe.create_publisher(JointState, f"{namespace}/joint_states", C.SENSOR_QOS)
+    pub = probe.create_publisher(JointState, f"{namespace}/joint_states", SENSOR_QOS)
     executor = SingleThreadedExecutor()
     executor.add_node(probe)
     msg = JointState()
@@ -190,9 +190,9 @@ def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str
 
     import rclpy
 
-    from ..nodes._common import make_executor
-    from ..nodes._common import param as C_param
     from ..nodes.dac_controller import DacControllerNode, start
+    from ..nodes.params import param as C_param
+    from ..nodes.process import make_executor
 
     from rclpy.parameter import Parameter
 
@@ -249,8 +249,8 @@ def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from ..nodes import _common as C
     from ..nodes.dac_controller import DacControllerNode, start
+    from ..nodes.qos import SENSOR_QOS
 
     ctx = rclpy.Context()
     rclpy.init(args=[], context=ctx)
@@ -260,8 +260,8 @@ def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
     probe = rclpy.create_node("bench_dac_probe", context=ctx)
     received = []
     probe.create_subscription(Float64MultiArray, "/bench_dac/dac_controller/joint_effort_command",
-                              lambda m: received.append(time.perf_counter()), C.SENSOR_QOS)
-    pub = probe.create_publisher(JointState, "/bench_dac/joint_states", C.SENSOR_QOS)
+                              lambda m: received.append(time.perf_counter()), SENSOR_QOS)
+    pub = probe.create_publisher(JointState, "/bench_dac/joint_states", SENSOR_QOS)
     controller_exec, probe_exec = SingleThreadedExecutor(context=ctx), SingleThreadedExecutor(context=ctx)
     controller_exec.add_node(node)
     probe_exec.add_node(probe)

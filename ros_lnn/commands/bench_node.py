@@ -39,7 +39,9 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
     import rclpy
     from sensor_msgs.msg import JointState
 
-    from ..nodes import _common as C
+    from ..nodes.process import make_executor
+    from ..nodes.qos import SENSOR_QOS
+    from ..nodes.stamps import ns_to_stamp
 
     ns = f"/bench{os.getpid()}_{int(rate_hz)}"
     log = workdir / f"latency_{int(rate_hz)}.npz"
@@ -66,8 +68,8 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
 
     rx_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
     node.create_subscription(JointState, "servo_lnn/driving_force", on_output, rx_qos, raw=True)
-    pub = node.create_publisher(JointState, "joint_states", C.SENSOR_QOS)
-    executor = C.make_executor(context, "events")   # the driver's own receive path, kept cheap
+    pub = node.create_publisher(JointState, "joint_states", SENSOR_QOS)
+    executor = make_executor(context, "events")   # the driver's own receive path, kept cheap
     executor.add_node(node)
     stop = threading.Event()
 
@@ -99,7 +101,7 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
             remaining = t_next - time.monotonic()
             if remaining > 0:
                 time.sleep(remaining)
-            msg.header.stamp = C.ns_to_stamp(time.time_ns())
+            msg.header.stamp = ns_to_stamp(time.time_ns())
             pub.publish(msg)
             sent += 1
             t_next += period
@@ -150,8 +152,8 @@ def callback_cost(model: str, n: int = 3000) -> dict:
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import JointState
 
-    from ..nodes import _common as C
     from ..nodes.servo_lnn import ServoLnnNode, start
+    from ..nodes.stamps import ns_to_stamp
 
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
@@ -167,7 +169,7 @@ def callback_cost(model: str, n: int = 3000) -> dict:
             t = k * 1e-3
             msg = JointState(name=["pendulum_joint", "cart_joint"], position=[0.3 * np.sin(1.3 * t), 0.2 * np.sin(4.4 * t)],
                              velocity=[0.39 * np.cos(1.3 * t), 0.88 * np.cos(4.4 * t)])
-            msg.header.stamp = C.ns_to_stamp(base + k * 1_000_000)
+            msg.header.stamp = ns_to_stamp(base + k * 1_000_000)
             t0 = time.perf_counter()
             node._on_joint_state(msg)
             times[k] = time.perf_counter() - t0

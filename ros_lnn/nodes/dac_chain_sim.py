@@ -24,8 +24,11 @@ from ..errors import RosLnnError
 from ..physics.multibody import update
 from ..physics.multibody_kinematics import actuated_joints, effort_map, forward_kinematics, revolute_joint_state
 from ..physics.multibody_sim import MultibodyState, rk4_step
-from . import _common as C
 from .dac_controller import shipped_model_path
+from .diagnostics import warn_throttled
+from .params import declare, param
+from .process import spin
+from .qos import SENSOR_QOS
 
 PARAMETERS = (
     ("robot_description", "", "URDF of the arm; empty = model_path"),
@@ -44,11 +47,11 @@ class DacChainSim(Node):
     def __init__(self, node_name: str = "dac_chain_sim", **kwargs):
         super().__init__(node_name, **kwargs)
         for name, default, description in PARAMETERS:
-            C.declare(self, name, default, description)
+            declare(self, name, default, description)
         from ..physics.multibody_build import load_model
         from ..physics.multibody_urdf import model_from_urdf
 
-        p = lambda name: C.param(self, name)  # noqa: E731
+        p = lambda name: param(self, name)  # noqa: E731
         gravity = [float(g) for g in p("gravity")]
         if p("robot_description"):
             self.model = model_from_urdf(p("robot_description"), "parameter robot_description", gravity=gravity)
@@ -72,21 +75,21 @@ class DacChainSim(Node):
         rate = float(p("baumgarte"))
         self.baumgarte = (rate, rate) if rate > 0 else None
         self.timeout = float(p("command_timeout_s"))
-        self.pub = self.create_publisher(JointState, "joint_states", C.SENSOR_QOS)
-        self.create_subscription(Float64MultiArray, "effort_commands", self._on_effort, C.SENSOR_QOS)
-        self.create_subscription(Float64MultiArray, "port_commands", self._on_port, C.SENSOR_QOS)
+        self.pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
+        self.create_subscription(Float64MultiArray, "effort_commands", self._on_effort, SENSOR_QOS)
+        self.create_subscription(Float64MultiArray, "port_commands", self._on_port, SENSOR_QOS)
         self.create_timer(self.dt, self._step)
 
     def _on_effort(self, msg):
         u = np.asarray(msg.data, float)
         if u.size != len(self.joint_names) or not np.all(np.isfinite(u)):
-            return C.warn_throttled(self, "effort", f"effort_commands needs {len(self.joint_names)} finite values")
+            return warn_throttled(self, "effort", f"effort_commands needs {len(self.joint_names)} finite values")
         self.effort, self.effort_time = u[self._to_model], time.monotonic()
 
     def _on_port(self, msg):
         tau = np.asarray(msg.data, float)
         if tau.size != self.port.size or not np.all(np.isfinite(tau)):
-            return C.warn_throttled(self, "port", f"port_commands needs {self.port.size} finite values")
+            return warn_throttled(self, "port", f"port_commands needs {self.port.size} finite values")
         self.port, self.port_time = tau, time.monotonic()
 
     def _fresh(self, stamp):
@@ -124,7 +127,7 @@ def main(argv=None) -> int:
         rclpy.try_shutdown()
         return 2
     try:
-        C.spin(node)
+        spin(node)
     finally:
         node.destroy_node()
         rclpy.try_shutdown()

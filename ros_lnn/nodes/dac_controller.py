@@ -41,7 +41,13 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ..control.dac import Gains
 from ..control.pipeline import DacPipeline
 from ..errors import ConfigError, RosLnnError
-from . import _common as C
+from .diagnostics import RateLatency, diagnostic_status, warn_throttled
+from .lifecycle import LifecycleTeardown, configure_and_activate
+from .params import declare, param
+from .process import init_ros, run_node_process
+from .qos import COMMAND_QOS, SENSOR_QOS
+from .serialized import SerializedTemplate
+from .stamps import duration_ns, stamp_ns
 
 PARAMETERS = (
     ("robot_description", "", "URDF of the arm (string); empty = read model_path"),
@@ -115,24 +121,24 @@ def float_array(values) -> array.array:
     return array.array("d", np.ascontiguousarray(values, dtype=float).tobytes())
 
 
-class DacControllerNode(C.LifecycleTeardown, LifecycleNode):
+class DacControllerNode(LifecycleTeardown, LifecycleNode):
     _configured_attribute = "pipeline"
     _io_attributes = ("_marker_sample",)
 
     def __init__(self, node_name: str = "dac_controller", **kwargs):
         super().__init__(node_name, **kwargs)
         for name, default, description in PARAMETERS:
-            C.declare(self, name, default, description)
+            declare(self, name, default, description)
         self.pipeline: DacPipeline | None = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
         self.counts = {k: 0 for k in REJECT_REASONS + ("processed", "saturated")}
-        self.stats = C.RateLatency()
+        self.stats = RateLatency()
         self.cpu_times = deque(maxlen=self.stats.latencies.maxlen)  # callback thread CPU per processed sample [s]
         self._marker_sample = None
 
     def p(self, name):
-        return C.param(self, name)
+        return param(self, name)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def build_pipeline(self) -> DacPipeline:
@@ -171,12 +177,12 @@ class DacControllerNode(C.LifecycleTeardown, LifecycleNode):
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         self._pubs = {
-            "port": self.create_lifecycle_publisher(Float64MultiArray, "~/port_command", C.SENSOR_QOS),
-            "effort": self.create_lifecycle_publisher(Float64MultiArray, "~/joint_effort_command", C.SENSOR_QOS),
-            "diagnostics": self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", C.COMMAND_QOS),
+            "port": self.create_lifecycle_publisher(Float64MultiArray, "~/port_command", SENSOR_QOS),
+            "effort": self.create_lifecycle_publisher(Float64MultiArray, "~/joint_effort_command", SENSOR_QOS),
+            "diagnostics": self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS),
         }
         if self.p("publish_markers"):
-            self._pubs["markers"] = self.create_lifecycle_publisher(MarkerArray, "~/markers", C.COMMAND_QOS)
+            self._pubs["markers"] = self.create_lifecycle_publisher(MarkerArray, "~/markers", COMMAND_QOS)
         model = self.pipeline.model
         self._port_layout = port_layout(model.body_names)
         self._effort_layout = [MultiArrayDimension(label=",".join(self.pipeline.joint_names),
@@ -184,8 +190,8 @@ class DacControllerNode(C.LifecycleTeardown, LifecycleNode):
                                                    stride=len(self.pipeline.joint_names))]
         # per sample only the numbers change: publish serialized copies of the two layouts
         n_port, n_eff = 6 * model.n_bodies, len(self.pipeline.joint_names)
-        port_t = C.SerializedTemplate(lambda _, v: array_msg(v, self._port_layout), (n_port,), stamp_format=None)
-        effort_t = C.SerializedTemplate(lambda _, v: array_msg(v, self._effort_layout), (n_eff,), stamp_format=None)
+        port_t = SerializedTemplate(lambda _, v: array_msg(v, self._port_layout), (n_port,), stamp_format=None)
+        effort_t = SerializedTemplate(lambda _, v: array_msg(v, self._effort_layout), (n_eff,), stamp_format=None)
         self._templates = (port_t, effort_t) if port_t.ok and effort_t.ok else None
         self._zero_commands = (np.zeros(n_port), np.zeros(n_eff))
         self.get_logger().info(f"configured: model '{model.name}' ({model.n_bodies} bodies), law {self.p('law')}, "
@@ -195,8 +201,8 @@ class DacControllerNode(C.LifecycleTeardown, LifecycleNode):
     def on_activate(self, state: State) -> TransitionCallbackReturn:
         self._subs = [
             self.create_subscription(JointState, "joint_states", self._on_joint_state, self._input_qos()),
-            self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory, C.COMMAND_QOS),
-            self.create_subscription(PoseStamped, "~/ee_target", self._on_ee_target, C.COMMAND_QOS),
+            self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory, COMMAND_QOS),
+            self.create_subscription(PoseStamped, "~/ee_target", self._on_ee_target, COMMAND_QOS),
         ]
         self._timers = [self.create_timer(float(self.p("watchdog_period_s")), self._watchdog),
                         self.create_timer(float(self.p("diagnostics_period_s")), self._publish_diagnostics)]
@@ -227,8 +233,8 @@ class DacControllerNode(C.LifecycleTeardown, LifecycleNode):
         from rclpy.qos import QoSProfile
 
         depth = max(1, int(self.p("input_queue_depth")))
-        return QoSProfile(history=C.SENSOR_QOS.history, depth=depth, reliability=C.SENSOR_QOS.reliability,
-                          durability=C.SENSOR_QOS.durability)
+        return QoSProfile(history=SENSOR_QOS.history, depth=depth, reliability=SENSOR_QOS.reliability,
+                          durability=SENSOR_QOS.durability)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._drop_io()
@@ -237,7 +243,7 @@ class DacControllerNode(C.LifecycleTeardown, LifecycleNode):
     # -- inputs ---------------------------------------------------------------------------------
     def _reject(self, reason: str, detail: str) -> None:
         self.counts[reason] += 1
-        C.warn_throttled(self, reason, f"{reason}: {detail}")
+        warn_throttled(self, reason, f"{reason}: {detail}")
 
     def _now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -260,9 +266,9 @@ class DacControllerNode(C.LifecycleTeardown, LifecycleNode):
         if missing or not msg.points:
             return self._reject("bad_trajectory", f"~/joint_trajectory lacks joints {missing} or points")
         idx = [names.index(j) for j in self.pipeline.joint_names]
-        start = C.stamp_ns(msg.header.stamp) * 1e-9 or self._now_s()
+        start = stamp_ns(msg.header.stamp) * 1e-9 or self._now_s()
         try:
-            times = np.array([start + C.duration_ns(pt.time_from_start) * 1e-9 for pt in msg.points])
+            times = np.array([start + duration_ns(pt.time_from_start) * 1e-9 for pt in msg.points])
             pos = np.array([[pt.positions[i] for i in idx] for pt in msg.points], float)
             vel = None
             if all(len(pt.velocities) == len(names) for pt in msg.points):
@@ -287,7 +293,7 @@ class DacControllerNode(C.LifecycleTeardown, LifecycleNode):
             return self._reject("bad_joint_state", f"joint_states must name {self.pipeline.joint_names} with positions")
         timeout = self._target_timeout
         if timeout > 0 and self.last_target_time is not None and time.monotonic() - self.last_target_time > timeout:
-            C.warn_throttled(self, "stale_target", f"target not renewed for {timeout} s: holding the current pose")
+            warn_throttled(self, "stale_target", f"target not renewed for {timeout} s: holding the current pose")
             self.counts["stale_target"] += 1
             self.last_target_time = None
             self.pipeline.hold(q)
@@ -396,21 +402,21 @@ class DacControllerNode(C.LifecycleTeardown, LifecycleNode):
             level, message = DiagnosticStatus.OK, "tracking"
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [C.diagnostic_status(f"{self.get_name()}: dac_controller", self.pipeline.model.name, level,
+        msg.status = [diagnostic_status(f"{self.get_name()}: dac_controller", self.pipeline.model.name, level,
                                           message, values)]
         self._pubs["diagnostics"].publish(msg)
 
 
 def start(node: DacControllerNode) -> bool:
     """configure + activate; False (with the error already logged) when configure fails."""
-    return C.configure_and_activate(node, lambda: node.pipeline is not None)
+    return configure_and_activate(node, lambda: node.pipeline is not None)
 
 
 def main(argv=None) -> int:
     """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (less CPU per
     joint state; the lifecycle through services works with it, as for servo_lnn)."""
-    C.init_ros(argv if argv is not None else sys.argv)
-    return C.run_node_process(DacControllerNode(), start)
+    init_ros(argv if argv is not None else sys.argv)
+    return run_node_process(DacControllerNode(), start)
 
 
 if __name__ == "__main__":

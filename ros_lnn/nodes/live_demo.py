@@ -56,9 +56,12 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = 50
     from trajectory_msgs.msg import JointTrajectory
 
     from ..inference.runtime import default_model_path
-    from . import _common as C
+    from .messages import energy_dict
+    from .process import make_executor
+    from .qos import SENSOR_QOS
     from .servo_lnn import ServoLnnNode, start
     from .sim import SimNode
+    from .stamps import stamp_ns
 
     out = out or sys.stdout
     model_path = str(model_path or default_model_path())
@@ -86,22 +89,22 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = 50
         nf = est.runtime.n_f
 
         def sub(topic, msg_type, side, handler):
-            probe.create_subscription(msg_type, topic, lambda m: handler(side, m), C.SENSOR_QOS)
+            probe.create_subscription(msg_type, topic, lambda m: handler(side, m), SENSOR_QOS)
 
         def on_pred(side, m):       # one point: accelerations q̈ (q̈_f first), effort Q (Q_e last)
-            stamp = C.stamp_ns(m.header.stamp)
+            stamp = stamp_ns(m.header.stamp)
             comp.add(side, stamp, "qdd_f", m.points[0].accelerations[:nf])
             comp.add(side, stamp, "Q_e", m.points[0].effort[nf:])
 
         def on_energy(side, m):
-            d = C.energy_dict(m)
+            d = energy_dict(m)
             comp.add(side, int(d["stamp_sec"]) * 1_000_000_000 + int(d["stamp_nanosec"]), "E", d["E"])
 
         for side, prefix in (("est", "/servo_lnn"), ("true", "/sim/ground_truth")):
             sub(f"{prefix}/prediction", JointTrajectory, side, on_pred)
             sub(f"{prefix}/energy", Float64MultiArray, side, on_energy)
 
-        executor = C.make_executor(context, os.environ.get("ROS_LNN_EXECUTOR", "events"))
+        executor = make_executor(context, os.environ.get("ROS_LNN_EXECUTOR", "events"))
         for node in nodes:
             executor.add_node(node)
         qdd_src = "estimated from joint_states" if estimate_qdd else "commanded (/sim/servo_plan)"

@@ -36,13 +36,20 @@ from ..errors import RosLnnError
 from ..estimation.derivative import CausalPolyDerivative
 from ..estimation.rollout import rollout_free
 from ..estimation.trajectory import ServoPlan, SplicedPlan
-from . import _common as C
+from .diagnostics import RateLatency, Throttle, diagnostic_status, warn_throttled
+from .lifecycle import LifecycleTeardown, configure_and_activate
+from .messages import ENERGY_LABELS, driving_force_msg, energy_values_msg, outputs_finite, prediction_msg
+from .params import declare, param
+from .process import init_ros, run_node_process
+from .qos import COMMAND_QOS, SENSOR_QOS
+from .serialized import SerializedTemplate
+from .stamps import duration_ns, seconds_to_duration, stamp_ns
 
 COMMAND_TYPES = ("trajectory", "array", "none")
 AXES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0),
         "-x": (-1.0, 0.0, 0.0), "-y": (0.0, -1.0, 0.0), "-z": (0.0, 0.0, -1.0)}
 #: Outputs published per sample, in the order they are gathered (energy: the first seven ~/energy entries).
-PUBLISHED = ("Q_e", "qdd", "Q") + C.ENERGY_LABELS[:7]
+PUBLISHED = ("Q_e", "qdd", "Q") + ENERGY_LABELS[:7]
 INVALID_REASONS = ("non_finite", "missing_joint", "bad_size", "out_of_order", "stale", "non_finite_output",
                    "warming_up")
 
@@ -103,24 +110,24 @@ def resolve_model_path(value: str):
     return value
 
 
-class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
+class ServoLnnNode(LifecycleTeardown, LifecycleNode):
     _configured_attribute = "runtime"
     _io_attributes = ("_marker_timer",)
 
     def __init__(self, node_name: str = "servo_lnn", **kwargs):
         super().__init__(node_name, **kwargs)
         for name, default, description, _ in PARAMETERS:
-            C.declare(self, name, default, f"{description} [applied: {_}]")
+            declare(self, name, default, f"{description} [applied: {_}]")
         self.add_on_set_parameters_callback(self._check_parameters)
         # Parameter values cached for the per-sample path (rclpy's get_parameter costs ~10 µs a call).
-        self._values = {name: C.param(self, name) for name, *_ in PARAMETERS}
+        self._values = {name: param(self, name) for name, *_ in PARAMETERS}
         self.add_post_set_parameters_callback(self._cache_parameters)
         self.runtime = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
         self.counts = {k: 0 for k in INVALID_REASONS + ("processed", "received", "commands", "invalid_command",
                                                            "stale_command", "velocity_estimated")}
-        self.stats = C.RateLatency()
+        self.stats = RateLatency()
         self._latency_log = array("d") if self.p("latency_log") else None
         self._cpu_log = array("d")
 
@@ -142,7 +149,7 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
     def _cache_parameters(self, params) -> None:
         for p in params:
             if p.name in self._values:
-                self._values[p.name] = C.param(self, p.name)
+                self._values[p.name] = param(self, p.name)
             if p.name == "marker_rate_hz":
                 self._set_marker_rate()
 
@@ -190,18 +197,18 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
         self.pos_filter = CausalPolyDerivative(window=max(window, 5), degree=3, order=2)
         self.plan, self.array_cmd = None, None
         self.origin_ns, self.last_stamp_ns = None, None
-        self.rollout_throttle = C.Throttle(1.0)
+        self.rollout_throttle = Throttle(1.0)
         self._marker_timer, self._marker_sample = None, None
         self._pubs = {
-            "driving_force": self.create_lifecycle_publisher(JointState, "~/driving_force", C.SENSOR_QOS),
-            "prediction": self.create_lifecycle_publisher(JointTrajectory, "~/prediction", C.SENSOR_QOS),
-            "energy": self.create_lifecycle_publisher(Float64MultiArray, "~/energy", C.SENSOR_QOS),
-            "diagnostics": self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", C.COMMAND_QOS),
+            "driving_force": self.create_lifecycle_publisher(JointState, "~/driving_force", SENSOR_QOS),
+            "prediction": self.create_lifecycle_publisher(JointTrajectory, "~/prediction", SENSOR_QOS),
+            "energy": self.create_lifecycle_publisher(Float64MultiArray, "~/energy", SENSOR_QOS),
+            "diagnostics": self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS),
             "predicted_trajectory": self.create_lifecycle_publisher(
-                JointTrajectory, "~/predicted_trajectory", C.COMMAND_QOS),
+                JointTrajectory, "~/predicted_trajectory", COMMAND_QOS),
         }
         if self.p("publish_markers"):
-            self._pubs["markers"] = self.create_lifecycle_publisher(MarkerArray, "~/markers", C.COMMAND_QOS)
+            self._pubs["markers"] = self.create_lifecycle_publisher(MarkerArray, "~/markers", COMMAND_QOS)
         self.get_logger().info(f"configured: model {rt.model_id} ({rt.metadata.family}), free joints "
                                f"{rt.free_joints}, servo joints {rt.servo_joints}")
         return TransitionCallbackReturn.SUCCESS
@@ -213,10 +220,10 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
         kind = self.p("servo_command_type")
         if kind == "trajectory":
             self._subs.append(self.create_subscription(JointTrajectory, "servo_commands", self._on_trajectory,
-                                                       C.COMMAND_QOS))
+                                                       COMMAND_QOS))
         elif kind == "array":
             self._subs.append(self.create_subscription(Float64MultiArray, "servo_commands", self._on_array,
-                                                       C.COMMAND_QOS))
+                                                       COMMAND_QOS))
         self._timers.append(self.create_timer(float(self.p("diagnostics_period_s")), self._publish_diagnostics))
         if "markers" in self._pubs:
             # Markers at marker_rate_hz from the newest sample, off the per-sample path (building and
@@ -240,7 +247,7 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
     # -- inputs ---------------------------------------------------------------------------------
     def _reject(self, reason: str, detail: str) -> None:
         self.counts[reason] += 1
-        C.warn_throttled(self, reason, f"joint_states skipped ({reason}): {detail}")
+        warn_throttled(self, reason, f"joint_states skipped ({reason}): {detail}")
 
     def _relative_s(self, ns: int) -> float:
         if self.origin_ns is None:
@@ -267,13 +274,13 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
             self.plan = None                     # an empty trajectory cancels the plan (as in ros2_control)
             return
         k = len(msg.joint_names)
-        base_ns = C.stamp_ns(msg.header.stamp) or self.get_clock().now().nanoseconds
+        base_ns = stamp_ns(msg.header.stamp) or self.get_clock().now().nanoseconds
         try:
             times, pos, vel, acc = [], [], [], []
             for pt in msg.points:
                 if len(pt.positions) != k or len(pt.velocities) not in (0, k) or len(pt.accelerations) not in (0, k):
                     raise ValueError("every point needs one position (and velocity/acceleration, if any) per joint")
-                times.append(self._relative_s(base_ns + C.duration_ns(pt.time_from_start)))
+                times.append(self._relative_s(base_ns + duration_ns(pt.time_from_start)))
                 pos.append([pt.positions[c] for c in cols])
                 vel.append([pt.velocities[c] for c in cols] if len(pt.velocities) else None)
                 acc.append([pt.accelerations[c] for c in cols] if len(pt.accelerations) else None)
@@ -300,7 +307,7 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
 
     def _bad_command(self, detail: str) -> None:
         self.counts["invalid_command"] += 1
-        C.warn_throttled(self, "command", f"servo_commands rejected: {detail}")
+        warn_throttled(self, "command", f"servo_commands rejected: {detail}")
 
     def _commanded_qdd_e(self, t: float):
         """Commanded servo acceleration at relative time t, or None (none/stale/not commanded)."""
@@ -308,7 +315,7 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
         if self.plan is not None:
             if t > self.plan.end_time + timeout:
                 self.counts["stale_command"] += 1
-                C.warn_throttled(self, "stale_command", "servo plan is stale (ended more than command_timeout_s "
+                warn_throttled(self, "stale_command", "servo plan is stale (ended more than command_timeout_s "
                                                         "ago); estimating q̈_e from joint_states")
                 return None
             sample = self.plan.sample(t)
@@ -317,7 +324,7 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
             received, data = self.array_cmd
             if time.monotonic() - received > timeout:
                 self.counts["stale_command"] += 1
-                C.warn_throttled(self, "stale_command", "servo array command is stale; estimating q̈_e "
+                warn_throttled(self, "stale_command", "servo array command is stale; estimating q̈_e "
                                                         "from joint_states")
                 return None
             return data[2] if data.shape[0] == 3 else None
@@ -398,9 +405,9 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
             pubs["energy"].publish(energy.fill(sec, nanosec, view["energy"]))
         else:
             stamp = Time(sec=sec, nanosec=nanosec)
-            pubs["driving_force"].publish(C.driving_force_msg(stamp, frame, rt.servo_joints, q_e, qd_e, view["Q_e"]))
-            pubs["prediction"].publish(C.prediction_msg(stamp, frame, rt.joints, q, qd, view["qdd"], view["Q"]))
-            pubs["energy"].publish(C.energy_values_msg(stamp, view["energy"]))
+            pubs["driving_force"].publish(driving_force_msg(stamp, frame, rt.servo_joints, q_e, qd_e, view["Q_e"]))
+            pubs["prediction"].publish(prediction_msg(stamp, frame, rt.joints, q, qd, view["qdd"], view["Q"]))
+            pubs["energy"].publish(energy_values_msg(stamp, view["energy"]))
         counts["processed"] += 1
         if "markers" in pubs:
             self._marker_sample = (sec, nanosec, out)      # published by the marker timer
@@ -431,9 +438,9 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
             b = gather[2]
             return {"Q_e": values[b[0]:b[1]], "qdd": values[b[1]:b[2]], "Q": values[b[2]:b[3]],
                     "energy": values[b[3]:]}
-        if not C.outputs_finite(out) or not np.isfinite(out["Q_e"]).all():
+        if not outputs_finite(out) or not np.isfinite(out["Q_e"]).all():
             return None
-        energy = np.array([float(out[k]) for k in C.ENERGY_LABELS[:7]])
+        energy = np.array([float(out[k]) for k in ENERGY_LABELS[:7]])
         if not np.isfinite(energy).all():
             return None
         return {"Q_e": np.asarray(out["Q_e"], float), "qdd": np.asarray(out["qdd"], float),
@@ -445,9 +452,9 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
         n, n_e = rt.n, rt.n_e
         servo, joints = list(rt.servo_joints), list(rt.joints)
         templates = (
-            C.SerializedTemplate(lambda st, a, b, c: C.driving_force_msg(st, frame, servo, a, b, c), (n_e,) * 3),
-            C.SerializedTemplate(lambda st, a, b, c, d: C.prediction_msg(st, frame, joints, a, b, c, d), (n,) * 4),
-            C.SerializedTemplate(C.energy_values_msg, (7,), stamp_format="<dd"),
+            SerializedTemplate(lambda st, a, b, c: driving_force_msg(st, frame, servo, a, b, c), (n_e,) * 3),
+            SerializedTemplate(lambda st, a, b, c, d: prediction_msg(st, frame, joints, a, b, c, d), (n,) * 4),
+            SerializedTemplate(energy_values_msg, (7,), stamp_format="<dd"),
         )
         usable = templates if all(t.ok for t in templates) else False
         if len(self._templates) >= 16:            # frame ids taken from the inputs: keep the cache small
@@ -522,7 +529,7 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
             pt.positions = [float(z) for z in np.concatenate([x, s.q])]
             pt.velocities = [float(z) for z in np.concatenate([v, s.qd])]
             pt.accelerations = [float(z) for z in np.concatenate([a, s.qdd])]
-            pt.time_from_start = C.seconds_to_duration(tau)
+            pt.time_from_start = seconds_to_duration(tau)
             msg.points.append(pt)
         self._pubs["predicted_trajectory"].publish(msg)
 
@@ -542,7 +549,7 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
         message = "ok" if level == DiagnosticStatus.OK else f"{bad} inputs skipped, {values['invalid_command']} commands rejected"
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [C.diagnostic_status(f"{self.get_name()}: servo_lnn estimator", values["model_id"], level,
+        msg.status = [diagnostic_status(f"{self.get_name()}: servo_lnn estimator", values["model_id"], level,
                                           message, values)]
         self._pubs["diagnostics"].publish(msg)
 
@@ -557,14 +564,14 @@ def write_latency_log(node: ServoLnnNode) -> None:
 
 def start(node: ServoLnnNode) -> bool:
     """configure + activate; False (with the error already logged) when configure fails."""
-    return C.configure_and_activate(node, lambda: node.runtime is not None)
+    return configure_and_activate(node, lambda: node.runtime is not None)
 
 
 def main(argv=None) -> int:
     """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (it costs
     about a third less CPU per sample; its lifecycle use through services is tested)."""
-    C.init_ros(argv if argv is not None else sys.argv)
-    return C.run_node_process(ServoLnnNode(), start, on_exit=write_latency_log)
+    init_ros(argv if argv is not None else sys.argv)
+    return run_node_process(ServoLnnNode(), start, on_exit=write_latency_log)
 
 
 if __name__ == "__main__":

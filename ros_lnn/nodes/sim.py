@@ -29,7 +29,12 @@ from ..errors import ConfigError
 from ..estimation.trajectory import CriticallyDampedServo, ServoPlan
 from ..physics.excitation import make_excitation
 from ..physics.stepper import FixedStepSimulator
-from . import _common as C
+from .diagnostics import warn_throttled
+from .messages import driving_force_msg, energy_msg, prediction_msg
+from .params import declare, param
+from .process import init_ros, make_executor, spin
+from .qos import COMMAND_QOS, SENSOR_QOS
+from .stamps import duration_ns, ns_to_stamp, seconds_to_duration, stamp_ns
 
 PARAMETERS = (
     ("system", "crane", "reference system: crane or chain"),
@@ -69,7 +74,7 @@ PARAMETERS = (
 
 
 def build_system(node):
-    p = lambda name: C.param(node, name)  # noqa: E731
+    p = lambda name: param(node, name)  # noqa: E731
     kind = p("system")
     if kind == "crane":
         from ..physics.crane import Crane
@@ -94,7 +99,7 @@ class SimNode(Node):
     def __init__(self, node_name: str = "sim", **kwargs):
         super().__init__(node_name, **kwargs)
         for name, default, description in PARAMETERS:
-            C.declare(self, name, default, description)
+            declare(self, name, default, description)
         p = self.p
         self.system = build_system(self)
         sysm = self.system
@@ -124,21 +129,21 @@ class SimNode(Node):
         self.substeps = max(int(p("substeps")), 1)
         self.counts = {"steps": 0, "overruns": 0, "skipped_publishes": 0, "invalid_command": 0, "commands": 0}
 
-        self.js_pub = self.create_publisher(JointState, "joint_states", C.SENSOR_QOS)
+        self.js_pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
         if p("publish_ground_truth"):
-            self.gt_pubs = (self.create_publisher(JointState, "~/ground_truth/driving_force", C.SENSOR_QOS),
-                            self.create_publisher(JointTrajectory, "~/ground_truth/prediction", C.SENSOR_QOS),
-                            self.create_publisher(Float64MultiArray, "~/ground_truth/energy", C.SENSOR_QOS))
+            self.gt_pubs = (self.create_publisher(JointState, "~/ground_truth/driving_force", SENSOR_QOS),
+                            self.create_publisher(JointTrajectory, "~/ground_truth/prediction", SENSOR_QOS),
+                            self.create_publisher(Float64MultiArray, "~/ground_truth/energy", SENSOR_QOS))
         else:
             self.gt_pubs = None
-        self.clock_pub = self.create_publisher(ClockMsg, "/clock", C.SENSOR_QOS) if p("publish_clock") else None
-        self.plan_pub = self.create_publisher(JointTrajectory, "~/servo_plan", C.COMMAND_QOS)
+        self.clock_pub = self.create_publisher(ClockMsg, "/clock", SENSOR_QOS) if p("publish_clock") else None
+        self.plan_pub = self.create_publisher(JointTrajectory, "~/servo_plan", COMMAND_QOS)
         kind = p("servo_command_type")
         if kind == "trajectory":
-            self.create_subscription(JointTrajectory, "servo_commands", self._on_trajectory, C.COMMAND_QOS)
+            self.create_subscription(JointTrajectory, "servo_commands", self._on_trajectory, COMMAND_QOS)
         elif kind == "array":
-            self.create_subscription(Float64MultiArray, "servo_commands", self._on_array, C.COMMAND_QOS)
-        self.create_subscription(Float64MultiArray, "effort_commands", self._on_effort, C.COMMAND_QOS)
+            self.create_subscription(Float64MultiArray, "servo_commands", self._on_array, COMMAND_QOS)
+        self.create_subscription(Float64MultiArray, "effort_commands", self._on_effort, COMMAND_QOS)
 
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.origin_ns = 0 if self.clock_pub else self.get_clock().now().nanoseconds
@@ -151,7 +156,7 @@ class SimNode(Node):
                                f"{self.free_names}, servo {self.servo_names}, excitation {p('excitation')}")
 
     def p(self, name):
-        return C.param(self, name)
+        return param(self, name)
 
     # -- time -----------------------------------------------------------------------------------
     def sim_time_ns(self, t: float | None = None) -> int:
@@ -171,7 +176,7 @@ class SimNode(Node):
         if behind > 200:
             # Far behind (the machine is too slow for rate_hz): let simulated time slow down.
             self.counts["overruns"] += 1
-            C.warn_throttled(self, "overrun", f"simulator {behind} steps behind real time; rate_hz too high "
+            warn_throttled(self, "overrun", f"simulator {behind} steps behind real time; rate_hz too high "
                                               "for this machine, simulated time runs slow", period_s=5.0)
             self.wall_start += (behind - 1) * self.dt / rtf
             behind = 1
@@ -200,7 +205,7 @@ class SimNode(Node):
 
     def _publish_step(self) -> None:
         q, qd, out = self.sim.outputs()
-        stamp = C.ns_to_stamp(self.sim_time_ns())
+        stamp = ns_to_stamp(self.sim_time_ns())
         frame = self.p("frame_id")
         if self.clock_pub is not None:
             self.clock_pub.publish(ClockMsg(clock=stamp))
@@ -217,10 +222,10 @@ class SimNode(Node):
         if self.gt_pubs is not None:
             o = self.model_order
             e = list(part.servo)
-            self.gt_pubs[0].publish(C.driving_force_msg(stamp, frame, self.servo_names, q[e], qd[e], out["Q_e"]))
-            self.gt_pubs[1].publish(C.prediction_msg(stamp, frame, self.model_joints, q[o], qd[o], out["qdd"][o],
+            self.gt_pubs[0].publish(driving_force_msg(stamp, frame, self.servo_names, q[e], qd[e], out["Q_e"]))
+            self.gt_pubs[1].publish(prediction_msg(stamp, frame, self.model_joints, q[o], qd[o], out["qdd"][o],
                                                      out["Q"][o]))
-            self.gt_pubs[2].publish(C.energy_msg(stamp, out))
+            self.gt_pubs[2].publish(energy_msg(stamp, out))
 
     # -- servo motion ---------------------------------------------------------------------------
     def servo_source(self, t: float):
@@ -243,7 +248,7 @@ class SimNode(Node):
     # -- inputs ---------------------------------------------------------------------------------
     def _bad_command(self, topic: str, detail: str) -> None:
         self.counts["invalid_command"] += 1
-        C.warn_throttled(self, topic, f"{topic} rejected: {detail}")
+        warn_throttled(self, topic, f"{topic} rejected: {detail}")
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         try:
@@ -252,14 +257,14 @@ class SimNode(Node):
             return self._bad_command("servo_commands", f"joint_names {list(msg.joint_names)} lack {self.servo_names}")
         if not msg.points:
             return self._bad_command("servo_commands", "no points")
-        base_ns = C.stamp_ns(msg.header.stamp) or self.sim_time_ns()
+        base_ns = stamp_ns(msg.header.stamp) or self.sim_time_ns()
         k = len(msg.joint_names)
         try:
             pts = msg.points
             if any(len(pt.positions) != k or len(pt.velocities) not in (0, k) or len(pt.accelerations) not in (0, k)
                    for pt in pts):
                 raise ValueError("every point needs one position (and velocity/acceleration, if any) per joint")
-            times = [self._to_sim_s(base_ns + C.duration_ns(pt.time_from_start)) for pt in pts]
+            times = [self._to_sim_s(base_ns + duration_ns(pt.time_from_start)) for pt in pts]
             has_v = all(len(pt.velocities) for pt in pts)
             has_a = has_v and all(len(pt.accelerations) for pt in pts)
             plan = ServoPlan(times, [[pt.positions[c] for c in cols] for pt in pts],
@@ -301,14 +306,14 @@ class SimNode(Node):
         horizon, dt = float(self.p("plan_horizon_s")), float(self.p("plan_dt_s"))
         t0 = self.sim.t
         msg = JointTrajectory()
-        msg.header.stamp = C.ns_to_stamp(self.sim_time_ns(t0))
+        msg.header.stamp = ns_to_stamp(self.sim_time_ns(t0))
         msg.header.frame_id = self.p("frame_id")
         msg.joint_names = list(self.servo_names)
         for i in range(int(round(horizon / dt)) + 1):
             q, qd, qdd = self.servo_source(t0 + i * dt)
             pt = JointTrajectoryPoint(positions=[float(v) for v in q], velocities=[float(v) for v in qd],
                                       accelerations=[float(v) for v in qdd])
-            pt.time_from_start = C.seconds_to_duration(i * dt)
+            pt.time_from_start = seconds_to_duration(i * dt)
             msg.points.append(pt)
         self.plan_pub.publish(msg)
 
@@ -319,12 +324,12 @@ def _plan_state(plan: ServoPlan, t: float):
 
 
 def main(argv=None) -> int:
-    C.init_ros(argv if argv is not None else sys.argv)
+    init_ros(argv if argv is not None else sys.argv)
     code = 0
     node = None
     try:
         node = SimNode()
-        C.spin(node, C.make_executor(node.context, os.environ.get("ROS_LNN_EXECUTOR", "events")))
+        spin(node, make_executor(node.context, os.environ.get("ROS_LNN_EXECUTOR", "events")))
     except ConfigError as exc:
         print(f"sim: error: {exc}", file=sys.stderr)
         code = 2

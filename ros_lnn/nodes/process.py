@@ -1,0 +1,82 @@
+"""A node executable's process: rclpy start-up, the executor, spinning until SIGINT/SIGTERM, teardown."""
+from __future__ import annotations
+
+from .params import param
+
+
+def make_executor(context=None, kind: str | None = None):
+    """The executor of a node process: SingleThreadedExecutor, or rclpy's experimental EventsExecutor
+    with ``kind``/ROS_LNN_EXECUTOR="events" (falls back to the former where rclpy lacks it).
+
+    EventsExecutor costs ~25-35 % less CPU per estimator sample here. In rclpy 9.1 it serves
+    subscriptions created after the node was added to it (a servo_lnn activated, deactivated and
+    re-activated through its lifecycle services: test/test_node_process.py); servo_lnn uses it by
+    default."""
+    import os
+
+    from rclpy.executors import SingleThreadedExecutor
+
+    kind = kind or os.environ.get("ROS_LNN_EXECUTOR", "single")
+    if kind == "events":
+        try:
+            from rclpy.experimental import EventsExecutor
+
+            return EventsExecutor(context=context)
+        except ImportError:
+            pass
+    return SingleThreadedExecutor(context=context)
+
+
+def init_ros(argv) -> None:
+    """rclpy.init for a node process; Ctrl-C is handled by :func:`spin` (a flag checked between
+    callbacks), so no callback ever runs against a context that is already shut down."""
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
+
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+
+
+def run_node_process(node, start, on_exit=None) -> int:
+    """Body of a node executable after :func:`init_ros`: ``start(node)`` when the ``autostart``
+    parameter is set, then spin on the executor ROS_LNN_EXECUTOR names (default events) until
+    SIGINT/SIGTERM; ``on_exit(node)`` and teardown always run. Exit code 1 when autostart failed."""
+    import os
+
+    import rclpy
+
+    code = 0
+    try:
+        if param(node, "autostart") and not start(node):
+            code = 1
+        else:
+            spin(node, make_executor(node.context, os.environ.get("ROS_LNN_EXECUTOR", "events")))
+    finally:
+        if on_exit is not None:
+            on_exit(node)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+def spin(node, executor=None) -> None:
+    """Spin until SIGINT/SIGTERM (or an external shutdown), then return for a clean exit."""
+    import signal
+
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    stop = []
+    previous = {sig: signal.signal(sig, lambda *_: stop.append(True)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if executor is None:
+        executor = make_executor(node.context)
+    executor.add_node(node)
+    try:
+        # spin_once in a loop: EventsExecutor.spin() does not return on shutdown
+        while not stop and rclpy.ok(context=node.context):
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        executor.shutdown()
