@@ -174,8 +174,8 @@ def bench_node_rate(duration: float, rate_hz: float = 1000.0, feeder: str = "pro
     robot driver's situation; the node's process runs only the node). ``feeder="thread"``: feeder and
     node share this process and its GIL — the rclpy executors then cap the rate by themselves (measured:
     ~650 Hz with the controller step replaced by a cached output on the 2-core machine).
-    ``executor``: the node's executor as the node process makes it ("single", "events"; None: the
-    ROS_LNN_EXECUTOR environment variable, default events as in the node's main), process feeder only;
+    ``executor``: the node's executor as the node process makes it ("single", "events"; None:
+    :func:`ros_lnn.nodes.process.executor_kind`), process feeder only;
     ``input_queue_depth``: the node parameter of that name (None: its default)."""
     if feeder == "process":
         return _bench_node_rate_process(duration, rate_hz, executor, input_queue_depth)
@@ -185,7 +185,6 @@ def bench_node_rate(duration: float, rate_hz: float = 1000.0, feeder: str = "pro
 def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str | None,
                              input_queue_depth: int | None) -> dict:
     import multiprocessing
-    import os
     import threading
 
     import rclpy
@@ -203,7 +202,7 @@ def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str
     node = DacControllerNode(namespace=namespace, context=ctx, parameter_overrides=overrides)
     if not start(node):
         raise RuntimeError(node.last_error)
-    executor = make_executor(ctx, executor_kind or os.environ.get("ROS_LNN_EXECUTOR", "events"))
+    executor = make_executor(ctx, executor_kind)
     executor.add_node(node)  # after start(): the EventsExecutor serves only subscriptions that exist by then
     stop = threading.Event()
     thread = threading.Thread(target=lambda: [executor.spin_once(timeout_sec=0.01) for _ in iter(stop.is_set, True)],

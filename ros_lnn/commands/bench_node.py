@@ -182,6 +182,7 @@ def callback_cost(model: str, n: int = 3000) -> dict:
 
 def bench_node(args) -> dict:
     from ..inference.runtime import default_model_path
+    from ..nodes.process import executor_kind
 
     model = str(getattr(args, "model", None) or default_model_path())
     duration = float(getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 10.0))
@@ -193,7 +194,7 @@ def bench_node(args) -> dict:
     rates = [(float(r), duration if i == 0 else short) for i, r in enumerate(getattr(args, "rates", None) or (1000, 2000, 5000))]
     load = os.getloadavg()
     print(f"estimator node benchmark: {machine_description()}; load average {load[0]:.1f}; model {Path(model).name}; "
-          f"executor {os.environ.get('ROS_LNN_EXECUTOR', 'events')}")
+          f"executor {executor_kind()}")
     direct = callback_cost(model)
     print(f"callback called directly (no DDS/executor): median {direct['callback_median_us']:.0f} us, "
           f"p99 {direct['callback_p99_us']:.0f} us")
@@ -219,5 +220,5 @@ def bench_node(args) -> dict:
     print(f"highest processed rate: {top['processed_rate_hz']:.0f} Hz (driven at {top['rate_hz']:.0f} Hz); "
           f"above it inputs are dropped in the best-effort queue; load average at the end {os.getloadavg()[0]:.1f}")
     return {"machine": machine_description(), "load_average_1min": load[0], "model": Path(model).name,
-            "callback_direct": direct, "executor": os.environ.get("ROS_LNN_EXECUTOR", "events"),
+            "callback_direct": direct, "executor": executor_kind(),
             "load_average_1min_end": os.getloadavg()[0], "runs": results, "saturation_processed_rate_hz": top["processed_rate_hz"]}

@@ -9,7 +9,6 @@ accelerations from the simulator's ``/sim/servo_plan`` (commanded, as from a mot
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections import deque
@@ -104,7 +103,7 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = 50
             sub(f"{prefix}/prediction", JointTrajectory, side, on_pred)
             sub(f"{prefix}/energy", Float64MultiArray, side, on_energy)
 
-        executor = make_executor(context, os.environ.get("ROS_LNN_EXECUTOR", "events"))
+        executor = make_executor(context)
         for node in nodes:
             executor.add_node(node)
         qdd_src = "estimated from joint_states" if estimate_qdd else "commanded (/sim/servo_plan)"

@@ -1,23 +1,30 @@
 """A node executable's process: rclpy start-up, the executor, spinning until SIGINT/SIGTERM, teardown."""
 from __future__ import annotations
 
+import os
+
 from .params import param
+
+#: Environment variable that picks the executor of every node process ("events" or "single").
+EXECUTOR_ENV = "ROS_LNN_EXECUTOR"
+#: The default: rclpy's EventsExecutor, ~25-35 % less CPU per estimator sample than the
+#: SingleThreadedExecutor here. In rclpy 9.1 it serves subscriptions created after the node was added
+#: to it (a servo_lnn activated, deactivated and re-activated through its lifecycle services:
+#: test/test_node_process.py).
+DEFAULT_EXECUTOR = "events"
+
+
+def executor_kind(kind: str | None = None) -> str:
+    """``kind``, else $ROS_LNN_EXECUTOR, else :data:`DEFAULT_EXECUTOR`."""
+    return kind or os.environ.get(EXECUTOR_ENV, DEFAULT_EXECUTOR)
 
 
 def make_executor(context=None, kind: str | None = None):
-    """The executor of a node process: SingleThreadedExecutor, or rclpy's experimental EventsExecutor
-    with ``kind``/ROS_LNN_EXECUTOR="events" (falls back to the former where rclpy lacks it).
-
-    EventsExecutor costs ~25-35 % less CPU per estimator sample here. In rclpy 9.1 it serves
-    subscriptions created after the node was added to it (a servo_lnn activated, deactivated and
-    re-activated through its lifecycle services: test/test_node_process.py); servo_lnn uses it by
-    default."""
-    import os
-
+    """The executor of a node process (:func:`executor_kind`): rclpy's experimental EventsExecutor for
+    "events" (the SingleThreadedExecutor where rclpy lacks it), the SingleThreadedExecutor otherwise."""
     from rclpy.executors import SingleThreadedExecutor
 
-    kind = kind or os.environ.get("ROS_LNN_EXECUTOR", "single")
-    if kind == "events":
+    if executor_kind(kind) == "events":
         try:
             from rclpy.experimental import EventsExecutor
 
@@ -38,10 +45,8 @@ def init_ros(argv) -> None:
 
 def run_node_process(node, start, on_exit=None) -> int:
     """Body of a node executable after :func:`init_ros`: ``start(node)`` when the ``autostart``
-    parameter is set, then spin on the executor ROS_LNN_EXECUTOR names (default events) until
-    SIGINT/SIGTERM; ``on_exit(node)`` and teardown always run. Exit code 1 when autostart failed."""
-    import os
-
+    parameter is set, then spin on the executor of :func:`make_executor` until SIGINT/SIGTERM;
+    ``on_exit(node)`` and teardown always run. Exit code 1 when autostart failed."""
     import rclpy
 
     code = 0
@@ -49,7 +54,7 @@ def run_node_process(node, start, on_exit=None) -> int:
         if param(node, "autostart") and not start(node):
             code = 1
         else:
-            spin(node, make_executor(node.context, os.environ.get("ROS_LNN_EXECUTOR", "events")))
+            spin(node, make_executor(node.context))
     finally:
         if on_exit is not None:
             on_exit(node)

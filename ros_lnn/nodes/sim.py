@@ -12,7 +12,6 @@ publishes ``/clock`` (simulated time from 0) and stamps with it; run the other n
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 
@@ -329,7 +328,7 @@ def main(argv=None) -> int:
     node = None
     try:
         node = SimNode()
-        spin(node, make_executor(node.context, os.environ.get("ROS_LNN_EXECUTOR", "events")))
+        spin(node, make_executor(node.context))
     except ConfigError as exc:
         print(f"sim: error: {exc}", file=sys.stderr)
         code = 2
