@@ -8,7 +8,7 @@ is built.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..errors import ConfigError, ModelError
 from .base import TRAJECTORIES, TRIALS, Family, Network, Shape
@@ -16,9 +16,6 @@ from .lnn import LNN, LNN_NH
 from .node import NODE
 from .servo_lnn import DELAN, SERVO_LNN
 from .tlnn import TLNN
-
-if TYPE_CHECKING:
-    from torch import nn
 
 #: ``ros-lnn train --model NAME`` → its family, in the order the command line lists them.
 FAMILIES: dict[str, Family] = {f.name: f for f in (SERVO_LNN, DELAN, LNN, LNN_NH, TLNN, NODE)}
@@ -47,17 +44,17 @@ def family_of_config(config: dict) -> Family:
     return FAMILIES[name]
 
 
-def family_of(model: nn.Module) -> Family:
+def family_of(model: Any) -> Family:
     """The family a model belongs to (every model class names its family in ``family``)."""
     return family_of_config({"family": model.family})
 
 
-def model_config(model: nn.Module) -> dict:
+def model_config(model: Any) -> dict:
     """``model.config()`` tagged with its ``family`` (what a checkpoint stores)."""
     return dict(model.config()) | {"family": model.family}
 
 
-def build_model(config: dict) -> nn.Module:
+def build_model(config: dict) -> Any:
     """An untrained model of the family and shape ``config`` describes (inverse of :func:`model_config`)."""
     family = family_of_config(config)
     return family.from_config({k: v for k, v in config.items() if k != "family"})

@@ -83,11 +83,11 @@ class Family:
     #: the untrained model a checkpoint's ``model_config`` (without ``family``) describes
     from_config: Callable[[dict], nn.Module]
     #: set the model's input normalisation from the training samples (before training)
-    normalise: Callable[[nn.Module, dict], None]
+    normalise: Callable[[Any, dict], None]
     #: loss names for ``(model, Q_e measured)`` (:mod:`ros_lnn.models.losses`)
-    losses: Callable[[nn.Module, bool], tuple[str, ...]]
+    losses: Callable[[Any, bool], tuple[str, ...]]
     #: accuracy on held-out samples (validation during training, test metrics after it)
-    evaluate: Callable[[nn.Module, dict], dict]
+    evaluate: Callable[[Any, dict], dict]
     #: metric of :attr:`evaluate` that early stopping watches (lower is better)
     monitor: str
     #: zero the step of a batch with a non-finite loss (learned mass matrices can be singular)

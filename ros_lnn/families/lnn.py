@@ -42,7 +42,7 @@ def build_lnn(shape: Shape, net: Network) -> LNNModel:
     )
 
 
-def build_lnn_nh(shape: Shape, net: Network) -> LNNnh:
+def build_lnn_nh(shape: Shape, net: Network) -> LNNModel:
     from ..models.lnn import for_system
 
     return for_system(_constraint_system(shape.system), True, hidden=net.hidden, activation=net.activation)

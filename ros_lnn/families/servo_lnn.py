@@ -55,15 +55,16 @@ def build(shape: Shape, net: Network) -> ServoLNN:
     joints = shape.coordinate_names
     units = list(shape.coordinate_units) or ["rad"] * len(joints)
     angles = [j for j, u in zip(joints, units) if u == "rad"] if net.angle_features else []
+    epsilon = {} if net.epsilon is None else {"epsilon": net.epsilon}  # None: the model's default
     return ServoLNN(
         list(shape.free_joints),
         list(shape.servo_joints),
         hidden=list(net.hidden),
         activation=net.activation,
-        epsilon=net.epsilon,
         diag_activation=net.diag_activation,
         angle_joints=angles,
         coordinate_units=units,
+        **epsilon,
     )
 
 
@@ -110,7 +111,7 @@ def evaluate(model: ServoLNN, samples: dict) -> dict:
         return x.detach().cpu().double().numpy()
 
     qdd_f, qdd_f_hat = np.asarray(samples["qdd"])[:, :n_f], get(out["qdd"])[:, :n_f]
-    res = {"qdd_f_nmse": float(np.mean((qdd_f_hat - qdd_f) ** 2) / np.var(qdd_f))}
+    res: dict[str, Any] = {"qdd_f_nmse": float(np.mean((qdd_f_hat - qdd_f) ** 2) / np.var(qdd_f))}
     if model.n_e:
         Q_e = np.asarray(samples["Q"])[:, n_f:]
         rms = np.sqrt(np.mean(Q_e**2))
@@ -198,7 +199,7 @@ def no_servo_joints(shape: Shape) -> None:
         )
 
 
-_COMMON = dict(
+_COMMON: dict[str, Any] = dict(
     model_family=MODEL_FAMILY,
     data=TRIALS,
     build=build,

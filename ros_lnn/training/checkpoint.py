@@ -117,7 +117,7 @@ def read_checkpoint(path, map_location="cpu", head: str = "", what: str = "not a
     return ckpt
 
 
-def load_checkpoint(path, map_location="cpu") -> tuple[nn.Module, dict]:
+def load_checkpoint(path, map_location="cpu") -> tuple[Any, dict]:
     """(model in eval mode, checkpoint dict) for a checkpoint of any family."""
     path = Path(path)
     if not path.is_file():

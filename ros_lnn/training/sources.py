@@ -152,11 +152,14 @@ def trials_data(family: Family, spec: RunSpec, say: Callable[[str], None]) -> Ru
     from ..physics.datasets import PAPER_TEST_TRIALS, chain_trials, paper_crane_trials, paper_split
     from ..physics.trials import load_trials
 
-    with_qe, chosen_test = spec.with_qe, ()
+    with_qe = spec.with_qe
+    chosen_test: tuple[str, ...] = ()
     system_name = str(spec.system)
     system = reference_system(system_name, spec.links)
     if spec.system == "chain":
-        trials = chain_trials(system, n_trials=spec.trajectories, duration=spec.duration, seed=spec.seed)
+        trials = chain_trials(
+            system, n_trials=int(spec.trajectories or 0), duration=float(spec.duration or 0.0), seed=spec.seed
+        )
         source = {
             "kind": "simulated",
             "generator": "ros_lnn.physics.datasets.chain_trials",
