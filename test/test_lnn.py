@@ -1,5 +1,6 @@
-"""Plain LNN and LNN-nh (seed 002): the torch.func Euler–Lagrange terms reproduce exact physics for a
-known Lagrangian, LNN-nh keeps the constraint for any network, training lowers the loss, save/load."""
+"""Plain LNN and LNN-nh (nonholonomic-LNN paper): the torch.func Euler–Lagrange terms reproduce exact
+physics for a known Lagrangian, LNN-nh keeps the constraint for any network, training lowers the loss,
+save/load."""
 import numpy as np
 import pytest
 

@@ -1,5 +1,6 @@
-"""Nonholonomic reference systems (seed 002): the Lagrange–d'Alembert law keeps the constraint, the
-constraint forces do no work, energy is conserved, and two examples match their closed forms."""
+"""Nonholonomic reference systems (nonholonomic-LNN paper): the Lagrange–d'Alembert law keeps the
+constraint, the constraint forces do no work, energy is conserved, and two examples match their closed
+forms."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""TLNN (seed 003): topology masks, periodic angle inputs, exact second derivatives against an
+"""TLNN (TLNN paper): topology masks, periodic angle inputs, exact second derivatives against an
 independent autograd Hessian, the positive-definite start, training on chain data; the study's data,
 coordinate conversions and a tiny end-to-end run."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Partial-Lagrangian paper examples (seed 001): damping obeys the first law, PD settles at the
+"""Partial-Lagrangian paper examples (docs/papers.md): damping obeys the first law, PD settles at the
 gravity-shifted rest point, PID removes the offset, the prismatic reconstruction reaches its length,
 the 10-link chain grown by extension is the uniform chain, and the cost model's three evaluations agree."""
 import numpy as np

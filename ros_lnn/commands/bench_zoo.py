@@ -1,9 +1,11 @@
-"""Model-zoo studies (``ros-lnn bench zoo`` once wired; also ``python -m ros_lnn.commands.bench_zoo``):
+"""Model-zoo studies (``ros-lnn bench zoo`` once wired; also ``python -m ros_lnn.commands.bench_zoo``;
+the papers by their short names of docs/papers.md):
 
-    partial       cost of the chain dynamics vs n (whole vs partial sum vs critical path), seed 001
+    partial       cost of the chain dynamics vs n (whole vs partial sum vs critical path), partial-Lagrangian
+                  paper
     examples      the partial-Lagrangian paper's examples as simulations, with their first-law residual
-    nonholonomic  LNN vs LNN-nh on the three nonholonomic examples, seed 002
-    tlnn          TLNN vs LNN vs neural ODE, absolute / relative angles, 2-, 3- and 4-link chains, seed 003
+    nonholonomic  LNN vs LNN-nh on the three nonholonomic examples, nonholonomic-LNN paper
+    tlnn          TLNN vs LNN vs neural ODE, absolute / relative angles, 2-, 3- and 4-link chains, TLNN paper
 
 PNG plots go to ``reports/zoo/`` (not committed). ``--quick`` shrinks every study to a smoke run.
 """

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from ..inference.metadata import ModelMetadata
 
-#: The nonholonomic paper's 2x128 softplus net, trained 60 epochs (docs/studies.md).
+#: The nonholonomic-LNN paper's 2x128 softplus net; 60 epochs (the paper: 300) to fit a CPU.
 DEFAULTS = dict(
     epochs=60,
     batch=256,

@@ -1,4 +1,4 @@
-"""Plain LNN (Cranmer et al.) and LNN-nh (seed 002, EQUATIONS.md §4) in torch.
+"""Plain LNN (Cranmer et al.) and LNN-nh (nonholonomic-LNN paper, docs/papers.md; EQUATIONS.md §4).
 
 A black-box network ``𝓛(q, q̇)`` (no mass-matrix structure). Accelerations come from its exact second
 derivatives (double backward through the batch):

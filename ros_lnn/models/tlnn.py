@@ -1,8 +1,8 @@
-"""TLNN (seed 003, EQUATIONS.md §3): ``𝓛 = Σ_i (T_i − V_i)``, one kinetic and one potential head per
-rigid body. Body i's heads see only the coordinates its topology vector ``B_i ∈ {0,1}ⁿ`` selects
-(``B_i ⊙ q``, ``B_i ⊙ q̇``); angles enter through a sin/cos layer. General form: ``T_i`` is an MLP of
-``[sin, cos](B_i ⊙ q)`` and ``B_i ⊙ q̇`` (no quadratic structure imposed), so accelerations use the
-exact second derivatives (double backward):
+"""TLNN (TLNN paper, docs/papers.md; EQUATIONS.md §3): ``𝓛 = Σ_i (T_i − V_i)``, one kinetic and one
+potential head per rigid body. Body i's heads see only the coordinates its topology vector ``B_i ∈ {0,1}ⁿ``
+selects (``B_i ⊙ q``, ``B_i ⊙ q̇``); angles enter through a sin/cos layer. General form: ``T_i`` is an MLP
+of ``[sin, cos](B_i ⊙ q)`` and ``B_i ⊙ q̇`` (no quadratic structure imposed), so accelerations use the exact
+second derivatives (double backward):
 
     q̈ = (Σ_i ∂²T_i/∂q̇²)⁻¹ [Q + Σ_i ∂(T_i − V_i)/∂q − Σ_i (∂²T_i/∂q̇∂q) q̇]
 

@@ -1,4 +1,5 @@
-"""Planar serial chains built from partial Lagrangians (seed 001, EQUATIONS.md §5).
+"""Planar serial chains built from partial Lagrangians (partial-Lagrangian paper, docs/papers.md;
+EQUATIONS.md §5).
 
 Conventions: the chain hangs in the vertical x–y plane from a base at the origin, gravity along −y.
 Coordinates are relative joint coordinates, one per link, in link order:

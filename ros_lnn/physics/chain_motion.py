@@ -1,5 +1,5 @@
 """Free motion of planar chains from random initial states, integrated as one batched ODE (DOP853),
-and the two angle conventions of the TLNN paper (seed 003, see docs/papers.md): relative joint angles
+and the two angle conventions of the TLNN paper (docs/papers.md): relative joint angles
 (the chain's own coordinates) and absolute body angles (cumulative sums)."""
 
 from __future__ import annotations

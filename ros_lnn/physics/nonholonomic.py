@@ -1,4 +1,5 @@
-"""Nonholonomic reference systems and the Lagrange–d'Alembert equations (seed 002, EQUATIONS.md §4).
+"""Nonholonomic reference systems and the Lagrange–d'Alembert equations (nonholonomic-LNN paper,
+docs/papers.md; EQUATIONS.md §4).
 
 Constraints linear in the velocities, ``Φ(q, q̇) = A(q) q̇ = 0`` (m rows). With ``W = ∂²𝓛/∂q̇²``,
 ``F = ∂𝓛/∂q − (∂²𝓛/∂q̇∂q) q̇ + Q`` and ``b = (∂Φ/∂q) q̇ = Ȧ q̇``:

@@ -1,8 +1,7 @@
-"""The LNN vs LNN-nh comparison of seed 002, scaled to a CPU: both models learn ``q̈`` from the same
-trajectories of each nonholonomic example; reported are the test acceleration MSE and, along rollouts
-of the learned dynamics from held-out initial states, the drift of the true energy and of the
-constraint ``Φ = A(q) q̇`` (the paper's three measures), plus the state error against the truth.
-"""
+"""The LNN vs LNN-nh comparison of the nonholonomic-LNN paper (docs/papers.md), scaled to a CPU: both models
+learn ``q̈`` from the same trajectories of each nonholonomic example; reported are the test acceleration MSE
+and, along rollouts of the learned dynamics from held-out initial states, the drift of the true energy and
+of the constraint ``Φ = A(q) q̇`` (the paper's three measures), plus the state error against the truth."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Cost of the chain dynamics against the number of links (seed 001, §4.1: O(n⁴) for the whole
+"""Cost of the chain dynamics against the number of links (partial-Lagrangian paper §4.1: O(n⁴) for the whole
 Lagrangian, O(n³) when the partial Lagrangians are evaluated in parallel).
 
 Two implementations are timed for n = 1..10 revolute links, each in three ways:

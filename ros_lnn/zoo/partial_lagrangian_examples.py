@@ -1,4 +1,4 @@
-"""The examples of the partial-Lagrangian paper (seed 001, EQUATIONS.md §5) as simulations of
+"""The examples of the partial-Lagrangian paper (docs/papers.md; EQUATIONS.md §5) as simulations of
 :class:`ros_lnn.physics.chain.PlanarChain`: 1, 2, 3 and 10 links with viscous joint damping, PD/PID
 control of joint targets, and the revolute → prismatic reconstruction of the second link.
 

@@ -1,9 +1,9 @@
-"""The TLNN study of seed 003 scaled to a 2-core CPU: planar chains of uniform rods (m = 1 kg,
-l = 1 m, J = m l²/12, g = 9.8, no joint forces) with 2, 3 and 4 links. Three families — TLNN, a
-plain LNN and a neural ODE (NODE, black box) — each learn ``q̈`` (MSE, :func:`train_acceleration`)
-in absolute body angles and in relative joint angles from the same trajectories. Rollouts (RK4 at the
-rollout rate) from held-out initial states give ``E(t) = ‖ẑ − z‖₂ / ‖z‖₂`` with ``z = [φ; φ̇]`` in
-absolute angles for every model (relative rollouts are converted), as median and 5–95 % band.
+"""The TLNN study of the TLNN paper (docs/papers.md) scaled to a 2-core CPU: planar chains of uniform rods
+(m = 1 kg, l = 1 m, J = m l²/12, g = 9.8, no joint forces) with 2, 3 and 4 links. Three families — TLNN, a
+plain LNN and a neural ODE (NODE, black box) — each learn ``q̈`` (MSE, :func:`train_acceleration`) in
+absolute body angles and in relative joint angles from the same trajectories. Rollouts (RK4 at the rollout
+rate) from held-out initial states give ``E(t) = ‖ẑ − z‖₂ / ‖z‖₂`` with ``z = [φ; φ̇]`` in absolute angles
+for every model (relative rollouts are converted), as median and 5–95 % band.
 
 Fairness: same data, same epochs, batch and learning rate for every model; the LNN and NODE widths
 are chosen so their parameter counts match the TLNN's (:func:`matched_width`). Starts: the TLNN's
