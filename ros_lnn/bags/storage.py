@@ -2,7 +2,11 @@
 one SQL query per sqlite3 file, a tight record scan per MCAP chunk. ``rosbags``' per-message
 generators (connection matching, heap merge of chunks) cost more than decoding the messages does.
 Anything unusual (per-message compression, unindexed MCAP, other storage types) returns None and the
-caller falls back to ``rosbags``' own iteration."""
+caller falls back to ``rosbags``' own iteration.
+
+This reads ``rosbags`` internals (``dbconn``, ``chunks``, byte offsets), so setup.py pins rosbags to the
+versions it is tested with. Measured against the public ``Reader.messages`` on 200 000 JointState
+messages: 3.3x faster for MCAP, 1.3x for sqlite3 (identical arrays)."""
 from __future__ import annotations
 
 import struct

@@ -1,1 +1,2 @@
-"""torch models: analytic-derivative MLP, ServoLNN/DeLaN, losses, ONNX export."""
+"""torch nn.Modules: analytic-derivative MLP, ServoLNN/DeLaN, LNN/LNN-nh, TLNN, neural ODE, losses,
+input normalisation, ONNX export. Which family a model is, and how it trains, is ros_lnn.families'."""

@@ -1,1 +1,2 @@
-"""rclpy nodes: thin adapters from messages to the library."""
+"""rclpy nodes: thin adapters from messages to the library (one node per module), and their shared
+pieces by job: qos, params, stamps, messages, serialized, diagnostics, process, lifecycle."""

@@ -1,1 +1,2 @@
-"""Reference physics on numpy/scipy only (no torch): Lagrangian machinery, analytic systems, simulators."""
+"""Reference physics on numpy/scipy only (no torch): Lagrangian machinery, analytic systems,
+simulators (offline, and the fixed-step integrator and excitations of the sim node), data sets."""

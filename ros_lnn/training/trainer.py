@@ -15,11 +15,14 @@ the decayed momentum alone). ``grad_clip`` clips the gradient norm (``clip_grad_
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 
 from ..families import family_of
 from ..models.losses import NEEDS_QE, batch_keys
@@ -69,16 +72,16 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed % 2**32)
 
 
-def default_monitor(model) -> str:
+def default_monitor(model: nn.Module) -> str:
     return family_of(model).monitor
 
 
-def evaluate(model, samples: dict) -> dict:
+def evaluate(model: nn.Module, samples: dict) -> dict:
     """Accuracy of ``model`` on held-out samples, as its family measures it."""
     return family_of(model).evaluate(model, samples)
 
 
-def make_adam(params, lr: float, weight_decay: float):
+def make_adam(params, lr: float, weight_decay: float) -> torch.optim.Adam:
     """Adam with torch's fused update (one kernel for all parameters; CPU and CUDA floating point), else
     the default implementation: same algorithm, the per-step optimiser overhead is what differs."""
     params = list(params)
@@ -88,8 +91,8 @@ def make_adam(params, lr: float, weight_decay: float):
         return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
 
 
-def train(model, train_samples: dict, val_samples: dict | None = None, config: TrainConfig | None = None,
-          progress=print) -> dict:
+def train(model: nn.Module, train_samples: dict, val_samples: dict | None = None, config: TrainConfig | None = None,
+          progress: Callable[[str], None] = print) -> dict:
     """Train ``model`` in place; returns the history (losses per log point, validations, timing)."""
     cfg = config or TrainConfig()
     device, dtype = resolve_device(cfg.device), DTYPES[cfg.dtype]
@@ -112,8 +115,9 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
     optimizer = make_adam(model.parameters(), cfg.lr, cfg.weight_decay)
     gen = torch.Generator(device=device)
     gen.manual_seed(cfg.seed)
-    history = {"epoch": [], "loss": [], "terms": {k: [] for k in names}, "val": [], "losses": list(names),
-               "config": asdict(cfg) | {"losses": list(names)}, "device": str(device)}
+    history: dict[str, Any] = {"epoch": [], "loss": [], "terms": {k: [] for k in names}, "val": [],
+                               "losses": list(names), "config": asdict(cfg) | {"losses": list(names)},
+                               "device": str(device)}
     if guard:
         history["skipped"] = []
     # loss, each term (and with the guard, the count of finite batches) summed between log points
@@ -123,11 +127,11 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
     stopper = EarlyStopping(cfg.patience, cfg.min_delta, monitor)
     fingerprint = data_hash({k: train_samples.get(k, ()) for k in FIELDS})  # Q absent for acceleration models
     if cfg.resume:
-        config = history["config"]
-        done, history, steps_since = load_resume(cfg.resume, model, optimizer, gen, acc, stopper, config,
+        settings = history["config"]
+        done, history, steps_since = load_resume(cfg.resume, model, optimizer, gen, acc, stopper, settings,
                                                  fingerprint, dist.world_size)
         first, prior_seconds = done + 1, history.get("seconds", 0.0)
-        history["config"] = config
+        history["config"] = settings
         history.setdefault("resumed", []).append({"from": str(cfg.resume), "epoch": done})
         progress(f"resumed from {cfg.resume} after epoch {done}")
     step, describe = distributed.make_loss_step(model, names, dist, cfg.compile, progress)
@@ -200,9 +204,9 @@ def train(model, train_samples: dict, val_samples: dict | None = None, config: T
     return history
 
 
-def train_acceleration(model, data: dict, *, epochs: int = 100, batch: int = 256, lr: float = 1e-3,
-                       seed: int = 0, progress=None, log_every: int = 10, dtype=torch.float64,
-                       clip: float = 10.0) -> dict:
+def train_acceleration(model: nn.Module, data: dict, *, epochs: int = 100, batch: int = 256, lr: float = 1e-3,
+                       seed: int = 0, progress: Callable[[str], None] | None = None, log_every: int = 10,
+                       dtype: torch.dtype = torch.float64, clip: float = 10.0) -> dict:
     """Fit ``q̈`` of an acceleration-family model by mean squared error (the paper's loss), Adam,
     through :func:`train` (on the CPU, no validation), as the zoo studies do; sets ``model.qd_scale`` from
     the data; non-finite batches are skipped on the device. Returns the history (``epoch``, ``loss``,

@@ -1,1 +1,2 @@
-"""Model zoo from the seed papers: partial-Lagrangian examples, nonholonomic and TLNN studies."""
+"""Studies of the source papers (docs/papers.md): partial-Lagrangian examples and cost, LNN vs LNN-nh,
+the TLNN study."""
