@@ -129,3 +129,47 @@ def test_resume_state_round_trips_the_numpy_generator(tmp_path):
     set_rng_state(again, gen)
     got = np.random.normal(size=4), torch.randperm(10, generator=gen)
     assert np.array_equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+
+
+def test_a_new_family_is_one_description_and_one_registry_entry(tmp_path, monkeypatch):
+    """A family defined here (a neural ODE with tanh units and its own tag) trains, checkpoints and
+    loads back through the run and the checkpoint module once it is in the registry."""
+    import ros_lnn.families as families
+    from ros_lnn.families.acceleration import acceleration_family
+    from ros_lnn.models.node_baseline import NeuralODE
+
+    class TanhODE(NeuralODE):
+        family = "node_tanh"
+
+        def config(self):
+            return super().config() | {"family": self.family}
+
+    def build(shape, net):
+        return TanhODE(len(shape.coordinate_names), hidden=net.hidden, activation="tanh")
+
+    def from_config(config):
+        config = dict(config)
+        return TanhODE(config.pop("n"), **config)
+
+    family = acceleration_family("node_tanh", ("chain",), build, from_config)
+    monkeypatch.setitem(families.FAMILIES, family.name, family)
+    monkeypatch.setattr(families, "MODEL_FAMILIES", (*families.MODEL_FAMILIES, family.name))
+
+    spec = RunSpec(
+        family="node_tanh",
+        trajectories=3,
+        duration=1.0,
+        epochs=2,
+        hidden=(8,),
+        out=str(tmp_path / "m.pt"),
+        report=False,
+        threads=1,
+    )
+    lines = []
+    result = run(spec, progress=lines.append)
+    assert any(line.startswith("node_tanh epoch 2/2") for line in lines)
+    assert "--model node_tanh --system chain" in result.provenance["command"]
+    model, ckpt = load_checkpoint(tmp_path / "m.pt")
+    assert isinstance(model, TanhODE) and ckpt["model_config"]["activation"] == "tanh"
+    q, qd = torch.zeros(2, 2, dtype=torch.float64), torch.ones(2, 2, dtype=torch.float64)
+    assert torch.allclose(model.double()(q, qd), result.model(q, qd))
