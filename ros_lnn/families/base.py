@@ -39,6 +39,8 @@ class Shape:
     free_joints: tuple[str, ...]
     servo_joints: tuple[str, ...] = ()
     coordinate_units: tuple[str, ...] = ()
+    #: per coordinate (model order): revolute, continuous (wraps), prismatic or cyclic; () = all plain
+    joint_kinds: tuple[str, ...] = ()
 
     @property
     def coordinate_names(self) -> tuple[str, ...]:
@@ -113,6 +115,8 @@ class Family:
 #: Options of bag reading (``ros-lnn train --bag``).
 BAG_OPTIONS = (
     "bag",
+    "val_bag",
+    "test_bag",
     "config",
     "joint_states_topic",
     "servo_topic",
@@ -123,6 +127,10 @@ BAG_OPTIONS = (
     "savgol_window",
     "savgol_order",
     "val_fraction",
+    "free_effort",
+    "split",
+    "cyclic_joints",
+    "robot_description",
 )
 #: Options of the simulated trajectories (chains and the nonholonomic examples).
 SIMULATION_OPTIONS = ("trajectories", "duration", "links")

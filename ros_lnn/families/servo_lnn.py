@@ -112,20 +112,22 @@ def evaluate(model: ServoLNN, samples: dict) -> dict:
 
     qdd_f, qdd_f_hat = np.asarray(samples["qdd"])[:, :n_f], get(out["qdd"])[:, :n_f]
     res: dict[str, Any] = {"qdd_f_nmse": float(np.mean((qdd_f_hat - qdd_f) ** 2) / np.var(qdd_f))}
-    if model.n_e:
-        Q_e = np.asarray(samples["Q"])[:, n_f:]
+    # what the data do not hold (a bag: no Q_e, no truth of M, V, E) is left out, not reported as NaN
+    Q = np.asarray(samples["Q"])
+    if model.n_e and np.isfinite(Q[:, n_f:]).all():
+        Q_e = Q[:, n_f:]
         rms = np.sqrt(np.mean(Q_e**2))
         res["Q_e_rel_rms"] = float(np.sqrt(np.mean((get(out["Q_e"]) - Q_e) ** 2)) / rms)
         res["Q_e_rel_rms_inverse"] = float(np.sqrt(np.mean((get(inv["Q_e"]) - Q_e) ** 2)) / rms)
-    Q_f = np.asarray(samples["Q"])[:, :n_f]
-    res["Q_f_rms_inverse"] = float(np.sqrt(np.mean((get(inv["Q"])[:, :n_f] - Q_f) ** 2)))
-    if "M" in samples:
+    if np.isfinite(Q[:, :n_f]).all():
+        res["Q_f_rms_inverse"] = float(np.sqrt(np.mean((get(inv["Q"])[:, :n_f] - Q[:, :n_f]) ** 2)))
+    if "M" in samples and np.isfinite(samples["M"]).all():
         M = np.asarray(samples["M"])
         res["M_rel_err"] = float(
             np.sqrt(np.mean(np.sum((get(out["M"]) - M) ** 2, (-1, -2))) / np.mean(np.sum(M**2, (-1, -2))))
         )
     for key in ("V", "E"):
-        if key in samples:
+        if key in samples and np.isfinite(samples[key]).all():
             truth = np.asarray(samples[key])
             err = get(out[key]) - truth
             res[f"{key}_rel_err"] = float(np.std(err) / np.std(truth))
@@ -160,13 +162,20 @@ def export(
 
 
 def test_summary(metrics: dict) -> str:
-    nan = float("nan")
-    return (
-        f"test: q̈_f nMSE {metrics['qdd_f_nmse']:.2e}"
-        + (f", Q_e rel rms {metrics['Q_e_rel_rms']:.2%}" if "Q_e_rel_rms" in metrics else "")
-        + f", M rel err {metrics.get('M_rel_err', nan):.2%}, V rel err {metrics.get('V_rel_err', nan):.2%}"
-        + f", E rel err {metrics.get('E_rel_err', nan):.2%}"
-    )
+    """The ``test: ...`` line; quantities the data do not hold are left out. When no test recording
+    was given, the line says the figure is the in-distribution validation's."""
+    where = metrics.get("evaluated_on", "test trials")
+    kind = where.split("(")[0].strip()
+    head = "test" if where.startswith("test") else f"validation (in-distribution, {kind})"
+    parts = [f"{head}: q̈_f nMSE {metrics['qdd_f_nmse']:.2e}"]
+    for key, label in (("Q_e_rel_rms", "Q_e rel rms"), ("M_rel_err", "M rel err"), ("V_rel_err", "V rel err"),
+                       ("E_rel_err", "E rel err")):
+        if key in metrics:
+            parts.append(f"{label} {metrics[key]:.2%}")
+    line = ", ".join(parts)
+    if not where.startswith("test"):
+        line += "; no test recording: pass --test-bag for a held-out figure"
+    return line
 
 
 def servo_lnn_rules(options: Mapping[str, Any], given: Given) -> None:

@@ -101,14 +101,16 @@ def training_record(family: Family, spec: RunSpec, history: dict) -> dict:
     }
 
 
-def test_metrics(family: Family, model: nn.Module, test: dict, history: dict) -> dict:
+def test_metrics(
+    family: Family, model: nn.Module, test: dict, history: dict, evaluated_on: str = "test trials"
+) -> dict:
     metrics = family.evaluate(model, test)
     if family.data == TRAJECTORIES:
         return metrics | {"evaluated_on": "test trajectories", "final_train_loss": history["loss"][-1]}
     per_trial = metrics.pop("qdd_f_nmse_per_trial", {})  # keyed by trial index → by trial name
     return metrics | {
         "qdd_f_nmse_per_trial": {test["names"][i]: v for i, v in enumerate(per_trial.values())},
-        "evaluated_on": "test trials",
+        "evaluated_on": evaluated_on,
         "final_train_loss": history["loss"][-1],
     }
 
@@ -168,13 +170,15 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
         grad_clip=spec.grad_clip,
     )
     prefix = family.progress_prefix
-    history = train(model, data.train, data.test, cfg, progress=lambda line: progress(f"{prefix}{line}"))
+    history = train(
+        model, data.train, data.validation, cfg, progress=lambda line: progress(f"{prefix}{line}")
+    )
     shutdown_process_group()
     if (history.get("run") or {}).get("rank", 0) != 0:  # torchrun: only rank 0 exports and reports
         return None
 
     model = model.to(device="cpu", dtype=torch.float64)
-    metrics = test_metrics(family, model, data.test, history)
+    metrics = test_metrics(family, model, data.test, history, data.evaluated_on)
     command = command_line(spec)
     provenance: dict[str, Any] = {
         "data": data.source,
@@ -230,7 +234,14 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
             )
         else:
             report = write_report(
-                spec.report_folder, history, model, data.test, metrics, provenance, qe_measured=spec.with_qe
+                spec.report_folder,
+                history,
+                model,
+                data.test,
+                metrics,
+                provenance,
+                qe_measured=spec.with_qe,
+                prefix="test" if data.val is not None else "validation",
             )
     return RunResult(family, out, metrics, provenance, history, model, report)
 
