@@ -56,6 +56,10 @@ class Network:
     epsilon: float | None = None
     diag_activation: str = "softplus"
     angle_features: bool = False
+    #: "" (conservative), "rayleigh" or "rayleigh_coulomb" (ServoLNN's learned dissipation)
+    dissipation: str = ""
+    #: a rigid-body prior identified from the data (ServoLNN; ros_lnn.models.rigid_body config)
+    prior: dict | None = None
 
 
 def no_option_rules(options: Mapping[str, Any], given: Given) -> None:

@@ -54,17 +54,27 @@ def build(shape: Shape, net: Network) -> ServoLNN:
 
     joints = shape.coordinate_names
     units = list(shape.coordinate_units) or ["rad"] * len(joints)
-    angles = [j for j, u in zip(joints, units) if u == "rad"] if net.angle_features else []
+    kinds = list(shape.joint_kinds) or ["revolute"] * len(joints)
+    cyclic = [j for j, k in zip(joints, kinds) if k == "cyclic"]
+    angles = [j for j, k in zip(joints, kinds) if k == "continuous"]
+    if net.angle_features:
+        angles += [j for j, u in zip(joints, units) if u == "rad" and j not in cyclic and j not in angles]
     epsilon = {} if net.epsilon is None else {"epsilon": net.epsilon}  # None: the model's default
+    extra: dict[str, Any] = {"cyclic_joints": cyclic} if cyclic else {}
+    if net.dissipation:
+        extra["dissipation"] = net.dissipation
+    if net.prior:
+        extra["prior"] = net.prior
     return ServoLNN(
         list(shape.free_joints),
         list(shape.servo_joints),
         hidden=list(net.hidden),
         activation=net.activation,
         diag_activation=net.diag_activation,
-        angle_joints=angles,
+        angle_joints=[j for j in joints if j in angles],
         coordinate_units=units,
         **epsilon,
+        **extra,
     )
 
 

@@ -115,6 +115,15 @@ def test_metrics(
     }
 
 
+def resolve_dissipation(option: str, data) -> str:
+    """The model's dissipation: ``auto`` is ``rayleigh_coulomb`` for recordings without measured
+    forces (real joints have friction and nothing else accounts for it), off otherwise (the crane's
+    conservative model); the other choices as given ("off" → "")."""
+    if option == "auto":
+        return "rayleigh_coulomb" if data.source.get("kind") == "rosbag" and not data.with_qe else ""
+    return "" if option == "off" else option
+
+
 def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | None:
     """Carry out ``spec``; None on the torchrun ranks that neither export nor report."""
     family = spec.family_spec
@@ -137,11 +146,20 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
     spec = dataclasses.replace(spec, with_qe=data.with_qe, test_trials=data.test_trials or spec.test_trials)
     progress(data.summary)
 
+    dissipation = resolve_dissipation(spec.dissipation, data)
+    if dissipation and spec.dissipation == "auto":  # what auto chose is part of the command line
+        spec = dataclasses.replace(spec, dissipation=dissipation)
+        progress(f"dissipation: {dissipation} (auto: the recordings measure no force)")
     seed_everything(spec.seed)
     model = family.build(
         data.shape,
         Network(
-            tuple(spec.hidden or ()), spec.activation, spec.epsilon, spec.diag_activation, spec.angle_features
+            tuple(spec.hidden or ()),
+            spec.activation,
+            spec.epsilon,
+            spec.diag_activation,
+            spec.angle_features,
+            dissipation,
         ),
     )
     family.normalise(model, data.train)
