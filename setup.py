@@ -19,7 +19,7 @@ def package_xml_version() -> str:
 
 
 # Deployment path (nodes, inference, control): no torch.
-DEPLOY = ["numpy>=1.24", "scipy>=1.10", "onnxruntime>=1.17", "pyyaml>=6"]
+DEPLOY = ["numpy>=1.24", "scipy>=1.10", "onnxruntime>=1.17", "pyyaml>=6", "pin>=3"]
 EXTRAS = {
     # Offline training and export. The Makefile pins torch through constraints.txt.
     # rosbags: ros_lnn/bags/storage.py reads its storage internals (3.3x faster MCAP ingest than its

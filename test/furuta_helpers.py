@@ -122,7 +122,7 @@ def impulse_servo(peak=12.0, width=0.25, at=0.5, hold=2.0):
     return servo
 
 
-def chirp_servo(amp=1.5, f0=0.3, f1=2.0, duration=8.0):
+def chirp_servo(amp=0.8, f0=0.3, f1=1.5, duration=8.0):
     """Arm angle ``amp sin(2π (f0 t + (f1 − f0) t² / (2 duration)))``: a sweep of frequencies."""
     k = (f1 - f0) / duration
 

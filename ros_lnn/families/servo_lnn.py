@@ -63,8 +63,9 @@ def build(shape: Shape, net: Network) -> ServoLNN:
     extra: dict[str, Any] = {"cyclic_joints": cyclic} if cyclic else {}
     if net.dissipation:
         extra["dissipation"] = net.dissipation
-    if net.prior:
+    if net.prior:  # the rigid body's M is positive definite: no ε I added to the residual
         extra["prior"] = net.prior
+        epsilon = {"epsilon": 0.0}
     return ServoLNN(
         list(shape.free_joints),
         list(shape.servo_joints),
@@ -88,6 +89,7 @@ def normalise(model: ServoLNN, train: dict) -> None:
     from ..models.normalisation import normalisation
 
     model.set_normalisation(*normalisation(train["q"]))
+    model.set_residual_scale(train["q"])
 
 
 def servo_losses(model: ServoLNN, with_qe: bool) -> tuple[str, ...]:

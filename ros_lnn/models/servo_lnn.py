@@ -71,6 +71,13 @@ class ServoLNN(nn.Module):
         self.net = AnalyticMLP(n, 1 + n + n * (n - 1) // 2, hidden, activation,
                                angles=[self.joints.index(j) for j in self.angle_joints],
                                cyclic=[self.joints.index(j) for j in self.cyclic_joints])
+        self.register_buffer("P", placement_matrix(n))
+        self.register_buffer("eye", torch.eye(n))
+        # ε I as a buffer in the model's dtype: a Python scalar would enter an exported graph as float32.
+        self.register_buffer("eps_eye", self.epsilon * torch.eye(n), persistent=False)
+        diag = torch.eye(n, dtype=torch.bool).flatten()
+        self.register_buffer("diag_mask", diag, persistent=False)
+        self.register_buffer("diag_floor", torch.where(diag, 0.0, float("-inf")), persistent=False)
         if dissipation:
             # L_d(q) = head(trunk(q)): weights zero at the start, bias the constant part (diagonal
             # damping_init), so D starts as a small constant diagonal damping and learns its q-dependence.
@@ -86,13 +93,24 @@ class ServoLNN(nn.Module):
             from .rigid_body import RigidBodyPrior
 
             self.prior = RigidBodyPrior.from_config(prior, self.joints)
-        self.register_buffer("P", placement_matrix(n))
-        self.register_buffer("eye", torch.eye(n))
-        # ε I as a buffer in the model's dtype: a Python scalar would enter an exported graph as float32.
-        self.register_buffer("eps_eye", self.epsilon * torch.eye(n), persistent=False)
-        diag = torch.eye(n, dtype=torch.bool).flatten()
-        self.register_buffer("diag_mask", diag, persistent=False)
-        self.register_buffer("diag_floor", torch.where(diag, 0.0, float("-inf")), persistent=False)
+            self.register_buffer("residual_scale", torch.ones(2))
+            self._start_as_residual(prior)
+
+    def _start_as_residual(self, prior: dict) -> None:
+        """With a rigid-body prior the network starts as (almost) nothing: ``V`` zero, ``L`` tiny (its
+        diagonal at softplus(−8)), so the model starts as the identified rigid body; the dissipation
+        starts at the friction the identification found (``prior["damping"]``, ``prior["coulomb"]``)."""
+        n = self.n
+        with torch.no_grad():
+            self.net.out.weight.zero_()
+            self.net.out.bias.zero_()
+            self.net.out.bias[1:1 + n] = -8.0
+            if self.dissipation and prior.get("damping") is not None:
+                damping = torch.as_tensor(prior["damping"], dtype=self.damping.bias.dtype).clamp_min(1e-8)
+                self.damping.bias[:n] = damping.sqrt()
+            if self.dissipation == "rayleigh_coulomb" and prior.get("coulomb") is not None:
+                c = torch.as_tensor(prior["coulomb"], dtype=self.coulomb_raw.dtype).clamp_min(1e-6)
+                self.coulomb_raw.copy_(c + torch.log(-torch.expm1(-c)))  # softplus⁻¹
 
     # -- description ------------------------------------------------------------------------------
     def config(self) -> dict:
@@ -124,6 +142,21 @@ class ServoLNN(nn.Module):
         """Input normalisation ``(q − offset)/scale`` (inside the module, so inside the exported graph)."""
         self.net.input_map.set_normalisation(q_offset, q_scale)
 
+    def set_residual_scale(self, q) -> None:
+        """With a prior: the residual network's ``V`` output in units of 10 % of the prior's potential
+        spread over ``q`` and its ``L`` entries in units of 10 % of the square root of the prior's mass
+        matrix diagonal, so an optimiser step changes the residual relative to the physics it corrects
+        (Adam's steps are about ``lr`` per weight, whatever the scale of the output)."""
+        if self.prior is None:
+            return
+        q = torch.as_tensor(q, dtype=self.prior.params.dtype)
+        with torch.no_grad():
+            M, V, _, _ = self.prior.terms(q, torch.zeros_like(q))
+            v_scale = float(V.std()) if len(V) > 1 else 0.0
+            m_scale = float(torch.diagonal(M, dim1=-2, dim2=-1).abs().mean().sqrt())
+            v_scale = v_scale if v_scale > 0 else m_scale**2
+            self.residual_scale.copy_(torch.tensor([0.1 * v_scale, 0.1 * m_scale]))
+
     # -- the network ------------------------------------------------------------------------------
     def heads(self, y):
         """Raw network outputs ``[V, l_diag_pre, l_lower]`` → ``V`` (...), lower-triangular ``L`` (..., n, n)."""
@@ -146,6 +179,9 @@ class ServoLNN(nn.Module):
         y, dy = self.net.head(state, W, torch.cat([b[:1], b[1:] @ self.P]))   # (.., 1+n²), (.., n, 1+n²)
         V, dV, Lp, dLp = y[..., 0], dy[..., 0], y[..., 1:], dy[..., 1:]
         L, dL = self._diag_activation(Lp, dLp)
+        if self.prior is not None:  # the residual's V and L in units of the prior's (set_residual_scale)
+            V, dV = V * self.residual_scale[0], dV * self.residual_scale[0]
+            L, dL = L * self.residual_scale[1], dL * self.residual_scale[1]
         L, dL = L.unflatten(-1, (n, n)), dL.unflatten(-1, (n, n))               # dL (..., k, i, j)
         Lt = L.transpose(-1, -2)
         M = L @ Lt + self.eps_eye

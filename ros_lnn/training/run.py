@@ -115,6 +115,42 @@ def test_metrics(
     }
 
 
+def identify_from_bags(spec: RunSpec, data, progress: Callable[[str], None]) -> tuple[dict | None, dict | None]:
+    """Recordings: the excitation report (printed) and, with a URDF (the mapping's
+    ``robot_description``), the rigid-body prior identified from the training samples."""
+    if data.bags is None:
+        return None, None
+    from .identifiability import excitation_report
+
+    mapping = data.bags.mapping
+    shape = data.shape
+    prior = urdf = ident = None
+    if mapping.robot_description:
+        from .urdf_prior import identify, prior_config, read_urdf
+
+        urdf = read_urdf(mapping.robot_description, shape.coordinate_names)
+        ident = identify(urdf, data.train, len(shape.free_joints), use_qe=data.with_qe, seed=spec.seed)
+        prior = prior_config(urdf, ident.params) | {
+            "damping": ident.damping.tolist(),
+            "coulomb": ident.coulomb.tolist(),
+        }
+        progress(f"URDF prior: {urdf.path} ({len(urdf.joints)} joints), inertial parameters identified from "
+                 f"the {ident.rows}; fit residual {ident.residual_rel:.2e} of the URDF's")
+    excitation = excitation_report(
+        data.train,
+        shape.free_joints,
+        shape.servo_joints,
+        shape.coordinate_units,
+        shape.joint_kinds,
+        recordings=len(spec.bags) + len(spec.val_bags) + len(spec.test_bags),
+        identification=ident,
+        urdf=urdf,
+    )
+    for line in excitation["lines"]:
+        progress(f"identifiability: {line}")
+    return prior, excitation
+
+
 def resolve_dissipation(option: str, data) -> str:
     """The model's dissipation: ``auto`` is ``rayleigh_coulomb`` for recordings without measured
     forces (real joints have friction and nothing else accounts for it), off otherwise (the crane's
@@ -146,6 +182,7 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
     spec = dataclasses.replace(spec, with_qe=data.with_qe, test_trials=data.test_trials or spec.test_trials)
     progress(data.summary)
 
+    prior, excitation = identify_from_bags(spec, data, progress)
     dissipation = resolve_dissipation(spec.dissipation, data)
     if dissipation and spec.dissipation == "auto":  # what auto chose is part of the command line
         spec = dataclasses.replace(spec, dissipation=dissipation)
@@ -160,6 +197,7 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
             spec.diag_activation,
             spec.angle_features,
             dissipation,
+            prior,
         ),
     )
     family.normalise(model, data.train)
@@ -260,7 +298,12 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
                 provenance,
                 qe_measured=spec.with_qe,
                 prefix="test" if data.val is not None else "validation",
+                extra={"identifiability": excitation} if excitation else None,
             )
+            if excitation:
+                from .identifiability import write_report as write_identifiability
+
+                report["files"].append(write_identifiability(spec.report_folder, excitation))
     return RunResult(family, out, metrics, provenance, history, model, report)
 
 
