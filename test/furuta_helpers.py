@@ -154,3 +154,20 @@ def write_joint_states_bag(path, trial, *, noise=0.0, seed=0, rate_hz=None, name
     with BagWriter(path) as writer:
         writer.joint_states("/joint_states", stamps, trial.coordinate_names if names else [], trial.q, qd)
     return path
+
+
+def urdf(m=0.1, l=0.2, r=0.15, J=0.01):
+    """The rotary pendulum as a URDF (continuous joints; the bob a point mass) — with other values
+    than the simulated robot's it is a URDF that is wrong the way real ones are."""
+    return f"""<robot name="rotary_pendulum">
+  <link name="base"/>
+  <joint name="arm_joint" type="continuous"><parent link="base"/><child link="arm"/>
+    <axis xyz="0 0 1"/></joint>
+  <link name="arm"><inertial><origin xyz="0 0 0"/><mass value="0.05"/>
+    <inertia ixx="{J / 2}" ixy="0" ixz="0" iyy="{J / 2}" iyz="0" izz="{J}"/></inertial></link>
+  <joint name="pendulum_joint" type="continuous"><parent link="arm"/><child link="pendulum"/>
+    <origin xyz="{r} 0 0"/><axis xyz="1 0 0"/></joint>
+  <link name="pendulum"><inertial><origin xyz="0 0 {-l}"/><mass value="{m}"/>
+    <inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>
+</robot>
+"""

@@ -18,8 +18,14 @@ from ros_lnn.models.servo_lnn import ServoLNN  # noqa: E402
 
 def _model(dissipation="rayleigh_coulomb", cyclic=(), angles=(), seed=0):
     torch.manual_seed(seed)
-    model = ServoLNN(["theta", "psi"], ["phi"], hidden=(16, 16), dissipation=dissipation,
-                     cyclic_joints=cyclic, angle_joints=angles).double()
+    model = ServoLNN(
+        ["theta", "psi"],
+        ["phi"],
+        hidden=(16, 16),
+        dissipation=dissipation,
+        cyclic_joints=cyclic,
+        angle_joints=angles,
+    ).double()
     with torch.no_grad():  # a damping that depends on q and couples the joints
         model.damping.weight.normal_(0.0, 0.3)
         model.damping.bias.normal_(0.0, 0.3)
@@ -53,8 +59,12 @@ def test_energy_balance_holds_with_dissipation(dissipation):
     D = model.damping_matrix(q.detach()).detach()
     qd0 = qd.detach()
     friction = -(qd0 * Q_d).sum(-1) - torch.einsum("bi,bij,bj->b", qd0, D, qd0)  # Coulomb power, ≥ 0
-    assert torch.allclose(E_dot, (qd0 * Q).sum(-1) - torch.einsum("bi,bij,bj->b", qd0, D, qd0) - friction,
-                          rtol=1e-10, atol=1e-10)
+    assert torch.allclose(
+        E_dot,
+        (qd0 * Q).sum(-1) - torch.einsum("bi,bij,bj->b", qd0, D, qd0) - friction,
+        rtol=1e-10,
+        atol=1e-10,
+    )
     assert torch.allclose(out["E_dot"].detach(), E_dot, rtol=1e-10, atol=1e-10)
     if dissipation == "rayleigh":
         assert torch.allclose(friction, torch.zeros_like(friction), atol=1e-12)
@@ -146,9 +156,35 @@ def test_trained_on_arm_angles_to_20_rad_predicts_the_same_at_200(step_bag, tmp_
     config = tmp_path / "m.yaml"
     config.write_text(yaml.safe_dump({"bag": {**MAPPING, "joint_kinds": {"arm_joint": kind}}}))
     out = tmp_path / "m.onnx"
-    assert main(["train", "--bag", str(bag), "--config", str(config), "--epochs", "40", "--hidden", "16",
-                 "--batch", "256", "--lr", "3e-3", "--dtype", "float64", "--export-dtype", "float64",
-                 "--threads", "1", "--no-report", "--out", str(out)]) == 0, capsys.readouterr().out
+    assert (
+        main(
+            [
+                "train",
+                "--bag",
+                str(bag),
+                "--config",
+                str(config),
+                "--epochs",
+                "40",
+                "--hidden",
+                "16",
+                "--batch",
+                "256",
+                "--lr",
+                "3e-3",
+                "--dtype",
+                "float64",
+                "--export-dtype",
+                "float64",
+                "--threads",
+                "1",
+                "--no-report",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    ), capsys.readouterr().out
     rt = ServoLnnRuntime(out)
     q, qd, qdd = trial.q[::7], trial.qd[::7], trial.qdd[::7]
     base = rt.evaluate(q, qd, qdd[:, 1:], np.zeros((len(q), 1)))

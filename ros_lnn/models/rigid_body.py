@@ -45,16 +45,28 @@ def _skew(axis: torch.Tensor) -> torch.Tensor:
 def _inertia_matrix(p):
     """Rotational inertia about the origin (..., 3, 3) from ``p[..., 4:10]`` (xx, xy, yy, xz, yz, zz)."""
     xx, xy, yy, xz, yz, zz = (p[..., k] for k in range(4, 10))
-    return torch.stack([torch.stack([xx, xy, xz], -1), torch.stack([xy, yy, yz], -1),
-                        torch.stack([xz, yz, zz], -1)], -2)
+    return torch.stack(
+        [torch.stack([xx, xy, xz], -1), torch.stack([xy, yy, yz], -1), torch.stack([xz, yz, zz], -1)], -2
+    )
 
 
 class RigidBodyPrior(nn.Module):
     """Bodies of a kinematic tree with one joint each (``revolute`` or ``prismatic``), parents listed
     before their children; ``index[b]`` is the model-order coordinate of body ``b``'s joint."""
 
-    def __init__(self, joints: Sequence[str], types: Sequence[str], parents: Sequence[int], axes, origin_R,
-                 origin_p, params, index: Sequence[int], gravity=(0.0, 0.0, -9.81), source: str = ""):
+    def __init__(
+        self,
+        joints: Sequence[str],
+        types: Sequence[str],
+        parents: Sequence[int],
+        axes,
+        origin_R,
+        origin_p,
+        params,
+        index: Sequence[int],
+        gravity=(0.0, 0.0, -9.81),
+        source: str = "",
+    ):
         super().__init__()
         self.joint_names, self.types = list(joints), list(types)
         self.parents, self.index = [int(p) for p in parents], [int(i) for i in index]
@@ -82,23 +94,44 @@ class RigidBodyPrior(nn.Module):
 
     # -- description -------------------------------------------------------------------------------
     def config(self) -> dict:
-        return {"joints": self.joint_names, "types": self.types, "parents": self.parents,
-                "axes": self.axes.tolist(), "origin_R": self.origin_R.tolist(), "origin_p": self.origin_p.tolist(),
-                "params": self.params.tolist(), "gravity": self.gravity.tolist(), "source": self.source}
+        return {
+            "joints": self.joint_names,
+            "types": self.types,
+            "parents": self.parents,
+            "axes": self.axes.tolist(),
+            "origin_R": self.origin_R.tolist(),
+            "origin_p": self.origin_p.tolist(),
+            "params": self.params.tolist(),
+            "gravity": self.gravity.tolist(),
+            "source": self.source,
+        }
 
     @classmethod
     def from_config(cls, cfg: dict, model_joints: Sequence[str]) -> RigidBodyPrior:
         joints = list(cfg["joints"])
         missing = [j for j in joints if j not in model_joints]
         if missing or len(joints) != len(model_joints):
-            raise ValueError(f"rigid-body prior joints {joints} do not match the model's {list(model_joints)}")
+            raise ValueError(
+                f"rigid-body prior joints {joints} do not match the model's {list(model_joints)}"
+            )
         index = [list(model_joints).index(j) for j in joints]
-        return cls(joints, cfg["types"], cfg["parents"], cfg["axes"], cfg["origin_R"], cfg["origin_p"],
-                   cfg["params"], index, cfg.get("gravity", (0.0, 0.0, -9.81)), cfg.get("source", ""))
+        return cls(
+            joints,
+            cfg["types"],
+            cfg["parents"],
+            cfg["axes"],
+            cfg["origin_R"],
+            cfg["origin_p"],
+            cfg["params"],
+            index,
+            cfg.get("gravity", (0.0, 0.0, -9.81)),
+            cfg.get("source", ""),
+        )
 
     # -- kinematics and recursive Newton–Euler ------------------------------------------------------
     def kinematics(self, q):
-        """World rotation, joint origin and joint axis of every body: lists of (..., 3, 3), (..., 3), (..., 3)."""
+        """World rotation, joint origin and joint axis of every body: lists of (..., 3, 3), (..., 3),
+        (..., 3)."""
         R, p, a = [], [], []
         batch = q.shape[:-1]
         for b, parent in enumerate(self.parents):
@@ -137,8 +170,8 @@ class RigidBodyPrior(nn.Module):
             al_p = alpha[parent] if parent >= 0 else zero
             acc_p = acc[parent] if parent >= 0 else (zero + g if g is not None else zero)
             r = p[b] - p[parent] if parent >= 0 else p[b] * 0.0
-            qd_i = qd[..., i:i + 1] if qd is not None else None
-            qdd_i = qdd[..., i:i + 1] if qdd is not None else None
+            qd_i = qd[..., i : i + 1] if qd is not None else None
+            qdd_i = qdd[..., i : i + 1] if qdd is not None else None
             acc_b = acc_p + _cross(al_p, r) + _cross(w_p, _cross(w_p, r))
             if self.types[b] == "revolute":
                 w_b = w_p + a_b * qd_i if qd_i is not None else w_p
@@ -157,8 +190,11 @@ class RigidBodyPrior(nn.Module):
             h = (R[b] @ par[1:4].unsqueeze(-1)).squeeze(-1)
             inertia = R[b] @ _inertia_matrix(par) @ R[b].transpose(-1, -2)
             F.append(par[0] * acc_b + _cross(al_b, h) + _cross(w_b, _cross(w_b, h)))
-            N.append((inertia @ al_b.unsqueeze(-1)).squeeze(-1)
-                     + _cross(w_b, (inertia @ w_b.unsqueeze(-1)).squeeze(-1)) + _cross(h, acc_b))
+            N.append(
+                (inertia @ al_b.unsqueeze(-1)).squeeze(-1)
+                + _cross(w_b, (inertia @ w_b.unsqueeze(-1)).squeeze(-1))
+                + _cross(h, acc_b)
+            )
         tau = [None] * len(self.parents)
         for b in reversed(range(len(self.parents))):
             parent = self.parents[b]
@@ -173,8 +209,9 @@ class RigidBodyPrior(nn.Module):
         """``M`` (..., n, n), ``V`` (...), ``∂V/∂q`` (..., n), ``C(q, q̇) q̇`` (..., n), model order."""
         kin = self.kinematics(q)
         # M column by column: unit accelerations on an extra axis (..., n_columns, n)
-        kin_cols = tuple([x.unsqueeze(-3) if x.dim() == q.dim() + 1 else x.unsqueeze(-2) for x in part]
-                         for part in kin)
+        kin_cols = tuple(
+            [x.unsqueeze(-3) if x.dim() == q.dim() + 1 else x.unsqueeze(-2) for x in part] for part in kin
+        )
         qdd_cols = self.eye_n.to(q.dtype).expand(q.shape[:-1] + self.eye_n.shape)
         M = self.rnea(kin_cols, None, qdd_cols, gravity=False).transpose(-1, -2)
         M = 0.5 * (M + M.transpose(-1, -2))

@@ -32,8 +32,17 @@ def _corr(a, b) -> float:
     return float(abs(np.sum(a * b)) / den) if den > 0 else 1.0
 
 
-def excitation_report(samples: dict, free_joints, servo_joints, units=(), kinds=(), *, recordings: int = 1,
-                      identification=None, urdf=None) -> dict:
+def excitation_report(
+    samples: dict,
+    free_joints,
+    servo_joints,
+    units=(),
+    kinds=(),
+    *,
+    recordings: int = 1,
+    identification=None,
+    urdf=None,
+) -> dict:
     """``{"joints": {name: ranges}, "warnings": [sentences], "lines": [the report for people]}`` of
     model-order ``samples`` (``q, qd, qdd``); ``identification``/``urdf`` add the prior's rank."""
     q, qd, qdd = (np.asarray(samples[k], float) for k in ("q", "qd", "qdd"))
@@ -44,12 +53,19 @@ def excitation_report(samples: dict, free_joints, servo_joints, units=(), kinds=
     ranges, warnings = {}, []
     for i, joint in enumerate(joints):
         u = units[i]
-        ranges[joint] = {"q": _range(q[:, i]), "qd": _range(qd[:, i]), "qdd": _range(qdd[:, i]), "unit": u,
-                         "kind": kinds[i], "role": "free" if i < n_f else "servo"}
+        ranges[joint] = {
+            "q": _range(q[:, i]),
+            "qd": _range(qd[:, i]),
+            "qdd": _range(qdd[:, i]),
+            "unit": u,
+            "kind": kinds[i],
+            "role": "free" if i < n_f else "servo",
+        }
         spread, speed = float(np.ptp(q[:, i])), float(np.max(np.abs(qd[:, i])))
         if spread < 1e-3 and speed < 1e-2:
             warnings.append(
-                f"{joint} never moves (q spread {spread:.1e} {u}): nothing about it — its inertia, its coupling "
+                f"{joint} never moves (q spread {spread:.1e} {u}): nothing about it — its inertia, its "
+                "coupling "
                 f"to the other joints, its friction — can be identified; record a motion of {joint}"
             )
             continue
@@ -59,15 +75,17 @@ def excitation_report(samples: dict, free_joints, servo_joints, units=(), kinds=
             if quiet > 0.7:
                 mean_speed = float(np.mean(qd[:, i]))
                 text = (
-                    f"servo {joint} runs at nearly constant speed ({mean_speed:.3g} {u}/s, |q̈| under 5 % of its "
-                    f"peak in {quiet:.0%} of the samples): the coupling through its acceleration is excited only "
-                    f"in the ramps, and terms in its speed squared (centrifugal) are constant, so they cannot be "
-                    "told apart from the potential (gravity) terms"
+                    f"servo {joint} runs at nearly constant speed ({mean_speed:.3g} {u}/s, |q̈| under 5 % of "
+                    f"its peak in {quiet:.0%} of the samples): the coupling through its acceleration is "
+                    "excited only in the ramps, and terms in its speed squared (centrifugal) are constant, "
+                    "so they cannot be told apart from the potential (gravity) terms"
                 )
                 worst = _centrifugal_collinearity(q, qd, i, n_f, units)
                 if worst is not None:
-                    text += (f" (over this recording sin q and sin q cos q · q̇_{joint}² of {joints[worst[0]]} "
-                             f"correlate {worst[1]:.4f})")
+                    text += (
+                        f" (over this recording sin q and sin q cos q · q̇_{joint}² of {joints[worst[0]]} "
+                        f"correlate {worst[1]:.4f})"
+                    )
                 warnings.append(
                     text + f"; record {joint} with varying speed and both directions (a chirp, impulses, "
                     "steps of several sizes)"
@@ -75,7 +93,8 @@ def excitation_report(samples: dict, free_joints, servo_joints, units=(), kinds=
         else:
             if u == "rad" and kinds[i] != "cyclic" and spread < SMALL_SWING_RAD:
                 warnings.append(
-                    f"{joint} swings only {spread:.2f} rad: sin q ≈ q there, so the shape of the potential is "
+                    f"{joint} swings only {spread:.2f} rad: sin q ≈ q there, so the shape of the potential "
+                    "is "
                     "seen near its minimum only; record larger swings"
                 )
             if np.min(qd[:, i]) * np.max(qd[:, i]) >= 0:
@@ -159,15 +178,22 @@ def describe(report: dict) -> list[str]:
     if prior:
         lines.append(
             f"  URDF prior ({prior['rows']}): the recording determines {prior['identified_directions']} of "
-            f"{prior['parameters']} parameter combinations; {len(prior['not_in_free_rows'])} parameters do not "
-            f"enter the free joints' equations (they do not affect q̈_f); the overall scale is fixed by the URDF"
-            + (f"; {len(prior['weak_directions'])} combinations are barely excited and stay near the URDF's "
-               f"values ({'; '.join(prior['weak_directions'][:3])})" if prior["weak_directions"] else "")
+            f"{prior['parameters']} parameter combinations; {len(prior['not_in_free_rows'])} parameters "
+            "do not enter the free joints' equations (they do not affect q̈_f); the overall scale is fixed "
+            "by the URDF"
+            + (
+                f"; {len(prior['weak_directions'])} combinations are barely excited and stay near the URDF's "
+                f"values ({'; '.join(prior['weak_directions'][:3])})"
+                if prior["weak_directions"]
+                else ""
+            )
         )
         changed = prior["changed_from_urdf"]
         if changed:
-            lines.append("  identified (URDF → recording): " + ", ".join(
-                f"{k} {a:.4g} → {b:.4g}" for k, (a, b) in list(changed.items())[:8]))
+            lines.append(
+                "  identified (URDF → recording): "
+                + ", ".join(f"{k} {a:.4g} → {b:.4g}" for k, (a, b) in list(changed.items())[:8])
+            )
     lines += [f"warning: {w}" for w in report["warnings"]]
     return lines
 

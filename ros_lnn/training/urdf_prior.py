@@ -18,8 +18,8 @@ the gravity terms of a pendulum on a spinning arm as one combination.
 
 The solution: ``min ‖A (π_urdf + δ) + friction‖² + λ ‖W δ‖²`` with ``W`` the inverse of each
 parameter's URDF magnitude (relative changes), masses kept positive and friction coefficients ≥ 0
-(bounded least squares), ``λ`` set from the data's largest singular value (``10⁻⁶ σ_max²``) so that directions the data
-determine move freely and the others stay at the URDF's values. A body whose identified parameters are
+(bounded least squares), ``λ`` set from the data's largest singular value (``10⁻⁶ σ_max²``) so
+that directions the data determine move freely and the others stay at the URDF's values. A body whose identified parameters are
 not physically consistent (mass > 0, pseudo-inertia ``[[½ tr(I) 1 − I, h], [hᵀ, m]]`` positive
 semidefinite) is projected onto the nearest consistent ones (negative eigenvalues of its
 pseudo-inertia set to zero); the report names it.
@@ -109,8 +109,10 @@ def read_urdf(path, model_joints) -> UrdfModel:
         joint = model.joints[i]
         short = joint.shortname()
         if joint.nv != 1:
-            raise ConfigError(f"{path}: joint {model.names[i]} ({short}) has {joint.nv} degrees of freedom; "
-                              "the prior takes revolute, continuous and prismatic joints")
+            raise ConfigError(
+                f"{path}: joint {model.names[i]} ({short}) has {joint.nv} degrees of freedom; "
+                "the prior takes revolute, continuous and prismatic joints"
+            )
         J = pin.getJointJacobian(model, data, i, pin.ReferenceFrame.LOCAL)[:, joint.idx_v]
         prismatic = "JointModelP" in short
         types.append("prismatic" if prismatic else "revolute")
@@ -184,8 +186,18 @@ def from_pseudo_inertia(J: np.ndarray) -> np.ndarray:
     """The ten parameters of a pseudo-inertia (inverse of :func:`pseudo_inertia`: ``I = tr(Σ) 1 − Σ``)."""
     sigma = J[:3, :3]
     inertia = np.trace(sigma) * np.eye(3) - sigma
-    return np.array([J[3, 3], *J[:3, 3], inertia[0, 0], inertia[0, 1], inertia[1, 1], inertia[0, 2],
-                     inertia[1, 2], inertia[2, 2]])
+    return np.array(
+        [
+            J[3, 3],
+            *J[:3, 3],
+            inertia[0, 0],
+            inertia[0, 1],
+            inertia[1, 1],
+            inertia[0, 2],
+            inertia[1, 2],
+            inertia[2, 2],
+        ]
+    )
 
 
 def consistent(p: np.ndarray, tol: float = 1e-9) -> bool:
@@ -214,8 +226,9 @@ class Identification:
     changes: dict  # parameter → (URDF, identified) where they differ by more than 1 %
 
 
-def identify(urdf: UrdfModel, samples: dict, n_f: int, *, use_qe: bool, max_samples: int = 3000,
-             seed: int = 0) -> Identification:
+def identify(
+    urdf: UrdfModel, samples: dict, n_f: int, *, use_qe: bool, max_samples: int = 3000, seed: int = 0
+) -> Identification:
     """Identify the inertial parameters (and the free joints' friction) from model-order ``samples``
     (``q, qd, qdd, Q``): the free rows, and the servo rows when ``use_qe``. See the module docstring."""
     from scipy.optimize import lsq_linear
@@ -260,8 +273,12 @@ def identify(urdf: UrdfModel, samples: dict, n_f: int, *, use_qe: bool, max_samp
     lam = 1e-6 * sigma_max**2
     prior_rows = np.zeros((n_p, n_p + n_fr))
     prior_rows[:, :n_p] = np.sqrt(lam) * np.diag(weight)
-    sol = lsq_linear(np.vstack([A, prior_rows]), np.concatenate([y, np.zeros(n_p)]), bounds=(lower, upper),
-                     method="bvls" if n_p + n_fr < 80 else "trf")
+    sol = lsq_linear(
+        np.vstack([A, prior_rows]),
+        np.concatenate([y, np.zeros(n_p)]),
+        bounds=(lower, upper),
+        method="bvls" if n_p + n_fr < 80 else "trf",
+    )
     params = (pi0 + sol.x[:n_p]).reshape(urdf.n, 10)
     projected = [urdf.joints[b] for b in range(urdf.n) if not consistent(params[b])]
     for b in range(urdf.n):
