@@ -7,15 +7,19 @@ PACKAGE = "ros_lnn"
 
 # Deployment path (nodes, inference, control): no torch.
 DEPLOY = ["numpy>=1.24", "scipy>=1.10", "onnxruntime>=1.17", "pyyaml>=6"]
+# The ROS 2 packages the nodes import (package.xml declares the same; a test checks both).
+ROS_PACKAGES = [
+    "rclpy", "rmw-fastrtps-cpp", "rcl-interfaces", "std-msgs", "sensor-msgs", "trajectory-msgs", "geometry-msgs",
+    "visualization-msgs", "diagnostic-msgs", "lifecycle-msgs", "rosgraph-msgs", "builtin-interfaces",
+    "ament-index-python",
+]
 EXTRAS = {
     # Offline training and export. The Makefile pins torch through constraints.txt.
     "train": ["torch>=2.4", "onnx>=1.16", "onnxscript>=0.1", "rosbags>=0.10", "matplotlib>=3.7"],
-    # ROS 2 Kilted wheels for machines without a system ROS; never install them beside one.
-    "ros": [
-        "ros-rclpy", "ros-rmw-fastrtps-cpp", "ros-std-msgs", "ros-sensor-msgs", "ros-trajectory-msgs",
-        "ros-geometry-msgs", "ros-visualization-msgs", "ros-diagnostic-msgs", "ros-lifecycle-msgs",
-        "ros-rosgraph-msgs", "ros-builtin-interfaces", "ros-ament-index-python",
-    ],
+    # ROS 2 wheels from PyPI for machines without a system ROS; never install them beside a sourced ROS.
+    # "ros" is Kilted, "ros-jazzy" the Jazzy LTS; one of the two per environment (they share module names).
+    "ros": [f"ros-{p}" for p in ROS_PACKAGES],
+    "ros-jazzy": [f"ros-jazzy-{p}" for p in ROS_PACKAGES],
     "test": ["pytest>=7"],
 }
 

@@ -230,19 +230,9 @@ def make_executor(context=None, kind: str | None = None):
     subscriptions created after the node was added to it (a servo_lnn activated, deactivated and
     re-activated through its lifecycle services: test/test_node_process.py); servo_lnn uses it by
     default."""
-    import os
+    from .compat import make_executor as detected   # EventsExecutor where rclpy has it, a logged fallback
 
-    from rclpy.executors import SingleThreadedExecutor
-
-    kind = kind or os.environ.get("ROS_LNN_EXECUTOR", "single")
-    if kind == "events":
-        try:
-            from rclpy.experimental import EventsExecutor
-
-            return EventsExecutor(context=context)
-        except ImportError:
-            pass
-    return SingleThreadedExecutor(context=context)
+    return detected(context, kind)
 
 
 def init_ros(argv) -> None:

@@ -42,6 +42,7 @@ from ..control.dac import Gains
 from ..control.pipeline import DacPipeline
 from ..errors import ConfigError, RosLnnError
 from . import _common as C
+from . import compat
 
 PARAMETERS = (
     ("robot_description", "", "URDF of the arm (string); empty = read model_path"),
@@ -410,7 +411,7 @@ def main(argv=None) -> int:
     """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (less CPU per
     joint state; the lifecycle through services works with it, as for servo_lnn)."""
     C.init_ros(argv if argv is not None else sys.argv)
-    return C.run_node_process(DacControllerNode(), start)
+    return C.run_node_process(DacControllerNode(), compat.autostart_or_stay_unconfigured(start))
 
 
 if __name__ == "__main__":

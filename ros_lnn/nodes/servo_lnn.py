@@ -37,6 +37,7 @@ from ..estimation.derivative import CausalPolyDerivative
 from ..estimation.rollout import rollout_free
 from ..estimation.trajectory import ServoPlan, SplicedPlan
 from . import _common as C
+from . import compat
 
 COMMAND_TYPES = ("trajectory", "array", "none")
 AXES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0),
@@ -114,7 +115,7 @@ class ServoLnnNode(C.LifecycleTeardown, LifecycleNode):
         self.add_on_set_parameters_callback(self._check_parameters)
         # Parameter values cached for the per-sample path (rclpy's get_parameter costs ~10 µs a call).
         self._values = {name: C.param(self, name) for name, *_ in PARAMETERS}
-        self.add_post_set_parameters_callback(self._cache_parameters)
+        compat.add_post_set_parameters_callback(self, self._cache_parameters, self._check_parameters)
         self.runtime = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
@@ -564,7 +565,8 @@ def main(argv=None) -> int:
     """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (it costs
     about a third less CPU per sample; its lifecycle use through services is tested)."""
     C.init_ros(argv if argv is not None else sys.argv)
-    return C.run_node_process(ServoLnnNode(), start, on_exit=write_latency_log)
+    return C.run_node_process(ServoLnnNode(), compat.autostart_or_stay_unconfigured(start),
+                              on_exit=write_latency_log)
 
 
 if __name__ == "__main__":
