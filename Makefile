@@ -4,11 +4,11 @@ PYTHON ?= python3
 VENV ?= .venv
 JAZZY_VENV ?= .venv-jazzy
 PY := $(VENV)/bin/python
-EXTRAS ?= train,ros,test
-JAZZY_EXTRAS ?= train,ros-jazzy,test
+EXTRAS ?= train,ros,ros-build,test
+JAZZY_EXTRAS ?= train,ros-jazzy,ros-jazzy-build,test
 PYTEST_ARGS ?= -q -ra -p no:cacheprovider
 
-.PHONY: demo test test-kilted test-jazzy venv venv-jazzy bench clean
+.PHONY: demo test test-kilted test-jazzy venv venv-jazzy msgs bench clean
 
 # $(1): the environment's folder, $(2): the extras installed into it.
 define make_venv
@@ -24,24 +24,51 @@ $(VENV)/.installed: setup.py setup.cfg constraints.txt
 $(JAZZY_VENV)/.installed: setup.py setup.cfg constraints.txt
 	$(call make_venv,$(JAZZY_VENV),$(JAZZY_EXTRAS))
 
-venv: $(VENV)/.installed
+# interfaces/ros_lnn_msgs built with the environment's ROS wheels (ament_cmake + rosidl from PyPI) and
+# installed into the environment itself: its prefix is where the wheels put their share/, lib/ and
+# site-packages, so the messages import like any other. $(1): the environment's folder.
+MSGS := interfaces/ros_lnn_msgs
+MSGS_SOURCES := $(MSGS)/package.xml $(MSGS)/CMakeLists.txt $(wildcard $(MSGS)/msg/*.msg) interfaces/pypi_wheels.cmake
+define build_msgs
+	rm -rf build/$(MSGS)-$(1)
+	AMENT_PREFIX_PATH=$(abspath $(1)) cmake -S $(MSGS) -B build/$(MSGS)-$(1) -DBUILD_TESTING=OFF \
+	  -DCMAKE_PREFIX_PATH=$(abspath $(1)) -DCMAKE_INSTALL_PREFIX=$(abspath $(1)) \
+	  -DPython3_EXECUTABLE=$(abspath $(1))/bin/python \
+	  -DCMAKE_PROJECT_INCLUDE=$(abspath interfaces/pypi_wheels.cmake) > build/$(MSGS)-$(1).log 2>&1 \
+	  && AMENT_PREFIX_PATH=$(abspath $(1)) cmake --build build/$(MSGS)-$(1) -j2 >> build/$(MSGS)-$(1).log 2>&1 \
+	  && cmake --install build/$(MSGS)-$(1) >> build/$(MSGS)-$(1).log 2>&1 \
+	  || { tail -40 build/$(MSGS)-$(1).log; exit 1; }
+	touch $(1)/.msgs-installed
+endef
 
-venv-jazzy: $(JAZZY_VENV)/.installed
+$(VENV)/.msgs-installed: $(VENV)/.installed $(MSGS_SOURCES)
+	@mkdir -p build/interfaces
+	$(call build_msgs,$(VENV))
+
+$(JAZZY_VENV)/.msgs-installed: $(JAZZY_VENV)/.installed $(MSGS_SOURCES)
+	@mkdir -p build/interfaces
+	$(call build_msgs,$(JAZZY_VENV))
+
+venv: $(VENV)/.msgs-installed
+
+venv-jazzy: $(JAZZY_VENV)/.msgs-installed
+
+msgs: $(VENV)/.msgs-installed $(JAZZY_VENV)/.msgs-installed
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/ros-lnn demo
 
 # Both distributions run even when the first fails; the target fails if either did.
-test: $(VENV)/.installed $(JAZZY_VENV)/.installed
+test: $(VENV)/.msgs-installed $(JAZZY_VENV)/.msgs-installed
 	@rc=0; \
 	echo "== ROS 2 Kilted wheels ($(VENV))"; $(PY) -m pytest $(PYTEST_ARGS) test || rc=$$?; \
 	echo "== ROS 2 Jazzy wheels ($(JAZZY_VENV))"; $(JAZZY_VENV)/bin/python -m pytest $(PYTEST_ARGS) test || rc=$$?; \
 	exit $$rc
 
-test-kilted: $(VENV)/.installed
+test-kilted: $(VENV)/.msgs-installed
 	$(PY) -m pytest $(PYTEST_ARGS) test
 
-test-jazzy: $(JAZZY_VENV)/.installed
+test-jazzy: $(JAZZY_VENV)/.msgs-installed
 	$(JAZZY_VENV)/bin/python -m pytest $(PYTEST_ARGS) test
 
 bench: $(VENV)/.installed

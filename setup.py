@@ -13,6 +13,15 @@ ROS_PACKAGES = [
     "visualization-msgs", "diagnostic-msgs", "lifecycle-msgs", "rosgraph-msgs", "builtin-interfaces",
     "ament-index-python",
 ]
+# What ament_cmake + rosidl need from PyPI to build an interface package (some are missing from the
+# wheels' own requirements: found by building ros_lnn_msgs in a fresh environment).
+ROS_BUILD_PACKAGES = [
+    "ament-cmake", "ament-package", "ament-cmake-include-directories", "rosidl-default-generators",
+    "rosidl-core-generators",
+]
+ROS_JAZZY_BUILD_EXTRA = ["ament-cmake-ros", "ament-cmake-gmock", "ament-cmake-gtest", "ament-cmake-pytest",
+                         "python-cmake-module"]
+ROS_BUILD_TOOLS = ["catkin-pkg", "empy", "lark"]
 EXTRAS = {
     # Offline training and export. The Makefile pins torch through constraints.txt.
     "train": ["torch>=2.4", "onnx>=1.16", "onnxscript>=0.1", "rosbags>=0.10", "matplotlib>=3.7"],
@@ -20,6 +29,9 @@ EXTRAS = {
     # "ros" is Kilted, "ros-jazzy" the Jazzy LTS; one of the two per environment (they share module names).
     "ros": [f"ros-{p}" for p in ROS_PACKAGES],
     "ros-jazzy": [f"ros-jazzy-{p}" for p in ROS_PACKAGES],
+    # Building interfaces/ros_lnn_msgs against those wheels (Makefile target msgs); a ROS install has these.
+    "ros-build": [f"ros-{p}" for p in ROS_BUILD_PACKAGES + ["ament-cmake-ros-core"]] + ROS_BUILD_TOOLS,
+    "ros-jazzy-build": [f"ros-jazzy-{p}" for p in ROS_BUILD_PACKAGES + ROS_JAZZY_BUILD_EXTRA] + ROS_BUILD_TOOLS,
     "test": ["pytest>=7"],
 }
 
