@@ -9,9 +9,9 @@ PACKAGE = "ros_lnn"
 DEPLOY = ["numpy>=1.24", "scipy>=1.10", "onnxruntime>=1.17", "pyyaml>=6"]
 # The ROS 2 packages the nodes import (package.xml declares the same; a test checks both).
 ROS_PACKAGES = [
-    "rclpy", "rmw-fastrtps-cpp", "rcl-interfaces", "std-msgs", "sensor-msgs", "trajectory-msgs", "geometry-msgs",
-    "visualization-msgs", "diagnostic-msgs", "lifecycle-msgs", "rosgraph-msgs", "builtin-interfaces",
-    "ament-index-python",
+    "rclpy", "rmw-fastrtps-cpp", "rcl-interfaces", "std-msgs", "sensor-msgs", "trajectory-msgs",
+    "geometry-msgs", "visualization-msgs", "diagnostic-msgs", "lifecycle-msgs", "rosgraph-msgs",
+    "builtin-interfaces", "ament-index-python",
 ]
 # What ament_cmake + rosidl need from PyPI to build an interface package (some are missing from the
 # wheels' own requirements: found by building ros_lnn_msgs in a fresh environment).
@@ -21,7 +21,7 @@ ROS_BUILD_PACKAGES = [
 ]
 ROS_JAZZY_BUILD_EXTRA = ["ament-cmake-ros", "ament-cmake-gmock", "ament-cmake-gtest", "ament-cmake-pytest",
                          "python-cmake-module"]
-ROS_BUILD_TOOLS = ["catkin-pkg", "empy", "lark"]
+ROS_BUILD_TOOLS = ["catkin-pkg", "empy", "lark", "colcon-core", "colcon-ros"]
 EXTRAS = {
     # Offline training and export. The Makefile pins torch through constraints.txt.
     "train": ["torch>=2.4", "onnx>=1.16", "onnxscript>=0.1", "rosbags>=0.10", "matplotlib>=3.7"],
@@ -31,7 +31,8 @@ EXTRAS = {
     "ros-jazzy": [f"ros-jazzy-{p}" for p in ROS_PACKAGES],
     # Building interfaces/ros_lnn_msgs against those wheels (Makefile target msgs); a ROS install has these.
     "ros-build": [f"ros-{p}" for p in ROS_BUILD_PACKAGES + ["ament-cmake-ros-core"]] + ROS_BUILD_TOOLS,
-    "ros-jazzy-build": [f"ros-jazzy-{p}" for p in ROS_BUILD_PACKAGES + ROS_JAZZY_BUILD_EXTRA] + ROS_BUILD_TOOLS,
+    "ros-jazzy-build": [f"ros-jazzy-{p}" for p in ROS_BUILD_PACKAGES + ROS_JAZZY_BUILD_EXTRA]
+    + ROS_BUILD_TOOLS,
     "test": ["pytest>=7"],
 }
 

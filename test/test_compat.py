@@ -1,5 +1,6 @@
 """Feature detection across distributions: each missing rclpy API falls back, with one logged warning,
 to something that still works. The APIs are hidden on a real rclpy (Kilted or Jazzy) to test that."""
+
 from __future__ import annotations
 
 import logging
@@ -26,8 +27,9 @@ def fresh_reports(monkeypatch):
     monkeypatch.setattr(compat, "_reported", set())
 
 
-def test_events_executor_missing_falls_back_to_single_threaded_with_one_warning(ctx, monkeypatch, caplog,
-                                                                                fresh_reports):
+def test_events_executor_missing_falls_back_to_single_threaded_with_one_warning(
+    ctx, monkeypatch, caplog, fresh_reports
+):
     monkeypatch.setitem(sys.modules, "rclpy.experimental", types.ModuleType("rclpy.experimental"))
     logger = logging.getLogger("test_compat")
     with caplog.at_level(logging.WARNING, logger="test_compat"):

@@ -1,6 +1,7 @@
 """ros_lnn_msgs (interfaces/ros_lnn_msgs, built into each test environment by `make msgs` with
 ament_cmake + rosidl from PyPI): the generated types carry what the estimator computes, and go over
 real DDS between two nodes unchanged."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +14,10 @@ pytestmark = [requires_rclpy, pytest.mark.ros]
 try:
     from ros_lnn_msgs.msg import DynamicsPrediction, Energy
 except ImportError:
-    pytest.skip("ros_lnn_msgs is not built into this environment (make msgs; on a ROS install: colcon build)",
-                allow_module_level=True)
+    pytest.skip(
+        "ros_lnn_msgs is not built into this environment (make msgs; on a ROS install: colcon build)",
+        allow_module_level=True,
+    )
 
 if HAVE_RCLPY:
     import rclpy
@@ -24,23 +27,34 @@ if HAVE_RCLPY:
     from ros_lnn.nodes import _common as C
 
 #: The estimator's energy outputs (ServoLnnRuntime.evaluate keys) and the Energy field holding each.
-ENERGY_FIELDS = {"T": "kinetic_energy", "V": "potential_energy", "E": "total_energy",
-                 "T_dot": "kinetic_energy_rate", "V_dot": "potential_energy_rate", "E_dot": "total_energy_rate",
-                 "power": "power"}
+ENERGY_FIELDS = {
+    "T": "kinetic_energy",
+    "V": "potential_energy",
+    "E": "total_energy",
+    "T_dot": "kinetic_energy_rate",
+    "V_dot": "potential_energy_rate",
+    "E_dot": "total_energy_rate",
+    "power": "power",
+}
 
 
 def test_energy_has_a_header_and_one_named_float64_per_published_energy_entry():
     fields = Energy.get_fields_and_field_types()
     assert fields.pop("header") == "std_msgs/Header"
     assert fields == {name: "double" for name in ENERGY_FIELDS.values()}
-    assert tuple(ENERGY_FIELDS) == C.ENERGY_LABELS[:7]     # every entry ~/energy publishes has its field
+    assert tuple(ENERGY_FIELDS) == C.ENERGY_LABELS[:7]  # every entry ~/energy publishes has its field
 
 
 def test_dynamics_prediction_fields():
     assert DynamicsPrediction.get_fields_and_field_types() == {
-        "header": "std_msgs/Header", "joint_names": "sequence<string>", "free_joint_count": "uint32",
-        "position": "sequence<double>", "velocity": "sequence<double>", "acceleration": "sequence<double>",
-        "effort": "sequence<double>"}
+        "header": "std_msgs/Header",
+        "joint_names": "sequence<string>",
+        "free_joint_count": "uint32",
+        "position": "sequence<double>",
+        "velocity": "sequence<double>",
+        "acceleration": "sequence<double>",
+        "effort": "sequence<double>",
+    }
 
 
 def test_estimator_outputs_travel_in_the_messages_over_dds(ctx):
@@ -53,9 +67,14 @@ def test_estimator_outputs_travel_in_the_messages_over_dds(ctx):
 
     energy = Energy(**{field: float(out[key]) for key, field in ENERGY_FIELDS.items()})
     energy.header.stamp, energy.header.frame_id = stamp, "world"
-    prediction = DynamicsPrediction(joint_names=rt.joints, free_joint_count=rt.n_f, position=q.tolist(),
-                                    velocity=qd.tolist(), acceleration=np.ravel(out["qdd"]).tolist(),
-                                    effort=np.ravel(out["Q"]).tolist())
+    prediction = DynamicsPrediction(
+        joint_names=rt.joints,
+        free_joint_count=rt.n_f,
+        position=q.tolist(),
+        velocity=qd.tolist(),
+        acceleration=np.ravel(out["qdd"]).tolist(),
+        effort=np.ravel(out["Q"]).tolist(),
+    )
     prediction.header.stamp = stamp
 
     reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -64,8 +83,10 @@ def test_estimator_outputs_travel_in_the_messages_over_dds(ctx):
     try:
         energies = h.collect(Energy, "/msgs_test/energy", reliable)
         predictions = h.collect(DynamicsPrediction, "/msgs_test/prediction", reliable)
-        pubs = [sender.create_publisher(Energy, "energy", reliable),
-                sender.create_publisher(DynamicsPrediction, "prediction", reliable)]
+        pubs = [
+            sender.create_publisher(Energy, "energy", reliable),
+            sender.create_publisher(DynamicsPrediction, "prediction", reliable),
+        ]
         h.wait(lambda: all(p.get_subscription_count() == 1 for p in pubs), 10, "the probe's subscriptions")
         pubs[0].publish(energy)
         pubs[1].publish(prediction)

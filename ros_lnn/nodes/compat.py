@@ -9,6 +9,7 @@ Tested on Kilted (rclpy 9) and Jazzy (rclpy 7.1); the fallbacks are tested there
 * autostart: a node whose configure step fails stays unconfigured and keeps spinning, so it can be
   configured again through its lifecycle services once the parameter at fault is fixed.
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,7 +29,7 @@ def log_fallback(feature: str, message: str, logger=None) -> None:
             from rclpy.logging import get_logger
 
             logger = get_logger(LOGGER_NAME)
-        except ImportError:   # rclpy absent: the standard logging module still says it
+        except ImportError:  # rclpy absent: the standard logging module still says it
             logger = logging.getLogger(LOGGER_NAME)
     logger.warning(message)
 
@@ -53,9 +54,13 @@ def make_executor(context=None, kind: str | None = None, logger=None):
         events = events_executor_class()
         if events is not None:
             return events(context=context)
-        log_fallback("EventsExecutor", "this rclpy has no rclpy.experimental.EventsExecutor: running on the "
-                     "SingleThreadedExecutor (about 1.7x the CPU per sample; ROS_LNN_EXECUTOR=single "
-                     "silences this)", logger)
+        log_fallback(
+            "EventsExecutor",
+            "this rclpy has no rclpy.experimental.EventsExecutor: running on the "
+            "SingleThreadedExecutor (about 1.7x the CPU per sample; ROS_LNN_EXECUTOR=single "
+            "silences this)",
+            logger,
+        )
     return SingleThreadedExecutor(context=context)
 
 
@@ -68,9 +73,12 @@ def add_post_set_parameters_callback(node, callback, validate) -> None:
     if hook is not None:
         hook(callback)
         return
-    log_fallback("add_post_set_parameters_callback", "this rclpy has no add_post_set_parameters_callback "
-                 "(Humble): parameter changes reach the node's cache at its next executor turn",
-                 node.get_logger())
+    log_fallback(
+        "add_post_set_parameters_callback",
+        "this rclpy has no add_post_set_parameters_callback "
+        "(Humble): parameter changes reach the node's cache at its next executor turn",
+        node.get_logger(),
+    )
 
     def checked_then_scheduled(parameters):
         result = validate(parameters)
@@ -94,9 +102,11 @@ def autostart_or_stay_unconfigured(start):
 
     def start_or_wait(node) -> bool:
         if not start(node):
+            name = node.get_fully_qualified_name()
             node.get_logger().warning(
-                f"autostart: {node.get_fully_qualified_name()} stays unconfigured; fix the parameter named "
-                f"above and configure it again: ros2 lifecycle set {node.get_fully_qualified_name()} configure")
+                f"autostart: {name} stays unconfigured; fix the parameter named above and "
+                f"configure it again: ros2 lifecycle set {name} configure"
+            )
         return True
 
     return start_or_wait
