@@ -67,6 +67,7 @@ setup(
             "sim = ros_lnn.nodes.sim:main",
             "dac_controller = ros_lnn.nodes.dac_controller:main",
             "dac_chain_sim = ros_lnn.nodes.dac_chain_sim:main",
+            "effort_watchdog = ros_lnn.nodes.effort_watchdog:main",
         ],
     },
 )
