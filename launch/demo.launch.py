@@ -27,7 +27,7 @@ ARG = LaunchConfiguration
 def generate_launch_description():
     sim_time = ParameterValue(ARG("use_sim_time"), value_type=bool)
     description = ParameterValue(
-        FileContent(PathJoinSubstitution([SHARE, "config", [ARG("system"), ".urdf"]])), value_type=str
+        FileContent([PathJoinSubstitution([SHARE, "config", ARG("system")]), ".urdf"]), value_type=str
     )
     return LaunchDescription(
         [
@@ -39,7 +39,7 @@ def generate_launch_description():
             ),
             DeclareLaunchArgument(
                 "config",
-                default_value=PathJoinSubstitution([SHARE, "config", [ARG("system"), ".yaml"]]),
+                default_value=[PathJoinSubstitution([SHARE, "config", ARG("system")]), ".yaml"],
                 description="parameter YAML (default: by system)",
             ),
             DeclareLaunchArgument("model", default_value="", description="ONNX model (overrides the config)"),
