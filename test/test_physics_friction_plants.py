@@ -139,14 +139,28 @@ def test_energy_balance_along_driven_trajectories(plant, profile, q0):
 def test_frictionless_plant_with_the_servo_still_conserves_energy(plant):
     still = plant.frictionless()
     trial = simulate(
-        still.system, 4.0, [1.0], [0.5], servo=lambda t: (np.array([0.3]), np.zeros(1), np.zeros(1)),
-        force=still.free_force, method="DOP853", rtol=1e-12, atol=1e-12,
+        still.system,
+        4.0,
+        [1.0],
+        [0.5],
+        servo=lambda t: (np.array([0.3]), np.zeros(1), np.zeros(1)),
+        force=still.free_force,
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-12,
     )
     assert np.ptp(trial.E) < 1e-9 * np.abs(trial.V).max()
     # with friction it decays
     damped = simulate(
-        plant.system, 4.0, [1.0], [0.5], servo=lambda t: (np.array([0.3]), np.zeros(1), np.zeros(1)),
-        force=plant.free_force, method="DOP853", rtol=1e-10, atol=1e-10,
+        plant.system,
+        4.0,
+        [1.0],
+        [0.5],
+        servo=lambda t: (np.array([0.3]), np.zeros(1), np.zeros(1)),
+        force=plant.free_force,
+        method="DOP853",
+        rtol=1e-10,
+        atol=1e-10,
     )
     assert np.all(np.diff(damped.E) <= 1e-12) and damped.E[-1] < damped.E[0]
 
@@ -168,15 +182,25 @@ def test_rotary_small_angle_frequencies_hanging_and_spinning():
     sys = RotaryPendulum()
     t = np.linspace(0.0, 6.0, 60001)
     # hanging, arm still: a rod on its end, ω0² = 3g / (2 L_p)
-    trial = simulate(sys, 6.0, [0.002], [0.0], servo=spinning(0.0), t_eval=t, method="DOP853", rtol=1e-12,
-                     atol=1e-14)
+    trial = simulate(
+        sys, 6.0, [0.002], [0.0], servo=spinning(0.0), t_eval=t, method="DOP853", rtol=1e-12, atol=1e-14
+    )
     w0 = np.sqrt(3 * G / (2 * sys.L_p))
     assert oscillation(t, trial.q[:, 0])[0] == pytest.approx(w0, rel=1e-5)
     # arm spinning at Ω > ω0: equilibrium cos θ* = ω0²/Ω², small swings at Ω sin θ*
     omega = 2.0 * w0
     theta_eq = np.arccos(w0**2 / omega**2)
-    trial = simulate(sys, 6.0, [theta_eq + 0.002], [0.0], servo=spinning(omega), t_eval=t, method="DOP853",
-                     rtol=1e-12, atol=1e-14)
+    trial = simulate(
+        sys,
+        6.0,
+        [theta_eq + 0.002],
+        [0.0],
+        servo=spinning(omega),
+        t_eval=t,
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-14,
+    )
     assert oscillation(t, trial.q[:, 0] - theta_eq)[0] == pytest.approx(omega * np.sin(theta_eq), rel=1e-5)
     assert sys.small_angle_frequency(omega) == pytest.approx(omega * np.sin(theta_eq), rel=1e-12)
 
@@ -192,8 +216,18 @@ def test_viscous_hinge_friction_decays_swings_at_b_over_2J(kind):
         J, w0 = plant.system.m2 * plant.system.L**2, np.sqrt(plant.system.g / plant.system.L)
     duration = 8 * 2 * np.pi / w0
     t = np.linspace(0.0, duration, 80001)
-    trial = simulate(plant.system, duration, [0.002], [0.0], servo=spinning(0.0), t_eval=t, force=plant.free_force,
-                     method="DOP853", rtol=1e-12, atol=1e-14)
+    trial = simulate(
+        plant.system,
+        duration,
+        [0.002],
+        [0.0],
+        servo=spinning(0.0),
+        t_eval=t,
+        force=plant.free_force,
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-14,
+    )
     w, t_peaks, peaks = oscillation(t, trial.q[:, 0])
     rate = np.log(peaks[0] / peaks[-1]) / (t_peaks[-1] - t_peaks[0])
     zeta_w = hinge.viscous / (2 * J)
@@ -207,8 +241,18 @@ def test_coulomb_hinge_friction_loses_a_fixed_amplitude_per_swing():
     plant = quanser_rotary_pendulum(pendulum=JointFriction(0.0, tau_c, 1e-3))
     sys = plant.system
     t = np.linspace(0.0, 3.0, 30001)
-    trial = simulate(sys, 3.0, [0.05], [0.0], servo=spinning(0.0), t_eval=t, force=plant.free_force,
-                     method="DOP853", rtol=1e-11, atol=1e-13)
+    trial = simulate(
+        sys,
+        3.0,
+        [0.05],
+        [0.0],
+        servo=spinning(0.0),
+        t_eval=t,
+        force=plant.free_force,
+        method="DOP853",
+        rtol=1e-11,
+        atol=1e-13,
+    )
     _, _, peaks = oscillation(t, trial.q[:, 0])
     per_swing = -np.mean(np.diff(peaks))
     k = sys.m_p * G * 0.5 * sys.L_p

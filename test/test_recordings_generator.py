@@ -22,9 +22,19 @@ pytest.importorskip("rosbags")
 
 NAMES = ("arm_to_pendulum", "base_to_arm")  # plant order: pendulum (free), arm (servo)
 TOPIC = "/robot/joint_states"
-SPEC = RecordingSpec(duration_s=2.0, rate_hz=500.0, joint_states_topic=TOPIC, joint_names=NAMES, efforts="nan",
-                     position_noise=(3e-4, 2e-4), velocity_noise=(4e-3, 2e-3), jitter_s=5e-5, latency_s=4e-4,
-                     gap=(0.5, 0.05), seed=3)
+SPEC = RecordingSpec(
+    duration_s=2.0,
+    rate_hz=500.0,
+    joint_states_topic=TOPIC,
+    joint_names=NAMES,
+    efforts="nan",
+    position_noise=(3e-4, 2e-4),
+    velocity_noise=(4e-3, 2e-3),
+    jitter_s=5e-5,
+    latency_s=4e-4,
+    gap=(0.5, 0.05),
+    seed=3,
+)
 
 
 def read_with_rosbags(path, topic):
@@ -35,7 +45,10 @@ def read_with_rosbags(path, topic):
     with AnyReader([Path(path)], default_typestore=get_typestore(Stores.ROS2_KILTED)) as reader:
         topics = {c.topic: c.msgtype for c in reader.connections}
         conns = [c for c in reader.connections if c.topic == topic]
-        msgs = [(ts, reader.deserialize(raw, conn.msgtype)) for conn, ts, raw in reader.messages(connections=conns)]
+        msgs = [
+            (ts, reader.deserialize(raw, conn.msgtype))
+            for conn, ts, raw in reader.messages(connections=conns)
+        ]
     return topics, msgs
 
 
@@ -44,8 +57,12 @@ def recording(request, tmp_path_factory):
     from dataclasses import replace
 
     path = tmp_path_factory.mktemp(request.param) / "step"
-    truth = write_recording(path, quanser_rotary_pendulum(), StepProfile(4 * np.pi, 0.3, 0.2),
-                            replace(SPEC, storage=request.param))
+    truth = write_recording(
+        path,
+        quanser_rotary_pendulum(),
+        StepProfile(4 * np.pi, 0.3, 0.2),
+        replace(SPEC, storage=request.param),
+    )
     topics, msgs = read_with_rosbags(path, TOPIC)
     return truth, topics, msgs
 
@@ -134,7 +151,9 @@ def test_truth_bookkeeping_matches_the_textbook_equations(recording):
     plant = quanser_rotary_pendulum()
     th, thd = truth.q[:, 0], truth.qd[:, 0]
     hinge = -(2.5e-5 * thd + 2.5e-5 * np.tanh(thd / 0.02))
-    theta_dd, tau = plant.system.closed_form_acceleration(th, thd, truth.qd[:, 1], truth.qdd[:, 1], torque=hinge)
+    theta_dd, tau = plant.system.closed_form_acceleration(
+        th, thd, truth.qd[:, 1], truth.qdd[:, 1], torque=hinge
+    )
     np.testing.assert_allclose(truth.qdd[:, 0], theta_dd, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(truth.Q_f[:, 0], hinge, rtol=1e-12, atol=1e-15)
     arm = -(5e-4 * truth.qd[:, 1] + 2e-3 * np.tanh(truth.qd[:, 1] / 0.02))
@@ -145,8 +164,16 @@ def test_truth_bookkeeping_matches_the_textbook_equations(recording):
 
 
 def test_command_topic_names_off_and_deterministic(tmp_path):
-    spec = RecordingSpec(duration_s=1.0, rate_hz=200.0, servo_topic="/arm_controller/commands", publish_names=False,
-                         efforts="absent", gap=None, storage="mcap", seed=9)
+    spec = RecordingSpec(
+        duration_s=1.0,
+        rate_hz=200.0,
+        servo_topic="/arm_controller/commands",
+        publish_names=False,
+        efforts="absent",
+        gap=None,
+        storage="mcap",
+        seed=9,
+    )
     profile = ChirpProfile(0.1, 0.5, 2.0, 1.0, fade_s=0.2)
     truth = write_recording(tmp_path / "a", friction_crane(), profile, spec)
     again = write_recording(tmp_path / "b", friction_crane(), profile, spec)
@@ -167,8 +194,9 @@ def test_command_topic_names_off_and_deterministic(tmp_path):
     ds = load_bag_dataset(truth.path, mapping)
     assert ds.trials[0].attrs["measured"]["qdd_e"] == "servo commands"
     other = RecordingSpec(duration_s=1.0, rate_hz=200.0, gap=None, storage="mcap", seed=10)
-    _, msgs_other = read_with_rosbags(write_recording(tmp_path / "c", friction_crane(), profile, other).path,
-                                      "/joint_states")
+    _, msgs_other = read_with_rosbags(
+        write_recording(tmp_path / "c", friction_crane(), profile, other).path, "/joint_states"
+    )
     assert not np.array_equal(arrays(msgs, "velocity"), arrays(msgs_other, "velocity"))
 
 
@@ -185,12 +213,36 @@ def test_spec_errors_name_the_setting(tmp_path):
 def test_ros_lnn_train_ingests_a_recording(tmp_path, capsys):
     from ros_lnn.cli import main
 
-    truth = write_recording(tmp_path / "bag", quanser_rotary_pendulum(), StepProfile(4 * np.pi, 0.3, 0.2),
-                            RecordingSpec(duration_s=1.5, seed=4))
+    truth = write_recording(
+        tmp_path / "bag",
+        quanser_rotary_pendulum(),
+        StepProfile(4 * np.pi, 0.3, 0.2),
+        RecordingSpec(duration_s=1.5, seed=4),
+    )
     config = Path(__file__).resolve().parents[1] / "config" / "bag_mapping_rotary_pendulum.yaml"
     out = tmp_path / "m.onnx"
-    code = main(["train", "--bag", str(truth.path), "--config", str(config), "--epochs", "2", "--batch", "256",
-                 "--threads", "1", "--log-every", "1", "--val-every", "1", "--no-report", "--out", str(out)])
+    code = main(
+        [
+            "train",
+            "--bag",
+            str(truth.path),
+            "--config",
+            str(config),
+            "--epochs",
+            "2",
+            "--batch",
+            "256",
+            "--threads",
+            "1",
+            "--log-every",
+            "1",
+            "--val-every",
+            "1",
+            "--no-report",
+            "--out",
+            str(out),
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "Q_e not measured" in printed and "1 gap(s) split the recording" in printed

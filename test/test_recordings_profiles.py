@@ -20,13 +20,15 @@ PROFILES = [
 def test_derivatives_are_exact(profile, kinks):
     t, h = np.linspace(0.0, 3.0, 3001), 1e-5
     t = t[np.min(np.abs(t[:, None] - np.array(kinks)[None, :]), axis=1) > 3 * h]
-    q, qd, qdd = profile(t)
+    _, qd, qdd = profile(t)
     qp, qdp, _ = profile(t + h)
     qm, qdm, _ = profile(t - h)
     np.testing.assert_allclose((qp - qm) / (2 * h), qd, atol=1e-6 * (1 + np.abs(qd).max()))
     np.testing.assert_allclose((qdp - qdm) / (2 * h), qdd, atol=1e-5 * (1 + np.abs(qdd).max()))
     # starts at rest; a scalar time gives 0-d values (the simulator's servo callback)
-    assert profile(0.0)[1] == pytest.approx(0.0, abs=1e-12) and profile(0.0)[2] == pytest.approx(0.0, abs=1e-9)
+    assert profile(0.0)[1] == pytest.approx(0.0, abs=1e-12) and profile(0.0)[2] == pytest.approx(
+        0.0, abs=1e-9
+    )
     assert np.shape(profile(0.5)[0]) == ()
 
 
@@ -43,7 +45,7 @@ def test_step_holds_constant_speed_after_its_ramp():
 
 def test_impulse_moves_by_half_peak_times_width_and_stops():
     p = ImpulseProfile((6.0, -4.0), (0.3, 1.0), 0.2)
-    q, qd, qdd = p(np.array([0.0, 0.6, 2.0]))
+    q, qd, _ = p(np.array([0.0, 0.6, 2.0]))
     np.testing.assert_allclose(q, [0.0, 6.0 * 0.1, 6.0 * 0.1 - 4.0 * 0.1], atol=1e-14)
     np.testing.assert_allclose(qd[[0, 2]], 0.0, atol=1e-14)
     assert p(0.4)[1] == pytest.approx(6.0)  # the peak mid-pulse
