@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -152,7 +153,9 @@ def _jsonable(value):
 
 def plant_parameters(plant: FrictionPlant) -> dict:
     """The plant's numeric parameters and friction, for manifests."""
-    params = {k: float(v) for k, v in vars(plant.system).items() if isinstance(v, (int, float))}
+    params: dict[str, Any] = {
+        k: float(v) for k, v in vars(plant.system).items() if isinstance(v, (int, float))
+    }
     params["friction"] = {c: asdict(plant.joint_friction(c)) for c in plant.system.coordinate_names}
     return params
 
@@ -176,11 +179,11 @@ def simulate_plant(plant: FrictionPlant, profile: Profile, t: np.ndarray, q0_fre
     return simulate(
         system,
         float(t[-1]),
-        q0,
-        qd0,
+        q0.tolist(),
+        qd0.tolist(),
         servo=profile,
         force=plant.free_force,
-        t_eval=t,
+        t_eval=t.tolist(),
         method="DOP853",
         rtol=1e-11,
         atol=1e-11,

@@ -12,7 +12,8 @@ mapping that reads them) and ``<dir>/recordings.json`` (what was recorded; no gr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,10 @@ from .generator import RecordingSpec, RecordingTruth, bag_mapping, write_recordi
 from .profiles import ChirpProfile, ImpulseProfile, MultisineProfile, Profile, StepProfile
 from .structural_fit import baseline_rows, equation_for, measured_motion
 
-PLANTS = {"rotary_pendulum": quanser_rotary_pendulum, "friction_crane": friction_crane}
+PLANTS: dict[str, Callable[[], FrictionPlant]] = {
+    "rotary_pendulum": quanser_rotary_pendulum,
+    "friction_crane": friction_crane,
+}
 #: Savitzky–Golay window (samples) of each system's mapping: ~30 ms at 500 Hz, ~70 ms at 250 Hz
 SAVGOL_WINDOW = {"rotary_pendulum": 15, "friction_crane": 17}
 MANIFEST = "recordings.json"
@@ -46,50 +50,50 @@ class RecordingPlan:
 
 def recording_plans(storage: str = "sqlite3") -> list:
     """The set's recordings, each with its own seed."""
-    rotary = dict(duration_s=5.0, rate_hz=500.0, storage=storage)
-    crane = dict(duration_s=8.0, rate_hz=250.0, storage=storage, velocity_noise=(5e-4, 2e-4))
+    rotary = RecordingSpec(duration_s=5.0, rate_hz=500.0, storage=storage)
+    crane = RecordingSpec(duration_s=8.0, rate_hz=250.0, storage=storage, velocity_noise=(5e-4, 2e-4))
     return [
         RecordingPlan(
             "rotary_pendulum",
             "train",
             "step",
             StepProfile(speed=4 * np.pi, ramp_s=0.3, start_s=0.2),
-            RecordingSpec(**rotary, seed=11),
+            replace(rotary, seed=11),
         ),
         RecordingPlan(
             "rotary_pendulum",
             "test",
             "impulse",
             ImpulseProfile((6.0, -6.0), (0.3, 2.5), 0.2),
-            RecordingSpec(**rotary, seed=12),
+            replace(rotary, seed=12),
         ),
         RecordingPlan(
             "rotary_pendulum",
             "test",
             "chirp",
             ChirpProfile(0.3, 0.2, 2.5, 4.0),
-            RecordingSpec(**rotary, seed=13),
+            replace(rotary, seed=13),
         ),
         RecordingPlan(
             "friction_crane",
             "train",
             "multisine",
             MultisineProfile.random(21, band_hz=(0.2, 1.5), terms=6, peak_speed=1.0),
-            RecordingSpec(**crane, seed=21),
+            replace(crane, seed=21),
         ),
         RecordingPlan(
             "friction_crane",
             "test",
             "impulse",
             ImpulseProfile((1.0, -1.0, 1.0), (0.5, 3.0, 5.5), 0.6),
-            RecordingSpec(**crane, seed=22),
+            replace(crane, seed=22),
         ),
         RecordingPlan(
             "friction_crane",
             "test",
             "chirp",
             ChirpProfile(0.15, 0.2, 1.5, 6.0),
-            RecordingSpec(**crane, seed=23),
+            replace(crane, seed=23),
         ),
     ]
 

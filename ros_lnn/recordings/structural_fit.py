@@ -68,6 +68,8 @@ def equation_for(plant: FrictionPlant) -> StructuralEquation:
     """The true structural equation of a rotary pendulum or crane plant, with its true coefficients."""
     system = plant.system
     hinge = plant.joint_friction(system.free_names[0])
+    true: tuple[float, ...]
+    terms: tuple[str, ...]
     if isinstance(system, RotaryPendulum):
         Jp = system.J_p
         true = (
