@@ -5,8 +5,8 @@ from setuptools import find_packages, setup
 
 PACKAGE = "ros_lnn"
 
-# Deployment path (nodes, inference, control): no torch.
-DEPLOY = ["numpy>=1.24", "scipy>=1.10", "onnxruntime>=1.17", "pyyaml>=6"]
+# Deployment path (nodes, inference, control): no torch. `pin` is Pinocchio (rigid-body dynamics of the arms).
+DEPLOY = ["numpy>=1.24", "scipy>=1.10", "onnxruntime>=1.17", "pyyaml>=6", "pin>=3.1"]
 EXTRAS = {
     # Offline training and export. The Makefile pins torch through constraints.txt.
     "train": ["torch>=2.4", "onnx>=1.16", "onnxscript>=0.1", "rosbags>=0.10", "matplotlib>=3.7"],

@@ -8,6 +8,7 @@ reported as ``unactuated`` instead of being sent.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,7 +34,7 @@ class EffortCommand:
 
 
 class PortToEfforts:
-    """Maps τ_c to the efforts of the revolute joints, in the order of ``joint_names``."""
+    """Maps τ_c to the efforts of the revolute and prismatic joints, in the order of ``joint_names``."""
 
     def __init__(self, model, joint_names=None, effort_limits=None, residual: Residual | None = None):
         layout = coordinate_layout(model)
@@ -43,8 +44,9 @@ class PortToEfforts:
         for jidx, kind, width in layout:
             if kind == "floating":
                 continue
-            if kind != "revolute":
-                raise ConfigError(f"joint '{model.joints[jidx].name}' is {kind}: only revolute joints take efforts")
+            if kind not in ("revolute", "prismatic"):
+                raise ConfigError(f"joint '{model.joints[jidx].name}' is {kind}: only revolute and prismatic joints "
+                                  "take efforts")
             cols.append(c), names.append(model.joints[jidx].name)
             c += width
         names_model = names
@@ -63,11 +65,22 @@ class PortToEfforts:
             raise ConfigError(f"effort limits {list(lim)} must be one positive number per joint {joint_names}")
         self.limits = lim
         self._neg_limits = -lim
+        self._inv_limits = 1.0 / lim
         self.residual = residual
 
     def __call__(self, data, tau_c, q=None, qd=None, G=None) -> EffortCommand:
-        G = twist_map(self.model, data) if G is None else G
-        gen = G.T.dot(np.asarray(tau_c, dtype=float))
+        if G is not None:
+            gen = G.T.dot(np.asarray(tau_c, dtype=float))
+        elif getattr(data, "joint_space", False):  # a joint-state workspace (Pinocchio): Gᵀ τ without G
+            from ..physics.multibody_pin import port_to_joint
+
+            gen = port_to_joint(data, tau_c)
+        else:
+            gen = twist_map(self.model, data).T.dot(np.asarray(tau_c, dtype=float))
+        return self.from_generalized(gen, q, qd)
+
+    def from_generalized(self, gen: np.ndarray, q=None, qd=None) -> EffortCommand:
+        """The command from ``Gᵀ τ_c`` already computed (model coordinate order)."""
         model_part = gen.take(self._cols)
         if self.residual is not None:
             res = np.asarray(self.residual(q, qd, model_part), dtype=float).reshape(model_part.shape)
@@ -79,5 +92,6 @@ class PortToEfforts:
             requested = model_part.copy()
         effort = np.minimum(np.maximum(requested, self._neg_limits), self.limits)
         magnitude = np.abs(requested)
-        ratio = float((magnitude / self.limits).max()) if requested.size else 0.0
+        ratios = (magnitude * self._inv_limits).tolist()
+        ratio = max(ratios, default=0.0) if math.isfinite(sum(ratios)) else math.nan
         return EffortCommand(effort, requested, model_part, res, magnitude > self.limits, gen[:self._root_cols], ratio)

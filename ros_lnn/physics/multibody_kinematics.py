@@ -25,7 +25,7 @@ def coordinate_layout(model: MultibodyModel):
     if model.floating_root is not None:
         out.append((-1, "floating", _FREE_BASE_COLUMNS))
     for i, j in enumerate(model.joints):
-        width = {"revolute": 1, "spherical": 3, "fixed": 0}[j.kind]
+        width = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0}[j.kind]
         if width:
             out.append((i, j.kind, width))
     return out
@@ -36,8 +36,8 @@ def n_rates(model) -> int:
 
 
 def actuated_joints(model) -> list[int]:
-    """Indices of revolute joints, in model order (the joints a joint-effort interface drives)."""
-    return [i for i, j in enumerate(model.joints) if j.kind == "revolute"]
+    """Indices of revolute and prismatic joints, in model order (the joints a joint-effort interface drives)."""
+    return [i for i, j in enumerate(model.joints) if j.kind in ("revolute", "prismatic")]
 
 
 def _qmul(a, b):
@@ -295,7 +295,7 @@ def revolute_joint_state(model: MultibodyModel, data: MultibodyData):
     """Angles and rates of the revolute joints (model order) read off the body attitudes and twists."""
     from .multibody import revolute_angles
 
-    rev = np.array(actuated_joints(model), dtype=int)
+    rev = np.array([i for i, j in enumerate(model.joints) if j.kind == "revolute"], dtype=int)
     q = revolute_angles(model, data.R_parent, data.R[model.child])[rev]
     axis = np.einsum("kij,kj->ki", data.R[model.child[rev]], model.axis[rev])
     par = model.parent[rev]
