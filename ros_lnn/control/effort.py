@@ -34,9 +34,13 @@ class EffortCommand:
 
 
 class PortToEfforts:
-    """Maps τ_c to the efforts of the revolute and prismatic joints, in the order of ``joint_names``."""
+    """Maps τ_c to the efforts of the revolute and prismatic joints, in the order of ``joint_names``.
 
-    def __init__(self, model, joint_names=None, effort_limits=None, residual: Residual | None = None):
+    ``coordinates``: the joint names in the order of the generalised forces given to
+    :meth:`from_generalized` (Pinocchio's depth-first order); default the model's coordinate layout."""
+
+    def __init__(self, model, joint_names=None, effort_limits=None, residual: Residual | None = None,
+                 coordinates=None):
         layout = coordinate_layout(model)
         self._root_cols = 6 if layout and layout[0][1] == "floating" else 0
         cols, names = [], []
@@ -57,6 +61,8 @@ class PortToEfforts:
                               f"{names_model}")
         self.model = model
         self.joint_names = joint_names
+        if coordinates is not None:
+            cols, names_model = list(range(len(coordinates))), list(coordinates)
         self._cols = np.array([cols[names_model.index(j)] for j in joint_names], dtype=int)
         if effort_limits is None:
             effort_limits = [model.joints[model.joint_names.index(j)].effort_limit for j in joint_names]

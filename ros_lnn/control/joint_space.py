@@ -8,7 +8,7 @@ twist map ``G`` (``ν = G q̇``), the task Jacobian ``J_t`` (6 × 6N) and the ob
 * ``Gᵀ [J_tᵀ | ∇U] = [J_eeᵀ | Gᵀ∇U] =: B``: ``J_ee = J_t G`` is the end-effector point's Jacobian
   (Pinocchio's LOCAL_WORLD_ALIGNED frame Jacobian) and ``d/dt (J_t G) = J̇_ee`` its time variation;
 * ``𝓐 X = G w`` with ``w = H⁻¹ B``; differentiating ``H w = B`` with ``Ḣ = C + Cᵀ`` (Pinocchio's
-  Coriolis matrix, the factorisation ``Gᵀ(𝓜Ġ + 𝓒G)`` of the package) gives ``ẇ = H⁻¹ (Ḃ − Ḣ w)``
+  Coriolis matrix, skew-consistent like every admissible factorisation) gives ``ẇ = H⁻¹ (Ḃ − Ḣ w)``
   and ``d/dt (𝓐X) = Ġ w + G ẇ``;
 * ``T = J_t 𝓐 J_tᵀ = J_ee w_t`` (+ μ²I), ``Ṫ`` and the obstacle column's rates likewise, so
   ``ν_r = G q̇_r`` and ``ν̇_r = G q̈_r + Ġ q̇_r`` with ``q̇_r = w [y; −k_o]``,
@@ -17,7 +17,9 @@ twist map ``G`` (``ν = G q̇``), the task Jacobian ``J_t`` (6 × 6N) and the ob
   the world origin under joint rates x is ``𝒥_b x``, its CoM twist ``[𝒥_v,b x + (𝒥_ω,b x) × r_b; 𝒥_ω,b x]``;
   ``ν̇_r`` adds ``ω_r × ṙ_b`` to the linear part of ``𝒥_b q̈_r + 𝒥̇_b q̇_r`` moved to the CoM;
 * ``τ_c`` is the law's port command (eqs 37/46, :meth:`DacController.port_command`), ``u = Gᵀ τ_c =
-  Σ_b 𝒥_bᵀ [f_b; m_b + r_b × f_b]`` and ``V = ½ sᵀ𝓜s = ½ s_qᵀ H s_q`` with ``s = G s_q``.
+  Σ_b 𝒥_bᵀ [f_b; m_b + r_b × f_b]`` and ``V = ½ sᵀ𝓜s = ½ s_qᵀ H s_q`` with ``s = G s_q``. (``u`` is not
+  ``H(q̈_r − k s_q) + C q̇_r + g`` with Pinocchio's C: the law's ``Gᵀ(𝓜Ġ + 𝓒(ν)G)`` is another
+  factorisation of the same ``C(q, q̇) q̇``; the two agree on q̇ but not on q̇_r ≠ q̇ for a general arm.)
 
 ``test/test_control_joint_space.py`` holds every output against the coordinate-free law on the numpy
 model (to round-off, 1e-10 relative and better).
@@ -75,8 +77,6 @@ class EndEffectorLawJointSpace:
         self._kd_rate = controller._kd_rate.reshape(2, n, 3)
         self._kd = controller._kd.reshape(2, n, 3)
         self._mass_weighted = bool(g.mass_weighted)
-        # with K_d = k 𝓜 (one rate k) Gᵀ τ_c is H (q̈_r − k s_q) + C q̇_r + g − u_p: no 6N product needed
-        self._uniform_rate = float(g.kd_linear) if self._mass_weighted and g.kd_linear == g.kd_angular else None
         self._masses = pmodel.masses[:, None]
         self._weight = -pmodel.masses[:, None] * np.asarray(model.gravity, float)  # −M_v g per body
         self._placements = pmodel.body_joint.tolist()
@@ -227,20 +227,15 @@ class EndEffectorLawJointSpace:
         data.jacobian, data.jacobian_rate, data.H, data.C, data.g = J, dJ, H, C, grav
         data.v, data.omega, data.nu, data.inertia, data.n_bodies = nu[0], nu[1], nu.reshape(-1), inertia, n
         s_q = qd - qd_r
-        k_rate = self._uniform_rate
         if pmodel.has_passive:
             tau -= data.joint_moment_port.reshape(2, n, 3)
         if not self._mass_weighted:
             tau -= self._kd * s
-        if k_rate is not None:  # Gᵀ τ_c in joint space (see __init__)
-            u = H.dot(qdd_r - k_rate * s_q) + C.dot(qd_r) + grav
-            if pmodel.has_passive:
-                u -= pmodel.passive_efforts(q, qd)
-        else:  # u = Gᵀ τ_c: every body's wrench moved to the world origin, summed onto its joints
-            wrench = np.empty((6, n))
-            wrench[:3] = tau[0].T
-            wrench[3:] = (tau[1] - (shift[:, :3, 3:] @ tau[0][:, :, None])[:, :, 0]).T  # m + r × f
-            u = (J * wrench.dot(self._support_t)).sum(axis=0)
+        # u = Gᵀ τ_c: every body's wrench moved to the world origin, summed onto the joints that carry it
+        wrench = np.empty((6, n))
+        wrench[:3] = tau[0].T
+        wrench[3:] = (tau[1] - (shift[:, :3, 3:] @ tau[0][:, :, None])[:, :, 0]).T  # m + r × f
+        u = (J * wrench.dot(self._support_t)).sum(axis=0)
         lyap = 0.5 * float(H.dot(s_q).dot(s_q))
         result = DacResult(tau.reshape(-1), s.reshape(-1), lyap, nu_r.reshape(-1), nu_r_dot.reshape(-1), e, U)
         return result, u, data, pos, target

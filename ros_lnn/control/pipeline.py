@@ -105,8 +105,6 @@ class DacPipeline:
         if model.floating_root is not None:
             raise ConfigError(f"model '{model.name}': the joint-space pipeline needs a fixed base")
         self.model = model
-        self.efforts = PortToEfforts(model, joint_names, effort_limits, residual)
-        self.joint_names = self.efforts.joint_names
         if ee_link:
             frames = getattr(model, "frames", {})
             if ee_link not in frames or frames[ee_link][0] < 0:
@@ -123,6 +121,8 @@ class DacPipeline:
                                   gain=obstacle_eta)
         self.controller = DacController(model, law, gains, ee, field)
         self.pinocchio = PinocchioModel(model, frames=[("end_effector", ee.body, ee.offset, ee.rotation)])
+        self.efforts = PortToEfforts(model, joint_names, effort_limits, residual, self.pinocchio.joint_names)
+        self.joint_names = self.efforts.joint_names
         self._to_model = np.array([self.joint_names.index(n) for n in self.pinocchio.joint_names])
         self._target_workspace = self.pinocchio.pin.createData()  # joint targets (laws I/II): FK at q_d
         self._law_iii = (EndEffectorLawJointSpace(self.controller, self.pinocchio,

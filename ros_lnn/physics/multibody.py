@@ -345,9 +345,7 @@ def pose_only(model, r, quat, fk_parts=None):
 
 def _pose(model, r, quat, fk_parts=None) -> dict:
     """Configuration-only tensors: attitudes, inertias, joint arms and points, normals, J."""
-    if model.prismatic:
-        raise ConfigError(f"multibody '{model.name}': prismatic joints {list(model.prismatic)} have no constraint "
-                          "rows in the maximal-coordinate model; use the joint-space (Pinocchio) backend")
+    require_maximal_coordinates(model)
     n, k = model.n_bodies, model.n_joints
     if fk_parts:
         R_ext, arm_pc = fk_parts["R_ext"], fk_parts["arm_pc"]
@@ -380,6 +378,13 @@ def _pose(model, r, quat, fk_parts=None) -> dict:
 
 _POSE_FIELDS = ("r", "quat", "R", "inertia", "inertia_inv", "R_parent", "s_child", "s_parent", "point_child",
                 "point_parent", "rot_normals", "J")
+
+
+def require_maximal_coordinates(model) -> None:
+    """ConfigError naming the prismatic joints, which the maximal-coordinate algorithms do not cover."""
+    if model.prismatic:
+        raise ConfigError(f"multibody '{model.name}': prismatic joints {list(model.prismatic)} have no constraint "
+                          "rows in the maximal-coordinate model; use the joint-space (Pinocchio) backend")
 
 
 _EULER_GATHER = np.array([5, 2, 1, 8, 8, 0])  # flat entries of R: R₁₂, R₀₂, R₀₁, R₂₂, (cos θ), R₀₀

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
-from .multibody import MultibodyData, MultibodyModel
+from .multibody import MultibodyData, MultibodyModel, require_maximal_coordinates
 from .multibody_quaternion import cross, matrix_to_quat, quat_to_matrix, skew
 
 _FREE_BASE_COLUMNS = 6
@@ -62,6 +62,7 @@ def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), 
     ``parts``: a dictionary that receives the (N+1)-stacked attitude matrices ``R_ext`` (world last)
     and the joint arms ``arm_pc`` computed on the way, for :func:`ros_lnn.physics.multibody.pose_only`.
     """
+    require_maximal_coordinates(model)
     q = np.asarray(q, dtype=float).ravel()
     qs = q.tolist()
     n = model.n_bodies

@@ -11,8 +11,9 @@ world origin; ``𝒥_b`` its columns of the joints that support body b) and the 
   ``Ġ_b = [𝒥̇_v,b − [ṙ_b]× 𝒥_ω,b − [r_b]× 𝒥̇_ω,b; 𝒥̇_ω,b]`` from ``𝒥̇`` (computeJointJacobiansTimeVariation);
 * the dual map of a port ``τ = [f_b; m_b]``: ``Gᵀ τ = Σ_b 𝒥_bᵀ [f_b; m_b + r_b × f_b]`` (each wrench moved
   to the world origin) — no 6N × n matrix is formed;
-* joint-space inertia ``H = Gᵀ𝓜G`` (crba), ``C = Gᵀ(𝓜Ġ + 𝓒(ν)G)`` — computeCoriolisMatrix gives this very
-  factorisation (``Ḣ = C + Cᵀ``; tested against the numpy model) — and ``Gᵀ[M_v g; 0] = −g(q)``;
+* joint-space inertia ``H = Gᵀ𝓜G`` (crba), Pinocchio's Coriolis matrix C with ``Ḣ = C + Cᵀ`` and
+  ``C q̇ = Gᵀ(𝓜Ġ + 𝓒(ν)G) q̇`` (the package's own factorisation ``Gᵀ(𝓜Ġ + 𝓒(ν)G)`` is another one: the two
+  differ on vectors other than q̇), and ``Gᵀ[M_v g; 0] = −g(q)``;
 * forward dynamics ``q̈ = aba(q, q̇, u)`` in joint coordinates: no constraint drift to stabilise.
 
 Joint springs and dampers of the description are joint-space efforts ``u_p = −K q − D q̇``; their port is
@@ -44,10 +45,13 @@ class PinocchioModel:
     """Pinocchio's model (and one data workspace) of a fixed-base :class:`MultibodyModel`.
 
     Every revolute/prismatic joint becomes a Pinocchio joint whose frame is the child body's frame moved
-    to the joint point, so that its coordinate is the package's joint angle/offset (model joint order);
-    bodies hung by ``fixed`` joints are appended to their parent's joint. ``frames``: extra points
-    ``(name, body, offset from the CoM, rotation)`` in body coordinates (end effectors), added as
-    Pinocchio operational frames; their ids are in ``frame_ids``.
+    to the joint point, so that its coordinate is the package's joint angle/offset; bodies hung by
+    ``fixed`` joints are appended to their parent's joint. Pinocchio's algorithms need every subtree's
+    joints to be consecutive, so the joints are added depth first: the coordinates follow
+    ``joint_names`` (the description's order for a chain or a URDF; ``coordinate_order`` maps them to
+    the description's order otherwise). ``frames``: extra points ``(name, body, offset from the CoM,
+    rotation)`` in body coordinates (end effectors), added as Pinocchio operational frames; their ids
+    are in ``frame_ids``.
     """
 
     def __init__(self, model: MultibodyModel, frames=()):
@@ -61,7 +65,16 @@ class PinocchioModel:
         body_rotation = np.tile(np.eye(3), (n_bodies, 1, 1))  # body frame in that joint's frame
         body_lever = np.zeros((n_bodies, 3))  # CoM in that joint's frame
         kinds, moving = [], []
+        below = {}  # joints hanging from each body (-1: the world), description order
         for k, j in enumerate(model.joints):
+            below.setdefault(j.parent, []).append(k)
+        depth_first, stack = [], list(reversed(below.get(-1, [])))
+        while stack:
+            k = stack.pop()
+            depth_first.append(k)
+            stack.extend(reversed(below.get(model.joints[k].child, [])))
+        for k in depth_first:
+            j = model.joints[k]
             if j.kind not in _MOVING + ("fixed",):
                 raise ConfigError(f"joint '{j.name}' is {j.kind}: the Pinocchio backend covers revolute, prismatic "
                                   "and fixed joints (the spherical chain stays on the maximal-coordinate model)")
@@ -94,6 +107,8 @@ class PinocchioModel:
         self.nv = pm.nv
         self.joints = tuple(moving)  # description joint index of every coordinate
         self.joint_names = tuple(model.joints[k].name for k in moving)
+        described = [k for k in range(len(model.joints)) if model.joints[k].kind in _MOVING]
+        self.coordinate_order = np.array([described.index(k) for k in moving], dtype=int)
         self.kinds = tuple(kinds)
         self.revolute = np.array([kd == "revolute" for kd in kinds], dtype=bool)
         self.body_joint, self.body_rotation, self.body_lever = body_joint, body_rotation, body_lever
