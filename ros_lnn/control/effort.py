@@ -72,6 +72,9 @@ class PortToEfforts:
         self.limits = lim
         self._neg_limits = -lim
         self._inv_limits = 1.0 / lim
+        self._identity = bool(np.array_equal(self._cols, np.arange(len(self._cols)))) and not self._root_cols
+        self._no_residual = np.zeros(len(joint_names))
+        self._no_residual.setflags(write=False)
         self.residual = residual
 
     def __call__(self, data, tau_c, q=None, qd=None, G=None) -> EffortCommand:
@@ -87,14 +90,14 @@ class PortToEfforts:
 
     def from_generalized(self, gen: np.ndarray, q=None, qd=None) -> EffortCommand:
         """The command from ``Gᵀ τ_c`` already computed (model coordinate order)."""
-        model_part = gen.take(self._cols)
+        model_part = gen if self._identity else gen.take(self._cols)
         if self.residual is not None:
             res = np.asarray(self.residual(q, qd, model_part), dtype=float).reshape(model_part.shape)
             if not np.all(np.isfinite(res)):
                 res = np.zeros_like(model_part)  # a learned part that fails must not poison the command
             requested = model_part + res
         else:
-            res = np.zeros(model_part.shape)
+            res = self._no_residual
             requested = model_part.copy()
         effort = np.minimum(np.maximum(requested, self._neg_limits), self.limits)
         magnitude = np.abs(requested)

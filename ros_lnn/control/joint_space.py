@@ -63,6 +63,18 @@ def _matrix_quat(R) -> tuple:
     return (q[0] * sign, q[1] * sign, q[2] * sign, q[3] * sign)
 
 
+def _inverse3(a: np.ndarray) -> np.ndarray:
+    """Inverse of the leading 3×3 block of ``a`` by its adjugate, in plain floats (a third of a LAPACK
+    call's cost at this size); :func:`small_inverse` (LinAlgError) when it is singular or not finite."""
+    (a0, a1, a2), (b0, b1, b2), (c0, c1, c2) = a[:3, :3].tolist()
+    m00, m01, m02 = b1 * c2 - b2 * c1, a2 * c1 - a1 * c2, a1 * b2 - a2 * b1
+    det = a0 * m00 + b0 * m01 + c0 * m02
+    if not (det != 0.0 and math.isfinite(det)):
+        return small_inverse(np.ascontiguousarray(a[:3, :3]))
+    return np.array([[m00, m01, m02], [b2 * c0 - b0 * c2, a0 * c2 - a2 * c0, a2 * b0 - a0 * b2],
+                     [b0 * c1 - b1 * c0, a1 * c0 - a0 * c1, a0 * b1 - a1 * b0]]) / det
+
+
 class EndEffectorLawJointSpace:
     """Law III of ``controller`` on ``pmodel`` at joint states; ``frame_id``: the end effector's
     Pinocchio frame (the controller's :class:`EndEffector` point and tool attitude)."""
@@ -82,9 +94,10 @@ class EndEffectorLawJointSpace:
         self._placements = pmodel.body_joint.tolist()
         self._support, self._support_t = pmodel.support, pmodel.support.T.copy()
         self._rates = np.zeros((2 * nv, 3 * n))  # [[q̇ S, q̇_r S, q̈_r S], [0, 0, q̇_r S]] with S the support
+        self._rates_top = self._rates[:nv].reshape(nv, 3, n)
+        self._joint_rates = np.empty((nv, 3))
         self._spatial = np.empty((6, 3 * n))  # 𝒥 q̇, 𝒥 q̇_r, 𝒥 q̈_r + 𝒥̇ q̇_r per body (world origin)
         self._pair = np.empty((2, n, 3, 1))
-        self._jj = np.empty((6, 2 * nv))  # [𝒥 | 𝒥̇]
         self._com_shift = np.zeros((n, 6, 6))  # [[I, −[r_b]×], [0, I]]: world-origin twist → CoM twist
         self._com_shift[:, [0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5]] = 1.0
         self._eye = {m: (g.damping ** 2) * np.eye(m) for m in (3, 6)}
@@ -115,10 +128,11 @@ class EndEffectorLawJointSpace:
         gains = ctl.gains
         H_inv = symmetric(pmodel, pin.computeMinverse(pm, pd, q))
         C = pin.computeCoriolisMatrix(pm, pd, q, qd).copy()
-        grav = pin.computeGeneralizedGravity(pm, pd, q).copy()
         H = symmetric(pmodel, pin.crba(pm, pd, q))
         pin.computeJointJacobiansTimeVariation(pm, pd, q, qd)
-        J, dJ = pd.J.copy(), pd.dJ.copy()
+        jj = np.empty((6, 2 * nv))  # [𝒥 | 𝒥̇]
+        jj[:, :nv], jj[:, nv:] = pd.J, pd.dJ
+        J, dJ = jj[:, :nv], jj[:, nv:]
         ee = pin.updateFramePlacement(pm, pd, fid)
         Je = pin.getFrameJacobian(pm, pd, fid, _LWA)
         dJe = pin.getFrameJacobianTimeVariation(pm, pd, fid, _LWA)
@@ -173,7 +187,7 @@ class EndEffectorLawJointSpace:
         Q += Je.dot(w_dot)
         if gains.damping:
             JeW[:, :m] += self._eye[m]
-        T_inv = small_inverse(JeW[:, :m])
+        T_inv = _inverse3(JeW) if m == 3 else small_inverse(JeW[:, :m])
         coef = np.empty(c)
         rhs, rhs_dot = nu_er, nu_er_dot
         if grad is not None:
@@ -186,13 +200,11 @@ class EndEffectorLawJointSpace:
         qdd_r = w_dot.dot(coef)
         qdd_r += w[:, :m].dot(y_dot)
         # 6N: world-origin twists of q̇, q̇_r and the rate 𝒥 q̈_r + 𝒥̇ q̇_r, moved to the CoMs in one product
-        X, S = self._rates, self._support
-        np.multiply(qd[:, None], S, out=X[:nv, :n])
-        np.multiply(qd_r[:, None], S, out=X[:nv, n:2 * n])
-        np.multiply(qdd_r[:, None], S, out=X[:nv, 2 * n:])
+        v3 = self._joint_rates  # (n, 3): q̇, q̇_r, q̈_r
+        v3[:, 0], v3[:, 1], v3[:, 2] = qd, qd_r, qdd_r
+        np.multiply(v3[:, :, None], self._support[:, None, :], out=self._rates_top)
+        X = self._rates
         X[nv:, 2 * n:] = X[:nv, n:2 * n]
-        jj = self._jj
-        jj[:, :nv], jj[:, nv:] = J, dJ
         np.dot(jj, X, out=self._spatial)
         shift = self._com_shift
         shift[:, :3, 3:] = r.dot(_NEG_SKEW).reshape(n, 3, 3)
@@ -202,29 +214,22 @@ class EndEffectorLawJointSpace:
         s = nu - nu_r
         # τ_c = 𝓜 (ν̇_r − k s) + 𝓒(ν) ν_r − 𝓕_{g,J}: the law's port command
         inertia = R @ pmodel.inertia_body @ R.transpose(0, 2, 1)
+        acc = nu_r_dot - self._kd_rate * s if self._mass_weighted else nu_r_dot.copy()
         cols = np.empty((n, 3, 2))
-        if self._mass_weighted:
-            np.multiply(self._kd_rate[1], s[1], out=cols[:, :, 0])
-            np.subtract(nu_r_dot[1], cols[:, :, 0], out=cols[:, :, 0])
-        else:
-            cols[:, :, 0] = nu_r_dot[1]
-        cols[:, :, 1] = nu_r[1]
+        cols[:, :, 0], cols[:, :, 1] = acc[1], nu_r[1]
         I_cols = inertia @ cols  # I (ω̇_r − k s_ω), I ω_r
         pair = self._pair  # ω_r × ṙ (the rest of ν̇_r) and ω × I ω_r (𝓒(ν) ν_r) in one product
         pair[0, :, :, 0], pair[1, :, :, 0] = nu[0], I_cols[:, :, 1]
         both = np.concatenate([nu_r[1], nu[1]]).dot(_SKEW).reshape(2 * n, 3, 3) @ pair.reshape(2 * n, 3, 1)
         nu_r_dot[0] += both[:n, :, 0]
+        acc[0] += both[:n, :, 0]
         tau = np.empty((2, n, 3))
-        if self._mass_weighted:
-            np.subtract(nu_r_dot[0], self._kd_rate[0] * s[0], out=tau[0])
-            tau[0] *= self._masses
-        else:
-            np.multiply(self._masses, nu_r_dot[0], out=tau[0])
+        np.multiply(self._masses, acc[0], out=tau[0])
         tau[0] += self._weight
         np.add(I_cols[:, :, 0], both[n:, :, 0], out=tau[1])
         data = JointSpaceData.__new__(JointSpaceData)
         data.pmodel, data.model, data.q, data.qd, data.R, data.r = pmodel, ctl.model, q, qd, R, r
-        data.jacobian, data.jacobian_rate, data.H, data.C, data.g = J, dJ, H, C, grav
+        data.jacobian, data.jacobian_rate, data.H, data.C = J, dJ, H, C
         data.v, data.omega, data.nu, data.inertia, data.n_bodies = nu[0], nu[1], nu.reshape(-1), inertia, n
         s_q = qd - qd_r
         if pmodel.has_passive:

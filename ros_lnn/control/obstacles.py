@@ -139,10 +139,14 @@ def joint_space_gradient(field: ObstacleField, points: np.ndarray, qd: np.ndarra
     𝒥_pᵀ [ġ_p; ṗ × g_p + p × ġ_p])`` — the same numbers as ``Ġᵀ∇U + Gᵀ d/dt ∇U`` (tested).
     ``(0, None, None)`` when no point is in the field."""
     centers, reach2 = _joint_space_tables(field)
+    for c, limit in zip(centers, reach2.tolist()):  # is any point within d₀ of a surface?
+        d = points - c
+        if min((d * d).dot(_ONES3).tolist()) < limit:
+            break
+    else:
+        return 0.0, None, None
     diff = points[:, None, :] - centers  # δ (P, O, 3)
     rho2 = (diff * diff).dot(_ONES3)
-    if not (rho2 < reach2).any():  # no point within d₀ of a surface
-        return 0.0, None, None
     eta, d0 = field.gain, field.influence
     rho = np.sqrt(rho2)
     np.maximum(rho, 1e-9, out=rho)

@@ -124,6 +124,8 @@ class DacPipeline:
         self.efforts = PortToEfforts(model, joint_names, effort_limits, residual, self.pinocchio.joint_names)
         self.joint_names = self.efforts.joint_names
         self._to_model = np.array([self.joint_names.index(n) for n in self.pinocchio.joint_names])
+        self._in_model_order = bool(np.array_equal(self._to_model, np.arange(len(self._to_model))))
+        self._state_shape = (len(self.joint_names),)
         self._target_workspace = self.pinocchio.pin.createData()  # joint targets (laws I/II): FK at q_d
         self._law_iii = (EndEffectorLawJointSpace(self.controller, self.pinocchio,
                                                   self.pinocchio.frame_ids["end_effector"])
@@ -141,8 +143,10 @@ class DacPipeline:
 
     def _model_state(self, q, qd):
         q, qd = np.asarray(q, float), np.asarray(qd, float)
-        if q.shape != (len(self.joint_names),) or qd.shape != q.shape or not math.isfinite(q.dot(q) + qd.dot(qd)):
+        if q.shape != self._state_shape or qd.shape != q.shape or not math.isfinite(q.dot(q) + qd.dot(qd)):
             raise DataError(f"joint state must give finite position and velocity for {self.joint_names}")
+        if self._in_model_order:
+            return q, qd
         return q.take(self._to_model), qd.take(self._to_model)
 
     def kinematics(self, q, qd) -> JointSpaceData:

@@ -146,14 +146,14 @@ class JointSpaceData:
     (``r, R, quat, v, omega, nu, inertia, joint_moment_port``), so the coordinate-free laws run on it
     unchanged; ``jacobian``/``jacobian_rate`` are Pinocchio's WORLD joint Jacobian and its rate (6 × n),
     ``H``, ``C``, ``g`` the joint-space inertia, Coriolis matrix and gravity torque (``H q̈ + C q̇ + g = u``).
-    ``G``, ``G_dot``, ``quat``, ``inertia_inv`` and ``joint_moment_port`` are formed on first use."""
+    ``g``, ``G``, ``G_dot``, ``quat``, ``inertia_inv`` and ``joint_moment_port`` are formed on first use."""
 
     joint_space = True  # the laws take 𝓐 = G H⁻¹ Gᵀ on it (no constraint Jacobian: the joints hold exactly)
 
-    def __init__(self, pmodel: PinocchioModel, q, qd, R, r, jacobian, jacobian_rate, H=None, C=None, g=None):
+    def __init__(self, pmodel: PinocchioModel, q, qd, R, r, jacobian, jacobian_rate, H=None, C=None):
         self.pmodel, self.model = pmodel, pmodel.model
         self.q, self.qd, self.R, self.r = q, qd, R, r
-        self.jacobian, self.jacobian_rate, self.H, self.C, self.g = jacobian, jacobian_rate, H, C, g
+        self.jacobian, self.jacobian_rate, self.H, self.C = jacobian, jacobian_rate, H, C
         n = r.shape[0]
         spatial = jacobian.dot(qd[:, None] * pmodel.support)  # (6, N): [v at the world origin; ω] per body
         self.omega = spatial[3:].T.copy()
@@ -161,6 +161,15 @@ class JointSpaceData:
         self.nu = np.concatenate([self.v.ravel(), self.omega.ravel()])
         self.inertia = R @ pmodel.inertia_body @ R.transpose(0, 2, 1)
         self.n_bodies = n
+
+    @property
+    def g(self) -> np.ndarray:
+        """Pinocchio's gravity torque ``g(q)`` (``= −Gᵀ [M_v g; 0]``)."""
+        g = self.__dict__.get("_g")
+        if g is None:
+            pm = self.pmodel
+            g = self._g = pin.computeGeneralizedGravity(pm.pin, pm.pin.createData(), self.q).copy()
+        return g
 
     @property
     def quat(self) -> np.ndarray:
@@ -238,14 +247,13 @@ def kinematics(pmodel: PinocchioModel, q, qd, dynamics: bool = True, workspace=N
     if q.shape != (pmodel.nv,) or qd.shape != q.shape:
         raise ConfigError(f"model '{pmodel.model.name}': joint state needs {pmodel.nv} positions and velocities "
                           f"({pmodel.joint_names})")
-    H = C = g = None
+    H = C = None
     if dynamics:
         C = pin.computeCoriolisMatrix(pm, pd, q, qd).copy()
-        g = pin.computeGeneralizedGravity(pm, pd, q).copy()
         H = symmetric(pmodel, pin.crba(pm, pd, q))
     pin.computeJointJacobiansTimeVariation(pm, pd, q, qd)
     R, r = body_poses(pmodel, pd)
-    return JointSpaceData(pmodel, q, qd, R, r, pd.J.copy(), pd.dJ.copy(), H, C, g)
+    return JointSpaceData(pmodel, q, qd, R, r, pd.J.copy(), pd.dJ.copy(), H, C)
 
 
 def twist_map(data: JointSpaceData) -> np.ndarray:
