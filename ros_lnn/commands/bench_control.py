@@ -122,6 +122,212 @@ def bench_control(args) -> dict:
     return results
 
 
+def _feed_joint_states(result_queue, namespace: str, duration: float, rate_hz: float) -> None:
+    """Another process, as a robot driver would be: joint states at ``rate_hz`` to the controller, and
+    a count of the effort commands that come back."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from ..nodes import _common as C
+
+    rclpy.init(args=[])
+    from rclpy.qos import QoSProfile
+
+    probe = rclpy.create_node("bench_dac_feeder")
+    received = []
+    deep = QoSProfile(history=C.SENSOR_QOS.history, depth=1000, reliability=C.SENSOR_QOS.reliability,
+                      durability=C.SENSOR_QOS.durability)  # count every output, late or not
+    probe.create_subscription(Float64MultiArray, f"{namespace}/dac_controller/joint_effort_command",
+                              lambda m: received.append(time.perf_counter()), deep)
+    pub = probe.create_publisher(JointState, f"{namespace}/joint_states", C.SENSOR_QOS)
+    executor = SingleThreadedExecutor()
+    executor.add_node(probe)
+    msg = JointState()
+    msg.name = [f"joint{i}" for i in range(1, 6)]
+    msg.position, msg.velocity = [0.1, -0.7, 1.3, 0.5, 0.3], [0.0] * 5
+    t_wait = time.perf_counter()
+    while pub.get_subscription_count() == 0 and time.perf_counter() - t_wait < 10.0:
+        executor.spin_once(timeout_sec=0.05)
+    time.sleep(0.5)  # discovery of the reverse direction
+    sent, period = 0, 1.0 / rate_hz
+    t_start = time.perf_counter()
+    next_t = t_start
+    while time.perf_counter() - t_start < duration:
+        pub.publish(msg)
+        sent += 1
+        next_t += period
+        while True:  # receive while waiting for the next sample time
+            delay = next_t - time.perf_counter()
+            if delay <= 0:
+                break
+            executor.spin_once(timeout_sec=delay)
+    elapsed = time.perf_counter() - t_start
+    t_end = time.perf_counter()
+    while time.perf_counter() - t_end < 0.2:
+        executor.spin_once(timeout_sec=0.02)
+    n_in_window = sum(1 for t in received if t <= t_start + elapsed + 0.05)
+    result_queue.put({"sent": sent, "sent_rate_hz": sent / elapsed, "output_rate_hz": n_in_window / elapsed,
+                      "outputs_per_input": len(received) / max(sent, 1)})
+    probe.destroy_node()
+    rclpy.try_shutdown()
+
+
+def bench_node_rate(duration: float, rate_hz: float = 1000.0, feeder: str = "process",
+                    executor: str | None = None, input_queue_depth: int | None = None) -> dict:
+    """dac_controller (demo arm, law III) fed joint states at ``rate_hz`` over DDS: input and output
+    rates, and the node's own processing time per message.
+
+    ``feeder="process"``: the joint states come from, and the efforts return to, another process (a
+    robot driver's situation; the node's process runs only the node). ``feeder="thread"``: feeder and
+    node share this process and its GIL — the rclpy executors then cap the rate by themselves (measured:
+    ~650 Hz with the controller step replaced by a cached output on the 2-core machine).
+    ``executor``: the node's executor as the node process makes it ("single", "events"; None: the
+    ROS_LNN_EXECUTOR environment variable, default events as in the node's main), process feeder only;
+    ``input_queue_depth``: the node parameter of that name (None: its default)."""
+    if feeder == "process":
+        return _bench_node_rate_process(duration, rate_hz, executor, input_queue_depth)
+    return _bench_node_rate_thread(duration, rate_hz)
+
+
+def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str | None,
+                             input_queue_depth: int | None) -> dict:
+    import multiprocessing
+    import os
+    import threading
+
+    import rclpy
+
+    from ..nodes._common import make_executor
+    from ..nodes._common import param as C_param
+    from ..nodes.dac_controller import DacControllerNode, start
+
+    from rclpy.parameter import Parameter
+
+    namespace = "/bench_dac"
+    ctx = rclpy.Context()
+    rclpy.init(args=[], context=ctx)
+    overrides = [] if input_queue_depth is None else [Parameter("input_queue_depth", value=int(input_queue_depth))]
+    node = DacControllerNode(namespace=namespace, context=ctx, parameter_overrides=overrides)
+    if not start(node):
+        raise RuntimeError(node.last_error)
+    executor = make_executor(ctx, executor_kind or os.environ.get("ROS_LNN_EXECUTOR", "events"))
+    executor.add_node(node)  # after start(): the EventsExecutor serves only subscriptions that exist by then
+    stop = threading.Event()
+    thread = threading.Thread(target=lambda: [executor.spin_once(timeout_sec=0.01) for _ in iter(stop.is_set, True)],
+                              daemon=True)
+    thread.start()
+    mp = multiprocessing.get_context("spawn")
+    queue = mp.Queue()
+    child = mp.Process(target=_feed_joint_states, args=(queue, namespace, duration, rate_hz))
+    child.start()
+    try:
+        got = queue.get(timeout=duration + 60.0)
+    finally:
+        child.join(timeout=10)
+        stop.set()
+        thread.join(timeout=2)
+    lat = np.array([v for _, v in node.stats.latencies]) * 1e6
+    cpu = np.array(node.cpu_times) * 1e6
+
+    def q(x, p):
+        return float(np.percentile(x, p)) if x.size else float("nan")
+
+    out = {"feeder": "process", "executor": type(executor).__name__,
+           "input_queue_depth": int(C_param(node, "input_queue_depth")), "requested_rate_hz": rate_hz, **got,
+           "processed": int(node.counts["processed"]),
+           "processed_fraction": node.counts["processed"] / max(got["sent"], 1),
+           "node_step_median_us": q(lat, 50), "node_step_p99_us": q(lat, 99),
+           "node_cpu_median_us": q(cpu, 50), "node_cpu_p99_us": q(cpu, 99)}
+    print("node at {requested_rate_hz:.0f} Hz (feeder in another process, {executor}, queue "
+          "{input_queue_depth}): sent {sent_rate_hz:.0f} Hz, processed {processed_fraction:.2%}, "
+          "published {output_rate_hz:.0f} Hz ({outputs_per_input:.4f} per input); in-node latency median "
+          "{node_step_median_us:.0f} µs, p99 {node_step_p99_us:.0f} µs; callback CPU median "
+          "{node_cpu_median_us:.0f} µs, p99 {node_cpu_p99_us:.0f} µs".format(**out))
+    node.destroy_node()
+    rclpy.try_shutdown(context=ctx)
+    return out
+
+
+def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
+    import threading
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from ..nodes import _common as C
+    from ..nodes.dac_controller import DacControllerNode, start
+
+    ctx = rclpy.Context()
+    rclpy.init(args=[], context=ctx)
+    node = DacControllerNode(namespace="/bench_dac", context=ctx)
+    if not start(node):
+        raise RuntimeError(node.last_error)
+    probe = rclpy.create_node("bench_dac_probe", context=ctx)
+    received = []
+    probe.create_subscription(Float64MultiArray, "/bench_dac/dac_controller/joint_effort_command",
+                              lambda m: received.append(time.perf_counter()), C.SENSOR_QOS)
+    pub = probe.create_publisher(JointState, "/bench_dac/joint_states", C.SENSOR_QOS)
+    controller_exec, probe_exec = SingleThreadedExecutor(context=ctx), SingleThreadedExecutor(context=ctx)
+    controller_exec.add_node(node)
+    probe_exec.add_node(probe)
+    stop = threading.Event()
+    threads = [threading.Thread(target=lambda e=e: [e.spin_once(timeout_sec=0.01) for _ in iter(stop.is_set, True)],
+                                daemon=True) for e in (controller_exec, probe_exec)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)  # discovery
+    msg = JointState()
+    msg.name = [f"joint{i}" for i in range(1, 6)]
+    msg.position, msg.velocity = [0.1, -0.7, 1.3, 0.5, 0.3], [0.0] * 5
+    sent, period = 0, 1.0 / rate_hz
+    t_start = time.perf_counter()
+    next_t = t_start
+    while time.perf_counter() - t_start < duration:
+        pub.publish(msg)
+        sent += 1
+        next_t += period
+        delay = next_t - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+    elapsed = time.perf_counter() - t_start
+    time.sleep(0.2)
+    stop.set()
+    for t in threads:
+        t.join(timeout=2)
+    lat = np.array([v for _, v in node.stats.latencies]) * 1e6
+    out = {"feeder": "thread", "requested_rate_hz": rate_hz, "sent_rate_hz": sent / elapsed,
+           "output_rate_hz": len(received) / elapsed,
+           "outputs_per_input": len(received) / max(sent, 1),
+           "node_step_median_us": float(np.median(lat)) if lat.size else float("nan"),
+           "node_step_p99_us": float(np.percentile(lat, 99)) if lat.size else float("nan")}
+    print("node at {requested_rate_hz:.0f} Hz (feeder in this process): sent {sent_rate_hz:.0f} Hz, "
+          "published {output_rate_hz:.0f} Hz ({outputs_per_input:.2f} per input), per-message work median {node_step_median_us:.0f} µs, "
+          "p99 {node_step_p99_us:.0f} µs".format(**out))
+    node.destroy_node()
+    probe.destroy_node()
+    rclpy.try_shutdown(context=ctx)
+    return out
+
+
+def bench_dac_node(args) -> dict:
+    """``ros-lnn bench dac-node``: only the dac_controller node at 1 kHz (the demo arm, law III), joint
+    states from another process: processed fraction, outputs per input, in-node latency and callback
+    CPU per sample (median, p99). ``--duration`` seconds (default 10; 3 with ``--quick``)."""
+    import os
+
+    duration = float(getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 10.0))
+    load = os.getloadavg()
+    out = bench_node_rate(duration)
+    out["loadavg_before"] = load
+    out["loadavg_after"] = os.getloadavg()
+    print("load average before {:.2f}, after {:.2f}".format(load[0], out["loadavg_after"][0]))
+    return out
+
+
 def _demo_arm():
     from ..nodes.dac_controller import shipped_model_path
 
