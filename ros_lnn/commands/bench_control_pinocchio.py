@@ -74,7 +74,7 @@ class ReferenceLawIII:
             grad_q_dot += dJp.T @ (f1 * n_hat) + Jp.T @ (hessian @ (Jp @ v))
             active = True
         # q̇_r = M⁻¹Jᵀ y − k_o M⁻¹∇U with (J M⁻¹ Jᵀ + μ²) y = ẋ_r + k_o J M⁻¹ ∇U, and its exact rate
-        M_inv = np.linalg.inv(M)
+        M_inv = pin.computeMinverse(model, data, q)
         M_dot = C + C.T
         W = M_inv @ J.T
         W_dot = M_inv @ (dJ.T - M_dot @ W)

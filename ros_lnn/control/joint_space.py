@@ -64,8 +64,8 @@ def _matrix_quat(R) -> tuple:
 
 
 def _inverse3(a: np.ndarray) -> np.ndarray:
-    """Inverse of the leading 3×3 block of ``a`` by its adjugate, in plain floats (a third of a LAPACK
-    call's cost at this size); :func:`small_inverse` (LinAlgError) when it is singular or not finite."""
+    """Inverse of the leading 3×3 block of ``a`` by its adjugate, in plain floats (cheaper than a LAPACK
+    call at this size); :func:`small_inverse` (LinAlgError) when it is singular or not finite."""
     (a0, a1, a2), (b0, b1, b2), (c0, c1, c2) = a[:3, :3].tolist()
     m00, m01, m02 = b1 * c2 - b2 * c1, a2 * c1 - a1 * c2, a1 * b2 - a2 * b1
     det = a0 * m00 + b0 * m01 + c0 * m02
@@ -77,7 +77,8 @@ def _inverse3(a: np.ndarray) -> np.ndarray:
 
 class EndEffectorLawJointSpace:
     """Law III of ``controller`` on ``pmodel`` at joint states; ``frame_id``: the end effector's
-    Pinocchio frame (the controller's :class:`EndEffector` point and tool attitude)."""
+    Pinocchio frame (the controller's :class:`EndEffector` point and tool attitude). One step at a time:
+    the Pinocchio workspace and a few buffers are reused from step to step."""
 
     def __init__(self, controller: DacController, pmodel: PinocchioModel, frame_id: int):
         model = controller.model
@@ -236,11 +237,10 @@ class EndEffectorLawJointSpace:
             tau -= data.joint_moment_port.reshape(2, n, 3)
         if not self._mass_weighted:
             tau -= self._kd * s
-        # u = Gᵀ τ_c: every body's wrench moved to the world origin, summed onto the joints that carry it
-        wrench = np.empty((6, n))
-        wrench[:3] = tau[0].T
-        wrench[3:] = (tau[1] - (shift[:, :3, 3:] @ tau[0][:, :, None])[:, :, 0]).T  # m + r × f
-        u = (J * wrench.dot(self._support_t)).sum(axis=0)
+        # u = Gᵀ τ_c: every body's wrench moved to the world origin ([f; m + r × f], the transposed CoM
+        # shift), paired with the Jacobian columns of the joints that carry the body
+        wrench = shift.transpose(0, 2, 1) @ tau.transpose(1, 0, 2).reshape(n, 6, 1)
+        u = (J.T.dot(wrench[:, :, 0].T) * self._support).sum(axis=1)
         lyap = 0.5 * float(H.dot(s_q).dot(s_q))
         result = DacResult(tau.reshape(-1), s.reshape(-1), lyap, nu_r.reshape(-1), nu_r_dot.reshape(-1), e, U)
         return result, u, data, pos, target
