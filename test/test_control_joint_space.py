@@ -107,7 +107,9 @@ def test_joint_space_law_iii_equals_the_coordinate_free_law(name, gains):
 def test_joint_space_law_on_a_prismatic_arm_equals_the_law_on_its_pinocchio_workspace():
     """No maximal-coordinate model covers a prismatic joint: the joint-space evaluation is held against
     the coordinate-free law run on the Pinocchio workspace itself (G, Ġ, 𝓐 = G H⁻¹ Gᵀ)."""
-    model = model_from_urdf(RP_URDF, "rp.urdf")
+    damped_slide = RP_URDF.replace('<axis xyz="1 0 0"/><limit', '<axis xyz="1 0 0"/><dynamics damping="0.3"/><limit')
+    model = model_from_urdf(damped_slide, "rp.urdf")
+    assert [j.damping for j in model.joints] == [0.05, 0.3]  # the port of both dampers enters τ_c
     b, R, p = model.frames["tip"]
     ee = EndEffector(b, p, R)
     field = ObstacleField((SphereObstacle(np.array([0.3, 0.1, 0.25]), 0.05),), *default_control_points(model),

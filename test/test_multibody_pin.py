@@ -204,6 +204,13 @@ def test_a_prismatic_arm_reads_and_behaves_like_physics_says():
     blocks[6:9, 6:9], blocks[9:, 9:] = d.inertia
     assert _rel(d.H, d.G.T @ blocks @ d.G) < TOL
     assert np.allclose(d.G[3:6, 1], slide_axis) and not d.G[9:, 1].any()  # the slide only translates the slider
+    # joint efforts as a port: a moment pair (spin) and a force pair at the joint point (reach), Gᵀ E u = u
+    u = np.array([0.7, -1.3])
+    assert np.allclose(d.G.T @ effort_port(d, u), u, rtol=0, atol=1e-14)
+    slide = effort_port(d, [0.0, -1.3]).reshape(2, 2, 3)  # between turret and slider: internal
+    assert np.allclose(slide[0].sum(axis=0), 0.0, atol=1e-15)  # no net force …
+    assert np.allclose((slide[1] + np.cross(d.r, slide[0])).sum(axis=0), 0.0, atol=1e-15)  # … nor moment
+    assert np.allclose(slide[0, 1], -1.3 * slide_axis)
 
     for damping in (0.0, 0.05):
         arm = PinocchioModel(model_from_urdf(RP_URDF.replace('damping="0.05"', f'damping="{damping}"'), "rp.urdf"))

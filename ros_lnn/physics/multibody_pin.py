@@ -122,6 +122,15 @@ class PinocchioModel:
                 jid = pm.parents[jid]
         self.support = support
         self.moving_bodies = np.flatnonzero(body_joint > 0)
+        self.pair_incidence = np.zeros((n_bodies, self.nv))
+        for i, k in enumerate(moving):
+            j = model.joints[k]
+            self.pair_incidence[j.child, i] = 1.0
+            if j.parent >= 0:
+                self.pair_incidence[j.parent, i] = -1.0
+        prismatic = [k for k, kd in zip(moving, kinds) if kd == "prismatic"]
+        self.prismatic_anchor = (np.array([model.joints[k].child for k in prismatic], dtype=int),
+                                 model.anchor_child[prismatic].reshape(-1, 3))
         self.stiffness = np.array([float(np.ravel(model.joints[k].stiffness)[0]) if model.joints[k].kind == "revolute"
                                    else 0.0 for k in moving])
         self.damping = np.array([float(model.joints[k].damping) for k in moving])
@@ -296,28 +305,25 @@ def wrenches_to_joint(pmodel: PinocchioModel, r, jacobian, port) -> np.ndarray:
 
 
 def effort_port(data: JointSpaceData, u) -> np.ndarray:
-    """``E u``: the port of joint efforts — per revolute joint the moment pair ``±u a`` (+ on the child),
-    per prismatic joint the force pair ``±u a`` at the child's joint point; ``Gᵀ E u = u``."""
+    """``E u``: the port of joint efforts — per revolute joint the moment pair ``±u a`` about its world
+    axis ``a`` (+ on the child), per prismatic joint the force pair ``±u a`` at the joint point
+    ``p`` (moments ``±(p − r) × u a`` about the CoMs); ``Gᵀ E u = u``. The axes are the joints' columns of
+    the WORLD Jacobian (``[0; a]`` for a revolute, ``[a; 0]`` for a prismatic joint)."""
     pm = data.pmodel
-    model = pm.model
     n = data.n_bodies
-    port = np.zeros((2, n, 3))
     u = np.asarray(u, dtype=float)
-    for i, k in enumerate(pm.joints):
-        j = model.joints[k]
-        axis = data.R[j.child] @ model.axis[k]
-        if pm.revolute[i]:
-            port[1, j.child] += u[i] * axis
-            if j.parent >= 0:
-                port[1, j.parent] -= u[i] * axis
-        else:
-            point = data.r[j.child] + data.R[j.child] @ model.anchor_child[k]
-            f = u[i] * axis
-            port[0, j.child] += f
-            port[1, j.child] += np.cross(point - data.r[j.child], f)
-            if j.parent >= 0:
-                port[0, j.parent] -= f
-                port[1, j.parent] -= np.cross(point - data.r[j.parent], f)
+    port = np.zeros((2, n, 3))
+    inc = pm.pair_incidence  # (N, n): +1 on the child, −1 on the parent body of every coordinate
+    rev = pm.revolute
+    if rev.any():
+        port[1] = inc[:, rev].dot(u[rev, None] * data.jacobian[3:, rev].T)
+    if not rev.all():
+        pri = ~rev
+        f = u[pri, None] * data.jacobian[:3, pri].T
+        child, anchor = pm.prismatic_anchor
+        points = data.r[child] + (data.R[child] @ anchor[:, :, None])[:, :, 0]
+        port[0] = inc[:, pri].dot(f)
+        port[1] += inc[:, pri].dot(_cross(points, f)) - _cross(data.r, port[0])
     return port.reshape(6 * n)
 
 
