@@ -18,8 +18,8 @@ def package_xml_version() -> str:
     return match.group(1)
 
 
-# Deployment path (nodes, inference, control): no torch.
-DEPLOY = ["numpy>=1.24", "scipy>=1.10", "onnxruntime>=1.17", "pyyaml>=6"]
+# Deployment path (nodes, inference, control): no torch. `pin` is Pinocchio (rigid-body dynamics of the arms).
+DEPLOY = ["numpy>=1.24", "scipy>=1.10", "onnxruntime>=1.17", "pyyaml>=6", "pin>=3.1"]
 # The ROS 2 packages the nodes import (package.xml declares the same; a test checks both).
 ROS_PACKAGES = [
     "rclpy", "rmw-fastrtps-cpp", "rcl-interfaces", "std-msgs", "sensor-msgs", "trajectory-msgs",
