@@ -1,24 +1,75 @@
-# Two entry points for a fresh machine: `make demo` and `make test` (each sets up .venv/ first).
+# Two entry points for a fresh machine: `make demo` and `make test` (each sets up its virtual environments first).
+# `make test` runs the suite on the ROS 2 Kilted wheels (.venv/) and then on the Jazzy wheels (.venv-jazzy/).
 PYTHON ?= python3
 VENV ?= .venv
+JAZZY_VENV ?= .venv-jazzy
 PY := $(VENV)/bin/python
-EXTRAS ?= train,ros,test
+EXTRAS ?= train,ros,ros-build,test
+JAZZY_EXTRAS ?= train,ros-jazzy,ros-jazzy-build,test
+PYTEST_ARGS ?= -q -ra -p no:cacheprovider
 
-.PHONY: demo test lint venv bench clean
+.PHONY: demo test test-kilted test-jazzy lint venv venv-jazzy msgs bench clean
+
+# $(1): the environment's folder, $(2): the extras installed into it.
+define make_venv
+	$(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install -q --upgrade pip
+	$(1)/bin/python -m pip install -q -c constraints.txt -e '.[$(2)]'
+	touch $(1)/.installed
+endef
 
 $(VENV)/.installed: setup.py setup.cfg pyproject.toml package.xml constraints.txt
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[$(EXTRAS)]'
-	touch $@
+	$(call make_venv,$(VENV),$(EXTRAS))
 
-venv: $(VENV)/.installed
+$(JAZZY_VENV)/.installed: setup.py setup.cfg pyproject.toml package.xml constraints.txt
+	$(call make_venv,$(JAZZY_VENV),$(JAZZY_EXTRAS))
+
+# interfaces/ros_lnn_msgs built with the environment's ROS wheels (ament_cmake + rosidl from PyPI) and
+# installed into the environment itself: its prefix is where the wheels put their share/, lib/ and
+# site-packages, so the messages import like any other. $(1): the environment's folder.
+MSGS := interfaces/ros_lnn_msgs
+MSGS_SOURCES := $(MSGS)/package.xml $(MSGS)/CMakeLists.txt $(wildcard $(MSGS)/msg/*.msg) interfaces/pypi_wheels.cmake
+define build_msgs
+	rm -rf build/$(MSGS)-$(1)
+	AMENT_PREFIX_PATH=$(abspath $(1)) cmake -S $(MSGS) -B build/$(MSGS)-$(1) -DBUILD_TESTING=OFF \
+	  -DCMAKE_PREFIX_PATH=$(abspath $(1)) -DCMAKE_INSTALL_PREFIX=$(abspath $(1)) \
+	  -DPython3_EXECUTABLE=$(abspath $(1))/bin/python \
+	  -DCMAKE_PROJECT_INCLUDE=$(abspath interfaces/pypi_wheels.cmake) > build/$(MSGS)-$(1).log 2>&1 \
+	  && AMENT_PREFIX_PATH=$(abspath $(1)) cmake --build build/$(MSGS)-$(1) -j2 >> build/$(MSGS)-$(1).log 2>&1 \
+	  && cmake --install build/$(MSGS)-$(1) >> build/$(MSGS)-$(1).log 2>&1 \
+	  || { tail -40 build/$(MSGS)-$(1).log; exit 1; }
+	touch $(1)/.msgs-installed
+endef
+
+$(VENV)/.msgs-installed: $(VENV)/.installed $(MSGS_SOURCES)
+	@mkdir -p build/interfaces
+	$(call build_msgs,$(VENV))
+
+$(JAZZY_VENV)/.msgs-installed: $(JAZZY_VENV)/.installed $(MSGS_SOURCES)
+	@mkdir -p build/interfaces
+	$(call build_msgs,$(JAZZY_VENV))
+
+venv: $(VENV)/.msgs-installed
+
+venv-jazzy: $(JAZZY_VENV)/.msgs-installed
+
+msgs: $(VENV)/.msgs-installed $(JAZZY_VENV)/.msgs-installed
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/ros-lnn demo
 
-test: $(VENV)/.installed
-	$(PY) -m pytest -q -ra test
+# Both distributions run even when the first fails; the target fails if either did.
+test: $(VENV)/.msgs-installed $(JAZZY_VENV)/.msgs-installed
+	@rc=0; \
+	echo "== ROS 2 Kilted wheels ($(VENV))"; $(PY) -m pytest $(PYTEST_ARGS) test || rc=$$?; \
+	echo "== ROS 2 Jazzy wheels ($(JAZZY_VENV))"; $(JAZZY_VENV)/bin/python -m pytest $(PYTEST_ARGS) test || rc=$$?; \
+	exit $$rc
+
+test-kilted: $(VENV)/.msgs-installed
+	$(PY) -m pytest $(PYTEST_ARGS) test
+
+test-jazzy: $(JAZZY_VENV)/.msgs-installed
+	$(JAZZY_VENV)/bin/python -m pytest $(PYTEST_ARGS) test
 
 # ruff (lint + format check) and mypy, configured in pyproject.toml
 lint: $(VENV)/.installed
@@ -30,4 +81,4 @@ bench: $(VENV)/.installed
 	$(VENV)/bin/ros-lnn bench inference
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(JAZZY_VENV) build *.egg-info

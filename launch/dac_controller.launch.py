@@ -1,44 +1,81 @@
 """The tensor-invariant DAC controller for an arm described by a URDF.
 
     ros2 launch ros_lnn dac_controller.launch.py [urdf:=<file>] [config:=<yaml>] [namespace:=<ns>]
-        [effort_topic:=/forward_effort_controller/commands] [use_sim_time:=false]
+        [effort_topic:=<topic>] [use_sim_time:=false] [autostart:=true]
 
 urdf          the arm (default: the shipped config/dac_chain.urdf); passed as robot_description
 config        parameter YAML (default config/dac_controller.yaml)
-effort_topic  where ~/joint_effort_command goes: the ros2_control effort forward-command controller's
-              commands topic (Float64MultiArray, joint order = joint_names)
+effort_topic  where ~/joint_effort_command goes (empty: not remapped). For ros2_control, relay it through
+              effort_watchdog as launch/dac_ros2_control.launch.py does: the effort controllers hold the
+              last command forever, and their ~/commands subscription is reliable
+autostart     true: launch_ros configures and activates the lifecycle node; a failed configure leaves it
+              unconfigured (one error line) and running
 """
-import os
 
-from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
+from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition, UnlessCondition
+from launch.substitutions import (
+    EqualsSubstitution,
+    FileContent,
+    IfElseSubstitution,
+    LaunchConfiguration,
+    PathJoinSubstitution,
+)
+from launch_ros.actions import LifecycleNode
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
 
-PACKAGE = "ros_lnn"
+SHARE = FindPackageShare("ros_lnn")
+ARG = LaunchConfiguration
 
 
-def _nodes(context):
-    share = get_package_share_directory(PACKAGE)
-    arg = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
-    urdf = arg("urdf") or os.path.join(share, "config", "dac_chain.urdf")
-    config = arg("config") or os.path.join(share, "config", "dac_controller.yaml")
-    with open(urdf) as fh:
-        description = fh.read()
-    remap = [("~/joint_effort_command", arg("effort_topic"))] if arg("effort_topic") else []
-    return [Node(package=PACKAGE, executable="dac_controller", name="dac_controller", namespace=arg("namespace"),
-                 parameters=[config, {"robot_description": description,
-                                      "use_sim_time": arg("use_sim_time").lower() == "true"}],
-                 remappings=remap, output="screen")]
+def dac_controller(autostart: bool) -> LifecycleNode:
+    effort_topic = IfElseSubstitution(
+        EqualsSubstitution(ARG("effort_topic"), ""), "~/joint_effort_command", ARG("effort_topic")
+    )
+    return LifecycleNode(
+        package="ros_lnn",
+        executable="dac_controller",
+        name="dac_controller",
+        namespace=ARG("namespace"),
+        parameters=[
+            ARG("config"),
+            {
+                "robot_description": ParameterValue(FileContent(ARG("urdf")), value_type=str),
+                "use_sim_time": ParameterValue(ARG("use_sim_time"), value_type=bool),
+                "autostart": False,
+            },
+        ],
+        remappings=[("~/joint_effort_command", effort_topic)],
+        autostart=autostart,
+        condition=(IfCondition if autostart else UnlessCondition)(ARG("autostart")),
+        output="screen",
+    )
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        DeclareLaunchArgument("urdf", default_value="", description="URDF of the arm"),
-        DeclareLaunchArgument("config", default_value="", description="parameter YAML"),
-        DeclareLaunchArgument("namespace", default_value="", description="namespace"),
-        DeclareLaunchArgument("effort_topic", default_value="", description="remap ~/joint_effort_command here"),
-        DeclareLaunchArgument("use_sim_time", default_value="false", description="follow /clock"),
-        OpaqueFunction(function=_nodes),
-    ])
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                "urdf",
+                default_value=PathJoinSubstitution([SHARE, "config", "dac_chain.urdf"]),
+                description="URDF of the arm",
+            ),
+            DeclareLaunchArgument(
+                "config",
+                default_value=PathJoinSubstitution([SHARE, "config", "dac_controller.yaml"]),
+                description="parameter YAML",
+            ),
+            DeclareLaunchArgument("namespace", default_value="", description="namespace"),
+            DeclareLaunchArgument(
+                "effort_topic", default_value="", description="remap ~/joint_effort_command here"
+            ),
+            DeclareLaunchArgument("use_sim_time", default_value="false", description="follow /clock"),
+            DeclareLaunchArgument(
+                "autostart", default_value="true", description="configure and activate through launch_ros"
+            ),
+            dac_controller(autostart=True),
+            dac_controller(autostart=False),
+        ]
+    )

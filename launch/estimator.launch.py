@@ -1,57 +1,114 @@
 """The ServoLNN estimator alone, for a robot that publishes joint_states (and optionally servo_commands).
 
     ros2 launch ros_lnn estimator.launch.py [config:=<yaml>] [model:=<onnx>] [namespace:=<ns>]
-        [use_sim_time:=false] [rviz:=false] [urdf:=<file>]
+        [use_sim_time:=false] [autostart:=true] [servo_commands:=servo_commands] [rviz:=false] [urdf:=<file>]
 
-config   parameter file (default: share/ros_lnn/config/crane.yaml)
-model    ONNX model overriding the config's model_path (default: the config's, i.e. the shipped model)
-rviz     also start RViz with config/ros_lnn.rviz and robot_state_publisher with ``urdf``
-The node configures and activates itself (parameter autostart in the config); set autostart:=false in
-the config to drive it with a lifecycle manager instead.
+config          parameter file (default: share/ros_lnn/config/crane.yaml)
+model           ONNX model overriding the config's model_path (default: the config's)
+autostart       true: launch_ros configures and activates the lifecycle node (a failed configure leaves it
+                unconfigured, with one error line); false: drive it with a lifecycle manager
+servo_commands  the topic the estimator takes servo commands from
+rviz            also start RViz with config/ros_lnn.rviz and robot_state_publisher with ``urdf``
 """
-import os
 
-from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
+from launch.actions import DeclareLaunchArgument, GroupAction
+from launch.conditions import IfCondition
+from launch.substitutions import (
+    AndSubstitution,
+    EqualsSubstitution,
+    FileContent,
+    LaunchConfiguration,
+    NotSubstitution,
+    PathJoinSubstitution,
+)
+from launch_ros.actions import LifecycleNode, Node
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
 
-PACKAGE = "ros_lnn"
+SHARE = FindPackageShare("ros_lnn")
+ARG = LaunchConfiguration
 
 
-def _nodes(context):
-    share = get_package_share_directory(PACKAGE)
-    arg = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
-    sim_time = arg("use_sim_time").lower() == "true"
-    overrides = {"use_sim_time": sim_time}
-    if arg("model"):
-        overrides["model_path"] = arg("model")
-    actions = [Node(package=PACKAGE, executable="servo_lnn", name="servo_lnn", namespace=arg("namespace"),
-                    parameters=[arg("config"), overrides], output="screen")]
-    if arg("rviz").lower() == "true":
-        with open(arg("urdf")) as fh:
-            description = fh.read()
-        actions += [
-            Node(package="robot_state_publisher", executable="robot_state_publisher", namespace=arg("namespace"),
-                 parameters=[{"robot_description": description, "use_sim_time": sim_time}]),
-            Node(package="rviz2", executable="rviz2", namespace=arg("namespace"),
-                 arguments=["-d", os.path.join(share, "config", "ros_lnn.rviz")],
-                 parameters=[{"use_sim_time": sim_time}]),
-        ]
-    return actions
+def servo_lnn(autostart: bool, model_given: bool) -> LifecycleNode:
+    """One of four variants, exactly one of which runs: launch_ros takes ``autostart`` as a plain bool,
+    and ``model_path`` is overridden only when model:= is given (an empty override would replace the
+    config's model with the shipped one)."""
+    # autostart False: the node's own autostart stays off, launch_ros does the transitions
+    overrides = {"use_sim_time": ParameterValue(ARG("use_sim_time"), value_type=bool), "autostart": False}
+    if model_given:
+        overrides["model_path"] = ARG("model")
+    no_model = EqualsSubstitution(ARG("model"), "")
+    runs = AndSubstitution(
+        ARG("autostart") if autostart else NotSubstitution(ARG("autostart")),
+        NotSubstitution(no_model) if model_given else no_model,
+    )
+    return LifecycleNode(
+        package="ros_lnn",
+        executable="servo_lnn",
+        name="servo_lnn",
+        namespace=ARG("namespace"),
+        parameters=[ARG("config"), overrides],
+        autostart=autostart,
+        remappings=[("servo_commands", ARG("servo_commands"))],
+        condition=IfCondition(runs),
+        output="screen",
+    )
 
 
 def generate_launch_description():
-    share = get_package_share_directory(PACKAGE)
-    return LaunchDescription([
-        DeclareLaunchArgument("config", default_value=os.path.join(share, "config", "crane.yaml"),
-                              description="parameter YAML for servo_lnn"),
-        DeclareLaunchArgument("model", default_value="", description="ONNX model (overrides the config)"),
-        DeclareLaunchArgument("namespace", default_value="", description="namespace of the node(s)"),
-        DeclareLaunchArgument("use_sim_time", default_value="false", description="follow /clock"),
-        DeclareLaunchArgument("rviz", default_value="false", description="start RViz + robot_state_publisher"),
-        DeclareLaunchArgument("urdf", default_value=os.path.join(share, "config", "crane.urdf"),
-                              description="robot model for robot_state_publisher (with rviz:=true)"),
-        OpaqueFunction(function=_nodes),
-    ])
+    sim_time = ParameterValue(ARG("use_sim_time"), value_type=bool)
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                "config",
+                default_value=PathJoinSubstitution([SHARE, "config", "crane.yaml"]),
+                description="parameter YAML for servo_lnn",
+            ),
+            DeclareLaunchArgument("model", default_value="", description="ONNX model (overrides the config)"),
+            DeclareLaunchArgument("namespace", default_value="", description="namespace of the node(s)"),
+            DeclareLaunchArgument("use_sim_time", default_value="false", description="follow /clock"),
+            DeclareLaunchArgument(
+                "autostart", default_value="true", description="configure and activate through launch_ros"
+            ),
+            DeclareLaunchArgument(
+                "servo_commands", default_value="servo_commands", description="topic of the servo commands"
+            ),
+            DeclareLaunchArgument(
+                "rviz", default_value="false", description="start RViz + robot_state_publisher"
+            ),
+            DeclareLaunchArgument(
+                "urdf",
+                default_value=PathJoinSubstitution([SHARE, "config", "crane.urdf"]),
+                description="robot model for robot_state_publisher (with rviz:=true)",
+            ),
+            *[
+                servo_lnn(autostart, model_given)
+                for autostart in (True, False)
+                for model_given in (True, False)
+            ],
+            GroupAction(
+                condition=IfCondition(ARG("rviz")),
+                actions=[
+                    Node(
+                        package="robot_state_publisher",
+                        executable="robot_state_publisher",
+                        namespace=ARG("namespace"),
+                        parameters=[
+                            {
+                                "robot_description": ParameterValue(FileContent(ARG("urdf")), value_type=str),
+                                "use_sim_time": sim_time,
+                            }
+                        ],
+                    ),
+                    Node(
+                        package="rviz2",
+                        executable="rviz2",
+                        namespace=ARG("namespace"),
+                        arguments=["-d", PathJoinSubstitution([SHARE, "config", "ros_lnn.rviz"])],
+                        parameters=[{"use_sim_time": sim_time}],
+                    ),
+                ],
+            ),
+        ]
+    )

@@ -110,6 +110,8 @@ def test_pose_from_forward_kinematics_parts_equals_the_pose_from_scratch():
 
 
 def test_pipeline_step_equals_the_law_on_the_schur_operators():
+    """The pipeline (Pinocchio, law III in joint coordinates) against the coordinate-free law on the
+    maximal-coordinate numpy model with the Schur-complement mobility."""
     arm = CHAINS[1]
     pipe = DacPipeline(arm, "end_effector", Gains(damping=0.05), obstacles=[([0.3, 0.1, 0.1], 0.05)],
                        obstacle_influence=0.5, effort_limits=[1e6] * 4)
@@ -117,7 +119,9 @@ def test_pipeline_step_equals_the_law_on_the_schur_operators():
     rng = np.random.default_rng(10)
     q, qd = rng.normal(size=4) * 0.4, rng.normal(size=4)
     out = pipe.step(q, qd)
-    ref = pipe.controller.compute(pipe.kinematics(q, qd), pipe._ee_target)
+    r, quat = forward_kinematics(arm, q)
+    data = update(arm, r, quat, twist_map(arm, update(arm, r, quat, np.zeros(24))) @ qd)
+    ref = pipe.controller.compute(data, pipe._ee_target)
     assert out.result.obstacle_potential > 0  # the null-space column is exercised
     for name in ("tau_c", "nu_r", "nu_r_dot"):
         a, b = getattr(ref, name), getattr(out.result, name)

@@ -29,6 +29,7 @@ ALLOWED = {
     "timing": set(),
     "physics": {"errors"},
     "bags": {"errors", "physics"},
+    "recordings": {"errors", "physics", "bags"},
     "estimation": {"errors", "physics"},
     "inference": {"errors", "physics", "ros_lnn"},
     "control": {"errors", "physics", "inference", "estimation"},
@@ -42,6 +43,7 @@ ALLOWED = {
         "timing",
         "physics",
         "bags",
+        "recordings",
         "estimation",
         "inference",
         "control",
@@ -72,6 +74,7 @@ TRAINING_SIDE = {
 LIBRARY = {
     "physics",
     "bags",
+    "recordings",
     "estimation",
     "inference",
     "control",

@@ -89,14 +89,20 @@ def test_shipped_demo_arm_and_paper_chain_load():
 
 
 @pytest.mark.parametrize("text,needle", [
-    ("<robot name='x'><link name='a'/><link name='b'/><joint name='slide' type='prismatic'>"
-     "<parent link='a'/><child link='b'/></joint></robot>", "slide"),
-    ("<robot name='x'><link name='a'/><link name='b'/><joint name='j' type='revolute'>"
-     "<parent link='a'/><child link='b'/><axis xyz='0 0 1'/></joint></robot>", "'b'"),
+    (("<robot name='x'><link name='a'/><link name='b'/><joint name='slide' type='floating'>"
+      "<parent link='a'/><child link='b'/></joint></robot>"), "slide"),
+    (("<robot name='x'><link name='a'/><link name='b'/><joint name='j' type='revolute'><parent link='a'/>"
+      "<child link='b'/><axis xyz='0 0 1'/><limit effort='1' velocity='1' lower='-1' upper='1'/></joint></robot>"),
+     "'b'"),
     ("<robot name='x'><link name='a'", "not valid URDF"),
-    ("<robot name='x'><link name='a'/><link name='b'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/>"
-     "</inertial></link><joint name='j' type='revolute'><parent link='a'/><child link='b'/>"
-     "<axis xyz='0 0 nan_oops'/></joint></robot>", "axis"),
+    (("<robot name='x'><link name='a'/><link name='b'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1' "
+      "ixy='0' ixz='0' iyz='0'/></inertial></link><joint name='j' type='continuous'><parent link='a'/>"
+      "<child link='b'/><axis xyz='0 0 nan_oops'/></joint></robot>"), "axis .*joint \\[j\\]"),
+    (("<robot name='x'><link name='a'/><link name='b'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/>"
+      "</inertial></link><joint name='j' type='continuous'><parent link='a'/><child link='b'/></joint></robot>"),
+     "Link \\[b\\]"),
+    (("<robot name='x'><link name='a'/><link name='b'/><joint name='j' type='revolute'><parent link='a'/>"
+      "<child link='b'/><axis xyz='0 0 1'/></joint></robot>"), "Joint \\[j\\] .* limits"),
 ])
 def test_bad_urdf_names_the_culprit(text, needle):
     with pytest.raises(ConfigError, match=needle):

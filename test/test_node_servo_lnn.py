@@ -497,17 +497,58 @@ def test_predicted_trajectory_over_the_servo_plan(make):
         np.testing.assert_array_equal(pt.positions[1:], plan.sample(0.002 + tau).q)
 
 
-def test_process_with_an_unreadable_model_exits_with_one_clear_error(tmp_path):
+def test_process_whose_autostart_fails_stays_unconfigured_and_can_be_configured_later(ctx, tmp_path):
+    """autostart with an unreadable model: one error line naming the file, the process keeps running with
+    the node unconfigured; once model_path is fixed through the parameter service, a configure through
+    the lifecycle service succeeds; SIGTERM then exits 0."""
+    import os
+    import signal
     import subprocess
     import sys
 
+    from lifecycle_msgs.msg import State, Transition
+    from lifecycle_msgs.srv import ChangeState, GetState
+    from rcl_interfaces.msg import Parameter as ParameterMsg
+    from rcl_interfaces.msg import ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    from ros_lnn.inference.runtime import default_model_path
+
     missing = tmp_path / "missing.onnx"
-    proc = subprocess.run([sys.executable, "-m", "ros_lnn.nodes.servo_lnn", "--ros-args", "-r", "__ns:=/failing",
-                           "-p", f"model_path:={missing}", "-p", "autostart:=true"],
-                          capture_output=True, text=True, timeout=60)
-    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
-    assert proc.returncode == 1
-    assert len(errors) == 1 and "configure failed" in errors[0] and str(missing) in errors[0]
+    ns = f"/failing{os.getpid()}"
+    proc = subprocess.Popen([sys.executable, "-m", "ros_lnn.nodes.servo_lnn", "--ros-args", "-r", f"__ns:={ns}",
+                             "-p", f"model_path:={missing}", "-p", "autostart:=true"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    h = Harness(context=ctx)
+    try:
+        def call(srv_type, name, request):
+            client = h.probe.create_client(srv_type, f"{ns}/servo_lnn/{name}")
+            assert client.wait_for_service(timeout_sec=30), f"the node process offers no {name} service"
+            future = client.call_async(request)
+            h.wait(future.done, 20, name)
+            return future.result()
+
+        assert call(GetState, "get_state", GetState.Request()).current_state.id == State.PRIMARY_STATE_UNCONFIGURED
+        assert proc.poll() is None, "the process exited after a failed autostart"
+        value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=str(default_model_path()))
+        result = call(SetParameters, "set_parameters",
+                      SetParameters.Request(parameters=[ParameterMsg(name="model_path", value=value)]))
+        assert result.results[0].successful
+        configure = ChangeState.Request(transition=Transition(id=Transition.TRANSITION_CONFIGURE))
+        assert call(ChangeState, "change_state", configure).success
+        assert call(GetState, "get_state", GetState.Request()).current_state.id == State.PRIMARY_STATE_INACTIVE
+    finally:
+        h.close()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            output = proc.communicate(timeout=20)[0]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            output = proc.communicate()[0]
+    errors = [line for line in output.splitlines() if "ERROR" in line]
+    assert proc.returncode == 0, output[-3000:]
+    assert len(errors) == 1 and "configure failed" in errors[0] and str(missing) in errors[0], output[-3000:]
+    assert any("stays unconfigured" in line and "ros2 lifecycle set" in line for line in output.splitlines())
 
 
 def test_every_parameter_is_declared_with_a_description(ctx):

@@ -3,9 +3,16 @@ closed-loop demo's tracking / Lyapunov figures.
 
 Step = what a controller does per sample: ``update`` (inertial-frame tensors at the measured state) +
 the law (mobility, reference velocity and its exact rate, τ_c). Models: the paper's free-floating chain
-of N bodies with spherical joints (laws I, II, III with a 6-D pose task and one obstacle), and a
-fixed-base revolute arm of N links through the whole joint-space pipeline (joint states → FK, G →
-law III → u = Gᵀ τ_c), i.e. the node's per-message work without the DDS part.
+of N bodies with spherical joints (laws I, II, III with a 6-D pose task and one obstacle; the
+maximal-coordinate numpy model), and a fixed-base revolute arm of N links through the whole joint-space
+pipeline (joint states → Pinocchio kinematics and dynamics → law III → u = Gᵀ τ_c), i.e. the node's
+per-message work without the DDS part.
+
+Then, in the same run: the simulator's forward dynamics at N = 5 (RK4 steps per second on the
+maximal-coordinate model with its KKT solve and Baumgarte terms, and on Pinocchio's ABA in joint
+coordinates), and, as the last line, the pipeline's law III step on the demo arm against the same law
+written plainly on Pinocchio (:mod:`ros_lnn.control.pinocchio_reference`), timed interleaved in
+this process after checking that both give the same efforts.
 
 ``ros-lnn bench dac-node``: the dac_controller node alone at 1 kHz over DDS (joint states from another
 process): processed fraction, outputs per input, in-node latency and callback CPU per sample.
@@ -98,6 +105,7 @@ def bench_control(args) -> dict:
     wall, cpu = (results["steps"]["chain5_lawIII"][k] for k in ("median_us", "cpu_median_us"))
     print(f"target ≤ 200 µs median at N = 5, law III: wall {wall:.0f} µs, thread CPU {cpu:.0f} µs "
           f"({'met' if wall <= 200 else 'not met'} in wall time on this machine now)")
+    results["simulator"] = simulator_rates(max(reps // 10, 50))
     if getattr(args, "duration", None) or not getattr(args, "quick", False):
         results["node"] = bench_node_rate(float(getattr(args, "duration", None) or 5.0))
     if not getattr(args, "quick", False):
@@ -110,6 +118,7 @@ def bench_control(args) -> dict:
         results["figures"] = [str(p) for p in write_figures(out, Path("reports/dac_demo"))]
         print("closed-loop demo: " + ", ".join(f"{k} {v:.3g}" for k, v in results["demo"].items()))
         print("figures: " + ", ".join(results["figures"]))
+    results["law_iii_vs_pinocchio"] = law_iii_against_reference(reps)
     return results
 
 
@@ -316,3 +325,98 @@ def bench_dac_node(args) -> dict:
     out["loadavg_after"] = os.getloadavg()
     print("load average before {:.2f}, after {:.2f}".format(load[0], out["loadavg_after"][0]))
     return out
+
+
+def _demo_arm():
+    from ..nodes.dac_controller import shipped_model_path
+
+    path = shipped_model_path()
+    return path.read_text()
+
+
+def simulator_rates(reps: int, dt: float = 2e-3) -> dict:
+    """RK4 steps per second of the N = 5 demo arm: the maximal-coordinate model (KKT of eq 32 at every
+    stage, Baumgarte α = β = 20 as the simulator node used) and Pinocchio's ABA in joint coordinates."""
+    from ..physics.multibody import forward_dynamics, update
+    from ..physics.multibody_kinematics import forward_kinematics, twist_map
+    from ..physics.multibody_pin import PinocchioModel
+    from ..physics.multibody_pin import forward_dynamics as aba
+    from ..physics.multibody_pin_sim import rk4_step as joint_rk4
+    from ..physics.multibody_sim import MultibodyState
+    from ..physics.multibody_sim import rk4_step as body_rk4
+    from ..physics.multibody_urdf import model_from_urdf
+
+    arm = model_from_urdf(_demo_arm(), "demo arm")
+    n = arm.n_bodies
+    q, qd = np.array([0.1, -0.7, 1.3, 0.5, 0.3]), np.array([0.3, -0.2, 0.4, 0.1, -0.5])
+    r, quat = forward_kinematics(arm, q)
+    nu = twist_map(arm, update(arm, r, quat, np.zeros(6 * n))) @ qd
+    state = MultibodyState(r, quat, nu)
+    zero_port = np.zeros(6 * n)
+    pm = PinocchioModel(arm)
+    u = np.zeros(n)
+    cases = {
+        "present_step": lambda: body_rk4(arm, state, dt, None, (20.0, 20.0)),
+        "pinocchio_step": lambda: joint_rk4(pm, q, qd, dt),
+        "present_forward_dynamics": lambda: forward_dynamics(arm, update(arm, r, quat, nu), zero_port, (20.0, 20.0)),
+        "pinocchio_forward_dynamics": lambda: aba(pm, q, qd, u),
+    }
+    out = {name: 1e6 / _timeit(fn, reps)["median_us"] for name, fn in cases.items()}
+    print("simulator N = 5 (demo arm, RK4 = 4 forward dynamics): present model (maximal coordinates, KKT + "
+          f"Baumgarte) {out['present_step']:.0f} steps/s, Pinocchio (pin.aba, joint coordinates) "
+          f"{out['pinocchio_step']:.0f} steps/s ({out['pinocchio_step'] / out['present_step']:.1f}x); forward "
+          f"dynamics alone {out['present_forward_dynamics']:.0f}/s vs {out['pinocchio_forward_dynamics']:.0f}/s")
+    return out
+
+
+def law_iii_against_reference(reps: int) -> dict:
+    """The pipeline's law III step (package) and the same law written plainly on Pinocchio (reference)
+    on the demo arm at one state: efforts compared, then both timed interleaved (median of ``reps``
+    each) — with an obstacle whose field holds some control points (every term of the law: the last
+    line) and with one whose field holds none."""
+    from ..control.dac import Gains
+    from ..control.pipeline import DacPipeline
+    from ..physics.multibody_urdf import model_from_urdf
+    from ..control.pinocchio_reference import ReferenceLawIII
+
+    text = _demo_arm()
+    arm = model_from_urdf(text, "demo arm")
+    q, qd = np.array([0.1, -0.7, 1.3, 0.5, 0.3]), np.array([0.3, -0.2, 0.4, 0.1, -0.5])
+    gains = Gains(damping=0.05)
+    probe = DacPipeline(arm, "end_effector", gains, ee_link="tool0").step(q, qd)
+    target = probe.ee_position + np.array([0.05, -0.03, 0.04])
+    results = {}
+    for case, offset in (("field_empty", 0.5), ("obstacle_in_field", 0.07)):
+        obstacle = (probe.data.r[3] + np.array([0.0, offset, 0.0]), 0.02)  # off link4's CoM; d₀ = 10 cm
+        pipe = DacPipeline(arm, "end_effector", gains, ee_link="tool0", obstacles=[obstacle],
+                           obstacle_influence=0.1, obstacle_eta=5.0)
+        pipe.set_ee_target(target)
+        ref = ReferenceLawIII(text, "tool0", target, gains, [obstacle], 0.1, 5.0, pipe.efforts.limits)
+        out = pipe.step(q, qd)
+        u_ref = ref(q, qd)[1]
+        diff = float(np.abs(out.efforts.requested - u_ref).max() / np.abs(u_ref).max())
+        if (out.result.obstacle_potential > 0) != (case == "obstacle_in_field") or diff > 1e-9:
+            raise RuntimeError(f"bench control: reference and package disagree (relative {diff:.1e}, obstacle "
+                               f"potential {out.result.obstacle_potential:.3g})")
+        for _ in range(min(50, reps)):
+            pipe.step(q, qd), ref(q, qd)
+        t_pkg, t_ref = np.empty(reps), np.empty(reps)
+        clock = time.perf_counter_ns
+        for i in range(reps):
+            t0 = clock()
+            pipe.step(q, qd)
+            t1 = clock()
+            ref(q, qd)
+            t_ref[i], t_pkg[i] = clock() - t1, t1 - t0
+        p, r = float(np.median(t_pkg) / 1e3), float(np.median(t_ref) / 1e3)
+        results[case] = {"package_us": p, "reference_us": r, "ratio": p / r, "efforts_relative_difference": diff}
+    empty = results["field_empty"]
+    print(f"law III N=5, demo arm, no control point in the obstacle field ({reps} interleaved reps): package "
+          f"{empty['package_us']:.1f} us, pinocchio-reference {empty['reference_us']:.1f} us, ratio "
+          f"{empty['ratio']:.2f}; efforts agree to {empty['efforts_relative_difference']:.1e}")
+    full = results["obstacle_in_field"]
+    print(f"(below: an obstacle 5 cm off link4, control points in its field, {reps} interleaved reps; efforts agree "
+          f"to {full['efforts_relative_difference']:.1e})")
+    print(f"law III N=5 step: package {full['package_us']:.1f} us, pinocchio-reference {full['reference_us']:.1f} us, "
+          f"ratio P/R = {full['ratio']:.2f}")
+    return results

@@ -1,6 +1,7 @@
 """``ros-lnn demo --dac``: the DAC closed loop without ROS — the demo arm's tool traces a circle while
 an obstacle sits on its wrist's path and a disturbance pushes the end link; the port is realised through
-joint efforts ``u = Gᵀ τ_c`` with the URDF effort limits. Writes PNG figures and prints a summary.
+joint efforts ``u = Gᵀ τ_c`` with the URDF effort limits, the arm simulated in joint coordinates
+(Pinocchio's ABA). Writes PNG figures and prints a summary.
 (``run_dac_demo(args)`` is wired into the CLI by the lead; ``add_dac_demo_arguments`` adds its options.)
 """
 from __future__ import annotations
@@ -24,56 +25,49 @@ def add_dac_demo_arguments(parser):
 
 
 def simulate_demo(duration: float = 6.0, dt: float = 4e-3, avoidance: bool = True, progress=None) -> dict:
-    """Closed loop on the multibody arm; returns time series (t, ee, target, error, V, clearance, ...)."""
-    from ..control.dac import DacController, EndEffector, Gains, end_effector_state
-    from ..control.effort import PortToEfforts
-    from ..control.obstacles import ObstacleField, SphereObstacle, clearances, default_control_points
-    from ..control.pipeline import circle_path
+    """Closed loop of the joint-state pipeline (law III) and the joint-space simulator (RK4 on Pinocchio's
+    ABA; the controller is evaluated at every stage); returns time series (t, ee, target, error, V,
+    clearance, ...)."""
+    from ..control.dac import Gains, end_effector_state
+    from ..control.obstacles import clearances
+    from ..control.pipeline import DacPipeline, circle_path
     from ..nodes.dac_controller import shipped_model_path
-    from ..physics.multibody import update
     from ..physics.multibody_build import load_model
-    from ..physics.multibody_kinematics import effort_map, forward_kinematics
-    from ..physics.multibody_sim import MultibodyState, rk4_step
+    from ..physics.multibody_pin_sim import port_efforts, rk4_step
 
     arm = load_model(shipped_model_path())
-    b, R_tool, p_tool = arm.frames["tool0"]
-    ee = EndEffector(b, p_tool, R_tool)
-    field = ObstacleField((SphereObstacle(*OBSTACLE),), *default_control_points(arm), influence=0.1,
-                          gain=5.0 if avoidance else 0.0)
-    ctl = DacController(arm, "end_effector", Gains(lambda_position=5.0, damping=0.0), end_effector=ee, obstacles=field)
-    to_efforts = PortToEfforts(arm)
-    r, quat = forward_kinematics(arm, Q_START)
-    p0 = end_effector_state(arm, update(arm, r, quat, np.zeros(30)), ee)[0]
+    pipe = DacPipeline(arm, "end_effector", Gains(lambda_position=5.0, damping=0.0), ee_link="tool0",
+                       obstacles=[OBSTACLE], obstacle_influence=0.1, obstacle_eta=5.0 if avoidance else 0.0)
+    field, ee = pipe.controller.obstacles, pipe.controller.end_effector
+    p0 = end_effector_state(arm, pipe.kinematics(Q_START, np.zeros(arm.n_bodies)), ee)[0]
     path = circle_path(p0 - np.array([0, 0, CIRCLE_RADIUS]), CIRCLE_RADIUS, CIRCLE_PERIOD, (-1.0, 0.0, 0.0), np.pi)
+    pipe.set_ee_path(path)
     n = arm.n_bodies
+    push = np.zeros(6 * n)
+    push[3 * (n - 1):3 * n] = DISTURBANCE[2]
     log: dict[str, list] = {k: [] for k in ("t", "ee", "target", "error", "V", "clearance", "saturation",
                                             "effort", "step_us")}
-    last = {}
 
-    def port(t, data):
-        t0 = time.perf_counter()
-        res = ctl.compute(data, path(t))
-        cmd = to_efforts(data, res.tau_c)
-        last.update(res=res, cmd=cmd, us=(time.perf_counter() - t0) * 1e6)
-        tau = effort_map(arm, data) @ cmd.effort
+    def efforts(t, q, qd):
+        u = pipe.step(q, qd, t).efforts.effort
         if DISTURBANCE[0] <= t < DISTURBANCE[1]:
-            tau = tau.copy()
-            tau[3 * (n - 1):3 * n] += DISTURBANCE[2]
-        return tau
+            u = u + port_efforts(pipe.pinocchio, q, push)
+        return u
 
-    state = MultibodyState(r, quat, np.zeros(6 * n))
-    steps = int(round(duration / dt))
+    q, qd, t = Q_START.copy(), np.zeros(n), 0.0
+    steps = round(duration / dt)
     for i in range(steps + 1):
-        data = update(arm, state.r, state.quat, state.nu)
-        port(state.t, data)  # the controller's view at the sample instant (logged)
-        res, cmd = last["res"], last["cmd"]
-        log["t"].append(state.t), log["ee"].append(end_effector_state(arm, data, ee)[0])
-        log["target"].append(path(state.t).position), log["error"].append(np.linalg.norm(res.task_error))
-        log["V"].append(res.lyapunov), log["clearance"].append(clearances(field, data).min())
+        t0 = time.perf_counter()
+        out = pipe.step(q, qd, t)  # the controller's view at the sample instant (logged)
+        log["step_us"].append((time.perf_counter() - t0) * 1e6)
+        res, cmd = out.result, out.efforts
+        log["t"].append(t), log["ee"].append(out.ee_position.copy())
+        log["target"].append(path(t).position), log["error"].append(np.linalg.norm(res.task_error))
+        log["V"].append(res.lyapunov), log["clearance"].append(clearances(field, out.data).min())
         log["saturation"].append(cmd.saturation_ratio), log["effort"].append(cmd.effort)
-        log["step_us"].append(last["us"])
         if i < steps:
-            state, _ = rk4_step(arm, state, dt, port, baumgarte=(20.0, 20.0))
+            q, qd = rk4_step(pipe.pinocchio, q, qd, dt, efforts, t)
+            t = (i + 1) * dt
         if progress is not None and i % 250 == 0:
             progress(i, steps)
     out = {k: np.asarray(v) for k, v in log.items()}

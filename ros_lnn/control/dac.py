@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..physics.multibody import MultibodyData, MultibodyModel, gravity_port
 from ..physics.multibody_quaternion import attitude_error, cross, matrix_to_quat, quat_mul_conj, skew
-from .mobility import ConstraintOperators, small_inverse
+from .mobility import ConstraintOperators, JointSpaceOperators, small_inverse
 from .obstacles import ObstacleField, potential_gradient
 
 LAWS = ("velocity", "pose", "end_effector")
@@ -279,9 +279,12 @@ class DacController:
     # ---------------------------------------------------------------- the law
     def compute(self, data: MultibodyData, target, ops=None) -> DacResult:
         """``ops``: how 𝓐 and P are applied (:mod:`ros_lnn.control.mobility`); default the Schur
-        complement, valid at any state (the joint-space form needs a configuration from FK)."""
+        complement, valid at any state, or for a joint-state workspace (Pinocchio,
+        :class:`ros_lnn.physics.multibody_pin.JointSpaceData`) ``𝓐 = G H⁻¹ Gᵀ``."""
         model = self.model
-        ops = ConstraintOperators(model, data) if ops is None else ops
+        if ops is None:
+            ops = (JointSpaceOperators(model, data, data.G, data.G_dot) if getattr(data, "joint_space", False)
+                   else ConstraintOperators(model, data))
         U = 0.0
         if self.law == "velocity":
             if not isinstance(target, VelocityTarget):

@@ -11,6 +11,8 @@ for ``𝓜⁻¹``, and ``J̇`` from :func:`ros_lnn.physics.multibody.constraint_
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..physics.multibody import constraint_jacobian_rate
@@ -161,7 +163,8 @@ try:  # np.linalg.inv without its Python wrapper (the wrapper costs as much as a
     def small_inverse(a: np.ndarray) -> np.ndarray:
         """Inverse of a small square matrix; ``LinAlgError`` when it is singular, as ``np.linalg.inv``."""
         out = _LINALG.inv(a, signature="d->d")
-        if out.sum() * 0.0 != 0.0:  # nan or inf anywhere: let numpy raise (or return) as it does
+        flat = out.reshape(-1)
+        if not math.isfinite(flat.dot(flat)):  # nan or inf anywhere: let numpy raise (or return) as it does
             return np.linalg.inv(a)
         return out
 except ImportError:  # pragma: no cover - numpy without the private gufunc module

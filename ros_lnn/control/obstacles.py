@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
-from ..physics.multibody_quaternion import cross, skew
+from ..physics.multibody_quaternion import _SKEW, cross, skew
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,63 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
 
 
 _ONES3 = np.ones(3)
+
+
+def joint_space_gradient(field: ObstacleField, points: np.ndarray, qd: np.ndarray, jacobian: np.ndarray,
+                         jacobian_rate: np.ndarray, point_support: np.ndarray):
+    """``(U, Gᵀ∇U, d/dt (Gᵀ∇U))``: the obstacle covector in joint coordinates, without the 6N one.
+
+    ``points`` (P, 3): the field's control points in the world; ``qd``: the joint rates;
+    ``jacobian``/``jacobian_rate``: Pinocchio's WORLD joint Jacobian 𝒥 and 𝒥̇ (6 × n); ``point_support``
+    (P, n): which coordinates move each point, so that ``(point_support ∘ q̇) 𝒥ᵀ`` is the twist
+    ``[v_O; ω]`` at the world origin of every point's body.
+    Moved to the world origin, the point force ``g_p = ∇_p U`` is the wrench ``[g_p; p × g_p]`` and
+    ``Gᵀ∇U = Σ_p 𝒥_pᵀ [g_p; p × g_p]`` (the 6N covector ``[Σ g_p; Σ a_p × g_p]`` of :func:`potential_gradient`
+    with its moments about the CoMs, mapped by ``Gᵀ``); along the motion the wrench changes by
+    ``[ġ_p; ṗ × g_p + p × ġ_p]`` with ``ṗ = v_O + ω × p``, so ``d/dt (Gᵀ∇U) = Σ_p (𝒥̇_pᵀ [g_p; p × g_p] +
+    𝒥_pᵀ [ġ_p; ṗ × g_p + p × ġ_p])`` — the same numbers as ``Ġᵀ∇U + Gᵀ d/dt ∇U`` (tested).
+    ``(0, None, None)`` when no point is in the field."""
+    centers, reach2 = _joint_space_tables(field)
+    for c, limit in zip(centers, reach2.tolist()):  # is any point within d₀ of a surface?
+        d = points - c
+        if min((d * d).dot(_ONES3).tolist()) < limit:
+            break
+    else:
+        return 0.0, None, None
+    diff = points[:, None, :] - centers  # δ (P, O, 3)
+    rho2 = (diff * diff).dot(_ONES3)
+    eta, d0 = field.gain, field.influence
+    rho = np.sqrt(rho2)
+    np.maximum(rho, 1e-9, out=rho)
+    depth = np.sqrt(reach2) - rho  # d₀ − d
+    np.maximum(depth, 0.0, out=depth)
+    a2 = depth * depth
+    U = (eta / (3.0 * d0 * d0)) * float(a2.reshape(-1).dot(depth.reshape(-1)))
+    k1 = (-eta / (d0 * d0)) * a2 / rho
+    k2 = ((2.0 * eta / (d0 * d0)) * depth - k1) / (rho * rho)
+    point_twists = (point_support * qd).dot(jacobian.T)
+    Sk_p = points.dot(_SKEW).reshape(-1, 3, 3)
+    p_dot = point_twists[:, :3] - (Sk_p @ point_twists[:, 3:, None])[:, :, 0]  # v_O + ω × p = v_O − p × ω
+    k2 *= (diff @ p_dot[:, :, None])[:, :, 0]  # k₂ (δ·ṗ)
+    cols = np.empty((points.shape[0], 4, 3))  # per point [g, p × g, ġ, ṗ × g + p × ġ]
+    g = cols[:, 0]
+    g[...] = (k1[:, None, :] @ diff)[:, 0]
+    cols[:, 2] = (k2[:, None, :] @ diff)[:, 0] + k1.sum(axis=1)[:, None] * p_dot
+    px = Sk_p @ cols[:, 0::2].transpose(0, 2, 1)  # p × g, p × ġ
+    cols[:, 1] = px[:, :, 0]
+    cols[:, 3] = px[:, :, 1] + (p_dot.dot(_SKEW).reshape(-1, 3, 3) @ g[:, :, None])[:, :, 0]
+    w = cols.reshape(-1, 12).T.dot(point_support)  # (12, n): the wrenches and their rates on every joint
+    grad = (jacobian * w[:6]).sum(axis=0)
+    rate = (jacobian_rate * w[:6] + jacobian * w[6:]).sum(axis=0)
+    return U, grad, rate
+
+
+def _joint_space_tables(field):
+    tables = field.__dict__.get("_joint_space_tables")
+    if tables is None:
+        centers, radii = _obstacle_arrays(field)
+        tables = field.__dict__["_joint_space_tables"] = (centers, (field.influence + radii) ** 2)
+    return tables
 
 
 def _tables(field, n):

@@ -1,7 +1,10 @@
 """Joint states in, port command and joint efforts out: the DAC as a robot controller sees it (no ROS).
 
-``DacPipeline.step(q, q̇, t)`` runs forward kinematics and ``ν = G(q) q̇`` on the multibody model, the
-chosen law on the current target, and ``u = Gᵀ τ_c`` with limits. Targets:
+``DacPipeline.step(q, q̇, t)`` computes the certain model at the joint state with Pinocchio (body poses,
+twists ``ν = G(q) q̇``, ``H``, ``C``, Jacobians: :mod:`ros_lnn.physics.multibody_pin`), the chosen law on
+the current target, and ``u = Gᵀ τ_c`` with limits. Law III runs in joint coordinates
+(:class:`ros_lnn.control.joint_space.EndEffectorLawJointSpace`, the same numbers as the coordinate-free
+law); laws I/II run the coordinate-free law on the Pinocchio workspace with ``𝓐 = G H⁻¹ Gᵀ``. Targets:
 
 * law III (``end_effector``): a set point (position, optional attitude) from ``set_ee_target``;
 * laws I/II (``velocity``/``pose``): a joint trajectory (``set_joint_trajectory``) sampled with cubic
@@ -20,13 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError, DataError
-from ..physics.multibody import MultibodyData, pose_only, update
-from ..physics.multibody_kinematics import forward_kinematics, twist_map, twist_map_rate, twist_map_rate_times
+from ..physics.multibody_pin import JointSpaceData, PinocchioModel, kinematics
 from .dac import (
     BodyPoseTarget, DacController, DacResult, EndEffector, EndEffectorTarget, Gains, VelocityTarget,
     end_effector_state,
 )
 from .effort import EffortCommand, PortToEfforts, Residual
+from .joint_space import EndEffectorLawJointSpace
 from .mobility import JointSpaceOperators
 from .obstacles import ObstacleField, SphereObstacle, default_control_points
 
@@ -35,7 +38,7 @@ from .obstacles import ObstacleField, SphereObstacle, default_control_points
 class PipelineOutput:
     result: DacResult
     efforts: EffortCommand
-    data: MultibodyData
+    data: JointSpaceData
     ee_position: np.ndarray
     target_position: np.ndarray | None
 
@@ -102,10 +105,6 @@ class DacPipeline:
         if model.floating_root is not None:
             raise ConfigError(f"model '{model.name}': the joint-space pipeline needs a fixed base")
         self.model = model
-        self.efforts = PortToEfforts(model, joint_names, effort_limits, residual)
-        self.joint_names = self.efforts.joint_names
-        revolute = [j.name for j in model.joints if j.kind == "revolute"]
-        self._to_model = np.array([self.joint_names.index(n) for n in revolute])
         if ee_link:
             frames = getattr(model, "frames", {})
             if ee_link not in frames or frames[ee_link][0] < 0:
@@ -121,6 +120,16 @@ class DacPipeline:
                                   *default_control_points(model), influence=obstacle_influence,
                                   gain=obstacle_eta)
         self.controller = DacController(model, law, gains, ee, field)
+        self.pinocchio = PinocchioModel(model, frames=[("end_effector", ee.body, ee.offset, ee.rotation)])
+        self.efforts = PortToEfforts(model, joint_names, effort_limits, residual, self.pinocchio.joint_names)
+        self.joint_names = self.efforts.joint_names
+        self._to_model = np.array([self.joint_names.index(n) for n in self.pinocchio.joint_names])
+        self._in_model_order = bool(np.array_equal(self._to_model, np.arange(len(self._to_model))))
+        self._state_shape = (len(self.joint_names),)
+        self._target_workspace = self.pinocchio.pin.createData()  # joint targets (laws I/II): FK at q_d
+        self._law_iii = (EndEffectorLawJointSpace(self.controller, self.pinocchio,
+                                                  self.pinocchio.frame_ids["end_effector"])
+                         if law == "end_effector" else None)
         self.law, self.ee_attitude = law, ee_attitude
         self._ee_target: EndEffectorTarget | None = None
         self._trajectory: JointTrajectorySampler | None = None
@@ -132,20 +141,18 @@ class DacPipeline:
     def model_order(self, x_configured):
         return np.asarray(x_configured, float).take(self._to_model)
 
-    def kinematics(self, q, qd) -> MultibodyData:
-        """Body poses and twists from joint positions/velocities in the configured joint order."""
+    def _model_state(self, q, qd):
         q, qd = np.asarray(q, float), np.asarray(qd, float)
-        finite = math.isfinite(float(q.sum()) + float(qd.sum()))  # NaN/inf anywhere (or a sum past 1e308)
-        if q.shape != (len(self.joint_names),) or qd.shape != q.shape or not finite:
+        if q.shape != self._state_shape or qd.shape != q.shape or not math.isfinite(q.dot(q) + qd.dot(qd)):
             raise DataError(f"joint state must give finite position and velocity for {self.joint_names}")
-        qm, qdm = self.model_order(q), self.model_order(qd)
-        parts = {}
-        r, quat = forward_kinematics(self.model, qm, parts=parts)
-        pose = pose_only(self.model, r, quat, parts)
-        G = twist_map(self.model, pose)  # depends on the configuration only
-        data = update(self.model, r, quat, G.dot(qdm), pose=pose)
-        data.G = G
-        return data
+        if self._in_model_order:
+            return q, qd
+        return q.take(self._to_model), qd.take(self._to_model)
+
+    def kinematics(self, q, qd) -> JointSpaceData:
+        """Body poses, twists and the joint-space terms (Pinocchio) from joint positions/velocities in
+        the configured joint order."""
+        return kinematics(self.pinocchio, *self._model_state(q, qd))
 
     def set_ee_target(self, position, quat=None):
         position = np.asarray(position, float).reshape(3)
@@ -189,33 +196,26 @@ class DacPipeline:
         key = (qm.tobytes(), qdm.tobytes(), qddm.tobytes())
         if self._joint_target_cache is not None and self._joint_target_cache[0] == key:
             return self._joint_target_cache[1]  # holding, or past the last point: the same target again
-        parts = {}
-        r, quat = forward_kinematics(self.model, qm, parts=parts)
-        pose = pose_only(self.model, r, quat, parts)
-        G = twist_map(self.model, pose)
-        nu_d = G @ qdm
-        d1 = update(self.model, r, quat, nu_d, pose=pose)
-        nu_d_dot = G @ qddm + twist_map_rate_times(self.model, d1, qdm)
-        target = VelocityTarget(nu_d, nu_d_dot) if self.law == "velocity" else BodyPoseTarget(r, quat, nu_d, nu_d_dot)
+        d = kinematics(self.pinocchio, qm, qdm, dynamics=False, workspace=self._target_workspace)
+        nu_d = d.nu
+        nu_d_dot = d.G.dot(qddm) + d.G_dot.dot(qdm)
+        target = VelocityTarget(nu_d, nu_d_dot) if self.law == "velocity" else BodyPoseTarget(d.r, d.quat, nu_d, nu_d_dot)
         self._joint_target_cache = (key, target)
         return target
 
     def step(self, q, qd, t: float = 0.0) -> PipelineOutput:
-        data = self.kinematics(q, qd)
-        ee_pos, ee_quat, _, _ = end_effector_state(self.model, data, self.controller.end_effector)
-        if self.law == "end_effector" and self._ee_path is not None:
-            target = self._ee_path(t)
-            target_pos = target.position
-        elif self.law == "end_effector":
-            if self._ee_target is None:  # hold where we are
-                self._ee_target = EndEffectorTarget(ee_pos.copy(), ee_quat.copy() if self.ee_attitude else None)
-            target = self._ee_target
-            target_pos = target.position
-        else:
-            target = self._joint_target(t, q)
-            target_pos = None
-        # the configuration comes from FK, so G spans null(J): 𝓐 in joint space (n×n, not the Schur complement)
-        ops = JointSpaceOperators(self.model, data, data.G, twist_map_rate(self.model, data))
-        result = self.controller.compute(data, target, ops)
+        qm, qdm = self._model_state(q, qd)
+        if self._law_iii is not None:
+            target = self._ee_path(t) if self._ee_path is not None else self._ee_target
+            result, gen, data, ee_pos, target = self._law_iii.step(qm, qdm, target, self.ee_attitude)
+            if self._ee_path is None and self._ee_target is None:  # held where it was
+                self._ee_target = target
+            cmd = self.efforts.from_generalized(gen, q, qd)
+            return PipelineOutput(result, cmd, data, ee_pos, target.position)
+        data = kinematics(self.pinocchio, qm, qdm)
+        ee_pos = end_effector_state(self.model, data, self.controller.end_effector)[0]
+        target = self._joint_target(t, q)
+        # joint coordinates: the constraints hold exactly, 𝓐 = G H⁻¹ Gᵀ (n×n, not the Schur complement)
+        result = self.controller.compute(data, target, JointSpaceOperators(self.model, data, data.G, data.G_dot))
         cmd = self.efforts(data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=data.G)
-        return PipelineOutput(result, cmd, data, ee_pos, target_pos)
+        return PipelineOutput(result, cmd, data, ee_pos, None)

@@ -1,12 +1,12 @@
-"""``dac_chain_sim``: simulator of the tensor multibody model of an arm (URDF) driven by joint efforts
-or port wrenches, so that ``dac_controller`` closes its loop over real topics.
+"""``dac_chain_sim``: simulator of an arm (URDF) driven by joint efforts or port wrenches, so that
+``dac_controller`` closes its loop over real topics.
 
 Subscribes ``effort_commands`` (Float64MultiArray, ``joint_names`` order — remap it to the
 controller's ``~/joint_effort_command``) and ``port_commands`` (Float64MultiArray, 6N port added on top,
 e.g. the controller's ``~/port_command`` or a disturbance); publishes ``joint_states`` (position,
-velocity, applied effort) at ``rate_hz``, integrating with RK4 and Baumgarte stabilisation. Commands
-older than ``command_timeout_s`` fall back to zero. A constant disturbance wrench on the last body can be
-set with ``disturbance``.
+velocity, applied effort) at ``rate_hz``, integrating RK4 in joint coordinates on Pinocchio's ABA (the
+joints cannot drift apart: nothing to stabilise). Commands older than ``command_timeout_s`` fall back to
+zero. A constant disturbance wrench on the last body can be set with ``disturbance``.
 """
 from __future__ import annotations
 
@@ -21,9 +21,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ..errors import RosLnnError
-from ..physics.multibody import update
-from ..physics.multibody_kinematics import actuated_joints, effort_map, forward_kinematics, revolute_joint_state
-from ..physics.multibody_sim import MultibodyState, rk4_step
+from ..physics.multibody_pin import PinocchioModel
+from ..physics.multibody_pin_sim import port_efforts, rk4_step
 from .dac_controller import shipped_model_path
 from .diagnostics import warn_throttled
 from .params import declare, param
@@ -33,13 +32,12 @@ from .qos import SENSOR_QOS
 PARAMETERS = (
     ("robot_description", "", "URDF of the arm; empty = model_path"),
     ("model_path", "", "URDF/YAML; empty = the shipped config/dac_chain.urdf"),
-    ("joint_names", [], "joint order of effort_commands and joint_states; empty = the model's revolute joints"),
+    ("joint_names", [], "joint order of effort_commands and joint_states; empty = the model's moving joints"),
     ("initial_positions", [], "initial joint angles (joint_names order); empty = zeros"),
     ("gravity", [0.0, 0.0, -9.81], "gravity [m/s²]"),
     ("rate_hz", 500.0, "joint_states rate; one RK4 step per period"),
     ("command_timeout_s", 0.2, "commands older than this count as zero"),
     ("disturbance", [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], "constant wrench on the last body (force, moment) [N, N m]"),
-    ("baumgarte", 20.0, "constraint stabilisation rate α = β [1/s]; 0 = off"),
 )
 
 
@@ -58,22 +56,20 @@ class DacChainSim(Node):
         else:
             self.model = load_model(Path(p("model_path")) if p("model_path") else shipped_model_path())
             self.model.gravity = np.asarray(gravity, float)
-        model_names = [self.model.joints[i].name for i in actuated_joints(self.model)]
+        self.pinocchio = PinocchioModel(self.model)
+        model_names = list(self.pinocchio.joint_names)
         self.joint_names = p("joint_names") or model_names
         if sorted(self.joint_names) != sorted(model_names):
             raise RosLnnError(f"joint_names {self.joint_names} must list the model's joints {model_names}")
         self._to_model = [self.joint_names.index(j) for j in model_names]
         self._from_model = [model_names.index(j) for j in self.joint_names]
         q0 = np.array(p("initial_positions") or [0.0] * len(model_names), float)
-        r, quat = forward_kinematics(self.model, q0[self._to_model])
-        self.state = MultibodyState(r, quat, np.zeros(6 * self.model.n_bodies))
+        self.q, self.qd, self.t = q0[self._to_model], np.zeros(len(model_names)), 0.0
         self.effort = np.zeros(len(model_names))
         self.port = np.zeros(6 * self.model.n_bodies)
         self.disturbance = np.array(p("disturbance"), float)
         self.effort_time = self.port_time = None
         self.dt = 1.0 / float(p("rate_hz"))
-        rate = float(p("baumgarte"))
-        self.baumgarte = (rate, rate) if rate > 0 else None
         self.timeout = float(p("command_timeout_s"))
         self.pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
         self.create_subscription(Float64MultiArray, "effort_commands", self._on_effort, SENSOR_QOS)
@@ -95,20 +91,24 @@ class DacChainSim(Node):
     def _fresh(self, stamp):
         return stamp is not None and time.monotonic() - stamp <= self.timeout
 
-    def port_function(self):
+    def effort_function(self):
+        """``(efforts(t, q, q̇), applied joint efforts)``: the joint efforts held over the step, plus the
+        port commands and the disturbance mapped to the joints (``Gᵀ τ`` at every RK4 stage)."""
         n = self.model.n_bodies
         effort = self.effort if self._fresh(self.effort_time) else np.zeros_like(self.effort)
         extra = self.port if self._fresh(self.port_time) else np.zeros(6 * n)
         extra = extra.copy()
         extra[3 * (n - 1):3 * n] += self.disturbance[:3]
         extra[3 * n + 3 * (n - 1):] += self.disturbance[3:]
-        return lambda t, data: effort_map(self.model, data) @ effort + extra, effort
+        if not extra.any():
+            return (lambda t, q, qd: effort), effort
+        return (lambda t, q, qd: effort + port_efforts(self.pinocchio, q, extra)), effort
 
     def _step(self):
-        port_fn, effort = self.port_function()
-        self.state, _ = rk4_step(self.model, self.state, self.dt, port_fn, self.baumgarte)
-        data = update(self.model, self.state.r, self.state.quat, self.state.nu)
-        q, qd = revolute_joint_state(self.model, data)
+        efforts, effort = self.effort_function()
+        self.q, self.qd = rk4_step(self.pinocchio, self.q, self.qd, self.dt, efforts, self.t)
+        self.t += self.dt
+        q, qd = self.q, self.qd
         msg = JointState()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.name = list(self.joint_names)

@@ -48,6 +48,7 @@ from .process import init_ros, run_node_process
 from .qos import COMMAND_QOS, SENSOR_QOS
 from .serialized import SerializedTemplate
 from .stamps import duration_ns, stamp_ns
+from . import compat
 
 PARAMETERS = (
     ("robot_description", "", "URDF of the arm (string); empty = read model_path"),
@@ -416,7 +417,7 @@ def main(argv=None) -> int:
     """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (less CPU per
     joint state; the lifecycle through services works with it, as for servo_lnn)."""
     init_ros(argv if argv is not None else sys.argv)
-    return run_node_process(DacControllerNode(), start)
+    return run_node_process(DacControllerNode(), compat.autostart_or_stay_unconfigured(start))
 
 
 if __name__ == "__main__":

@@ -20,18 +20,12 @@ def executor_kind(kind: str | None = None) -> str:
 
 
 def make_executor(context=None, kind: str | None = None):
-    """The executor of a node process (:func:`executor_kind`): rclpy's experimental EventsExecutor for
-    "events" (the SingleThreadedExecutor where rclpy lacks it), the SingleThreadedExecutor otherwise."""
-    from rclpy.executors import SingleThreadedExecutor
+    """The executor of a node process (:func:`executor_kind`): rclpy's EventsExecutor for "events"
+    (the SingleThreadedExecutor, with one logged warning, where rclpy lacks it: :mod:`.compat`), the
+    SingleThreadedExecutor for "single"."""
+    from .compat import make_executor as detected
 
-    if executor_kind(kind) == "events":
-        try:
-            from rclpy.experimental import EventsExecutor
-
-            return EventsExecutor(context=context)
-        except ImportError:
-            pass
-    return SingleThreadedExecutor(context=context)
+    return detected(context, executor_kind(kind))
 
 
 def init_ros(argv) -> None:
@@ -46,7 +40,8 @@ def init_ros(argv) -> None:
 def run_node_process(node, start, on_exit=None) -> int:
     """Body of a node executable after :func:`init_ros`: ``start(node)`` when the ``autostart``
     parameter is set, then spin on the executor of :func:`make_executor` until SIGINT/SIGTERM;
-    ``on_exit(node)`` and teardown always run. Exit code 1 when autostart failed."""
+    ``on_exit(node)`` and teardown always run. Exit code 1 when ``start`` reports failure (the node
+    executables wrap it in :func:`.compat.autostart_or_stay_unconfigured`, which keeps the node up)."""
     import rclpy
 
     code = 0

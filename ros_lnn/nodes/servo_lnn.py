@@ -44,6 +44,7 @@ from .process import init_ros, run_node_process
 from .qos import COMMAND_QOS, SENSOR_QOS
 from .serialized import SerializedTemplate
 from .stamps import duration_ns, seconds_to_duration, stamp_ns
+from . import compat
 
 COMMAND_TYPES = ("trajectory", "array", "none")
 AXES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0),
@@ -121,7 +122,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         self.add_on_set_parameters_callback(self._check_parameters)
         # Parameter values cached for the per-sample path (rclpy's get_parameter costs ~10 µs a call).
         self._values = {name: param(self, name) for name, *_ in PARAMETERS}
-        self.add_post_set_parameters_callback(self._cache_parameters)
+        compat.add_post_set_parameters_callback(self, self._cache_parameters, self._check_parameters)
         self.runtime = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
@@ -571,7 +572,8 @@ def main(argv=None) -> int:
     """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (it costs
     about a third less CPU per sample; its lifecycle use through services is tested)."""
     init_ros(argv if argv is not None else sys.argv)
-    return run_node_process(ServoLnnNode(), start, on_exit=write_latency_log)
+    return run_node_process(ServoLnnNode(), compat.autostart_or_stay_unconfigured(start),
+                            on_exit=write_latency_log)
 
 
 if __name__ == "__main__":

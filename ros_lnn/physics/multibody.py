@@ -18,7 +18,9 @@ Joints (joint k joins parent body p — or the world, p = -1 — to child body c
 * ``revolute`` adds two rows blocking rotation about the directions normal to its axis,
   ``n_iᵀ(ω_c − ω_p) = 0``, ``fixed`` adds three; their multipliers are constraint moments;
 * ``spherical`` joints carry torsional springs on the relative XYZ Euler angles (eqs 19–24);
-  revolute joints may carry a spring/damper about the axis. Spring moments enter 𝓕 as ``C_F M_J``.
+  revolute joints may carry a spring/damper about the axis. Spring moments enter 𝓕 as ``C_F M_J``;
+* ``prismatic`` joints are described (URDF arms) but have no constraint rows here: models with one are
+  evaluated in joint coordinates on Pinocchio (:mod:`ros_lnn.physics.multibody_pin`).
 
 Sign of the joint forces. Eqs 6–7 and 17 give body p the force ``+f_J`` and body c ``−f_J``
 (``C_F = −J_vᵀ``), i.e. ``𝓜 ν̇ = 𝓕 − Jᵀ F_J``; eq 32 as printed (unknown ``−F_J``) has the opposite
@@ -35,7 +37,7 @@ from ..errors import ConfigError
 from .multibody_quaternion import _SKEW, cross, quat_to_matrix
 
 _I3 = np.eye(3)
-JOINT_KINDS = ("spherical", "revolute", "fixed")
+JOINT_KINDS = ("spherical", "revolute", "fixed", "prismatic")
 SPRING_LAWS = ("paper", "potential")
 
 
@@ -125,6 +127,7 @@ class MultibodyModel:
         self.rot_joint = np.array(rot_joint, dtype=int)
         self.rot_dir = np.array(rot_dir, dtype=float).reshape(-1, 3)
         self.n_constraints = 3 * k + len(rot_joint)
+        self.prismatic = tuple(j.name for j in js if j.kind == "prismatic")
         self._index_tables()
 
     # ----------------------------------------------------------------- set-up helpers
@@ -342,6 +345,7 @@ def pose_only(model, r, quat, fk_parts=None):
 
 def _pose(model, r, quat, fk_parts=None) -> dict:
     """Configuration-only tensors: attitudes, inertias, joint arms and points, normals, J."""
+    require_maximal_coordinates(model)
     n, k = model.n_bodies, model.n_joints
     if fk_parts:
         R_ext, arm_pc = fk_parts["R_ext"], fk_parts["arm_pc"]
@@ -374,6 +378,13 @@ def _pose(model, r, quat, fk_parts=None) -> dict:
 
 _POSE_FIELDS = ("r", "quat", "R", "inertia", "inertia_inv", "R_parent", "s_child", "s_parent", "point_child",
                 "point_parent", "rot_normals", "J")
+
+
+def require_maximal_coordinates(model) -> None:
+    """ConfigError naming the prismatic joints, which the maximal-coordinate algorithms do not cover."""
+    if model.prismatic:
+        raise ConfigError(f"multibody '{model.name}': prismatic joints {list(model.prismatic)} have no constraint "
+                          "rows in the maximal-coordinate model; use the joint-space (Pinocchio) backend")
 
 
 _EULER_GATHER = np.array([5, 2, 1, 8, 8, 0])  # flat entries of R: R₁₂, R₀₂, R₀₁, R₂₂, (cos θ), R₀₀

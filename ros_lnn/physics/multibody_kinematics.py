@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
-from .multibody import MultibodyData, MultibodyModel
+from .multibody import MultibodyData, MultibodyModel, require_maximal_coordinates
 from .multibody_quaternion import cross, matrix_to_quat, quat_to_matrix, skew
 
 _FREE_BASE_COLUMNS = 6
@@ -25,7 +25,7 @@ def coordinate_layout(model: MultibodyModel):
     if model.floating_root is not None:
         out.append((-1, "floating", _FREE_BASE_COLUMNS))
     for i, j in enumerate(model.joints):
-        width = {"revolute": 1, "spherical": 3, "fixed": 0}[j.kind]
+        width = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0}[j.kind]
         if width:
             out.append((i, j.kind, width))
     return out
@@ -36,8 +36,8 @@ def n_rates(model) -> int:
 
 
 def actuated_joints(model) -> list[int]:
-    """Indices of revolute joints, in model order (the joints a joint-effort interface drives)."""
-    return [i for i, j in enumerate(model.joints) if j.kind == "revolute"]
+    """Indices of revolute and prismatic joints, in model order (the joints a joint-effort interface drives)."""
+    return [i for i, j in enumerate(model.joints) if j.kind in ("revolute", "prismatic")]
 
 
 def _qmul(a, b):
@@ -62,6 +62,7 @@ def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), 
     ``parts``: a dictionary that receives the (N+1)-stacked attitude matrices ``R_ext`` (world last)
     and the joint arms ``arm_pc`` computed on the way, for :func:`ros_lnn.physics.multibody.pose_only`.
     """
+    require_maximal_coordinates(model)
     q = np.asarray(q, dtype=float).ravel()
     qs = q.tolist()
     n = model.n_bodies
@@ -295,7 +296,7 @@ def revolute_joint_state(model: MultibodyModel, data: MultibodyData):
     """Angles and rates of the revolute joints (model order) read off the body attitudes and twists."""
     from .multibody import revolute_angles
 
-    rev = np.array(actuated_joints(model), dtype=int)
+    rev = np.array([i for i, j in enumerate(model.joints) if j.kind == "revolute"], dtype=int)
     q = revolute_angles(model, data.R_parent, data.R[model.child])[rev]
     axis = np.einsum("kij,kj->ki", data.R[model.child[rev]], model.axis[rev])
     par = model.parent[rev]

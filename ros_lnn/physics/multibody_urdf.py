@@ -1,143 +1,147 @@
-"""Build a :class:`MultibodyModel` from a URDF string (``robot_description``) with ``xml.etree``.
+"""Build a :class:`MultibodyModel` from a URDF string (``robot_description``) as Pinocchio reads it.
 
-Supported: ``revolute`` and ``continuous`` joints (one body each), ``fixed`` joints (the child link's
-inertia is lumped into its parent body — tool frames, flanges, sensors), a fixed base (the root link is
-the world). Body frames are the frames of the links that start a body; the body's CoM and inertia
-about the CoM are computed from every lumped ``<inertial>`` (origin xyz/rpy included). Every link frame
-is kept in ``model.frames[link] = (body, R_link_in_body, p_link_from_CoM)``, so an end-effector link
-(``tool0``) can be located even after it was lumped. Limits are read into the joints.
+Pinocchio's URDF parser (urdfdom, the parser ``robot_state_publisher`` uses) makes the kinematic tree:
+``revolute``, ``continuous`` and ``prismatic`` joints move one body each; links hung by ``fixed`` joints
+(tool frames, flanges, sensors) have their ``<inertial>`` lumped into the moving body they hang from; the
+root link is the world (a fixed base). Every moving body is described in the frame of the link its joint
+moves, with its CoM and inertia about the CoM from the lumped inertials. Every link frame is kept in
+``model.frames[link] = (body, R_link_in_body, p_link_from_CoM)``, so an end-effector link (``tool0``) can
+be located after it was lumped; limits and ``<dynamics damping>`` are read into the joints. Floating,
+planar and mimic joints are refused with a message naming the joint.
 """
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
 import xml.etree.ElementTree as ET
+from contextlib import contextmanager
 
 import numpy as np
 
 from ..errors import ConfigError
 from .multibody import Body, Joint, MultibodyModel
-from .multibody_quaternion import rpy_to_matrix
+
+_REVOLUTE = ("JointModelRX", "JointModelRY", "JointModelRZ", "JointModelRevoluteUnaligned",
+             "JointModelRUBX", "JointModelRUBY", "JointModelRUBZ", "JointModelRevoluteUnboundedUnaligned")
+_PRISMATIC = ("JointModelPX", "JointModelPY", "JointModelPZ", "JointModelPrismaticUnaligned")
 
 
-def _floats(el, attr, default, where, size=3):
-    text = el.get(attr) if el is not None else None
-    if text is None:
-        return np.array(default, dtype=float)
-    try:
-        vals = np.array([float(x) for x in text.split()])
-    except ValueError:
-        raise ConfigError(f"{where}: attribute {attr}='{text}' is not {size} numbers") from None
-    if vals.size != size:
-        raise ConfigError(f"{where}: attribute {attr}='{text}' is not {size} numbers")
-    return vals
+@contextmanager
+def _stderr_captured():
+    """Collect what C++ code writes to file descriptor 2 (urdfdom reports its parse errors there)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    captured: list[str] = []
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            captured.append(tmp.read().decode(errors="replace"))
 
 
-def _origin(el, where):
-    o = el.find("origin") if el is not None else None
-    return rpy_to_matrix(_floats(o, "rpy", [0, 0, 0], where)), _floats(o, "xyz", [0, 0, 0], where)
+def _parse(text: str, source: str):
+    import pinocchio as pin
 
-
-def _inertial(link, source):
-    name = link.get("name")
-    el = link.find("inertial")
-    if el is None:
-        return None
-    where = f"{source}: link '{name}' <inertial>"
-    try:
-        mass = float(el.find("mass").get("value"))
-        i = el.find("inertia")
-        ixx, ixy, ixz, iyy, iyz, izz = (float(i.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
-    except (AttributeError, TypeError, ValueError):
-        raise ConfigError(f"{where}: needs <mass value=…> and <inertia ixx=… …>") from None
-    R, p = _origin(el, where)
-    inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    return mass, p, R @ inertia @ R.T  # CoM and inertia in link coordinates
-
-
-def model_from_urdf(text: str, source: str = "robot_description", gravity=(0.0, 0.0, -9.81)) -> MultibodyModel:
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
         raise ConfigError(f"{source}: not valid URDF XML: {exc}") from None
     if root.tag != "robot":
         raise ConfigError(f"{source}: the root element is <{root.tag}>, expected <robot>")
-    links = {lk.get("name"): lk for lk in root.findall("link")}
-    joints = root.findall("joint")
-    children = {j.find("child").get("link") for j in joints if j.find("child") is not None}
-    roots = [n for n in links if n not in children]
-    if len(roots) != 1:
-        raise ConfigError(f"{source}: expected one root link, found {roots}; the description must be a tree")
-    by_parent: dict[str, list] = {}
-    for j in joints:
+    for j in root.findall("joint"):
+        if j.find("mimic") is not None:
+            raise ConfigError(f"{source}: joint '{j.get('name')}' is a mimic joint; mimic joints are not supported")
+    pm = None
+    with _stderr_captured() as err:
         try:
-            by_parent.setdefault(j.find("parent").get("link"), []).append(j)
-        except AttributeError:
-            raise ConfigError(f"{source}: joint '{j.get('name')}' lacks <parent>/<child>") from None
+            pm = pin.buildModelFromXML(text)
+        except (ValueError, RuntimeError):
+            pass
+    lines = [ln.strip()[len("Error:"):].strip() for ln in err[0].splitlines() if ln.strip().startswith("Error:")]
+    if pm is None:
+        raise ConfigError(f"{source}: not a valid URDF: {'; '.join(lines[:2]) or 'the URDF parser rejected it'}")
+    return pm, "; ".join(lines[:2])
 
-    frames = {roots[0]: (-1, np.eye(3), np.zeros(3))}  # link -> (body, R in body, p in body link-origin frame)
-    lumps: list[list] = []  # per body: [(mass, com, inertia)] in body coordinates
-    body_links: list[str] = []
-    pending = []  # (name, kind, parent body, anchor (body coords, before CoM shift), rest, axis, joint element)
-    stack = [roots[0]]
-    while stack:
-        link = stack.pop(0)
-        b_p, R_p, p_p = frames[link]
-        for j in by_parent.get(link, []):
-            name, kind = j.get("name"), j.get("type")
-            where = f"{source}: joint '{name}'"
-            child = j.find("child").get("link")
-            if child not in links:
-                raise ConfigError(f"{where}: child link '{child}' is not defined")
-            R_o, p_o = _origin(j, where)
-            R_j, p_j = R_p @ R_o, p_p + R_p @ p_o
-            if kind == "fixed":
-                frames[child] = (b_p, R_j, p_j)
-            elif kind in ("revolute", "continuous"):
-                frames[child] = (len(body_links), np.eye(3), np.zeros(3))
-                body_links.append(child)
-                lumps.append([])
-                axis = _floats(j.find("axis"), "xyz", [1, 0, 0], where + " <axis>")
-                if np.linalg.norm(axis) == 0:
-                    raise ConfigError(f"{where}: <axis xyz> is zero; give the rotation axis")
-                pending.append((name, b_p, p_j, R_j, axis, j))
-            else:
-                raise ConfigError(f"{where}: type '{kind}' is not supported by the multibody model "
-                                  "(revolute, continuous and fixed are)")
-            stack.append(child)
-        ine = _inertial(links[link], source)
-        if ine is not None and b_p >= 0:
-            m, c, inertia = ine
-            lumps[b_p].append((m, p_p + R_p @ c, R_p @ inertia @ R_p.T))
-    if not body_links:
-        raise ConfigError(f"{source}: no revolute/continuous joint; nothing moves")
 
-    bodies, coms = [], []
-    for b, link in enumerate(body_links):
-        parts = lumps[b]
-        mass = sum(m for m, _, _ in parts)
-        if not parts or mass <= 0:
+def _axis(pm, jid: int) -> np.ndarray:
+    """Unit axis of a one-dof joint in its own frame: its motion subspace at the neutral configuration."""
+    import pinocchio as pin
+
+    data = pm.createData()
+    pin.computeJointJacobians(pm, data, pin.neutral(pm))
+    S = pin.getJointJacobian(pm, data, jid, pin.LOCAL)[:, pm.joints[jid].idx_v]
+    a = S[3:] if np.linalg.norm(S[3:]) > 0 else S[:3]
+    return a / np.linalg.norm(a)
+
+
+def model_from_urdf(text: str, source: str = "robot_description", gravity=(0.0, 0.0, -9.81)) -> MultibodyModel:
+    pm, complaints = _parse(text, source)
+    said = f" (URDF parser: {complaints})" if complaints else ""
+    njoints = pm.njoints
+    if njoints < 2:
+        raise ConfigError(f"{source}: no revolute, continuous or prismatic joint; nothing moves")
+    body_frame = {}  # Pinocchio joint -> name of the link it moves (the BODY frame right after its JOINT frame)
+    frames = list(pm.frames)
+    for i, f in enumerate(frames):
+        if f.type == _frame_type("JOINT") and i + 1 < len(frames) and frames[i + 1].type == _frame_type("BODY"):
+            body_frame[f.parentJoint] = frames[i + 1].name
+    bodies, joints, levers = [], [], {0: np.zeros(3)}
+    effort = getattr(pm, "upperEffortLimit", None)  # Pinocchio 4; `effortLimit` before
+    effort = pm.effortLimit if effort is None else effort
+    for jid in range(1, njoints):
+        jm, name = pm.joints[jid], pm.names[jid]
+        short = jm.shortname()
+        if short in _REVOLUTE:
+            kind = "revolute"
+        elif short in _PRISMATIC:
+            kind = "prismatic"
+        else:
+            raise ConfigError(f"{source}: joint '{name}' is {short.replace('JointModel', '')}: not supported by the "
+                              "multibody model (revolute, continuous, prismatic and fixed are)")
+        link = body_frame.get(jid, name)
+        Y = pm.inertias[jid]
+        inertia = np.array(Y.inertia, float)
+        if not Y.mass > 0:
             raise ConfigError(f"{source}: link '{link}' (and the links fixed to it) has no mass; add an "
-                              "<inertial> with mass and inertia")
-        com = sum(m * c for m, c, _ in parts) / mass
-        inertia = sum(I + m * ((c - com) @ (c - com) * np.eye(3) - np.outer(c - com, c - com)) for m, c, I in parts)
+                              "<inertial> with mass and inertia" + said)
         if np.any(np.linalg.eigvalsh(inertia) <= 0):
             raise ConfigError(f"{source}: link '{link}' has a singular inertia {np.diag(inertia)}; give it "
-                              "non-zero ixx, iyy, izz")
-        bodies.append(Body(link, mass, inertia))
-        coms.append(com)
-    model_joints = []
-    for name, b_p, p_j, R_j, axis, j in pending:
-        b_c = frames[j.find("child").get("link")][0]
-        lim, dyn = j.find("limit"), j.find("dynamics")
-        effort = float(lim.get("effort", np.inf)) if lim is not None else np.inf
-        velocity = float(lim.get("velocity", np.inf)) if lim is not None else np.inf
-        damping = float(dyn.get("damping", 0.0)) if dyn is not None else 0.0
-        anchor_p = p_j - (coms[b_p] if b_p >= 0 else 0.0)
-        model_joints.append(Joint(name, "revolute", b_p, b_c, anchor_p, -coms[b_c], rest=R_j, axis=axis,
-                                  stiffness=np.zeros(1), damping=damping, effort_limit=effort,
-                                  velocity_limit=velocity))
-    model = MultibodyModel(bodies, model_joints, gravity=gravity, name=root.get("name", "robot"))
-    model.frames = {name: (b, R, p - (coms[b] if b >= 0 else 0.0)) for name, (b, R, p) in frames.items()}
-    model.joint_position_limits = {
-        j.get("name"): (float(j.find("limit").get("lower", -np.inf)), float(j.find("limit").get("upper", np.inf)))
-        for j in joints if j.get("type") == "revolute" and j.find("limit") is not None}
+                              "non-zero ixx, iyy, izz" + said)
+        levers[jid] = np.array(Y.lever, float)
+        bodies.append(Body(link, float(Y.mass), inertia))
+        parent = int(pm.parents[jid])
+        X = pm.jointPlacements[jid]
+        v = jm.idx_v
+        joints.append(Joint(name, kind, parent - 1, jid - 1, np.array(X.translation) - levers[parent], -levers[jid],
+                            rest=np.array(X.rotation), axis=_axis(pm, jid), stiffness=np.zeros(1),
+                            damping=float(pm.damping[v]), effort_limit=_limit(effort[v]),
+                            velocity_limit=_limit(pm.velocityLimit[v])))
+    model = MultibodyModel(bodies, joints, gravity=gravity, name=pm.name or "robot")
+    model.frames = {f.name: (f.parentJoint - 1, np.array(f.placement.rotation),
+                             np.array(f.placement.translation) - levers[f.parentJoint])
+                    for f in frames if f.type == _frame_type("BODY")}
+    model.joint_position_limits = {}
+    for jid in range(1, njoints):
+        if pm.joints[jid].nq == 1:  # continuous joints (cos, sin) have no position limits
+            iq = pm.joints[jid].idx_q
+            lo, hi = float(pm.lowerPositionLimit[iq]), float(pm.upperPositionLimit[iq])
+            if np.isfinite(lo) and np.isfinite(hi) and hi < 1e300:
+                model.joint_position_limits[pm.names[jid]] = (lo, hi)
     return model
+
+
+def _limit(value) -> float:
+    """A URDF limit as Pinocchio stores it; its 'unlimited' (inf or the largest double) as inf."""
+    value = float(value)
+    return value if np.isfinite(value) and value < 1e300 else np.inf
+
+
+def _frame_type(name: str):
+    import pinocchio as pin
+
+    return getattr(pin.FrameType, name)

@@ -18,11 +18,11 @@ the gravity terms of a pendulum on a spinning arm as one combination.
 
 The solution: ``min ‖A (π_urdf + δ) + friction‖² + λ ‖W δ‖²`` with ``W`` the inverse of each
 parameter's URDF magnitude (relative changes), masses kept positive and friction coefficients ≥ 0
-(bounded least squares), ``λ`` set from the data's largest singular value (``10⁻⁶ σ_max²``) so
-that directions the data determine move freely and the others stay at the URDF's values. A body whose
-identified parameters are not physically consistent (mass > 0, pseudo-inertia ``[[½ tr(I) 1 − I, h], [hᵀ, m]]`` positive
-semidefinite) is projected onto the nearest consistent ones (negative eigenvalues of its
-pseudo-inertia set to zero); the report names it.
+(bounded least squares), ``λ = 10⁻⁶ σ_max²`` (``σ_max`` the data's largest singular value) so that
+directions the data determine move freely and the others stay at the URDF's values. A body whose
+identified parameters are not physically consistent (mass > 0, pseudo-inertia
+``[[½ tr(I) 1 − I, h], [hᵀ, m]]`` positive semidefinite) is projected onto the nearest consistent
+ones (negative eigenvalues of its pseudo-inertia set to zero); the report names it.
 """
 
 from __future__ import annotations
