@@ -28,7 +28,6 @@ from furuta_helpers import (  # noqa: E402
 from ros_lnn.models.rigid_body import RigidBodyPrior  # noqa: E402
 from ros_lnn.training.urdf_prior import (  # noqa: E402
     identify,
-    make_consistent,
     pin_configuration,
     prior_config,
     pseudo_inertia,
@@ -98,12 +97,20 @@ def test_urdf_joints_must_match_the_mapping(tmp_path):
         read_urdf(path, ["slide", "shoulder", "wrist"])
 
 
-def test_projection_gives_a_consistent_body():
-    p = np.array([0.13, 0.0, 0.0, -0.0128, 0.00255, 0.0, 0.00257, 1e-4, 0.0, 0.0])
-    assert np.linalg.eigvalsh(pseudo_inertia(p)).min() < -1e-7  # slightly inconsistent (a LS solution)
-    fixed = make_consistent(p)
-    assert np.linalg.eigvalsh(pseudo_inertia(fixed)).min() > -1e-15 and fixed[0] > 0
-    assert np.allclose(make_consistent(fixed), fixed, atol=1e-15) and np.abs(fixed - p).max() < 1e-4
+def test_consistent_least_squares_stays_in_the_cone():
+    """A fit whose unconstrained optimum is not physically consistent (a point mass asked for more
+    first moment than its mass and inertia allow) ends on a consistent body, on the boundary."""
+    from ros_lnn.training.urdf_prior import consistent_least_squares
+
+    prior = np.array([[0.13, 0.0, 0.0, -0.0286, 0.00629, 0.0, 0.00629, 0.0, 0.0, 0.0]])
+    # rows that want m·c_z = −0.05 while holding the mass and I_xx, I_yy (unconstrained: inconsistent)
+    B = np.zeros((4, 10))
+    B[0, 3], B[1, 4], B[2, 0], B[3, 6] = 1.0, 10.0, 10.0, 10.0
+    d = np.array([-0.05 + 0.0286, 0.0, 0.0, 0.0])
+    body = prior[0] + consistent_least_squares(B, d, prior, 0)
+    assert 0.05**2 > 0.13 * 0.00629  # the unconstrained optimum violates h² ≤ m I
+    assert np.linalg.eigvalsh(pseudo_inertia(body)).min() > -1e-12 and body[0] > 0
+    assert body[3] < -0.0287  # moved toward the data as far as consistency allows
 
 
 def _pendulum_nmse(u, params, damping, coulomb, trial):

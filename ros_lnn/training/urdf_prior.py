@@ -17,12 +17,15 @@ identifiability report lists them); a servo at constant speed leaves, for exampl
 the gravity terms of a pendulum on a spinning arm as one combination.
 
 The solution: ``min ‖A (π_urdf + δ) + friction‖² + λ ‖W δ‖²`` with ``W`` the inverse of each
-parameter's URDF magnitude (relative changes), masses kept positive and friction coefficients ≥ 0
-(bounded least squares), ``λ = 10⁻⁶ σ_max²`` (``σ_max`` the data's largest singular value) so that
-directions the data determine move freely and the others stay at the URDF's values. A body whose
-identified parameters are not physically consistent (mass > 0, pseudo-inertia
-``[[½ tr(I) 1 − I, h], [hᵀ, m]]`` positive semidefinite) is projected onto the nearest consistent
-ones (negative eigenvalues of its pseudo-inertia set to zero); the report names it.
+parameter's URDF magnitude (relative changes) and ``λ = 10⁻⁶ σ_max²`` (``σ_max`` the data's largest
+singular value), so that directions the data determine move freely and the others stay at the URDF's
+values. The scale is pinned by one heavily weighted row: the mean diagonal of the fitted rows' mass
+matrix over the data keeps the URDF's value (else shrinking every parameter would shrink the residual
+too). The parameters stay physically consistent throughout: every body's pseudo-inertia
+``J = [[½ tr(I) 1 − I, h], [hᵀ, m]]`` is written as ``L Lᵀ`` (``L`` lower triangular), so it is
+positive semidefinite and ``m ≥ 0`` by construction (the linear matrix inequality of Wensing, Kim and
+Slotine for physically consistent inertial parameters), friction coefficients are bounded below by
+zero, and the (now nonlinear) least squares starts from the URDF's values.
 """
 
 from __future__ import annotations
@@ -207,23 +210,61 @@ def consistent(p: np.ndarray, tol: float = 1e-9) -> bool:
     return bool(p[0] > 0 and np.linalg.eigvalsh(J).min() >= -tol * max(np.abs(J).max(), 1e-300))
 
 
-def make_consistent(p: np.ndarray) -> np.ndarray:
-    """The nearest (Frobenius, in pseudo-inertia) physically consistent parameters: negative
-    eigenvalues of the pseudo-inertia set to zero."""
-    w, V = np.linalg.eigh(pseudo_inertia(p))
-    return from_pseudo_inertia((V * np.clip(w, 0.0, None)) @ V.T)
-
-
 @dataclass
 class Identification:
     params: np.ndarray  # (bodies, 10)
     damping: np.ndarray  # viscous coefficient per model coordinate (free joints identified, else 0)
     coulomb: np.ndarray  # Coulomb coefficient per model coordinate
     prior_weight: float
-    projected: list  # bodies whose least-squares parameters were projected onto consistent ones
     rows: str
     residual_rel: float  # rms of the fitted free-row residual over rms of the URDF's
     changes: dict  # parameter → (URDF, identified) where they differ by more than 1 %
+
+
+def _lower(L: np.ndarray) -> np.ndarray:
+    return L[np.tril_indices(4)]
+
+
+def consistent_least_squares(B: np.ndarray, d: np.ndarray, prior: np.ndarray, n_friction: int):
+    """``min ‖B [π − π_prior; f] − d‖`` over physically consistent ``π`` (every body's pseudo-inertia
+    ``J = L Lᵀ``, ``L`` lower triangular: positive semidefinite, mass ``‖L_4‖² ≥ 0``) and ``f ≥ 0``,
+    from the prior (its pseudo-inertias nudged inside the cone). Returns ``[π − π_prior; f]``."""
+    from scipy.optimize import least_squares
+
+    bodies = len(prior)
+    idx = np.tril_indices(4)
+    starts = []
+    for p in prior:
+        w, V = np.linalg.eigh(pseudo_inertia(p))  # a URDF on (or by rounding just outside) the cone
+        w = np.maximum(w, 1e-6 * max(float(w.max()), 1e-12))
+        starts.append(_lower(np.linalg.cholesky((V * w) @ V.T)))
+    z0 = np.concatenate(starts + [np.zeros(n_friction)])
+    pi0 = prior.reshape(-1)
+
+    def params(z):
+        out = []
+        for b in range(bodies):
+            L = np.zeros((4, 4))
+            L[idx] = z[10 * b : 10 * b + 10]
+            out.append(from_pseudo_inertia(L @ L.T))
+        return np.concatenate(out)
+
+    def residual(z):
+        return B @ np.concatenate([params(z) - pi0, z[10 * bodies :]]) - d
+
+    lower = np.concatenate([np.full(10 * bodies, -np.inf), np.zeros(n_friction)])
+    fit = least_squares(
+        residual,
+        z0,
+        bounds=(lower, np.inf),
+        method="trf",
+        x_scale="jac",
+        xtol=1e-12,
+        ftol=1e-12,
+        gtol=1e-12,
+        max_nfev=200 * (len(z0) + 1),
+    )
+    return np.concatenate([params(fit.x) - pi0, fit.x[10 * bodies :]])
 
 
 def identify(
@@ -231,8 +272,6 @@ def identify(
 ) -> Identification:
     """Identify the inertial parameters (and the free joints' friction) from model-order ``samples``
     (``q, qd, qdd, Q``): the free rows, and the servo rows when ``use_qe``. See the module docstring."""
-    from scipy.optimize import lsq_linear
-
     q, qd, qdd, Q = (np.asarray(samples[k], float) for k in ("q", "qd", "qdd", "Q"))
     if len(q) > max_samples:
         pick = np.sort(np.random.default_rng(seed).choice(len(q), max_samples, replace=False))
@@ -266,31 +305,28 @@ def identify(
     fric_scale = np.where(col[n_p:] > 0, col[n_p:], 1.0)
     A[:, n_p:] /= fric_scale
     sigma_max = np.linalg.svd(A[:, :n_p] / weight, compute_uv=False)[0]
-    lower = np.full(n_p + n_fr, -np.inf)
-    lower[0:n_p:10] = -0.999 * urdf.params[:, 0]  # masses stay positive
-    lower[n_p:] = 0.0
-    upper = np.full(n_p + n_fr, np.inf)
     lam = 1e-6 * sigma_max**2
     prior_rows = np.zeros((n_p, n_p + n_fr))
     prior_rows[:, :n_p] = np.sqrt(lam) * np.diag(weight)
-    sol = lsq_linear(
-        np.vstack([A, prior_rows]),
-        np.concatenate([y, np.zeros(n_p)]),
-        bounds=(lower, upper),
-        method="bvls" if n_p + n_fr < 80 else "trf",
-    )
-    params = (pi0 + sol.x[:n_p]).reshape(urdf.n, 10)
-    projected = [urdf.joints[b] for b in range(urdf.n) if not consistent(params[b])]
-    for b in range(urdf.n):
-        if urdf.joints[b] in projected:
-            params[b] = make_consistent(params[b])
-    sol.x[:n_p] = params.reshape(-1) - pi0
-    fric = sol.x[n_p:] / fric_scale
+    # The scale: with unmeasured forces every multiple of π fits, and shrinking π shrinks the residual
+    # too; the fitted rows' inertia (mean diagonal of M over the data, linear in π) keeps the URDF's.
+    unit = np.zeros((len(q), n, n))
+    unit[:, rows, rows] = 1.0
+    inertia_rows = np.stack([regressor(urdf, q, 0 * qd, unit[:, :, j])[:, j, :] for j in rows], axis=1)
+    gravity_rows = regressor(urdf, q, 0 * qd, 0 * qdd)[:, rows, :]
+    scale_row = np.zeros(n_p + n_fr)
+    scale_row[:n_p] = (inertia_rows - gravity_rows).mean(axis=(0, 1))
+    scale_row *= 1e3 * sigma_max / max(float(np.linalg.norm(scale_row)), 1e-300)
+    B = np.vstack([A, prior_rows, scale_row[None, :]])
+    d = np.concatenate([y, np.zeros(n_p + 1)])
+    x = consistent_least_squares(B, d, urdf.params, n_fr)
+    params = (pi0 + x[:n_p]).reshape(urdf.n, 10)  # x: δπ, then the (scaled) friction coefficients
+    fric = x[n_p:] / fric_scale
     damping, coulomb = np.zeros(n), np.zeros(n)
     for k, j in enumerate(fric_joints):
         damping[j], coulomb[j] = fric[k], fric[len(fric_joints) + k]
     resid0 = np.sqrt(np.mean(y**2))
-    resid = np.sqrt(np.mean((A @ sol.x - y) ** 2))
+    resid = np.sqrt(np.mean((A @ x - y) ** 2))
     changes = {}
     for b in range(urdf.n):
         for k, name in enumerate(PARAMETER_NAMES):
@@ -302,7 +338,6 @@ def identify(
         damping=damping,
         coulomb=coulomb,
         prior_weight=float(lam),
-        projected=projected,
         rows="free and servo rows" if use_qe else "free rows (no measured servo efforts)",
         residual_rel=float(resid / max(resid0, 1e-300)),
         changes=changes,
@@ -317,6 +352,6 @@ __all__ = [
     "identify",
     "prior_config",
     "consistent",
-    "make_consistent",
+    "consistent_least_squares",
     "pseudo_inertia",
 ]
