@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 
@@ -112,11 +113,11 @@ class BagMapping:
         if unknown:
             raise ConfigError(f"{source}: unknown bag setting(s) {', '.join(unknown)} "
                               f"(known: {', '.join(known)})")
-        typed = {}
+        typed: dict[str, Any] = {}
         for key, value in values.items():
             default = known[key].default
             if default is MISSING:  # dict fields
-                default = known[key].default_factory()  # type: ignore[misc]
+                default = known[key].default_factory()  # type: ignore[misc,operator]
             try:
                 typed[key] = type(default)(value) if isinstance(default, (int, float)) and value is not None \
                     else ({} if value is None and isinstance(default, dict) else value)

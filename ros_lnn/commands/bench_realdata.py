@@ -25,6 +25,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 #: per system: the joint kinds of the bench's mapping, and the URDF's deliberate errors
 KINDS = {
@@ -32,7 +33,7 @@ KINDS = {
     "friction_crane": {"cart_joint": "cyclic", "pendulum_joint": "continuous"},
 }
 URDF_ERROR = {"mass": 1.2, "length": 1.05, "arm": 0.95}
-VARIANTS = {
+VARIANTS: dict[str, dict[str, Any]] = {
     "ServoLNN (dissipation, cyclic, URDF prior)": {},
     "  dissipation off": {"dissipation": "off"},
     "  cyclic off": {"cyclic": False},
@@ -99,13 +100,14 @@ def held_out_nmse(model, bag, mapping) -> float:
 
 
 def train_variant(recordings, system: str, urdf: Path, options: dict, work: Path, schedule: dict) -> dict:
+    """Train one variant on the system's training recording; its held-out nMSE per test recording."""
     from ..training.run import RunSpec, run
 
     train = recordings.train(system)
     kinds = dict(KINDS[system])
     if options.get("cyclic") is False:
         kinds = {j: k for j, k in kinds.items() if k != "cyclic"}
-    overrides = {"joint_kinds": kinds}
+    overrides: dict[str, object] = {"joint_kinds": kinds}
     if options.get("urdf", True):
         overrides["robot_description"] = str(urdf)
     spec = RunSpec(
@@ -121,6 +123,7 @@ def train_variant(recordings, system: str, urdf: Path, options: dict, work: Path
     )
     start = time.perf_counter()
     result = run(spec, progress=lambda line: None)
+    assert result is not None  # no torchrun here: this process is rank 0
     seconds = time.perf_counter() - start
     mapping = recordings.mapping(system)
     tests = {r.name: held_out_nmse(result.model, r.path, mapping) for r in recordings.tests(system)}
@@ -136,7 +139,7 @@ def bench_realdata(args) -> dict:
     quick = bool(getattr(args, "quick", False))
     systems = ["rotary_pendulum"] if quick else ["rotary_pendulum", "friction_crane"]
     variants = {k: v for k, v in VARIANTS.items() if not quick or k in QUICK_VARIANTS}
-    schedule = {
+    schedule: dict[str, Any] = {
         "epochs": 60 if quick else 800,
         "lr": 1e-3,
         "batch": 256,

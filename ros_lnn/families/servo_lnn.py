@@ -59,7 +59,7 @@ def build(shape: Shape, net: Network) -> ServoLNN:
     angles = [j for j, k in zip(joints, kinds) if k == "continuous"]
     if net.angle_features:
         angles += [j for j, u in zip(joints, units) if u == "rad" and j not in cyclic and j not in angles]
-    epsilon = {} if net.epsilon is None else {"epsilon": net.epsilon}  # None: the model's default
+    epsilon: dict[str, Any] = {} if net.epsilon is None else {"epsilon": net.epsilon}  # None: the default
     extra: dict[str, Any] = {"cyclic_joints": cyclic} if cyclic else {}
     if net.dissipation:
         extra["dissipation"] = net.dissipation

@@ -54,6 +54,12 @@ class RigidBodyPrior(nn.Module):
     """Bodies of a kinematic tree with one joint each (``revolute`` or ``prismatic``), parents listed
     before their children; ``index[b]`` is the model-order coordinate of body ``b``'s joint."""
 
+    axes: torch.Tensor
+    origin_R: torch.Tensor
+    origin_p: torch.Tensor
+    params: torch.Tensor
+    gravity: torch.Tensor
+
     def __init__(
         self,
         joints: Sequence[str],
@@ -162,7 +168,11 @@ class RigidBodyPrior(nn.Module):
         ref = qdd if qdd is not None else qd
         zero = torch.zeros_like(ref[..., :1]).expand(ref.shape[:-1] + (3,))
         g = -self.gravity.to(ref.dtype) if gravity else None
-        w, alpha, acc, F, N = [], [], [], [], []
+        w: list = []
+        alpha: list = []
+        acc: list = []
+        F: list = []
+        N: list = []
         for b, parent in enumerate(self.parents):
             i = self.index[b]
             a_b = a[b]
@@ -195,7 +205,7 @@ class RigidBodyPrior(nn.Module):
                 + _cross(w_b, (inertia @ w_b.unsqueeze(-1)).squeeze(-1))
                 + _cross(h, acc_b)
             )
-        tau = [None] * len(self.parents)
+        tau: list = [None] * len(self.parents)
         for b in reversed(range(len(self.parents))):
             parent = self.parents[b]
             axis = a[b]

@@ -155,7 +155,7 @@ class ServoLNN(nn.Module):
             v_scale = float(V.std()) if len(V) > 1 else 0.0
             m_scale = float(torch.diagonal(M, dim1=-2, dim2=-1).abs().mean().sqrt())
             v_scale = v_scale if v_scale > 0 else m_scale**2
-            self.residual_scale.copy_(torch.tensor([0.1 * v_scale, 0.1 * m_scale]))
+            self.get_buffer("residual_scale").copy_(torch.tensor([0.1 * v_scale, 0.1 * m_scale]))
 
     # -- the network ------------------------------------------------------------------------------
     def heads(self, y):

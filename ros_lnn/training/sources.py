@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -257,7 +258,7 @@ def stack(trials) -> dict:
     from .data import SAMPLE_KEYS
 
     trials = list(trials)
-    out = {k: np.concatenate([getattr(t, k) for t in trials]) for k in SAMPLE_KEYS}
+    out: dict[str, Any] = {k: np.concatenate([getattr(t, k) for t in trials]) for k in SAMPLE_KEYS}
     out["trial"] = np.concatenate([np.full(len(t), i) for i, t in enumerate(trials)])
     out["names"] = [t.name for t in trials]
     return out

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ COULOMB_VELOCITY = 0.05
 
 def _pin():
     try:
-        import pinocchio
+        import pinocchio  # type: ignore[import-untyped]
     except ImportError:
         raise ConfigError(
             "a URDF prior (--urdf / bag.robot_description) needs Pinocchio: pip install pin"
@@ -55,7 +56,7 @@ def _pin():
 class UrdfModel:
     """A Pinocchio model of the URDF and how its joints map onto the model's coordinates."""
 
-    model: object
+    model: Any  # pinocchio.Model
     path: str
     joints: list  # Pinocchio order
     index: list  # model-order coordinate of each Pinocchio joint
@@ -299,7 +300,7 @@ def identify(
     y = ((target - pred0) * row_scale).reshape(-1)  # unknowns: δπ, b, c
     scale = np.abs(urdf.params).reshape(-1)
     weight = 1.0 / np.maximum(scale, 1e-3 * max(scale.max(), 1e-12))  # relative changes
-    n_p, n_fr = pi0.size, F.shape[-1]
+    n_p, n_fr = pi0.size, 2 * len(fric_joints)
     # friction columns scaled to the same footing as the parameters (relative to their column norm)
     col = np.linalg.norm(A, axis=0)
     fric_scale = np.where(col[n_p:] > 0, col[n_p:], 1.0)
