@@ -242,28 +242,41 @@ def consistent_least_squares(B: np.ndarray, d: np.ndarray, prior: np.ndarray, n_
     z0 = np.concatenate(starts + [np.zeros(n_friction)])
     pi0 = prior.reshape(-1)
 
+    def lower(z, b):
+        L = np.zeros((4, 4))
+        L[idx] = z[10 * b : 10 * b + 10]
+        return L
+
     def params(z):
-        out = []
-        for b in range(bodies):
-            L = np.zeros((4, 4))
-            L[idx] = z[10 * b : 10 * b + 10]
-            out.append(from_pseudo_inertia(L @ L.T))
-        return np.concatenate(out)
+        return np.concatenate([from_pseudo_inertia(lower(z, b) @ lower(z, b).T) for b in range(bodies)])
 
     def residual(z):
         return B @ np.concatenate([params(z) - pi0, z[10 * bodies :]]) - d
 
-    lower = np.concatenate([np.full(10 * bodies, -np.inf), np.zeros(n_friction)])
+    def jacobian(z):
+        """``∂r/∂z``: π is linear in ``J = L Lᵀ`` and ``∂J/∂L_k = E_k Lᵀ + L E_kᵀ``."""
+        dpi = np.zeros((10 * bodies, len(z)))
+        for b in range(bodies):
+            L = lower(z, b)
+            for k, (i, j) in enumerate(zip(*idx)):
+                E = np.zeros((4, 4))
+                E[i, j] = 1.0
+                dpi[10 * b : 10 * b + 10, 10 * b + k] = from_pseudo_inertia(E @ L.T + L @ E.T)
+        dpi[:, 10 * bodies :] = 0.0
+        return B[:, : 10 * bodies] @ dpi + np.hstack([np.zeros((len(B), 10 * bodies)), B[:, 10 * bodies :]])
+
+    lower_bounds = np.concatenate([np.full(10 * bodies, -np.inf), np.zeros(n_friction)])
     fit = least_squares(
         residual,
         z0,
-        bounds=(lower, np.inf),
+        jac=jacobian,
+        bounds=(lower_bounds, np.inf),
         method="trf",
         x_scale="jac",
         xtol=1e-12,
         ftol=1e-12,
         gtol=1e-12,
-        max_nfev=200 * (len(z0) + 1),
+        max_nfev=2000,
     )
     return np.concatenate([params(fit.x) - pi0, fit.x[10 * bodies :]])
 
