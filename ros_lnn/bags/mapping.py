@@ -2,10 +2,14 @@
 overrides (the command line's)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
+
+#: Kinds of joint a mapping may declare (``joint_kinds``).
+JOINT_KINDS = ("revolute", "continuous", "prismatic", "cyclic")
 
 SERVO_TYPES = {"auto": "auto", "JointTrajectory": "trajectory_msgs/msg/JointTrajectory",
                "Float64MultiArray": "std_msgs/msg/Float64MultiArray"}
@@ -46,11 +50,22 @@ class BagMapping:
     savgol_order: int = 3
     #: share of trials held out for validation (split by trial, seeded)
     val_fraction: float = 0.25
+    #: by_trial: validation cut from the recordings (in-distribution); by_bag: with several bags the
+    #: last one is the test recording and the one before it (three or more) the validation recording
+    split: str = "by_trial"
     seed: int = 0
+    #: the robot's name, written into the model's metadata
     system: str = ""
+    #: per joint: revolute (rad, the default), continuous (rad, wraps: enters the network as sin/cos),
+    #: prismatic (m), cyclic (the Lagrangian does not depend on it: not a network input at all)
+    joint_kinds: dict = field(default_factory=dict)
+    #: shorthand for joint_kinds entries "cyclic"
+    cyclic_joints: tuple = ()
+    #: URDF file of the robot ("" = none): its rigid-body model becomes the prior (gray box)
+    robot_description: str = ""
 
     def __post_init__(self):
-        for key in ("free_joints", "servo_joints", "joint_order"):
+        for key in ("free_joints", "servo_joints", "joint_order", "cyclic_joints"):
             value = getattr(self, key)
             object.__setattr__(self, key, tuple([value] if isinstance(value, str) else value or ()))
         if self.servo_type not in SERVO_TYPES and self.servo_type not in SERVO_TYPES.values():
@@ -64,6 +79,28 @@ class BagMapping:
                               "as both free and servo")
         if not 0.0 <= self.val_fraction < 1.0:
             raise ConfigError(f"bag.val_fraction {self.val_fraction} must be in [0, 1)")
+        if self.split not in ("by_trial", "by_bag"):
+            raise ConfigError(f"bag.split '{self.split}': choose by_trial or by_bag")
+        if not isinstance(self.joint_kinds, dict):
+            raise ConfigError(f"bag.joint_kinds must map joint names to kinds, got {self.joint_kinds!r}")
+        kinds = {**dict.fromkeys(self.cyclic_joints, "cyclic"), **dict(self.joint_kinds)}
+        joints = set(self.free_joints) | set(self.servo_joints)
+        for joint, kind in kinds.items():
+            if joint not in joints:
+                raise ConfigError(f"bag.joint_kinds/cyclic_joints: '{joint}' is neither a free nor a servo "
+                                  f"joint "
+                                  f"({', '.join(sorted(joints))})")
+            if kind not in JOINT_KINDS:
+                raise ConfigError(
+                    f"bag.joint_kinds: '{joint}: {kind}': choose one of {', '.join(JOINT_KINDS)}")
+        object.__setattr__(self, "joint_kinds", kinds)
+
+    def kind(self, joint: str) -> str:
+        """The joint's kind (:data:`JOINT_KINDS`); revolute when the mapping says nothing."""
+        return self.joint_kinds.get(joint, "revolute")
+
+    def unit(self, joint: str) -> str:
+        return "m" if self.kind(joint) == "prismatic" else "rad"
 
     @property
     def servo_msgtype(self) -> str:
@@ -76,12 +113,14 @@ class BagMapping:
         if unknown:
             raise ConfigError(f"{source}: unknown bag setting(s) {', '.join(unknown)} "
                               f"(known: {', '.join(known)})")
-        typed = {}
+        typed: dict[str, Any] = {}
         for key, value in values.items():
             default = known[key].default
+            if default is MISSING:  # dict fields
+                default = known[key].default_factory()  # type: ignore[misc,operator]
             try:
                 typed[key] = type(default)(value) if isinstance(default, (int, float)) and value is not None \
-                    else value
+                    else ({} if value is None and isinstance(default, dict) else value)
             except (TypeError, ValueError):
                 raise ConfigError(f"{source}: bag.{key} = {value!r} is not a {type(default).__name__}") from None
             if typed[key] is None and isinstance(default, str):
@@ -103,6 +142,9 @@ class BagMapping:
         section = doc.get("bag", doc) if isinstance(doc, dict) else None
         if not isinstance(section, dict):
             raise ConfigError(f"{path}: expected a 'bag:' mapping")
+        urdf = section.get("robot_description")
+        if urdf and not Path(urdf).is_absolute():  # a URDF named in the config: relative to the config
+            section = {**section, "robot_description": str(path.parent / urdf)}
         if "bag" not in doc and not set(section) & {f.name for f in fields(cls)}:
             raise ConfigError(f"{path}: no 'bag:' section (topics and joints of the recording); "
                               "see config/bag_mapping_crane.yaml")
@@ -116,8 +158,9 @@ CRANE = dict(free_joints=("pendulum_joint",), servo_joints=("cart_joint",), syst
 
 
 #: Mapping settings the command line may override (``ros-lnn train --free-joints ...``).
-OVERRIDABLE = ("joint_states_topic", "servo_topic", "servo_type", "free_joints", "servo_joints", "servo_effort",
-               "savgol_window", "savgol_order", "val_fraction")
+OVERRIDABLE = ("joint_states_topic", "servo_topic", "servo_type", "free_joints", "servo_joints",
+               "servo_effort", "free_effort", "savgol_window", "savgol_order", "val_fraction", "split", "cyclic_joints",
+               "robot_description")
 
 
 def mapping_from_options(config=None, overrides: dict | None = None) -> BagMapping:
@@ -128,4 +171,4 @@ def mapping_from_options(config=None, overrides: dict | None = None) -> BagMappi
     return BagMapping.from_dict({**CRANE, **overrides}, "command line")
 
 
-__all__ = ["BagMapping", "mapping_from_options", "CRANE", "OVERRIDABLE", "SERVO_TYPES"]
+__all__ = ["BagMapping", "mapping_from_options", "CRANE", "OVERRIDABLE", "SERVO_TYPES", "JOINT_KINDS"]

@@ -71,6 +71,8 @@ class BagWriter:
                                         frame_id=frame_id)
 
     def raw(self, topic, msgtype, recv_ns, raws):
+        """Messages already serialised; a ``msgtype`` unknown to ROS 2's standard types is written
+        without a message definition (a custom type whose package the training machine lacks)."""
         recv_ns = np.asarray(recv_ns, dtype=np.int64)
         if len(recv_ns) != len(raws):
             raise ValueError("one receive time per message")
@@ -136,8 +138,13 @@ class BagWriter:
                 writer.set_custom_data(key, value)
             conns = {}
             for topic, msgtype, _, _ in self.streams:
-                if (topic, msgtype) not in conns:
+                if (topic, msgtype) in conns:
+                    continue
+                if msgtype in self.store.types:
                     conns[topic, msgtype] = writer.add_connection(topic, msgtype, typestore=self.store)
+                else:  # a robot's own message type: recorded without its definition, as field bags are
+                    conns[topic, msgtype] = writer.add_connection(topic, msgtype, msgdef="",
+                                                                  rihs01="RIHS01_" + "0" * 64)
             recv = np.concatenate([s[2] for s in self.streams]) if self.streams else np.zeros(0, np.int64)
             which = np.concatenate([np.full(len(s[2]), i) for i, s in enumerate(self.streams)] or [[]])
             within = np.concatenate([np.arange(len(s[2])) for s in self.streams] or [[]])

@@ -14,6 +14,9 @@ BENCHES = {
     "train": ("ros_lnn.commands.bench_train", "bench_train", "training steps/s: analytic vs autograd, paper schedule"),
     "delan": ("ros_lnn.commands.bench_delan", "bench_delan",
               "DeLaN character benchmark (test letters e, q, v) against the published figures"),
+    "realdata": ("ros_lnn.commands.bench_realdata", "bench_realdata",
+                 "train on one robot recording, test on others: ServoLNN vs structural LS fit and zero, "
+                 "ablations"),
     "zoo": ("ros_lnn.commands.bench_zoo", "bench_zoo",
             "seed studies: partial-Lagrangian examples and cost, LNN vs LNN-nh, TLNN rollouts (PNG in reports/zoo)"),
 }

@@ -42,6 +42,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--bag", nargs="+", metavar="BAG", help="rosbag2 recording(s) to train on (sqlite3 or mcap)"
     )
     parser.add_argument(
+        "--val-bag",
+        nargs="+",
+        metavar="BAG",
+        help="recording(s) early stopping validates on (not trained on; default: trials cut from --bag, "
+        "in-distribution)",
+    )
+    parser.add_argument(
+        "--test-bag",
+        nargs="+",
+        metavar="BAG",
+        help="recording(s) of different excitation the reported metrics come from (never validated on)",
+    )
+    parser.add_argument(
         "--config", help="YAML with a bag: mapping section (default: the crane's topics/joints)"
     )
     add_mapping_arguments(parser)
@@ -91,6 +104,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epsilon", type=float, help="M = L Lᵀ + ε I (servo_lnn 0.01, delan 1e-3)")
     parser.add_argument(
         "--angle-features", action="store_true", help="feed angle coordinates (unit rad) as [sin q, cos q]"
+    )
+    parser.add_argument(
+        "--dissipation",
+        choices=("auto", "off", "rayleigh", "rayleigh_coulomb"),
+        default="auto",
+        help="learned dissipation Q_d = -D(q) qd, D PSD (rayleigh), plus smooth Coulomb per joint; auto: "
+        "rayleigh_coulomb for bags without measured forces, off otherwise (the crane's default model)",
     )
     parser.add_argument("--links", type=int, help="links of the chain (--system chain; default 2)")
     parser.add_argument(
@@ -144,6 +164,19 @@ def add_mapping_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--free-joints", type=lambda s: tuple(s.split(",")), help="comma-separated free joints")
     g.add_argument("--servo-joints", type=lambda s: tuple(s.split(",")), help="comma-separated servo joints")
     g.add_argument("--servo-effort", help="measured Q_e source: joint_states, none, or a topic")
+    g.add_argument("--free-effort", help="Q_f source: zero (unactuated), joint_states, none, or a topic")
+    g.add_argument("--split", choices=("by_trial", "by_bag"), help="validation/test by trial or by recording")
+    g.add_argument(
+        "--cyclic-joints",
+        type=lambda s: tuple(s.split(",")),
+        help="comma-separated joints the Lagrangian does not depend on (not network inputs)",
+    )
+    g.add_argument(
+        "--urdf",
+        dest="robot_description",
+        metavar="FILE",
+        help="the robot's URDF: rigid-body prior identified from the bag (the mapping's robot_description)",
+    )
     g.add_argument("--savgol-window", type=int, help="Savitzky–Golay window (odd, samples)")
     g.add_argument("--savgol-order", type=int, help="Savitzky–Golay polynomial order")
     g.add_argument("--val-fraction", type=float, help="share of trials held out for validation")
@@ -211,6 +244,8 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
         system=args.system,
         data=args.data,
         bags=tuple(str(b) for b in args.bag or ()),
+        val_bags=tuple(str(b) for b in args.val_bag or ()),
+        test_bags=tuple(str(b) for b in args.test_bag or ()),
         bag_config=args.config,
         bag_mapping={k: getattr(args, k) for k in OVERRIDABLE if getattr(args, k) is not None},
         with_qe=args.with_qe,
@@ -225,6 +260,7 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
         diag_activation=args.diag_activation,
         epsilon=args.epsilon,
         angle_features=args.angle_features,
+        dissipation=args.dissipation,
         epochs=args.epochs,
         batch=args.batch,
         lr=args.lr,

@@ -44,6 +44,7 @@ SERVO_ONLY_OPTIONS = (
     "test_trials",
     "diag_activation",
     "angle_features",
+    "dissipation",
     "epsilon",
     "exporter",
 )

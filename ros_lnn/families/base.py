@@ -39,6 +39,8 @@ class Shape:
     free_joints: tuple[str, ...]
     servo_joints: tuple[str, ...] = ()
     coordinate_units: tuple[str, ...] = ()
+    #: per coordinate (model order): revolute, continuous (wraps), prismatic or cyclic; () = all plain
+    joint_kinds: tuple[str, ...] = ()
 
     @property
     def coordinate_names(self) -> tuple[str, ...]:
@@ -54,6 +56,10 @@ class Network:
     epsilon: float | None = None
     diag_activation: str = "softplus"
     angle_features: bool = False
+    #: "" (conservative), "rayleigh" or "rayleigh_coulomb" (ServoLNN's learned dissipation)
+    dissipation: str = ""
+    #: a rigid-body prior identified from the data (ServoLNN; ros_lnn.models.rigid_body config)
+    prior: dict | None = None
 
 
 def no_option_rules(options: Mapping[str, Any], given: Given) -> None:
@@ -113,6 +119,8 @@ class Family:
 #: Options of bag reading (``ros-lnn train --bag``).
 BAG_OPTIONS = (
     "bag",
+    "val_bag",
+    "test_bag",
     "config",
     "joint_states_topic",
     "servo_topic",
@@ -123,6 +131,10 @@ BAG_OPTIONS = (
     "savgol_window",
     "savgol_order",
     "val_fraction",
+    "free_effort",
+    "split",
+    "cyclic_joints",
+    "robot_description",
 )
 #: Options of the simulated trajectories (chains and the nonholonomic examples).
 SIMULATION_OPTIONS = ("trajectories", "duration", "links")

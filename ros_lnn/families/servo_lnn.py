@@ -54,17 +54,28 @@ def build(shape: Shape, net: Network) -> ServoLNN:
 
     joints = shape.coordinate_names
     units = list(shape.coordinate_units) or ["rad"] * len(joints)
-    angles = [j for j, u in zip(joints, units) if u == "rad"] if net.angle_features else []
-    epsilon = {} if net.epsilon is None else {"epsilon": net.epsilon}  # None: the model's default
+    kinds = list(shape.joint_kinds) or ["revolute"] * len(joints)
+    cyclic = [j for j, k in zip(joints, kinds) if k == "cyclic"]
+    angles = [j for j, k in zip(joints, kinds) if k == "continuous"]
+    if net.angle_features:
+        angles += [j for j, u in zip(joints, units) if u == "rad" and j not in cyclic and j not in angles]
+    epsilon: dict[str, Any] = {} if net.epsilon is None else {"epsilon": net.epsilon}  # None: the default
+    extra: dict[str, Any] = {"cyclic_joints": cyclic} if cyclic else {}
+    if net.dissipation:
+        extra["dissipation"] = net.dissipation
+    if net.prior:  # the rigid body's M is positive definite: no ε I added to the residual
+        extra["prior"] = net.prior
+        epsilon = {"epsilon": 0.0}
     return ServoLNN(
         list(shape.free_joints),
         list(shape.servo_joints),
         hidden=list(net.hidden),
         activation=net.activation,
         diag_activation=net.diag_activation,
-        angle_joints=angles,
+        angle_joints=[j for j in joints if j in angles],
         coordinate_units=units,
         **epsilon,
+        **extra,
     )
 
 
@@ -78,6 +89,7 @@ def normalise(model: ServoLNN, train: dict) -> None:
     from ..models.normalisation import normalisation
 
     model.set_normalisation(*normalisation(train["q"]))
+    model.set_residual_scale(train["q"])
 
 
 def servo_losses(model: ServoLNN, with_qe: bool) -> tuple[str, ...]:
@@ -112,20 +124,22 @@ def evaluate(model: ServoLNN, samples: dict) -> dict:
 
     qdd_f, qdd_f_hat = np.asarray(samples["qdd"])[:, :n_f], get(out["qdd"])[:, :n_f]
     res: dict[str, Any] = {"qdd_f_nmse": float(np.mean((qdd_f_hat - qdd_f) ** 2) / np.var(qdd_f))}
-    if model.n_e:
-        Q_e = np.asarray(samples["Q"])[:, n_f:]
+    # what the data do not hold (a bag: no Q_e, no truth of M, V, E) is left out, not reported as NaN
+    Q = np.asarray(samples["Q"])
+    if model.n_e and np.isfinite(Q[:, n_f:]).all():
+        Q_e = Q[:, n_f:]
         rms = np.sqrt(np.mean(Q_e**2))
         res["Q_e_rel_rms"] = float(np.sqrt(np.mean((get(out["Q_e"]) - Q_e) ** 2)) / rms)
         res["Q_e_rel_rms_inverse"] = float(np.sqrt(np.mean((get(inv["Q_e"]) - Q_e) ** 2)) / rms)
-    Q_f = np.asarray(samples["Q"])[:, :n_f]
-    res["Q_f_rms_inverse"] = float(np.sqrt(np.mean((get(inv["Q"])[:, :n_f] - Q_f) ** 2)))
-    if "M" in samples:
+    if np.isfinite(Q[:, :n_f]).all():
+        res["Q_f_rms_inverse"] = float(np.sqrt(np.mean((get(inv["Q"])[:, :n_f] - Q[:, :n_f]) ** 2)))
+    if "M" in samples and np.isfinite(samples["M"]).all():
         M = np.asarray(samples["M"])
         res["M_rel_err"] = float(
             np.sqrt(np.mean(np.sum((get(out["M"]) - M) ** 2, (-1, -2))) / np.mean(np.sum(M**2, (-1, -2))))
         )
     for key in ("V", "E"):
-        if key in samples:
+        if key in samples and np.isfinite(samples[key]).all():
             truth = np.asarray(samples[key])
             err = get(out[key]) - truth
             res[f"{key}_rel_err"] = float(np.std(err) / np.std(truth))
@@ -160,13 +174,20 @@ def export(
 
 
 def test_summary(metrics: dict) -> str:
-    nan = float("nan")
-    return (
-        f"test: q̈_f nMSE {metrics['qdd_f_nmse']:.2e}"
-        + (f", Q_e rel rms {metrics['Q_e_rel_rms']:.2%}" if "Q_e_rel_rms" in metrics else "")
-        + f", M rel err {metrics.get('M_rel_err', nan):.2%}, V rel err {metrics.get('V_rel_err', nan):.2%}"
-        + f", E rel err {metrics.get('E_rel_err', nan):.2%}"
-    )
+    """The ``test: ...`` line; quantities the data do not hold are left out. When no test recording
+    was given, the line says the figure is the in-distribution validation's."""
+    where = metrics.get("evaluated_on", "test trials")
+    kind = where.split("(")[0].strip()
+    head = "test" if where.startswith("test") else f"validation (in-distribution, {kind})"
+    parts = [f"{head}: q̈_f nMSE {metrics['qdd_f_nmse']:.2e}"]
+    for key, label in (("Q_e_rel_rms", "Q_e rel rms"), ("M_rel_err", "M rel err"), ("V_rel_err", "V rel err"),
+                       ("E_rel_err", "E rel err")):
+        if key in metrics:
+            parts.append(f"{label} {metrics[key]:.2%}")
+    line = ", ".join(parts)
+    if not where.startswith("test"):
+        line += "; no test recording: pass --test-bag for a held-out figure"
+    return line
 
 
 def servo_lnn_rules(options: Mapping[str, Any], given: Given) -> None:

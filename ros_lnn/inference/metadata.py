@@ -8,7 +8,9 @@ Graph inputs (float32 unless ``dtype`` says otherwise; batch dimension ``batch``
     qd     (batch, n)    velocities
     qdd_e  (batch, n_e)  servo accelerations            (omitted when n_e == 0)
     Q_f    (batch, n_f)  generalised forces on free coordinates
-Graph outputs: ``ros_lnn.physics.lagrangian.OUTPUT_NAMES`` (model order), shapes in ``OUTPUT_SHAPES``.
+Graph outputs: ``ros_lnn.physics.lagrangian.OUTPUT_NAMES`` (model order), shapes in ``OUTPUT_SHAPES``;
+a model with a learned dissipation also ``Q_dissipative`` (then ``Q`` is the applied force and
+``E_dot = q̇ᵀ Q + q̇ᵀ Q_dissipative``).
 """
 from __future__ import annotations
 
@@ -27,11 +29,12 @@ OUTPUT_SHAPES = {
     "Q_ff_m": "n_f", "Q_fe_m": "n_f", "Q_ef_m": "n_e", "Q_ee_m": "n_e",
     "T": "", "V": "", "E": "", "T_dot": "", "V_dot": "", "E_dot": "", "W_dot": "n", "power": "",
     "M": "n,n",
+    "Q_dissipative": "n",  # only models with a learned dissipation export it
 }
 OUTPUT_UNITS = {
     "qdd": "rad/s^2 or m/s^2 per coordinate", "Q": "N*m or N per coordinate",
     "T": "J", "V": "J", "E": "J", "T_dot": "W", "V_dot": "W", "E_dot": "W", "W_dot": "W", "power": "W",
-    "M": "kg*m^2, kg*m or kg per entry",
+    "M": "kg*m^2, kg*m or kg per entry", "Q_dissipative": "N*m or N per coordinate",
 }
 
 

@@ -1,4 +1,6 @@
 """ONNX Runtime evaluation of an exported ServoLNN/DeLaN model, on numpy only (never imports torch).
+Models with a learned dissipation have one more output, ``Q_dissipative`` (``q̇ᵀ Q_d ≤ 0``); models
+without it load and run as before.
 
     rt = ServoLnnRuntime(default_model_path())
     out = rt.evaluate(q, qd, qdd_e, Q_f)     # 1-D inputs: one sample; 2-D: a batch
@@ -167,8 +169,10 @@ class ServoLnnRuntime:
         M, Q_c, dV = out["M"], out["Q_coriolis"], out["Q_conservative"]
         Q_m = np.einsum("bij,bj->bi", M, qdd2)
         Q = Q_m + Q_c + dV
+        if "Q_dissipative" in out:  # a model with dissipation: M q̈ + Q_c + ∂V/∂q = Q + Q_d (q̈-independent)
+            Q = Q - out["Q_dissipative"]
         f, e = slice(0, self.n_f), slice(self.n_f, self.n)
-        T_dot = np.einsum("bi,bi->b", qd2, Q_m + Q_c)
+        T_dot = np.einsum("bi,bi->b", qd2, Q_m + Q_c)  # = q̇ᵀ Q + q̇ᵀ Q_d − V̇ with dissipation
         V_dot = np.einsum("bi,bi->b", qd2, dV)
         res = dict(out)
         res.update({

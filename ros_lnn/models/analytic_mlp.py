@@ -40,14 +40,19 @@ def activation(name: str):
 
 
 class InputMap(nn.Module):
-    """``x = φ(q)``: coordinates listed in ``angles`` enter as ``[sin q_i, cos q_i]``, the others as
+    """``x = φ(q)``: coordinates listed in ``angles`` enter as ``[sin q_i, cos q_i]``, those in
+    ``cyclic`` not at all (the Lagrangian does not depend on them), the others as
     ``(q_i − offset_i) / scale_i`` (normalisation set from the training data)."""
 
-    def __init__(self, n: int, angles: Sequence[int] = ()):
+    def __init__(self, n: int, angles: Sequence[int] = (), cyclic: Sequence[int] = ()):
         super().__init__()
         self.n = n
         self.angles = tuple(sorted(int(i) for i in angles))
-        self.linear = tuple(i for i in range(n) if i not in self.angles)
+        self.cyclic = tuple(sorted(int(i) for i in cyclic))
+        if set(self.angles) & set(self.cyclic):
+            both = sorted(set(self.angles) & set(self.cyclic))
+            raise ValueError(f"coordinates {both} are both angles and cyclic")
+        self.linear = tuple(i for i in range(n) if i not in self.angles and i not in self.cyclic)
         self.register_buffer("offset", torch.zeros(n))
         self.register_buffer("scale", torch.ones(n))
         self.register_buffer("eye", torch.eye(n))
@@ -63,7 +68,7 @@ class InputMap(nn.Module):
     def features(self, q):
         z = (q - self.offset) / self.scale
         if not self.angles:
-            return z
+            return z[..., list(self.linear)] if self.cyclic else z
         qa = q[..., list(self.angles)]
         return torch.cat([z[..., list(self.linear)], torch.sin(qa), torch.cos(qa)], dim=-1)
 
@@ -94,13 +99,13 @@ class AnalyticMLP(nn.Module):
     ``(y, ∂y/∂q)`` with shapes (..., m) and (..., n, m)."""
 
     def __init__(self, n: int, out_features: int, hidden: Sequence[int] = (64,), act: str = "softplus",
-                 angles: Sequence[int] = ()):
+                 angles: Sequence[int] = (), cyclic: Sequence[int] = ()):
         super().__init__()
         if not hidden:
             raise ValueError("AnalyticMLP needs at least one hidden layer")
         self.n, self.act_name = n, act
         self.g, self.dg = activation(act)
-        self.input_map = InputMap(n, angles)
+        self.input_map = InputMap(n, angles, cyclic)
         widths = [self.input_map.out_features, *hidden]
         self.hidden = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
         self.out = nn.Linear(widths[-1], out_features)
@@ -111,6 +116,10 @@ class AnalyticMLP(nn.Module):
         if im.angles:
             W = layer.weight
             return W, layer.bias, None
+        if im.cyclic:  # cyclic coordinates: zero columns (no input, no derivative)
+            lin = list(im.linear)
+            W = (layer.weight / im.scale[lin]) @ im.eye[lin]
+            return W, layer.bias - W @ im.offset, W.transpose(0, 1)
         W = layer.weight / im.scale
         return W, layer.bias - W @ im.offset, W.transpose(0, 1)
 

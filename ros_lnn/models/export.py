@@ -18,10 +18,15 @@ import torch
 from torch import nn
 
 from ..inference.metadata import METADATA_KEY, ModelMetadata
-from ..physics.lagrangian import OUTPUT_NAMES
+from ..physics.lagrangian import DISSIPATIVE_OUTPUT, OUTPUT_NAMES
 from .servo_lnn import FAMILY, ServoLNN
 
 EXPORT_OUTPUTS = OUTPUT_NAMES
+
+
+def export_outputs(model: ServoLNN) -> tuple[str, ...]:
+    """The graph's outputs: :data:`EXPORT_OUTPUTS`, and ``Q_dissipative`` for a model with dissipation."""
+    return EXPORT_OUTPUTS + ((DISSIPATIVE_OUTPUT,) if model.dissipation else ())
 OPSET = 17
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -32,16 +37,17 @@ class _Graph(nn.Module):
     def __init__(self, model: ServoLNN):
         super().__init__()
         self.model = model
+        self.names = export_outputs(model)
 
     def forward(self, q, qd, qdd_e, Q_f):
         out = self.model(q, qd, qdd_e, Q_f)
-        return tuple(out[k] for k in EXPORT_OUTPUTS)
+        return tuple(out[k] for k in self.names)
 
 
 class _GraphNoServo(_Graph):
     def forward(self, q, qd, Q_f):
         out = self.model(q, qd, None, Q_f)
-        return tuple(out[k] for k in EXPORT_OUTPUTS)
+        return tuple(out[k] for k in self.names)
 
 
 def _translations() -> dict:
@@ -97,13 +103,13 @@ def export_onnx(model: ServoLNN, path, metadata: ModelMetadata | None = None, dt
             dyn = {name: {0: torch.export.Dim("batch")} for name in input_names}
             program = torch.onnx.export(graph, args, dynamo=True, input_names=input_names,
                                         custom_translation_table=_translations(),
-                                        output_names=list(EXPORT_OUTPUTS), dynamic_shapes=dyn,
+                                        output_names=list(graph.names), dynamic_shapes=dyn,
                                         opset_version=max(OPSET, 18), optimize=True, verbose=False)
             proto = program.model_proto
         else:
-            dyn = {name: {0: "batch"} for name in (*input_names, *EXPORT_OUTPUTS)}
+            dyn = {name: {0: "batch"} for name in (*input_names, *graph.names)}
             torch.onnx.export(graph, args, buf, dynamo=False, input_names=input_names,
-                              output_names=list(EXPORT_OUTPUTS), dynamic_axes=dyn, opset_version=OPSET,
+                              output_names=list(graph.names), dynamic_axes=dyn, opset_version=OPSET,
                               do_constant_folding=True)
             proto = onnx.load_from_string(buf.getvalue())
     return write_model(proto, metadata, path)

@@ -66,8 +66,11 @@ def loss_terms(model, batch: dict, names=WITH_QE) -> dict:
         raise ValueError(f"unknown losses {sorted(unknown)}; choose from {ALL_LOSSES}")
     n_f = model.n_f
     q, qd, qdd, Q = batch["q"], batch["qd"], batch["qdd"], batch["Q"]
-    M, dM, _, dV = model.terms(q)
-    r = TORCH.einsum("...ij,...j->...i", M, qdd) + coriolis_force(TORCH, dM, qd) + dV - Q
+    if getattr(model, "extra_forces", False):  # dissipation, rigid-body prior
+        r, M = model.inverse_residual(q, qd, qdd, Q)
+    else:
+        M, dM, _, dV = model.terms(q)
+        r = TORCH.einsum("...ij,...j->...i", M, qdd) + coriolis_force(TORCH, dM, qd) + dV - Q
     r_f, r_e = r[..., :n_f], r[..., n_f:]
     out = {}
     if "inv" in names:

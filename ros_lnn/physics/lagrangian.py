@@ -83,6 +83,10 @@ class Partition:
         return cls(tuple(i for i in range(n) if i not in servo), servo)
 
 
+#: The dissipative force ``Q_d`` (negative work: ``q̇ᵀ Q_d ≤ 0``), returned by ``dynamics`` and exported
+#: only for models that have one; ``Ė = q̇ᵀ Q + q̇ᵀ Q_d`` with ``Q`` the applied force.
+DISSIPATIVE_OUTPUT = "Q_dissipative"
+
 # Names of everything ``dynamics`` returns, in a fixed order; the ONNX graph exports the same names.
 OUTPUT_NAMES = (
     "qdd", "qdd_f", "Q", "Q_e", "Q_inertial", "Q_coriolis", "Q_conservative",
@@ -112,16 +116,26 @@ def forward_acceleration(ops, M, Q_c, dV, qdd_e, Q_f, part: Partition):
     return _solve_free(ops, M, Q_c + dV, qdd_e, Q_f, part)
 
 
-def dynamics(ops, M, dM, V, dV, qd, part: Partition, *, qdd=None, qdd_e=None, Q_f=None) -> dict:
+def dynamics(ops, M, dM, V, dV, qd, part: Partition, *, qdd=None, qdd_e=None, Q_f=None, Q_c=None,
+             Q_d=None) -> dict:
     """Every ServoLNN output of EQUATIONS.md §1.
 
     Inverse mode: pass the full ``qdd``. Forward mode: pass ``qdd_e`` and ``Q_f``; ``q̈_f`` is solved
     from eq 18 and ``Q`` (hence ``Q_e``) is evaluated at the predicted acceleration.
     The formulation keeps the exported graph small (every node costs time at batch size 1).
+
+    ``Q_c``: the Coriolis/centrifugal force when the caller has it (e.g. a rigid-body part computed by
+    recursive Newton–Euler added to the network's); default ``Ṁ q̇ − ½ k`` from ``dM``.
+    ``Q_d``: a dissipative force (Rayleigh damping, friction). Then ``M q̈ + Q_c + ∂V/∂q = Q + Q_d``:
+    ``Q`` stays the applied force (``Q_e`` what the servo delivers, friction included), the forward
+    mode solves ``q̈_f = M_ff⁻¹ (Q_f + Q_d,f − M_fe q̈_e − Q_c,f − ∂V/∂q_f)``, and the energy balance is
+    ``Ė = q̇ᵀ Q + q̇ᵀ Q_d`` (``T_dot`` includes ``q̇ᵀ Q_d``; ``power`` is the applied power ``q̇ᵀ Q``).
+    Without ``Q_c``/``Q_d`` the computation (and an exported graph) is exactly the conservative one.
     """
     f, e = list(part.free), list(part.servo)
-    Q_c = coriolis_force(ops, dM, qd)
-    Q_cg = Q_c + dV
+    if Q_c is None:
+        Q_c = coriolis_force(ops, dM, qd)
+    Q_cg = Q_c + dV if Q_d is None else Q_c + dV - Q_d
     if qdd is None:
         if qdd_e is None or Q_f is None:
             raise ValueError("forward mode needs qdd_e and Q_f (or pass qdd for inverse mode)")
@@ -141,7 +155,9 @@ def dynamics(ops, M, dM, V, dV, qd, part: Partition, *, qdd=None, qdd_e=None, Q_
     power = W_dot.sum(-1)
     V_dot = ops.einsum("...i,...i->...", dV, qd)
     T_dot = power - V_dot  # = q̇ᵀ(M q̈ + Ṁ q̇ − ½k), since Q − ∂V/∂q = M q̈ + Ṁ q̇ − ½k
-    return {
+    if Q_d is not None:  # Q + Q_d − ∂V/∂q = M q̈ + Q_c
+        T_dot = T_dot + ops.einsum("...i,...i->...", qd, Q_d)
+    out = {
         "qdd": qdd,
         "qdd_f": qdd_f,
         "Q": Q,
@@ -163,3 +179,6 @@ def dynamics(ops, M, dM, V, dV, qd, part: Partition, *, qdd=None, qdd_e=None, Q_
         "power": power,
         "M": M,
     }
+    if Q_d is not None:
+        out[DISSIPATIVE_OUTPUT] = Q_d
+    return out

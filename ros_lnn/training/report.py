@@ -89,37 +89,76 @@ def _nmse(pred, truth) -> float:
     return float(np.mean((pred - truth) ** 2) / max(np.var(truth), 1e-300))
 
 
-def plot_trial(name: str, sel, samples: dict, pred: dict, model, qe_measured: bool, path) -> dict:
-    """One validation trial: time series (left) and predicted against measured (right) per quantity."""
-    n_f = model.n_f
-    t = np.asarray(samples["t"])[sel] if "t" in samples else np.arange(sel.sum())
-    rows = [(f"q̈ {j}", np.asarray(samples["qdd"])[sel, i], pred["qdd_f"][sel, i]) for i, j in enumerate(model.free_joints)]
-    if qe_measured and model.n_e:
-        rows += [(f"Q_e {j}", np.asarray(samples["Q"])[sel, n_f + i], pred["Q_e"][sel, i])
-                 for i, j in enumerate(model.servo_joints)]
-    if "E" in samples:
-        truth = np.asarray(samples["E"])[sel]
-        e = pred["E"][sel]
-        rows.append(("E (mean aligned)", truth, e - e.mean() + truth.mean()))  # V is defined up to a constant
-    fig, ax = _figure(len(rows), 2, width_ratios=[3, 1])
+def acceleration_unit(unit: str) -> str:
+    return f"{unit}/s²"
+
+
+def force_unit(unit: str) -> str:
+    return "N·m" if unit == "rad" else "N"
+
+
+def comparison_rows(
+    samples: dict, sel, pred: dict, free_joints, servo_joints, units, qe_measured: bool
+) -> list:
+    """(label, unit, measured, predicted) per quantity the samples hold: q̈ of each free joint; Q_e of
+    each servo joint when measured and finite; E when the data hold its truth (mean aligned: V is
+    defined up to a constant). Quantities that are NaN in the data are left out."""
+    n_f = len(free_joints)
+    qdd = np.asarray(samples["qdd"])[sel]
+    rows = [(f"q̈ {j}", acceleration_unit(units[i]), qdd[:, i], pred["qdd_f"][sel, i])
+            for i, j in enumerate(free_joints)]
+    Q = np.asarray(samples["Q"])[sel]
+    if qe_measured and pred.get("Q_e") is not None:
+        rows += [(f"Q_e {j}", force_unit(units[n_f + i]), Q[:, n_f + i], pred["Q_e"][sel, i])
+                 for i, j in enumerate(servo_joints) if np.isfinite(Q[:, n_f + i]).all()]
+    if "E" in samples and np.isfinite(np.asarray(samples["E"])[sel]).all():
+        truth, e = np.asarray(samples["E"])[sel], pred["E"][sel]
+        rows.append(("E (mean aligned)", "J", truth, e - e.mean() + truth.mean()))
+    return [r for r in rows if np.isfinite(r[2]).all() and np.isfinite(r[3]).all()]
+
+
+def plot_comparison(name: str, t, rows: list, path, reference: str = "measured") -> dict:
+    """Per quantity: time series of ``reference`` and predicted (left), the residual predicted −
+    reference in its own panel (middle), predicted against reference (right); units on every axis.
+    Returns the nMSE per quantity label."""
+    fig, ax = _figure(max(len(rows), 1), 3, width=13.0, width_ratios=[3, 2, 1.3])
     scores = {}
-    for r, (label, truth, p) in enumerate(rows):
+    for r, (label, unit, truth, p) in enumerate(rows):
         score = _nmse(p, truth)
         scores[label] = score
-        a, b = ax[r, 0], ax[r, 1]
-        a.plot(t, truth, color="black", lw=1.4, label="measured")
+        a, c, b = ax[r, 0], ax[r, 1], ax[r, 2]
+        a.plot(t, truth, color="black", lw=1.4, label=reference)
         a.plot(t, p, color="tab:orange", lw=1.0, ls="--", label="predicted")
-        a.set(ylabel=label, title=f"{name}: {label}  (nMSE {score:.2e})")
+        a.set(ylabel=f"{label} [{unit}]", title=f"{name}: {label}  (nMSE {score:.2e})")
         a.grid(alpha=0.3)
+        c.plot(t, p - truth, color="tab:red", lw=0.8)
+        c.axhline(0.0, color="grey", lw=0.8)
+        rms = float(np.sqrt(np.mean((p - truth) ** 2)))
+        c.set(ylabel=f"residual [{unit}]", title=f"predicted − {reference} (rms {rms:.2e} {unit})")
+        c.grid(alpha=0.3)
         lo, hi = float(min(truth.min(), p.min())), float(max(truth.max(), p.max()))
+        if hi <= lo:
+            lo, hi = lo - 1.0, hi + 1.0
         b.plot([lo, hi], [lo, hi], color="grey", lw=1)
         b.scatter(truth, p, s=3, alpha=0.5, color="tab:blue")
-        b.set(xlabel=f"measured {label}", ylabel="predicted", xlim=(lo, hi), ylim=(lo, hi))
+        b.set(xlabel=f"{reference} [{unit}]", ylabel=f"predicted [{unit}]", xlim=(lo, hi), ylim=(lo, hi))
         b.grid(alpha=0.3)
-    ax[0, 0].legend(fontsize=8, loc="upper right")
-    ax[-1, 0].set_xlabel("t [s]")
+    if rows:
+        ax[0, 0].legend(fontsize=8, loc="upper right")
+    else:
+        ax[0, 0].text(0.5, 0.5, "nothing to compare", ha="center", va="center", transform=ax[0, 0].transAxes)
+    for col in (0, 1):
+        ax[-1, col].set_xlabel("t [s]")
     fig.savefig(path, dpi=100)
     return scores
+
+
+def plot_trial(name: str, sel, samples: dict, pred: dict, model, qe_measured: bool, path) -> dict:
+    """One validation trial: every quantity the trial holds, predicted against measured."""
+    t = np.asarray(samples["t"])[sel] if "t" in samples else np.arange(sel.sum())
+    units = list(getattr(model, "coordinate_units", [])) or ["rad"] * model.n
+    rows = comparison_rows(samples, sel, pred, model.free_joints, model.servo_joints, units, qe_measured)
+    return plot_comparison(name, t, rows, path)
 
 
 def _safe(name: str) -> str:
@@ -127,7 +166,8 @@ def _safe(name: str) -> str:
 
 
 def write_report(directory, history: dict, model=None, val_samples: dict | None = None, metrics: dict | None = None,
-                 provenance: dict | None = None, qe_measured: bool = True) -> dict:
+                 provenance: dict | None = None, qe_measured: bool = True, prefix: str = "validation",
+                 extra: dict | None = None) -> dict:
     """Write the report folder; returns {"dir", "files"}. ``model`` should be the exported one (CPU)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -136,7 +176,7 @@ def write_report(directory, history: dict, model=None, val_samples: dict | None 
     if model is not None and val_samples is not None and len(val_samples["q"]):
         pred = predictions(model, val_samples)
         for name, sel in _trial_groups(val_samples):
-            fname = f"validation_{_safe(name)}.png"
+            fname = f"{prefix}_{_safe(name)}.png"
             per_trial[name] = plot_trial(name, sel, val_samples, pred, model, qe_measured, directory / fname)
             files.append(fname)
     doc = {"metrics": metrics or {}, "per_trial_nmse": per_trial,
@@ -146,6 +186,7 @@ def write_report(directory, history: dict, model=None, val_samples: dict | None 
                         "seconds": history.get("seconds"), "device": history.get("device"),
                         "config": history.get("config")},
            "provenance": provenance or {}, "files": files}
+    doc |= extra or {}
     tmp = directory / ".metrics.json.tmp"
     tmp.write_text(json.dumps(doc, indent=2, default=_json_default))
     tmp.replace(directory / "metrics.json")

@@ -101,16 +101,63 @@ def training_record(family: Family, spec: RunSpec, history: dict) -> dict:
     }
 
 
-def test_metrics(family: Family, model: nn.Module, test: dict, history: dict) -> dict:
+def test_metrics(
+    family: Family, model: nn.Module, test: dict, history: dict, evaluated_on: str = "test trials"
+) -> dict:
     metrics = family.evaluate(model, test)
     if family.data == TRAJECTORIES:
         return metrics | {"evaluated_on": "test trajectories", "final_train_loss": history["loss"][-1]}
     per_trial = metrics.pop("qdd_f_nmse_per_trial", {})  # keyed by trial index → by trial name
     return metrics | {
         "qdd_f_nmse_per_trial": {test["names"][i]: v for i, v in enumerate(per_trial.values())},
-        "evaluated_on": "test trials",
+        "evaluated_on": evaluated_on,
         "final_train_loss": history["loss"][-1],
     }
+
+
+def identify_from_bags(spec: RunSpec, data, progress: Callable[[str], None]) -> tuple[dict | None, dict | None]:
+    """Recordings: the excitation report (printed) and, with a URDF (the mapping's
+    ``robot_description``), the rigid-body prior identified from the training samples."""
+    if data.bags is None:
+        return None, None
+    from .identifiability import excitation_report
+
+    mapping = data.bags.mapping
+    shape = data.shape
+    prior = urdf = ident = None
+    if mapping.robot_description:
+        from .urdf_prior import identify, prior_config, read_urdf
+
+        urdf = read_urdf(mapping.robot_description, shape.coordinate_names)
+        ident = identify(urdf, data.train, len(shape.free_joints), use_qe=data.with_qe, seed=spec.seed)
+        prior = prior_config(urdf, ident.params) | {
+            "damping": ident.damping.tolist(),
+            "coulomb": ident.coulomb.tolist(),
+        }
+        progress(f"URDF prior: {urdf.path} ({len(urdf.joints)} joints), inertial parameters identified from "
+                 f"the {ident.rows}; fit residual {ident.residual_rel:.2e} of the URDF's")
+    excitation = excitation_report(
+        data.train,
+        shape.free_joints,
+        shape.servo_joints,
+        shape.coordinate_units,
+        shape.joint_kinds,
+        recordings=len(spec.bags) + len(spec.val_bags) + len(spec.test_bags),
+        identification=ident,
+        urdf=urdf,
+    )
+    for line in excitation["lines"]:
+        progress(f"identifiability: {line}")
+    return prior, excitation
+
+
+def resolve_dissipation(option: str, data) -> str:
+    """The model's dissipation: ``auto`` is ``rayleigh_coulomb`` for recordings without measured
+    forces (real joints have friction and nothing else accounts for it), off otherwise (the crane's
+    conservative model); the other choices as given ("off" → "")."""
+    if option == "auto":
+        return "rayleigh_coulomb" if data.source.get("kind") == "rosbag" and not data.with_qe else ""
+    return "" if option == "off" else option
 
 
 def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | None:
@@ -135,11 +182,22 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
     spec = dataclasses.replace(spec, with_qe=data.with_qe, test_trials=data.test_trials or spec.test_trials)
     progress(data.summary)
 
+    prior, excitation = identify_from_bags(spec, data, progress)
+    dissipation = resolve_dissipation(spec.dissipation, data)
+    if dissipation and spec.dissipation == "auto":  # what auto chose is part of the command line
+        spec = dataclasses.replace(spec, dissipation=dissipation)
+        progress(f"dissipation: {dissipation} (auto: the recordings measure no force)")
     seed_everything(spec.seed)
     model = family.build(
         data.shape,
         Network(
-            tuple(spec.hidden or ()), spec.activation, spec.epsilon, spec.diag_activation, spec.angle_features
+            tuple(spec.hidden or ()),
+            spec.activation,
+            spec.epsilon,
+            spec.diag_activation,
+            spec.angle_features,
+            dissipation,
+            prior,
         ),
     )
     family.normalise(model, data.train)
@@ -168,13 +226,15 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
         grad_clip=spec.grad_clip,
     )
     prefix = family.progress_prefix
-    history = train(model, data.train, data.test, cfg, progress=lambda line: progress(f"{prefix}{line}"))
+    history = train(
+        model, data.train, data.validation, cfg, progress=lambda line: progress(f"{prefix}{line}")
+    )
     shutdown_process_group()
     if (history.get("run") or {}).get("rank", 0) != 0:  # torchrun: only rank 0 exports and reports
         return None
 
     model = model.to(device="cpu", dtype=torch.float64)
-    metrics = test_metrics(family, model, data.test, history)
+    metrics = test_metrics(family, model, data.test, history, data.evaluated_on)
     command = command_line(spec)
     provenance: dict[str, Any] = {
         "data": data.source,
@@ -230,8 +290,20 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
             )
         else:
             report = write_report(
-                spec.report_folder, history, model, data.test, metrics, provenance, qe_measured=spec.with_qe
+                spec.report_folder,
+                history,
+                model,
+                data.test,
+                metrics,
+                provenance,
+                qe_measured=spec.with_qe,
+                prefix="test" if data.val is not None else "validation",
+                extra={"identifiability": excitation} if excitation else None,
             )
+            if excitation:
+                from .identifiability import write_report as write_identifiability
+
+                report["files"].append(write_identifiability(spec.report_folder, excitation))
     return RunResult(family, out, metrics, provenance, history, model, report)
 
 

@@ -14,12 +14,13 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import DataError
 from ..families import TRAJECTORIES, Family, Shape
-from .data import model_order, reorder, split_by_trajectory, split_by_trial
+from .data import model_order, reorder, split_by_trajectory
 from .spec import RunSpec
 
 #: Samples per simulated trajectory of a nonholonomic example; sample rate of the chains' trajectories.
@@ -40,6 +41,16 @@ class RunData:
     summary: str  # the "data: ..." line
     with_qe: bool  # Q_e trained on (asked for, measured and servo joints exist)
     test_trials: tuple[str, ...] = ()  # held-out trials when the data chose them (bags)
+    #: validation samples early stopping watches when they are not the test samples (bags); None: test
+    val: dict | None = None
+    #: what the reported metrics are evaluated on ("test trials", or the in-distribution validation)
+    evaluated_on: str = "test trials"
+    #: the loaded bags (ros_lnn.bags.source.BagTrainingData), for the identifiability report and prior
+    bags: object = None
+
+    @property
+    def validation(self) -> dict:
+        return self.test if self.val is None else self.val
 
 
 def load(family: Family, spec: RunSpec, say: Callable[[str], None] = print) -> RunData:
@@ -149,11 +160,12 @@ def reference_system(name: str, links: int | None = None):
 
 def trials_data(family: Family, spec: RunSpec, say: Callable[[str], None]) -> RunData:
     """Trials (simulated, a trials file or bags) → split → model order."""
+    if spec.bags:
+        return bag_data(family, spec, say)
     from ..physics.datasets import PAPER_TEST_TRIALS, chain_trials, paper_crane_trials, paper_split
     from ..physics.trials import load_trials
 
     with_qe = spec.with_qe
-    chosen_test: tuple[str, ...] = ()
     system_name = str(spec.system)
     system = reference_system(system_name, spec.links)
     if spec.system == "chain":
@@ -170,16 +182,6 @@ def trials_data(family: Family, spec: RunSpec, say: Callable[[str], None]) -> Ru
                 "seed": spec.seed,
             },
         }
-    elif spec.bags:
-        from ..bags.mapping import mapping_from_options
-        from ..bags.source import bag_training_data
-
-        bag = bag_training_data(
-            spec.bags, mapping_from_options(spec.bag_config, dict(spec.bag_mapping)), with_qe, say
-        )
-        trials, source, with_qe, chosen_test = bag.trials, bag.source, bag.with_qe, bag.validation
-        system_name = bag.mapping.system or system_name
-        system = reference_system(system_name)
     elif spec.data:
         trials = load_trials(spec.data)
         source = {"kind": "trials_file", "path": str(spec.data), "sha256": file_sha256(spec.data)}
@@ -200,26 +202,31 @@ def trials_data(family: Family, spec: RunSpec, say: Callable[[str], None]) -> Ru
     order = model_order(trials[0].coordinate_names, free, servo)
 
     names = [t.name for t in trials]
-    if chosen_test:  # bags: the validation trials of the mapping, split by trial
-        test_names = chosen_test
-        train, test = split_by_trial(trials, test_names, spec.n_train, spec.split_seed)
-        n_train = len(train["t"])
+    if spec.test_trials:
+        test_names = spec.test_trials
+    elif all(n in names for n in PAPER_TEST_TRIALS):
+        test_names = PAPER_TEST_TRIALS
+    elif len(trials) >= 2:
+        test_names = tuple(names[len(names) - len(names) // 2 :])
     else:
-        if spec.test_trials:
-            test_names = spec.test_trials
-        elif all(n in names for n in PAPER_TEST_TRIALS):
-            test_names = PAPER_TEST_TRIALS
-        elif len(trials) >= 2:
-            test_names = tuple(names[len(names) - len(names) // 2 :])
-        else:
-            raise DataError(
-                "need at least two trials (one to train, one to test); pass more data or --test-trials"
-            )
-        available = sum(len(t) for t in trials if t.name not in test_names)
-        n_train = available if spec.n_train is None else min(spec.n_train, available)
-        train, test = paper_split(
-            trials, n_train_samples=n_train, seed=spec.split_seed, test_names=test_names
+        raise DataError(
+            "need at least two trials (one to train, one to test); pass more data or --test-trials"
         )
+    val = None
+    if spec.patience:  # early stopping selects weights: never on the test trials
+        training_names = [n for n in names if n not in test_names]
+        if len(training_names) < 2:
+            raise DataError(
+                "--patience selects weights on validation trials, which must not be the test trials: "
+                "this data has one training trial; pass more trials or drop --patience"
+            )
+        val_trials = [t for t in trials if t.name == training_names[-1]]
+        trials = [t for t in trials if t.name != training_names[-1]]
+        val = stack(val_trials)
+        say(f"early stopping validates on trial {training_names[-1]} (held out of training, not tested on)")
+    available = sum(len(t) for t in trials if t.name not in test_names)
+    n_train = available if spec.n_train is None else min(spec.n_train, available)
+    train, test = paper_split(trials, n_train_samples=n_train, seed=spec.split_seed, test_names=test_names)
     split = {
         "train_trials": train["names"],
         "test_trials": test["names"],
@@ -227,6 +234,8 @@ def trials_data(family: Family, spec: RunSpec, say: Callable[[str], None]) -> Ru
         "n_test": len(test["t"]),
         "split_seed": spec.split_seed,
     }
+    if val is not None:
+        split |= {"validation_trials": val["names"], "n_validation": len(val["t"])}
     with_qe = with_qe and bool(servo)
     summary = (
         f"data: {len(trials)} trials ({source['kind']}); train {split['n_train']} samples of "
@@ -240,7 +249,79 @@ def trials_data(family: Family, spec: RunSpec, say: Callable[[str], None]) -> Ru
         shape,
         summary,
         with_qe,
-        tuple(chosen_test),
+        val=None if val is None else reorder(val, order),
+    )
+
+
+def stack(trials) -> dict:
+    """Every sample of ``trials`` stacked, with ``trial`` (position in the list) and ``names``."""
+    from .data import SAMPLE_KEYS
+
+    trials = list(trials)
+    out: dict[str, Any] = {k: np.concatenate([getattr(t, k) for t in trials]) for k in SAMPLE_KEYS}
+    out["trial"] = np.concatenate([np.full(len(t), i) for i, t in enumerate(trials)])
+    out["names"] = [t.name for t in trials]
+    return out
+
+
+def bag_data(family: Family, spec: RunSpec, say: Callable[[str], None]) -> RunData:
+    """Bags: training trials of ``--bag``, validation and test as :mod:`ros_lnn.bags.source` splits
+    them; every finite training sample (or ``n_train`` of them), model order."""
+    from ..bags.mapping import mapping_from_options
+    from ..bags.source import bag_training_data
+
+    mapping = mapping_from_options(spec.bag_config, dict(spec.bag_mapping))
+    bag = bag_training_data(
+        spec.bags, mapping, spec.with_qe, say, val_bags=spec.val_bags, test_bags=spec.test_bags
+    )
+    free, servo = tuple(mapping.free_joints), tuple(mapping.servo_joints)
+    system_name = mapping.system or Path(str(spec.bags[0])).name
+    units = tuple(mapping.unit(j) for j in free + servo)
+    kinds = tuple(mapping.kind(j) for j in free + servo)
+    shape = Shape(system_name, free, servo, units, kinds)
+    family.check_shape(shape)
+    order = model_order(bag.train[0].coordinate_names, free, servo)
+    train = stack(bag.train)
+    if spec.n_train is not None and spec.n_train < len(train["t"]):
+        draw = np.random.default_rng(spec.split_seed).choice(len(train["t"]), spec.n_train, replace=False)
+        pick = np.sort(draw)
+        train = {k: (v if k == "names" else v[pick]) for k, v in train.items()}
+    val = stack(bag.validation)
+    test = stack(bag.test) if bag.test else val
+    evaluated_on = "test trials" if bag.test else "validation trials (in-distribution: no test recording)"
+    if bag.test and not bag.in_distribution:
+        evaluated_on = "test trials (held-out recording)"
+    elif bag.test:
+        evaluated_on = "test trials (held-out recording; validation in-distribution)"
+    split = {
+        "train_trials": train["names"],
+        "validation_trials": val["names"],
+        "test_trials": test["names"],
+        "n_train": len(train["t"]),
+        "n_validation": len(val["t"]),
+        "n_test": len(test["t"]),
+        "split_seed": spec.split_seed,
+        "validation_in_distribution": bag.in_distribution,
+        "test_recording": bool(bag.test),
+    }
+    summary = (
+        f"data: {len(bag.trials)} trials (rosbag); train {split['n_train']} samples of "
+        f"{split['train_trials']}; validation {split['n_validation']} samples of {split['validation_trials']}"
+        + (f"; test {split['n_test']} samples of {split['test_trials']}" if bag.test else "")
+        + ("" if bag.test else "; no test recording")
+    )
+    return RunData(
+        reorder(train, order),
+        reorder(test, order),
+        split,
+        bag.source,
+        shape,
+        summary,
+        bag.with_qe and bool(servo),
+        tuple(test["names"]),
+        val=reorder(val, order) if bag.test else None,
+        evaluated_on=evaluated_on,
+        bags=bag,
     )
 
 

@@ -15,7 +15,7 @@ from ..families import FAMILIES, TRAJECTORIES, Family, get
 from ..families.base import refuse_links_without_chain
 
 #: Option names of the command line whose RunSpec field is named differently.
-FIELD_OF_OPTION = {"bag": "bags", "config": "bag_config"}
+FIELD_OF_OPTION = {"bag": "bags", "config": "bag_config", "val_bag": "val_bags", "test_bag": "test_bags"}
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class RunSpec:
     # data
     data: str | None = None  # trials file (servo_lnn) or character_data.npz (delan)
     bags: tuple[str, ...] = ()  # rosbag2 recordings (servo_lnn)
+    val_bags: tuple[str, ...] = ()  # recordings early stopping validates on (not trained on)
+    test_bags: tuple[str, ...] = ()  # recordings the reported metrics come from (never validated on)
     bag_config: str | None = None  # YAML with a bag: mapping section (default: the crane's)
     bag_mapping: Mapping[str, Any] = field(default_factory=dict)  # overrides of single mapping settings
     with_qe: bool = True  # train on the measured servo forces Q_e (when measured)
@@ -42,6 +44,9 @@ class RunSpec:
     diag_activation: str = "softplus"
     epsilon: float | None = None
     angle_features: bool = False
+    #: learned dissipation Q_d = −D(q) q̇ (+ smooth Coulomb): auto (on for bags without measured
+    #: forces, off otherwise), off, rayleigh, rayleigh_coulomb
+    dissipation: str = "auto"
     # training
     epochs: int | None = None
     batch: int | None = None
@@ -160,6 +165,10 @@ def command_line(spec: RunSpec) -> str:
         parts.append(f"--data {spec.data}")
     if spec.bags:
         parts.append("--bag " + " ".join(str(b) for b in spec.bags))
+    if spec.val_bags:
+        parts.append("--val-bag " + " ".join(str(b) for b in spec.val_bags))
+    if spec.test_bags:
+        parts.append("--test-bag " + " ".join(str(b) for b in spec.test_bags))
     if spec.bag_config:
         parts.append(f"--config {spec.bag_config}")
     if "with_qe" in family.command_options:
@@ -174,6 +183,8 @@ def command_line(spec: RunSpec) -> str:
     parts.append("--hidden " + " ".join(str(h) for h in spec.hidden or ()))
     if spec.angle_features:
         parts.append("--angle-features")
+    if spec.dissipation != "auto":
+        parts.append(f"--dissipation {spec.dissipation}")
     if spec.patience:
         parts.append(f"--patience {spec.patience} --min-delta {spec.min_delta}")
     return " ".join(parts)
