@@ -174,6 +174,7 @@ def test_filter_equals_a_least_squares_polynomial_fit_of_the_last_window(window,
             continue
         tau = np.array(held_t) - t
         for j in range(2):
-            poly = np.polynomial.Polynomial.fit(tau, np.array(held_x)[:, j], degree, domain=[-1, 1], window=[-1, 1])
+            column = np.array(held_x)[:, j]
+            poly = np.polynomial.Polynomial.fit(tau, column, degree, domain=[-1, 1], window=[-1, 1])
             want = [poly.deriv(k)(0.0) for k in range(1, order + 1)]
             np.testing.assert_allclose(got[:, j], want, rtol=1e-6, atol=1e-6 * max(1.0, np.max(np.abs(want))))
