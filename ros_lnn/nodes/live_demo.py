@@ -51,11 +51,9 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = 50
     ``summary``: a dict filled with the final counts and mean errors."""
     import rclpy
     from rclpy.parameter import Parameter
-    from std_msgs.msg import Float64MultiArray
-    from trajectory_msgs.msg import JointTrajectory
 
     from ..inference.runtime import default_model_path
-    from .messages import energy_dict
+    from .messages import ENERGY_TYPE, PREDICTION_TYPE, energy_dict, prediction_arrays
     from .process import make_executor
     from .qos import SENSOR_QOS
     from .servo_lnn import ServoLnnNode, start
@@ -90,18 +88,19 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = 50
         def sub(topic, msg_type, side, handler):
             probe.create_subscription(msg_type, topic, lambda m: handler(side, m), SENSOR_QOS)
 
-        def on_pred(side, m):       # one point: accelerations q̈ (q̈_f first), effort Q (Q_e last)
+        def on_pred(side, m):       # q̈ (q̈_f first), Q (Q_e last)
             stamp = stamp_ns(m.header.stamp)
-            comp.add(side, stamp, "qdd_f", m.points[0].accelerations[:nf])
-            comp.add(side, stamp, "Q_e", m.points[0].effort[nf:])
+            p = prediction_arrays(m)
+            comp.add(side, stamp, "qdd_f", p["qdd"][:nf])
+            comp.add(side, stamp, "Q_e", p["Q"][nf:])
 
         def on_energy(side, m):
             d = energy_dict(m)
             comp.add(side, int(d["stamp_sec"]) * 1_000_000_000 + int(d["stamp_nanosec"]), "E", d["E"])
 
         for side, prefix in (("est", "/servo_lnn"), ("true", "/sim/ground_truth")):
-            sub(f"{prefix}/prediction", JointTrajectory, side, on_pred)
-            sub(f"{prefix}/energy", Float64MultiArray, side, on_energy)
+            sub(f"{prefix}/prediction", PREDICTION_TYPE, side, on_pred)
+            sub(f"{prefix}/energy", ENERGY_TYPE, side, on_energy)
 
         executor = make_executor(context)
         for node in nodes:
