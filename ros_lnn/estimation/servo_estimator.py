@@ -25,6 +25,9 @@ jump back): the filter starts again from them, so one bogus future stamp cannot 
 """
 from __future__ import annotations
 
+import math
+import time
+
 import numpy as np
 
 from .derivative import CausalPolyDerivative
@@ -56,19 +59,27 @@ class ServoEstimator:
         self.free_joint_forces = free_joint_forces
         self.velocity_filter = CausalPolyDerivative(window=window, degree=2, order=1)
         self.position_filter = CausalPolyDerivative(window=max(window, 5), degree=3, order=2)
-        self.layout = {"q": slice(0, n), "qd": slice(n, 2 * n), "qdd": slice(2 * n, 3 * n),
-                       "Q": slice(3 * n, 4 * n), "Q_f": slice(3 * n, 3 * n + n_f), "Q_e": slice(3 * n + n_f, 4 * n),
-                       "energy": slice(4 * n, 4 * n + len(ENERGY_NAMES))}
-        self.layout.update({name: 4 * n + i for i, name in enumerate(ENERGY_NAMES)})
-        self.size = 4 * n + len(ENERGY_NAMES)
         inputs, outputs = runtime.input_layout, runtime.output_layout
-        self._x = np.zeros(inputs["Q_f"].stop)                   # [q | q̇ | q̈_e | Q_f], the model's input
-        self._qdd_e, self._Q_f = self._x[inputs["qdd_e"]], self._x[inputs["Q_f"]]
+        # One vector holds the model's input [q | q̇ | q̈_e | Q_f] and, after it, the outputs the estimator
+        # publishes [q̈ | Q | T, V, E, Ṫ, V̇, Ė, q̇ᵀQ]: a step writes nothing twice.
+        m = inputs["Q_f"].stop
+        self.size = m + 2 * n + len(ENERGY_NAMES)
+        self._sample = np.zeros(self.size)
+        self._x, self._outputs = self._sample[:m], self._sample[m:]
+        self.joint_state = self._sample[:2 * n]                  # [q | q̇]: where step_in_place reads them
         self._q, self._qd = self._x[inputs["q"]], self._x[inputs["qd"]]
+        self._qd_e, self._qdd_e, self._Q_f = self._qd[n_f:], self._x[inputs["qdd_e"]], self._x[inputs["Q_f"]]
+        self.layout = {"q": slice(0, n), "qd": slice(n, 2 * n), "qdd": slice(m, m + n), "Q": slice(m + n, m + 2 * n),
+                       "Q_f": slice(m + n, m + n + n_f), "Q_e": slice(m + n + n_f, m + 2 * n),
+                       "energy": slice(m + 2 * n, self.size)}
+        self.layout.update({name: m + 2 * n + i for i, name in enumerate(ENERGY_NAMES)})
         spans = [outputs["qdd"][0], outputs["Q"][0]] + [outputs[name][0] for name in ENERGY_NAMES]
         self._gather = np.concatenate([np.arange(s.start, s.stop) for s in spans])
-        self._sample = np.zeros(self.size)
-        self._outputs = self._sample[2 * n:]
+        self._zeros = np.zeros(self.size)
+        self._finite_q, self._finite_qqd = (self._sample[:n], self._zeros[:n]), (self._sample[:2 * n], self._zeros[:2 * n])
+        self._zeros_f, self._zeros_out = self._zeros[:n_f], self._zeros[:self._outputs.size]
+        self._default_in_x = False
+        self.profile, self.model_cpu_s = False, 0.0     # profile: time the model call (model_cpu_s)
         # what the estimator skipped or chose, counted into ``counts`` when given (a node's counters)
         self.counts = counts if counts is not None else {}
         for key in SKIP_REASONS + ("stale_command", "velocity_estimated", "stream_restarts"):
@@ -92,6 +103,7 @@ class ServoEstimator:
         if values.size != self.n_f or not np.isfinite(values).all():
             raise ValueError(f"free_joint_forces needs {self.n_f} finite values for {self.free_joints}")
         self._default_Q_f = values
+        self._default_in_x = False
 
     def reset(self) -> None:
         """Forget the stream (filters, last stamp); commands and the time origin stay."""
@@ -157,9 +169,20 @@ class ServoEstimator:
 
     # -- the step ---------------------------------------------------------------------------------
     def step(self, stamp_ns: int, q, qd=None, Q_f=None) -> np.ndarray | None:
-        """One joint state (model order; ``qd``/``Q_f`` may be None). Returns the sample vector (the
-        estimator's own buffer, overwritten by the next step) or None with the reason in ``skipped``."""
-        if not np.isfinite(q).all() or (qd is not None and not np.isfinite(qd).all()):
+        """One joint state (model order; ``qd``/``Q_f`` may be None; ``stamp_ns`` an int). Returns the
+        sample vector (the estimator's own buffer, overwritten by the next step) or None with the reason
+        in ``skipped``."""
+        n = self.n
+        self.joint_state[:n] = q
+        if qd is not None:
+            self.joint_state[n:] = qd
+        return self.step_in_place(stamp_ns, qd is not None, Q_f)
+
+    def step_in_place(self, stamp_ns: int, has_velocity: bool, Q_f=None) -> np.ndarray | None:
+        """:meth:`step` for a caller that wrote q (and q̇ when ``has_velocity``) into ``joint_state``."""
+        # one product decides finiteness: 0 · NaN and 0 · inf are NaN, 0 · (any finite x) is 0
+        values, zeros = self._finite_qqd if has_velocity else self._finite_q
+        if not math.isfinite(values.dot(zeros)):
             return self._skip("non_finite")
         last = self.last_ns
         if last is not None and stamp_ns <= last:
@@ -170,27 +193,25 @@ class ServoEstimator:
             self.reset()
         self._behind = 0
         self.last_ns = stamp_ns
-        t = self.last_t = self.seconds(stamp_ns)
-        x_q, x_qd = self._q, self._qd
-        x_q[:] = q
-        n_f = self.n_f
-        if qd is not None:
+        if self.origin_ns is None:
+            self.origin_ns = stamp_ns
+        t = self.last_t = (stamp_ns - self.origin_ns) * 1e-9
+        if has_velocity:
             if self._from_positions:
                 self.position_filter.reset()
                 self._from_positions = False
-            x_qd[:] = qd
-            d = self.velocity_filter.update(t, x_qd[n_f:])
+            d = self.velocity_filter.update(t, self._qd_e)
             qdd_e = None if d is None else d[0]
         else:
             if not self._from_positions:
                 self.velocity_filter.reset()
                 self._from_positions = True
             self.counts["velocity_estimated"] += 1
-            d = self.position_filter.update(t, x_q)
+            d = self.position_filter.update(t, self._q)
             if d is None:
                 return self._skip("warming_up")
-            x_qd[:] = d[0]
-            qdd_e = d[1][n_f:]
+            self._qd[:] = d[0]
+            qdd_e = d[1][self.n_f:]
         if self.plan is not None or self._command is not None:
             commanded = self._commanded_acceleration(t)
             if commanded is not None:
@@ -198,17 +219,24 @@ class ServoEstimator:
         if qdd_e is None:
             return self._skip("warming_up")
         self._qdd_e[:] = qdd_e
-        if Q_f is None or not np.isfinite(Q_f).all():
-            Q_f = self._default_Q_f
-        self._Q_f[:] = Q_f
-        y = self.runtime.evaluate_flat(self._x)
-        sample = self._sample
-        sample[:2 * self.n] = self._x[:2 * self.n]
-        self._outputs[:] = y[self._gather]
-        if not np.isfinite(self._outputs).all():
+        if Q_f is not None and math.isfinite(Q_f.dot(self._zeros_f)):
+            self._Q_f[:] = Q_f
+            self._default_in_x = False
+        elif not self._default_in_x:
+            self._Q_f[:] = self._default_Q_f
+            self._default_in_x = True
+        if self.profile:
+            cpu = time.thread_time()
+            y = self.runtime.evaluate_flat(self._x)
+            self.model_cpu_s = time.thread_time() - cpu
+        else:
+            y = self.runtime.evaluate_flat(self._x)
+        outputs = self._outputs
+        outputs[:] = y[self._gather]
+        if not math.isfinite(outputs.dot(self._zeros_out)):
             return self._skip("non_finite_output")
         self.skipped = ""
-        return sample
+        return self._sample
 
     def _skip(self, reason: str) -> None:
         self.counts[reason] += 1

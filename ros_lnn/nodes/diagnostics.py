@@ -10,7 +10,8 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
 
 class RateLatency:
-    """Input rate and processing latency over a sliding window (for /diagnostics and the live table)."""
+    """Input rate and processing latency over a sliding window (for /diagnostics and the live table).
+    Times are ``time.perf_counter()`` seconds (a monotonic clock), so a node's per-sample timer serves."""
 
     def __init__(self, window_s: float = 2.0, max_samples: int = 20000):
         self.window_s = window_s
@@ -18,13 +19,13 @@ class RateLatency:
         self.latencies: deque = deque(maxlen=max_samples)
 
     def arrive(self, now: float | None = None) -> None:
-        self.arrivals.append(time.monotonic() if now is None else now)
+        self.arrivals.append(time.perf_counter() if now is None else now)
 
     def latency(self, latency_s: float, now: float | None = None) -> None:
-        self.latencies.append((time.monotonic() if now is None else now, latency_s))
+        self.latencies.append((time.perf_counter() if now is None else now, latency_s))
 
     def summary(self, now: float | None = None) -> dict:
-        now = time.monotonic() if now is None else now
+        now = time.perf_counter() if now is None else now
         cut = now - self.window_s
         while self.arrivals and self.arrivals[0] < cut:
             self.arrivals.popleft()
@@ -102,9 +103,9 @@ def input_status(window: dict, rejected: tuple, last_input_s: float | None, time
     """(level, message) of a node fed by one input stream, from the counts of a :class:`CountWindow`:
     ERROR when callbacks failed in the window or the stream went stale (nothing for ``timeout_s`` after
     it had started), WARN before the first input and when inputs were rejected in the window, else OK.
-    ``rejected``: the count keys that are rejected inputs; ``last_input_s``: monotonic time of the
-    newest input (None: none yet)."""
-    now = time.monotonic() if now is None else now
+    ``rejected``: the count keys that are rejected inputs; ``last_input_s``: ``time.perf_counter()`` of
+    the newest input (None: none yet)."""
+    now = time.perf_counter() if now is None else now
     errors = window.get("internal_error", 0)
     if errors:
         return DiagnosticStatus.ERROR, f"{errors} callback errors in the last {window['window_s']:.0f} s (see the log)"

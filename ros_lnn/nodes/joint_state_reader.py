@@ -64,15 +64,18 @@ class JointStateReader:
     order; the first ``n_free`` are the free joints) from serialized JointState messages.
 
     After ``read(raw)`` returns "" the message's ``stamp_ns``, ``frame_id``, ``q``, ``qd`` (None without
-    velocities) and ``effort_free`` (None without efforts) are set; ``q``/``qd``/``effort_free`` are
-    views of one buffer overwritten by the next read. Otherwise it returns the reason (one of
+    velocities) and ``effort_free`` (None without efforts) are set; ``q``/``qd`` are views of
+    ``state`` ([q | q̇], the caller's buffer when given: ServoEstimator.joint_state), ``effort_free`` of
+    the reader's own; all are overwritten by the next read. Otherwise it returns the reason (one of
     :data:`READ_REASONS`) and ``detail`` says more."""
 
-    def __init__(self, joints, n_free: int, max_bytes: int = MAX_BYTES):
+    def __init__(self, joints, n_free: int, state=None, max_bytes: int = MAX_BYTES):
         self.joints, self.n_free, self.max_bytes = list(joints), int(n_free), int(max_bytes)
         n = len(self.joints)
-        self._values = np.zeros(2 * n + self.n_free)
-        self._q, self._qd, self._eff = self._values[:n], self._values[n:2 * n], self._values[2 * n:]
+        self.state = np.zeros(2 * n) if state is None else state
+        if self.state.shape != (2 * n,) or self.state.dtype != np.float64:
+            raise ValueError(f"state must be a float64 vector of {2 * n} entries")
+        self._q, self._qd, self._eff = self.state[:n], self.state[n:], np.zeros(self.n_free)
         self._layout = None
         self.stamp_ns, self.frame_id, self.reason, self.detail = 0, "", "", ""
         self.q, self.qd, self.effort_free = self._q, None, None
@@ -91,11 +94,15 @@ class JointStateReader:
             return layout[6]
         sec, nanosec = struct.unpack_from("<iI", raw, 4)
         self.stamp_ns = sec * 1_000_000_000 + nanosec
-        index = layout[8]
-        np.take(np.frombuffer(raw, "<f8", layout[9], 4), index, out=self._values[:index.size])
+        doubles = np.frombuffer(raw, "<f8", layout[9], 4)
+        np.take(doubles, layout[8], out=layout[13])
         self.frame_id = layout[10]
         self.qd = self._qd if layout[11] else None
-        self.effort_free = self._eff if layout[12] else None
+        if layout[12]:
+            np.take(doubles, layout[14], out=self._eff)
+            self.effort_free = self._eff
+        else:
+            self.effort_free = None
         return ""
 
     def _refuse(self, reason: str, detail: str) -> None:
@@ -131,20 +138,20 @@ class JointStateReader:
         elif any(j not in names for j in self.joints):
             missing = [j for j in self.joints if j not in names]
             reason, detail = "missing_joint", f"model joints {missing} not in {names}"
-        index = np.empty(0, dtype=np.intp)
+        index = effort = np.empty(0, dtype=np.intp)
         if not reason:
             at = {j: i for i, j in enumerate(names)}
             rows = np.array([at[j] for j in self.joints], dtype=np.intp)
-            parts = [(p0 - 4) // 8 + rows]
-            if k_v or k_e:       # without velocities the q̇ places are filled with (unused) positions
-                parts.append(((v0 if k_v else p0) - 4) // 8 + rows)
+            index = (p0 - 4) // 8 + rows
+            if k_v:
+                index = np.concatenate([index, (v0 - 4) // 8 + rows])
             if k_e:
-                parts.append((e0 - 4) // 8 + rows[:self.n_free])
-            index = np.concatenate(parts)
+                effort = (e0 - 4) // 8 + rows[:self.n_free]
         # The static bytes: frame and names with the position count (from byte 12), and the velocity
         # and effort count words (the padding before a double array is left out: it is undefined).
         self._layout = (len(raw), raw[12:p_at + 4], raw[v_at:v_at + 4], v_at, raw[e_at:e_at + 4], e_at,
-                        reason, detail, index, (len(raw) - 4) // 8, frame, bool(k_v), bool(k_e))
+                        reason, detail, index, (len(raw) - 4) // 8, frame, bool(k_v), bool(k_e),
+                        self.state[:index.size], effort)
         return raw
 
 

@@ -115,7 +115,7 @@ PARAMETERS = ParameterTable(
     Param("rollout_dt_s", 0.01, "RK4 step of the rollout", ge=1e-4, le=1.0),
     Param("rollout_rate_hz", 10.0, "rate limit of ~/predicted_trajectory", ge=0.1, le=100.0, off=0.0),
     Param("latency_log", "", "benchmarks: at shutdown, write every processed sample's in-node latency (s, wall "
-          "clock), the callback thread's CPU time for it and for its estimator step (s), and the counters to this "
+          "clock), the callback thread's CPU time for it and for its model call (s), and the counters to this "
           ".npz file; empty = off", CONFIGURE),
     Param("autostart", False, "configure and activate at start-up (for ros2 run / launch without a lifecycle "
           "manager)", STARTUP),
@@ -151,10 +151,11 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         self.values = PARAMETERS.attach(self, configured=lambda: self.runtime is not None,
                                         extra_check=self._check_forces, on_change=self._parameters_changed)
         self.stats = RateLatency()
+        self._arrivals, self._latencies = self.stats.arrivals, self.stats.latencies
         self.window = CountWindow()
         self.last_input = None
         self._latency_path = ""
-        self._latency_log, self._cpu_log, self._step_cpu_log = array("d"), array("d"), array("d")
+        self._latency_log, self._cpu_log, self._model_cpu_log = array("d"), array("d"), array("d")
 
     # -- parameters ---------------------------------------------------------------------------
     def _check_forces(self, values: dict) -> str:
@@ -221,8 +222,9 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         self.estimator = ServoEstimator(runtime, qdd_filter_window=v["qdd_filter_window"],
                                         command_timeout_s=v["command_timeout_s"], free_joint_forces=forces,
                                         counts=self.counts)
+        self.estimator.profile = bool(v["latency_log"])
         self.runtime = runtime
-        self.reader = JointStateReader(runtime.joints, runtime.n_f)
+        self.reader = JointStateReader(runtime.joints, runtime.n_f, state=self.estimator.joint_state)
         self._packers: dict = {}
         self._marker_timer, self._marker_stamp = None, None
         self._rollout_due = 0.0
@@ -299,8 +301,8 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         cpu_start = time.thread_time() if logging else 0.0
         counts = self.counts
         counts["received"] += 1
-        self.stats.arrive()
-        self.last_input = time.monotonic()
+        self._arrivals.append(t_start)
+        self.last_input = t_start
         reader = self.reader
         reason = reader.read(raw)
         if reason:
@@ -317,10 +319,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
                                               f"(max_input_age_s {max_age})")
             return self._reject("stale", f"stamp is {(now_ns - ns) * 1e-9:.3f} s old (max_input_age_s {max_age})")
         est = self.estimator
-        step_cpu = time.thread_time() if logging else 0.0
-        sample = est.step(ns, reader.q, reader.qd, reader.effort_free)
-        if logging:
-            step_cpu = time.thread_time() - step_cpu
+        sample = est.step_in_place(ns, reader.qd is not None, reader.effort_free)
         if sample is None:
             reason = est.skipped
             return self._reject(reason, "NaN or inf in the model joints' positions/velocities"
@@ -343,12 +342,13 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         self._marker_stamp = (sec, nanosec)       # markers of est.last_sample, published by their timer
         if est.plan is not None and self.values["rollout_horizon_s"] > 0:
             self._maybe_publish_rollout(Time(sec=sec, nanosec=nanosec))
-        latency = time.perf_counter() - t_start
-        self.stats.latency(latency)
+        t_end = time.perf_counter()
+        latency = t_end - t_start
+        self._latencies.append((t_end, latency))
         if logging:
             self._latency_log.append(latency)
             self._cpu_log.append(time.thread_time() - cpu_start)
-            self._step_cpu_log.append(step_cpu)
+            self._model_cpu_log.append(est.model_cpu_s)
 
     def _make_packer(self, frame: str) -> PackedMessages:
         """The three per-sample outputs for one frame_id, serialized from the estimator's sample vector."""
@@ -525,9 +525,10 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
 
 
 def write_latency_log(node: ServoLnnNode) -> None:
-    """At shutdown, the benchmark log of ``latency_log`` (as configured): per-sample latency and CPU,
-    the counts, and the CPU time of ServoLnnRuntime.evaluate on the last sample, 2 000 calls timed here
-    in the same process, for comparison with the callback's."""
+    """At shutdown, the benchmark log of ``latency_log`` (as configured): per sample the in-node latency,
+    the callback's CPU time and the CPU time of its model call (the runtime's flat evaluation, timed in
+    place); the counts; and ServoLnnRuntime.evaluate on the last sample, 2 000 calls back to back here
+    in the same process (warm caches: a lower bound of the model's cost)."""
     path = node._latency_path
     if not path:
         return
@@ -545,7 +546,7 @@ def write_latency_log(node: ServoLnnNode) -> None:
     try:
         np.savez(path, latency_s=np.frombuffer(node._latency_log, dtype=float),
                  cpu_s=np.frombuffer(node._cpu_log, dtype=float),
-                 step_cpu_s=np.frombuffer(node._step_cpu_log, dtype=float),
+                 model_cpu_s=np.frombuffer(node._model_cpu_log, dtype=float),
                  evaluate_cpu_s=np.frombuffer(evaluate_cpu, dtype=float),
                  **{k: np.int64(v) for k, v in node.diagnostics_values().items() if isinstance(v, int)})
     except OSError as exc:
