@@ -174,7 +174,10 @@ class ParameterTable:
         return found
 
     def coerce(self, values: dict) -> dict:
-        return {name: self.params[name].coerce(v) if name in self.params else v for name, v in values.items()}
+        """Values as the code uses them; a value that breaks its rule is left as it is (configure, or
+        the node's construction, refuses it with the reason)."""
+        return {name: self.params[name].coerce(v) if name in self.params and not self.params[name].problem(v)
+                else v for name, v in values.items()}
 
     def check_set(self, parameters, current: dict, configured: bool, started: bool = True) -> SetParametersResult:
         """Accept or refuse a ``set_parameters``: each value of the table's parameters in it against its

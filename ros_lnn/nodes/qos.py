@@ -28,6 +28,13 @@ OVERRIDES = QoSOverridingOptions.with_default_policies()
 assert SENSOR_QOS.reliability == qos_profile_sensor_data.reliability
 
 
+def output_qos(profile: QoSProfile = STREAM_QOS) -> QoSProfile:
+    """A copy of ``profile`` for one publisher with :data:`OVERRIDES`: rclpy writes the overrides into
+    the profile it is given, so a shared constant would carry one topic's override to every other."""
+    return QoSProfile(history=profile.history, depth=profile.depth, reliability=profile.reliability,
+                      durability=profile.durability)
+
+
 def input_qos(depth: int) -> QoSProfile:
     """A best-effort, keep-last subscription of ``depth`` samples (inputs held while the node is busy)."""
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=max(1, int(depth)),

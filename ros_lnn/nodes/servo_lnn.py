@@ -50,7 +50,7 @@ from .messages import ENERGY_TYPE, PREDICTION_TYPE, driving_force_msg, energy_va
 from .messages import report_interfaces
 from .params import CONFIGURE, STARTUP, Param, ParameterTable
 from .process import init_ros, run_node_process
-from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos
+from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 from .serialized import PackedMessages
 from .stamps import duration_ns, seconds_to_duration
 
@@ -232,15 +232,15 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         report_interfaces(self.get_logger())
         pub = self.create_lifecycle_publisher
         self._pubs = {
-            "driving_force": pub(JointState, "~/driving_force", STREAM_QOS, qos_overriding_options=OVERRIDES),
-            "prediction": pub(PREDICTION_TYPE, "~/prediction", STREAM_QOS, qos_overriding_options=OVERRIDES),
-            "energy": pub(ENERGY_TYPE, "~/energy", STREAM_QOS, qos_overriding_options=OVERRIDES),
+            "driving_force": pub(JointState, "~/driving_force", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES),
+            "prediction": pub(PREDICTION_TYPE, "~/prediction", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES),
+            "energy": pub(ENERGY_TYPE, "~/energy", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES),
             "diagnostics": pub(DiagnosticArray, "/diagnostics", COMMAND_QOS),
-            "predicted_trajectory": pub(JointTrajectory, "~/predicted_trajectory", COMMAND_QOS,
+            "predicted_trajectory": pub(JointTrajectory, "~/predicted_trajectory", output_qos(COMMAND_QOS),
                                         qos_overriding_options=OVERRIDES),
         }
         if v["publish_markers"]:
-            self._pubs["markers"] = pub(MarkerArray, "~/markers", COMMAND_QOS, qos_overriding_options=OVERRIDES)
+            self._pubs["markers"] = pub(MarkerArray, "~/markers", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES)
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
         try:

@@ -35,7 +35,7 @@ from .messages import ENERGY_TYPE, PREDICTION_TYPE, driving_force_msg, energy_ms
 from .messages import report_interfaces
 from .params import STARTUP, Param, ParameterTable
 from .process import init_ros, make_executor, spin
-from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS
+from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, output_qos
 from .stamps import duration_ns, ns_to_stamp, seconds_to_duration, stamp_ns
 
 def _chain_lists(values: dict) -> str:
@@ -176,17 +176,17 @@ class SimNode(Node):
 
         report_interfaces(self.get_logger())
         pub = self.create_publisher
-        self.js_pub = pub(JointState, "joint_states", STREAM_QOS, qos_overriding_options=OVERRIDES)
+        self.js_pub = pub(JointState, "joint_states", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES)
         if values["publish_ground_truth"]:
             self.gt_pubs = (
-                pub(JointState, "~/ground_truth/driving_force", STREAM_QOS, qos_overriding_options=OVERRIDES),
-                pub(PREDICTION_TYPE, "~/ground_truth/prediction", STREAM_QOS, qos_overriding_options=OVERRIDES),
-                pub(ENERGY_TYPE, "~/ground_truth/energy", STREAM_QOS, qos_overriding_options=OVERRIDES))
+                pub(JointState, "~/ground_truth/driving_force", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES),
+                pub(PREDICTION_TYPE, "~/ground_truth/prediction", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES),
+                pub(ENERGY_TYPE, "~/ground_truth/energy", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES))
         else:
             self.gt_pubs = None
-        self.clock_pub = (pub(ClockMsg, "/clock", COMMAND_QOS, qos_overriding_options=OVERRIDES)
+        self.clock_pub = (pub(ClockMsg, "/clock", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES)
                           if values["publish_clock"] else None)
-        self.plan_pub = pub(JointTrajectory, "~/servo_plan", COMMAND_QOS, qos_overriding_options=OVERRIDES)
+        self.plan_pub = pub(JointTrajectory, "~/servo_plan", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES)
         kind = values["servo_command_type"]
         if kind == "trajectory":
             self.create_subscription(JointTrajectory, "servo_commands", self._on_trajectory, COMMAND_QOS, raw=True)
