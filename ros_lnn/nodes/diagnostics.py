@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections import deque
 
@@ -44,9 +45,15 @@ class RateLatency:
 def diagnostic_status(name: str, hardware_id: str, level, message: str, values: dict) -> DiagnosticStatus:
     """``level`` is one of DiagnosticStatus.OK / WARN / ERROR."""
     status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id)
-    status.values = [KeyValue(key=str(k), value=(f"{v:.6g}" if isinstance(v, float) else str(v)))
-                     for k, v in values.items()]
+    status.values = [KeyValue(key=str(k), value=_text(v)) for k, v in values.items()]
     return status
+
+
+def _text(value) -> str:
+    """A diagnostics value; a float without a value yet (a median of no samples) reads "n/a", not "nan"."""
+    if isinstance(value, float):
+        return f"{value:.6g}" if math.isfinite(value) else "n/a"
+    return str(value)
 
 
 def warn_throttled(node, key: str, message: str, period_s: float = 2.0) -> None:

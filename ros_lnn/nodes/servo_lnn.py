@@ -64,8 +64,15 @@ MAX_ARRAY_COMMAND_BYTES = 4096
 
 
 def _rollout_steps(values: dict) -> str:
-    if values["rollout_horizon_s"] > 0 and values["rollout_horizon_s"] / values["rollout_dt_s"] > 500:
+    """Bound the rollouts' work: at most 500 RK4 steps each, 1 000 steps per second in all."""
+    if values["rollout_horizon_s"] <= 0:
+        return ""
+    steps = values["rollout_horizon_s"] / values["rollout_dt_s"]
+    if steps > 500:
         return "rollout_horizon_s / rollout_dt_s must be <= 500 steps (bounds the work of one rollout)"
+    if steps * values["rollout_rate_hz"] > 1000:
+        return ("rollout_horizon_s / rollout_dt_s * rollout_rate_hz must be <= 1000 steps per second (bounds the "
+                "work of the rollouts)")
     return ""
 
 

@@ -20,6 +20,7 @@ import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -29,7 +30,7 @@ from ..errors import ConfigError
 from ..estimation.trajectory import CriticallyDampedServo, ServoPlan
 from ..physics.excitation import make_excitation
 from ..physics.stepper import FixedStepSimulator
-from .diagnostics import guarded, warn_throttled
+from .diagnostics import CountWindow, diagnostic_status, guarded, status_name, warn_throttled
 from .joint_state_reader import trajectory_size
 from .messages import ENERGY_TYPE, PREDICTION_TYPE, driving_force_msg, energy_msg, outputs_finite, prediction_msg
 from .messages import report_interfaces
@@ -109,6 +110,8 @@ PARAMETERS = ParameterTable(
     Param("plan_dt_s", 0.02, "~/servo_plan point spacing (s)", ge=1e-3, le=10.0),
     Param("plan_rate_hz", 20.0, "~/servo_plan publish rate (Hz)", STARTUP, ge=0.1, le=1000.0, off=0.0),
     Param("frame_id", "", "frame_id of joint_states and ground truth"),
+    Param("diagnostics_period_s", 1.0, "period of /diagnostics (its counts cover the last 5 periods)", STARTUP,
+          ge=0.01, le=3600.0),
     rules=(_chain_lists, _plan_points, _sweep),
 )
 #: Bigger array or effort commands are refused before they are read.
@@ -132,8 +135,9 @@ def build_system(values: dict):
 class SimNode(Node):
     def __init__(self, node_name: str = "sim", **kwargs):
         super().__init__(node_name, **kwargs)
-        self.counts = {"steps": 0, "overruns": 0, "skipped_publishes": 0, "invalid_command": 0, "commands": 0,
-                       "non_finite_state": 0, "internal_error": 0}
+        self.counts = {"steps": 0, "published": 0, "overruns": 0, "skipped_publishes": 0, "invalid_command": 0,
+                       "commands": 0, "non_finite_state": 0, "internal_error": 0}
+        self.window = CountWindow()
         self.values = values = PARAMETERS.attach(self)
         problems = PARAMETERS.problems(PARAMETERS.read(self))
         if problems:
@@ -164,6 +168,7 @@ class SimNode(Node):
             raise ConfigError(f"excitation parameters: {exc}") from None
         self._sources = [(-np.inf, self.excitation)]   # (start time, t -> (q_e, q̇_e, q̈_e))
         self.sim = FixedStepSimulator(sysm, self.servo_source, q0, qd0)
+        self._published_state = (self.sim.q_f.copy(), self.sim.qd_f.copy())
         self.effort_joints = values["effort_joints"] or list(self.free_names)
         bad = [j for j in self.effort_joints if j not in self.free_names]
         if bad:
@@ -187,6 +192,7 @@ class SimNode(Node):
         self.clock_pub = (pub(ClockMsg, "/clock", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES)
                           if values["publish_clock"] else None)
         self.plan_pub = pub(JointTrajectory, "~/servo_plan", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES)
+        self.diagnostics_pub = pub(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         kind = values["servo_command_type"]
         if kind == "trajectory":
             self.create_subscription(JointTrajectory, "servo_commands", self._on_trajectory, COMMAND_QOS, raw=True)
@@ -201,6 +207,8 @@ class SimNode(Node):
         self.create_timer(self.dt / values["real_time_factor"], self._tick, clock=steady)
         if values["plan_horizon_s"] > 0 and values["plan_rate_hz"] > 0 and n_e:
             self.create_timer(1.0 / values["plan_rate_hz"], self._publish_plan, clock=steady)
+        self.window.start(self.counts)
+        self.create_timer(values["diagnostics_period_s"], self._publish_diagnostics, clock=steady)
         self.get_logger().info(f"simulating {getattr(sysm, 'name', 'system')} at {1 / self.dt:.0f} Hz: free "
                                f"{self.free_names}, servo {self.servo_names}, excitation {values['excitation']}")
 
@@ -286,14 +294,16 @@ class SimNode(Node):
         effort[list(part.servo)] = out["Q_e"]
         if not (np.isfinite(q).all() and np.isfinite(qd).all() and np.isfinite(effort).all()
                 and outputs_finite(out)):
-            self.counts["non_finite_state"] += 1
-            warn_throttled(self, "non_finite_output", "a step's state or forces are not finite; not published")
+            # finite but so large that energies or forces overflow: back to the last published state
+            self._recover(*self._published_state)
             return
+        self._published_state = (self.sim.q_f.copy(), self.sim.qd_f.copy())
         msg = JointState()
         msg.header.stamp, msg.header.frame_id = stamp, frame
         msg.name = list(self.system.coordinate_names)
         msg.position, msg.velocity, msg.effort = (q.tolist(), qd.tolist(), effort.tolist())
         self.js_pub.publish(msg)
+        self.counts["published"] += 1
         self.last = (stamp, q, qd, out)
         if self.gt_pubs is not None:
             o = self.model_order
@@ -419,6 +429,35 @@ class SimNode(Node):
             pt.time_from_start = seconds_to_duration(i * dt)
             msg.points.append(pt)
         self.plan_pub.publish(msg)
+
+
+    def achieved_rate_hz(self, window: dict) -> float:
+        return window["published"] / window["window_s"] if window["window_s"] > 0 else 0.0
+
+    @guarded("diagnostics")
+    def _publish_diagnostics(self) -> None:
+        """The rate the simulator achieves, its counts over the last 5 periods, and a level: ERROR on
+        callback errors, WARN on rejected commands, non-finite states or a rate below 90 % of rate_hz."""
+        window = self.window.update(self.counts)
+        rate, wanted = self.achieved_rate_hz(window), self.values["rate_hz"]
+        bad = {k: window[k] for k in ("invalid_command", "non_finite_state") if window[k]}
+        if window["internal_error"]:
+            level, message = DiagnosticStatus.ERROR, f"{window['internal_error']} callback errors (see the log)"
+        elif bad:
+            level, message = DiagnosticStatus.WARN, ", ".join(f"{k} {v}" for k, v in bad.items())
+        elif window["window_s"] > 0 and rate < 0.9 * wanted:
+            level = DiagnosticStatus.WARN
+            message = (f"publishing {rate:.0f} Hz of rate_hz {wanted:.0f}: this machine does not keep up "
+                       f"({window['skipped_publishes']} steps integrated without publishing)")
+        else:
+            level, message = DiagnosticStatus.OK, f"{rate:.0f} Hz"
+        values = dict(self.counts, achieved_rate_hz=rate, rate_hz=wanted)
+        values.update({f"window_{k}": v for k, v in window.items()})
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [diagnostic_status(status_name(self), getattr(self.system, "name", "system"), level, message,
+                                        values)]
+        self.diagnostics_pub.publish(msg)
 
 
 def _plan_state(plan: ServoPlan, t: float):
