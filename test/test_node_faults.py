@@ -23,8 +23,6 @@ else:
 
 @pytest.fixture(scope="module")
 def driver():
-    if any("model metadata" in c.name for c in CASES):
-        pytest.importorskip("onnx")          # forged models are written with onnx
     env = dict(os.environ)
     env["ROS_DOMAIN_ID"] = str(random.SystemRandom().randint(101, 200))   # a domain of its own
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
@@ -38,6 +36,19 @@ def test_enough_cases_for_the_nodes():
     names = {(c.target, c.name) for c in CASES}
     assert len(names) == len(CASES)
     assert sum(c.target in ("servo_lnn", "sim") for c in CASES) >= 35
+
+
+def test_forged_metadata_is_what_the_runtime_reads(tmp_path):
+    from ros_lnn.errors import ModelError
+    from ros_lnn.inference.runtime import ServoLnnRuntime, default_model_path, read_metadata
+
+    path = tmp_path / "forged.onnx"
+    faults._forge_metadata(default_model_path(), path, '{"family": 3}')
+    with pytest.raises(ModelError, match="lacks free_joints"):
+        read_metadata(path)
+    shipped = default_model_path()
+    faults._forge_metadata(shipped, path, read_metadata(shipped).to_json())
+    assert ServoLnnRuntime(path).joints == ServoLnnRuntime(shipped).joints
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.target}: {c.name}" for c in CASES])

@@ -581,13 +581,49 @@ def _with_model(text: str | None = None, build=None, label: str = ""):
 
 
 def _forge_metadata(source: Path, path: Path, text: str) -> None:
-    import onnx
+    """A copy of an ONNX file whose ``ros_lnn`` metadata is ``text``: the ModelProto's top-level fields
+    are walked as protobuf records and its metadata_props (field 14) replaced, so no onnx package is
+    needed where the nodes run."""
+    raw = source.read_bytes()
+    kept, at = bytearray(), 0
+    while at < len(raw):
+        start = at
+        key, at = _varint(raw, at)
+        wire = key & 7
+        if wire == 0:
+            _, at = _varint(raw, at)
+        elif wire == 2:
+            size, at = _varint(raw, at)
+            at += size
+        elif wire in (1, 5):
+            at += 8 if wire == 1 else 4
+        else:
+            raise ValueError(f"{source}: protobuf wire type {wire} at byte {start}")
+        if key >> 3 != 14:
+            kept += raw[start:at]
+    entry = _record(1, b"ros_lnn") + _record(2, text.encode())
+    path.write_bytes(bytes(kept) + _record(14, entry))
 
-    proto = onnx.load(str(source))
-    for entry in proto.metadata_props:
-        if entry.key == "ros_lnn":
-            entry.value = text
-    onnx.save(proto, str(path))
+
+def _varint(raw: bytes, at: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        byte = raw[at]
+        value |= (byte & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if byte < 0x80:
+            return value, at
+
+
+def _record(field_number: int, payload: bytes) -> bytes:
+    def varint(value: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+            value >>= 7
+            if not value:
+                return bytes(out)
+    return varint(field_number << 3 | 2) + varint(len(payload)) + payload
 
 
 def _lifecycle(*steps):
