@@ -23,7 +23,12 @@ BENCHES = {
 
 
 def add_arguments(parser):
-    parser.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
+    import argparse
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = "Benchmarks whose figures go into closing notes and the README:\n" + "\n".join(
+        f"  {name:<10} {text}" for name, (_, _, text) in sorted(BENCHES.items()))
+    parser.add_argument("what", choices=sorted(BENCHES), help="which benchmark (listed above)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     parser.add_argument("--model", help="ONNX model (default: the shipped one)")
