@@ -2,6 +2,7 @@
 process, abused over DDS and through their lifecycle and parameter services; every case must leave the
 process alive, its services answering within 1 s, every output finite, the case counted (or refused),
 and normal output resuming. The long soak of the same cases is `ros-lnn bench fault`."""
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,7 @@ else:
 @pytest.fixture(scope="module")
 def driver():
     env = dict(os.environ)
-    env["ROS_DOMAIN_ID"] = str(random.SystemRandom().randint(101, 200))   # a domain of its own
+    env["ROS_DOMAIN_ID"] = str(random.SystemRandom().randint(101, 200))  # a domain of its own
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
     d = faults.Driver([build() for build in faults.TARGETS.values()], env=env)
@@ -55,5 +56,7 @@ def test_forged_metadata_is_what_the_runtime_reads(tmp_path):
 def test_fault_case(driver, case):
     verdict = driver.run(case)
     assert verdict.passed, (
-        f"{case.target}: {case.name}: crashed={verdict.crashed} hung={verdict.hung} non_finite={verdict.non_finite} "
-        f"counted={verdict.counted} resumed={verdict.resumed} {verdict.detail}")
+        f"{case.target}: {case.name}: crashed={verdict.crashed} hung={verdict.hung} "
+        f"non_finite={verdict.non_finite} "
+        f"counted={verdict.counted} resumed={verdict.resumed} {verdict.detail}"
+    )

@@ -1,6 +1,7 @@
 """JointStateReader reads q, q̇ and free-joint efforts straight from serialized JointState bytes: equal to
 what rclpy's deserializer reads (independent code) for random layouts, names, orders and missing
 fields; duplicated, missing, short and malformed messages are refused with a reason, never raised."""
+
 import numpy as np
 import pytest
 
@@ -39,7 +40,7 @@ def test_reader_equals_rclpy_deserialization():
         frame = ["", "base", "a_long_frame_id"][trial % 3]
         msg = random_state(rng, names, velocities=trial % 4 != 1, efforts=trial % 5 != 2, frame=frame)
         raw = serialize_message(msg)
-        for _ in range(2):                    # the slow path (a new layout), then the cached one
+        for _ in range(2):  # the slow path (a new layout), then the cached one
             assert reader.read(raw) == ""
             ref = deserialize_message(raw, JointState)
             at = [list(ref.name).index(j) for j in JOINTS]
@@ -58,10 +59,13 @@ def test_reader_equals_rclpy_deserialization():
             raw = serialize_message(msg)
 
 
-@pytest.mark.parametrize("names,reason", [
-    (["pendulum_joint", "cart_joint", "cart_joint", "wrist"], "duplicate_joint"),
-    (["pendulum_joint", "wrist"], "missing_joint"),
-])
+@pytest.mark.parametrize(
+    "names,reason",
+    [
+        (["pendulum_joint", "cart_joint", "cart_joint", "wrist"], "duplicate_joint"),
+        (["pendulum_joint", "wrist"], "missing_joint"),
+    ],
+)
 def test_duplicated_and_missing_joints_are_refused_every_time(names, reason):
     from rclpy.serialization import serialize_message
 
@@ -70,7 +74,7 @@ def test_duplicated_and_missing_joints_are_refused_every_time(names, reason):
     rng = np.random.default_rng(2)
     reader = JointStateReader(JOINTS, n_free=2)
     raw = serialize_message(random_state(rng, names))
-    assert reader.read(raw) == reason and reader.read(raw) == reason     # cached verdict, same answer
+    assert reader.read(raw) == reason and reader.read(raw) == reason  # cached verdict, same answer
     assert "cart_joint" in reader.detail or "pendulum" in reader.detail
 
 
@@ -88,16 +92,16 @@ def test_short_arrays_oversized_and_garbage_are_refused_not_raised():
     assert reader.read(serialize_message(big)) == "bad_size" and "4096" in reader.detail
     good = serialize_message(random_state(rng, JOINTS))
     results = set()
-    for cut in range(0, len(good) - 1, 3):                 # every truncation
+    for cut in range(0, len(good) - 1, 3):  # every truncation
         results.add(reader.read(good[:cut]))
-    for _ in range(300):                                   # random byte flips
+    for _ in range(300):  # random byte flips
         noisy = bytearray(good)
         for i in rng.integers(0, len(good), size=3):
             noisy[i] = int(rng.integers(0, 256))
         results.add(reader.read(bytes(noisy)))
     assert results <= {"", "malformed", "bad_size", "missing_joint", "duplicate_joint"}
     assert "malformed" in results
-    assert reader.read(good) == ""                         # and it reads a good message again
+    assert reader.read(good) == ""  # and it reads a good message again
 
 
 def test_trajectory_size_reads_points_without_touching_them():

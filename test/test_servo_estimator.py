@@ -3,6 +3,7 @@ the shared Lagrangian machinery is run by the estimator on a stream whose servo 
 differentiates exactly (velocities quadratic in time) and on a commanded quintic plan; its outputs
 must equal the crane's exact dynamics (ros_lnn.physics.crane, numpy) to the graph's float32 precision.
 And its bookkeeping: warm-up, skips, stream restarts, stale commands, Q_f choice, rollouts bounded."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -98,9 +99,9 @@ def test_commanded_plan_acceleration_and_applied_force(exact_runtime):
     pos = np.array([[np.sum(c * s**powers)] for s in tp])
     vel = np.array([[np.sum(c[1:] * powers[1:] * s ** (powers[1:] - 1))] for s in tp])
     acc = np.array([[np.sum(c[2:] * powers[2:] * (powers[2:] - 1) * s ** (powers[2:] - 2))] for s in tp])
-    est.step(BASE_NS, np.zeros(2), np.zeros(2))               # the stream starts: the time origin
+    est.step(BASE_NS, np.zeros(2), np.zeros(2))  # the stream starts: the time origin
     est.set_plan([BASE_NS + int(s * 1e9) for s in tp], pos, vel, acc)
-    for k in range(1, 59):                                   # up to the plan's last point
+    for k in range(1, 59):  # up to the plan's last point
         t = k * 0.017
         x = np.sum(c * t**powers)
         xd = np.sum(c[1:] * powers[1:] * t ** (powers[1:] - 1))
@@ -111,7 +112,7 @@ def test_commanded_plan_acceleration_and_applied_force(exact_runtime):
         assert est.command_state == "commanded" and sample is not None
         assert_physics(sample, est, q, qd, xdd, Q_f=0.3)
     # past the plan's end + command_timeout_s: stale, q̈_e from the filter again (a held rest: zero)
-    for k in range(12):                                      # the filter's window (9) holds only the rest
+    for k in range(12):  # the filter's window (9) holds only the rest
         sample = est.step(BASE_NS + int(1.2e9) + k * DT_NS, np.array([0.1, pos[-1, 0]]), np.array([0.0, 0.0]))
     assert est.command_state == "stale" and est.counts["stale_command"] == 12
     assert sample[est.layout["qdd"]][1] == pytest.approx(0.0, abs=1e-9)
@@ -124,7 +125,7 @@ def test_skips_restarts_and_free_joint_forces(shipped_runtime):
         est.step(BASE_NS + k * DT_NS, q, qd)
     assert est.step(BASE_NS + 5 * DT_NS, np.array([np.nan, 0.0]), qd) is None and est.skipped == "non_finite"
     assert est.step(BASE_NS + 5 * DT_NS, q, np.array([0.0, np.inf])) is None and est.skipped == "non_finite"
-    sample = est.step(BASE_NS + 5 * DT_NS, q, qd, np.array([np.nan]))       # NaN effort: the parameter's Q_f
+    sample = est.step(BASE_NS + 5 * DT_NS, q, qd, np.array([np.nan]))  # NaN effort: the parameter's Q_f
     assert sample[est.layout["Q_f"]][0] == pytest.approx(0.4)
     sample = est.step(BASE_NS + 6 * DT_NS, q, qd, np.array([-1.5]))
     assert sample[est.layout["Q_f"]][0] == pytest.approx(-1.5, rel=1e-6)
@@ -152,10 +153,10 @@ def test_array_commands_and_a_bounded_rollout(shipped_runtime):
     assert sample[est.layout["qdd"]][1] == pytest.approx(-2.5, rel=1e-6)
     with pytest.raises(ValueError):
         est.set_command([[np.nan]])
-    assert est.predict_free_motion(0.5, 0.01) is None                  # no plan
+    assert est.predict_free_motion(0.5, 0.01) is None  # no plan
     times = [BASE_NS + int(s * 1e9) for s in (0.0, 100.0)]
     est.set_plan(times, [[0.0], [1.0]], [[0.0], [0.0]])
     est.step(BASE_NS + 4 * DT_NS, q, qd)
-    taus, positions, velocities, accelerations = est.predict_free_motion(10.0, 0.001, max_steps=50)
-    assert len(taus) == 51 and taus[-1] == pytest.approx(0.05)          # capped at max_steps
+    taus, positions, _, accelerations = est.predict_free_motion(10.0, 0.001, max_steps=50)
+    assert len(taus) == 51 and taus[-1] == pytest.approx(0.05)  # capped at max_steps
     assert positions.shape == (51, 2) and np.isfinite(accelerations).all()

@@ -61,7 +61,8 @@ def trial_writer(path):
             path.parent.mkdir(parents=True, exist_ok=True)
             save_trials(path, trials)
         except OSError as exc:
-            raise ConfigError(f"--out {path}: cannot write it ({exc.strerror or exc}); choose another path") from None
+            reason = exc.strerror or exc
+            raise ConfigError(f"--out {path}: cannot write it ({reason}); choose another path") from None
 
     return write
 
@@ -75,7 +76,8 @@ def _check_writable(path: Path) -> None:
         with tempfile.TemporaryFile(dir=path.parent):
             pass
     except OSError as exc:
-        raise ConfigError(f"--out {path}: cannot write there ({exc.strerror or exc}); choose another path") from None
+        reason = exc.strerror or exc
+        raise ConfigError(f"--out {path}: cannot write there ({reason}); choose another path") from None
 
 
 def write_trials(path, trials) -> None:

@@ -23,6 +23,7 @@ Stamps are integer nanoseconds. A stamp that is not after the last one is skippe
 ``RESTART_AFTER`` such stamps in a row are taken as a restarted stream (a replayed bag, a clock
 jump back): the filter starts again from them, so one bogus future stamp cannot freeze the estimator.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,14 +46,21 @@ SKIP_REASONS = ("non_finite", "out_of_order", "warming_up", "non_finite_output")
 class ServoEstimator:
     """The estimator of the ``servo_lnn`` node as a plain object (see the module docstring)."""
 
-    def __init__(self, runtime, *, qdd_filter_window: int = 9, command_timeout_s: float = 0.5,
-                 free_joint_forces=(), counts: dict | None = None):
+    def __init__(
+        self,
+        runtime,
+        *,
+        qdd_filter_window: int = 9,
+        command_timeout_s: float = 0.5,
+        free_joint_forces=(),
+        counts: dict | None = None,
+    ):
         window = int(qdd_filter_window)
         if window < 3:
             raise ValueError(f"qdd_filter_window {window}: the quadratic fit needs at least 3 samples")
         self.runtime = runtime
         self.joints = list(runtime.joints)
-        self.free_joints, self.servo_joints = self.joints[:runtime.n_f], self.joints[runtime.n_f:]
+        self.free_joints, self.servo_joints = self.joints[: runtime.n_f], self.joints[runtime.n_f :]
         n, n_f, n_e = len(self.joints), runtime.n_f, runtime.n_e
         self.n, self.n_f, self.n_e = n, n_f, n_e
         self.command_timeout_s = float(command_timeout_s)
@@ -66,27 +74,37 @@ class ServoEstimator:
         self.size = m + 2 * n + len(ENERGY_NAMES)
         self._sample = np.zeros(self.size)
         self._x, self._outputs = self._sample[:m], self._sample[m:]
-        self.joint_state = self._sample[:2 * n]                  # [q | q̇]: where step_in_place reads them
+        self.joint_state = self._sample[: 2 * n]  # [q | q̇]: where step_in_place reads them
         self._q, self._qd = self._x[inputs["q"]], self._x[inputs["qd"]]
         self._qd_e, self._qdd_e, self._Q_f = self._qd[n_f:], self._x[inputs["qdd_e"]], self._x[inputs["Q_f"]]
-        self.layout = {"q": slice(0, n), "qd": slice(n, 2 * n), "qdd": slice(m, m + n), "Q": slice(m + n, m + 2 * n),
-                       "Q_f": slice(m + n, m + n + n_f), "Q_e": slice(m + n + n_f, m + 2 * n),
-                       "energy": slice(m + 2 * n, self.size)}
+        self.layout = {
+            "q": slice(0, n),
+            "qd": slice(n, 2 * n),
+            "qdd": slice(m, m + n),
+            "Q": slice(m + n, m + 2 * n),
+            "Q_f": slice(m + n, m + n + n_f),
+            "Q_e": slice(m + n + n_f, m + 2 * n),
+            "energy": slice(m + 2 * n, self.size),
+        }
         self.layout.update({name: m + 2 * n + i for i, name in enumerate(ENERGY_NAMES)})
         spans = [outputs["qdd"][0], outputs["Q"][0]] + [outputs[name][0] for name in ENERGY_NAMES]
         self._gather = np.concatenate([np.arange(s.start, s.stop) for s in spans])
         self._zeros = np.zeros(self.size)
-        self._finite_q, self._finite_qqd = (self._sample[:n], self._zeros[:n]), (self._sample[:2 * n], self._zeros[:2 * n])
-        self._zeros_f, self._zeros_out = self._zeros[:n_f], self._zeros[:self._outputs.size]
+        self._finite_q, self._finite_qqd = (
+            (self._sample[:n], self._zeros[:n]),
+            (self._sample[: 2 * n], self._zeros[: 2 * n]),
+        )
+        self._zeros_f, self._zeros_out = self._zeros[:n_f], self._zeros[: self._outputs.size]
         self._default_in_x = False
-        self.profile, self.model_cpu_s = False, 0.0     # profile: time the model call (model_cpu_s)
+        self.profile, self.model_cpu_s = False, 0.0  # profile: time the model call (model_cpu_s)
         # what the estimator skipped or chose, counted into ``counts`` when given (a node's counters)
         self.counts = counts if counts is not None else {}
         for key in SKIP_REASONS + ("stale_command", "velocity_estimated", "stream_restarts"):
             self.counts.setdefault(key, 0)
-        self.plan = None
-        self._command = None          # (rows (k, n_e), sample time it took effect or None)
-        self.origin_ns = None
+        self.plan: SplicedPlan | None = None
+        # an array command: (rows (k, n_e), the sample time it took effect, None until the next sample)
+        self._command: tuple[np.ndarray, float | None] | None = None
+        self.origin_ns: int | None = None
         self.reset()
 
     # -- settings ---------------------------------------------------------------------------------
@@ -109,12 +127,12 @@ class ServoEstimator:
         """Forget the stream (filters, last stamp); commands and the time origin stay."""
         self.velocity_filter.reset()
         self.position_filter.reset()
-        self.last_ns = None
+        self.last_ns: int | None = None
         self._behind = 0
         self._from_positions = False
         self.skipped = ""
         self.command_state = "none"
-        self.last_t = None
+        self.last_t: float | None = None
 
     def seconds(self, stamp_ns: int) -> float:
         """A stamp in the estimator's time base (seconds since the first stamp it saw)."""
@@ -156,6 +174,7 @@ class ServoEstimator:
             self.command_state = "commanded"
             sample = plan.sample(t)
             return sample.qdd if sample.commanded_acceleration else None
+        assert self._command is not None  # the caller checked
         rows, since = self._command
         if since is None:
             since = t
@@ -211,7 +230,7 @@ class ServoEstimator:
             if d is None:
                 return self._skip("warming_up")
             self._qd[:] = d[0]
-            qdd_e = d[1][self.n_f:]
+            qdd_e = d[1][self.n_f :]
         if self.plan is not None or self._command is not None:
             commanded = self._commanded_acceleration(t)
             if commanded is not None:
@@ -238,7 +257,7 @@ class ServoEstimator:
         self.skipped = ""
         return self._sample
 
-    def _skip(self, reason: str) -> None:
+    def _skip(self, reason: str) -> np.ndarray | None:
         self.counts[reason] += 1
         self.skipped = reason
         return None

@@ -194,7 +194,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             if problems:
                 raise ConfigError(problems[0])
             self.pipeline = self.build_pipeline()
-        except Exception as exc:  # configure must always say why it failed, whatever failed
+        except Exception as exc:  # noqa: BLE001 - configure must always say why it failed, whatever failed
             self.pipeline = None
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             self.last_error = text if isinstance(exc, RosLnnError) else f"{type(exc).__name__}: {text}"

@@ -115,7 +115,8 @@ def input_status(window: dict, rejected: tuple, last_input_s: float | None, time
     now = time.perf_counter() if now is None else now
     errors = window.get("internal_error", 0)
     if errors:
-        return DiagnosticStatus.ERROR, f"{errors} callback errors in the last {window['window_s']:.0f} s (see the log)"
+        span = window["window_s"]
+        return DiagnosticStatus.ERROR, f"{errors} callback errors in the last {span:.0f} s (see the log)"
     if last_input_s is None:
         return DiagnosticStatus.WARN, f"no {topic} received yet"
     silent = now - last_input_s
@@ -141,7 +142,8 @@ def report_error(node, where: str, exc: BaseException) -> None:
     node.counts["internal_error"] = node.counts.get("internal_error", 0) + 1
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     warn_throttled(node, f"internal_error:{where}",
-                   f"{where}: {type(exc).__name__}{': ' + text if text else ''} (skipped; the node keeps running)")
+                   f"{where}: {type(exc).__name__}{': ' + text if text else ''} "
+                   "(skipped; the node keeps running)")
 
 
 def guarded(where: str):
@@ -153,7 +155,7 @@ def guarded(where: str):
         def callback(self, *args):
             try:
                 return method(self, *args)
-            except Exception as exc:  # a callback must never take the process down
+            except Exception as exc:  # noqa: BLE001 - a callback must never take the process down
                 report_error(self, where, exc)
                 return None
         return callback

@@ -15,6 +15,7 @@ registering a target in :data:`TARGETS` and a case list in :data:`CASES` (``dac_
 cases here; its own belong beside its fixes). Used by test/test_node_faults.py (each case once) and by
 ``ros-lnn bench fault`` (every case, rounds in random order, for a duration).
 """
+
 from __future__ import annotations
 
 import math
@@ -40,18 +41,18 @@ class Target:
     module: str
     params: dict
     lifecycle: bool
-    inputs: dict                 # topic (relative to the namespace) -> message type name
-    outputs: dict                # topic -> message type name, checked for non-finite numbers
-    heartbeat: str               # the output that shows normal operation
-    normal: Callable | None = None   # normal(driver, target, k) -> publish one good input (k counts)
+    inputs: dict  # topic (relative to the namespace) -> message type name
+    outputs: dict  # topic -> message type name, checked for non-finite numbers
+    heartbeat: str  # the output that shows normal operation
+    normal: Callable | None = None  # normal(driver, target, k) -> publish one good input (k counts)
 
 
 @dataclass
 class Case:
     name: str
     target: str
-    action: Callable             # action(driver) -> None; raises AssertionError when a reply is wrong
-    expect: str = "ok"           # "count:key[|key...]", "refused" (checked by the action), "ok"
+    action: Callable  # action(driver) -> None; raises AssertionError when a reply is wrong
+    expect: str = "ok"  # "count:key[|key...]", "refused" (checked by the action), "ok"
     description: str = ""
 
 
@@ -90,7 +91,7 @@ def numbers(msg) -> list:
         value = getattr(msg, name)
         if kind in ("double", "float"):
             found.append(value)
-        elif kind.startswith(("sequence<double", "sequence<float")) or kind.startswith(("double[", "float[")):
+        elif kind.startswith(("sequence<double", "sequence<float", "double[", "float[")):
             found.extend(value)
         elif hasattr(value, "get_fields_and_field_types"):
             found.extend(numbers(value))
@@ -109,7 +110,9 @@ class NodeProcess:
         args = [sys.executable, "-m", target.module, "--ros-args", "-r", f"__ns:={namespace}"]
         for key, value in params.items():
             args += ["-p", f"{key}:={_param_text(value)}"]
-        self.proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(
+            args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         self.log: list[str] = []
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
@@ -152,24 +155,24 @@ class Driver:
     outputs (default QoS: reliable, depth 10), service clients, and the normal input streams."""
 
     def __init__(self, targets: list[Target], env: dict | None = None, run_id: str | None = None):
+        import tempfile
+
         import rclpy
 
         from .process import make_executor
 
-        import tempfile
-
         self.env = dict(os.environ if env is None else env)
         self.run_id = run_id or f"f{os.getpid()}"
-        self.workdir = Path(tempfile.mkdtemp(prefix="ros_lnn_faults_"))   # forged models; removed by close()
+        self.workdir = Path(tempfile.mkdtemp(prefix="ros_lnn_faults_"))  # forged models; removed by close()
         self.targets = {t.name: t for t in targets}
         self.context = rclpy.Context()
         rclpy.init(args=[], context=self.context)
         self.node = rclpy.create_node(f"fault_driver_{self.run_id}", context=self.context)
         self.procs: dict[str, NodeProcess] = {}
         self.pubs: dict = {}
-        self.received: dict = {}           # fully qualified topic -> count
-        self.non_finite: dict = {}         # fully qualified topic -> count
-        self.diagnostics: dict = {}        # status name -> {key: value}
+        self.received: dict = {}  # fully qualified topic -> count
+        self.non_finite: dict = {}  # fully qualified topic -> count
+        self.diagnostics: dict = {}  # status name -> {key: value}
         self.lock = threading.Lock()
         self.stream_on: dict = {}
         self.k: dict = {}
@@ -196,7 +199,7 @@ class Driver:
         while not self._stop.is_set():
             try:
                 self._executor.spin_once(timeout_sec=0.01)
-            except Exception:  # the driver keeps spinning; a failing callback shows in the verdicts
+            except Exception:  # noqa: BLE001 - the driver keeps spinning; a failing callback shows in the verdicts
                 pass
 
     def _wire(self, target: Target) -> None:
@@ -205,13 +208,16 @@ class Driver:
         ns = self.namespace(target.name)
         inputs_qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
         for topic, kind in target.inputs.items():
-            self.pubs[(target.name, topic)] = self.node.create_publisher(message_type(kind), f"{ns}/{topic}",
-                                                                         inputs_qos)
+            self.pubs[(target.name, topic)] = self.node.create_publisher(
+                message_type(kind), f"{ns}/{topic}", inputs_qos
+            )
         for topic, kind in target.outputs.items():
             full = topic if topic.startswith("/") else f"{ns}/{topic}"
             self.received[full] = 0
             self.non_finite[full] = 0
-            self.node.create_subscription(message_type(kind), full, lambda m, t=full: self._on_output(t, m), 10)
+            self.node.create_subscription(
+                message_type(kind), full, lambda m, t=full: self._on_output(t, m), 10
+            )
         self.stream_on[target.name] = True
         self.k[target.name] = 0
 
@@ -226,8 +232,11 @@ class Driver:
         with self.lock:
             for status in msg.status:
                 values = {kv.key: kv.value for kv in status.values}
-                values["_level"] = int.from_bytes(status.level, "little") if isinstance(status.level, bytes) \
+                values["_level"] = (
+                    int.from_bytes(status.level, "little")
+                    if isinstance(status.level, bytes)
                     else int(status.level)
+                )
                 values["_message"] = status.message
                 self.diagnostics[status.name] = values
 
@@ -238,7 +247,7 @@ class Driver:
                 if target.normal is not None and self.stream_on.get(name) and name in self.procs:
                     try:
                         target.normal(self, target, self.k[name])
-                    except Exception:  # a publisher torn down mid-run: the next turn publishes again
+                    except Exception:  # noqa: BLE001 - a publisher torn down mid-run: the next turn publishes again
                         pass
                     self.k[name] += 1
             time.sleep(0.005)
@@ -264,8 +273,9 @@ class Driver:
             if not proc.alive():
                 raise RuntimeError(f"{name} exited at start-up:\n" + "\n".join(proc.log[-20:]))
         if not self.received_on(name):
-            raise RuntimeError(f"{name} published nothing on {target.heartbeat} within 60 s:\n"
-                               + "\n".join(proc.log[-20:]))
+            raise RuntimeError(
+                f"{name} published nothing on {target.heartbeat} within 60 s:\n" + "\n".join(proc.log[-20:])
+            )
         return proc
 
     def heartbeat_topic(self, name: str) -> str:
@@ -290,9 +300,9 @@ class Driver:
             proc.stop()
         self._streamer.join(timeout=5)
         self._spinner.join(timeout=5)
-        import rclpy
-
         import shutil
+
+        import rclpy
 
         self._executor.shutdown()
         self.node.destroy_node()
@@ -326,7 +336,9 @@ class Driver:
             msg = value.to_parameter_msg()
         else:
             msg = Parameter(parameter, value=value).to_parameter_msg()
-        reply = self.call(name, "set_parameters", SetParameters, SetParameters.Request(parameters=[msg]), timeout)
+        reply = self.call(
+            name, "set_parameters", SetParameters, SetParameters.Request(parameters=[msg]), timeout
+        )
         return None if reply is None else (reply.results[0].successful, reply.results[0].reason)
 
     def transition(self, name: str, label: str, timeout: float = 5.0):
@@ -335,11 +347,20 @@ class Driver:
         from lifecycle_msgs.msg import Transition
         from lifecycle_msgs.srv import ChangeState
 
-        ids = {"configure": Transition.TRANSITION_CONFIGURE, "activate": Transition.TRANSITION_ACTIVATE,
-               "deactivate": Transition.TRANSITION_DEACTIVATE, "cleanup": Transition.TRANSITION_CLEANUP,
-               "shutdown": Transition.TRANSITION_UNCONFIGURED_SHUTDOWN}
-        reply = self.call(name, "change_state", ChangeState,
-                          ChangeState.Request(transition=Transition(id=ids[label])), timeout)
+        ids = {
+            "configure": Transition.TRANSITION_CONFIGURE,
+            "activate": Transition.TRANSITION_ACTIVATE,
+            "deactivate": Transition.TRANSITION_DEACTIVATE,
+            "cleanup": Transition.TRANSITION_CLEANUP,
+            "shutdown": Transition.TRANSITION_UNCONFIGURED_SHUTDOWN,
+        }
+        reply = self.call(
+            name,
+            "change_state",
+            ChangeState,
+            ChangeState.Request(transition=Transition(id=ids[label])),
+            timeout,
+        )
         return None if reply is None else reply.success
 
     def state(self, name: str, timeout: float = SERVICE_TIMEOUT_S):
@@ -352,7 +373,10 @@ class Driver:
         """Its parameter service (and lifecycle service) answer within SERVICE_TIMEOUT_S each."""
         from rcl_interfaces.srv import GetParameters
 
-        if self.call(name, "get_parameters", GetParameters, GetParameters.Request(names=["use_sim_time"])) is None:
+        if (
+            self.call(name, "get_parameters", GetParameters, GetParameters.Request(names=["use_sim_time"]))
+            is None
+        ):
             return False
         return not self.targets[name].lifecycle or self.state(name) is not None
 
@@ -383,7 +407,7 @@ class Driver:
             case.action(self)
         except AssertionError as exc:
             verdict.passed, verdict.detail = False, f"reply: {exc}"
-        except Exception as exc:  # the harness reports, it does not stop
+        except Exception as exc:  # noqa: BLE001 - the harness reports, it does not stop
             verdict.passed, verdict.detail = False, f"harness: {type(exc).__name__}: {exc}"
         proc = self.procs[name]
         if case.expect.startswith("count:"):
@@ -401,11 +425,18 @@ class Driver:
         tracebacks = [line for line in proc.log if line.startswith("Traceback")]
         if tracebacks:
             verdict.detail += f" {len(tracebacks)} traceback(s) in the node's output"
-        verdict.passed = (verdict.passed and not verdict.crashed and not verdict.hung and not verdict.non_finite
-                          and verdict.counted and verdict.resumed and not tracebacks)
+        verdict.passed = (
+            verdict.passed
+            and not verdict.crashed
+            and not verdict.hung
+            and not verdict.non_finite
+            and verdict.counted
+            and verdict.resumed
+            and not tracebacks
+        )
         if verdict.crashed or verdict.hung:
             verdict.detail += "\n" + "\n".join(proc.log[-15:])
-            self.start(name)                                  # the next case gets a working node
+            self.start(name)  # the next case gets a working node
         verdict.seconds = time.monotonic() - start
         return verdict
 
@@ -421,7 +452,7 @@ def crane_state(t: float, stamp_ns: int, names=CRANE_JOINTS, efforts=True):
 
     q = [0.3 * math.sin(1.3 * t) + 0.1, 0.2 * math.sin(4.4 * t)]
     qd = [0.39 * math.cos(1.3 * t), 0.88 * math.cos(4.4 * t)]
-    msg = JointState(name=list(names), position=q[:len(names)], velocity=qd[:len(names)])
+    msg = JointState(name=list(names), position=q[: len(names)], velocity=qd[: len(names)])
     if efforts:
         msg.effort = [0.0] * len(names)
     msg.header.stamp = ns_to_stamp(stamp_ns)
@@ -448,38 +479,72 @@ def _arm_normal(driver: Driver, target: Target, k: int) -> None:
 
 
 def servo_lnn_target(model_path: str = "") -> Target:
-    params = {"autostart": True, "diagnostics_period_s": 0.1, "marker_rate_hz": 10.0, "max_input_age_s": 1.0,
-              "input_timeout_s": 1.0}
+    params = {
+        "autostart": True,
+        "diagnostics_period_s": 0.1,
+        "marker_rate_hz": 10.0,
+        "max_input_age_s": 1.0,
+        "input_timeout_s": 1.0,
+    }
     if model_path:
         params["model_path"] = model_path
     return Target(
-        "servo_lnn", "ros_lnn.nodes.servo_lnn", params, lifecycle=True,
-        inputs={"joint_states": "sensor_msgs/JointState", "servo_commands": "trajectory_msgs/JointTrajectory"},
-        outputs={"servo_lnn/driving_force": "sensor_msgs/JointState", "servo_lnn/prediction": "PREDICTION",
-                 "servo_lnn/energy": "ENERGY", "servo_lnn/markers": "visualization_msgs/MarkerArray",
-                 "servo_lnn/predicted_trajectory": "trajectory_msgs/JointTrajectory"},
-        heartbeat="servo_lnn/driving_force", normal=_crane_normal)
+        "servo_lnn",
+        "ros_lnn.nodes.servo_lnn",
+        params,
+        lifecycle=True,
+        inputs={
+            "joint_states": "sensor_msgs/JointState",
+            "servo_commands": "trajectory_msgs/JointTrajectory",
+        },
+        outputs={
+            "servo_lnn/driving_force": "sensor_msgs/JointState",
+            "servo_lnn/prediction": "PREDICTION",
+            "servo_lnn/energy": "ENERGY",
+            "servo_lnn/markers": "visualization_msgs/MarkerArray",
+            "servo_lnn/predicted_trajectory": "trajectory_msgs/JointTrajectory",
+        },
+        heartbeat="servo_lnn/driving_force",
+        normal=_crane_normal,
+    )
 
 
 def sim_target() -> Target:
     return Target(
-        "sim", "ros_lnn.nodes.sim", {"rate_hz": 200.0, "diagnostics_period_s": 0.1, "plan_rate_hz": 10.0}, False,
-        inputs={"servo_commands": "trajectory_msgs/JointTrajectory", "effort_commands": "std_msgs/Float64MultiArray"},
-        outputs={"joint_states": "sensor_msgs/JointState", "sim/ground_truth/driving_force": "sensor_msgs/JointState",
-                 "sim/ground_truth/prediction": "PREDICTION", "sim/ground_truth/energy": "ENERGY",
-                 "sim/servo_plan": "trajectory_msgs/JointTrajectory"},
-        heartbeat="joint_states")
+        "sim",
+        "ros_lnn.nodes.sim",
+        {"rate_hz": 200.0, "diagnostics_period_s": 0.1, "plan_rate_hz": 10.0},
+        False,
+        inputs={
+            "servo_commands": "trajectory_msgs/JointTrajectory",
+            "effort_commands": "std_msgs/Float64MultiArray",
+        },
+        outputs={
+            "joint_states": "sensor_msgs/JointState",
+            "sim/ground_truth/driving_force": "sensor_msgs/JointState",
+            "sim/ground_truth/prediction": "PREDICTION",
+            "sim/ground_truth/energy": "ENERGY",
+            "sim/servo_plan": "trajectory_msgs/JointTrajectory",
+        },
+        heartbeat="joint_states",
+    )
 
 
 def dac_controller_target() -> Target:
     return Target(
-        "dac_controller", "ros_lnn.nodes.dac_controller", {"autostart": True, "diagnostics_period_s": 0.1,
-                                                          "state_timeout_s": 0.5}, True,
+        "dac_controller",
+        "ros_lnn.nodes.dac_controller",
+        {"autostart": True, "diagnostics_period_s": 0.1, "state_timeout_s": 0.5},
+        True,
         inputs={"joint_states": "sensor_msgs/JointState"},
-        outputs={"dac_controller/port_command": "std_msgs/Float64MultiArray",
-                 "dac_controller/joint_effort_command": "std_msgs/Float64MultiArray",
-                 "dac_controller/markers": "visualization_msgs/MarkerArray"},
-        heartbeat="dac_controller/joint_effort_command", normal=_arm_normal)
+        outputs={
+            "dac_controller/port_command": "std_msgs/Float64MultiArray",
+            "dac_controller/joint_effort_command": "std_msgs/Float64MultiArray",
+            "dac_controller/markers": "visualization_msgs/MarkerArray",
+        },
+        heartbeat="dac_controller/joint_effort_command",
+        normal=_arm_normal,
+    )
 
 
 # -- case builders ---------------------------------------------------------------------------------
@@ -489,6 +554,7 @@ def _send(topic: str, build: Callable, repeat: int = 1, pause: float = 0.0):
             driver.publish(target, topic, build(driver, i))
             if pause:
                 time.sleep(pause)
+
     return action
 
 
@@ -498,6 +564,7 @@ def _refused(parameter: str, value, words: str = ""):
         assert reply is not None, f"set_parameters({parameter}) got no answer within {SERVICE_TIMEOUT_S} s"
         assert not reply[0], f"{parameter}={value!r} was accepted"
         assert words in reply[1], f"reason {reply[1]!r} lacks {words!r}"
+
     return action
 
 
@@ -508,6 +575,7 @@ def _accepted_then_restored(parameter: str, value, restore):
         time.sleep(0.3)
         reply = driver.set_parameter(target, parameter, restore)
         assert reply is not None and reply[0], f"restoring {parameter}: {reply}"
+
     return action
 
 
@@ -530,8 +598,9 @@ def _trajectory(points, joints=("cart_joint",), positions=None, accelerations=Tr
     msg = JointTrajectory(joint_names=list(joints))
     n = len(joints)
     for i in range(points):
-        p = JointTrajectoryPoint(positions=[0.01 * i] * n if positions is None else positions(i),
-                                 velocities=[0.0] * n)
+        p = JointTrajectoryPoint(
+            positions=[0.01 * i] * n if positions is None else positions(i), velocities=[0.0] * n
+        )
         if accelerations:
             p.accelerations = [0.0] * n
         p.time_from_start = seconds_to_duration(0.001 * i if times is None else times(i))
@@ -542,6 +611,7 @@ def _trajectory(points, joints=("cart_joint",), positions=None, accelerations=Tr
 def _with_model(text: str | None = None, build=None, label: str = ""):
     """Configure servo_lnn with a forged model (its metadata replaced by ``text``, or the file written by
     ``build(path)``): the configure transition must fail within its time, then the shipped model again."""
+
     def action(driver: Driver, target: str):
         from ..inference.runtime import default_model_path
 
@@ -558,7 +628,7 @@ def _with_model(text: str | None = None, build=None, label: str = ""):
             assert reply is not None and reply[0], f"model_path not taken while unconfigured: {reply}"
             assert driver.transition(target, "configure") is False, "a forged model was configured"
             assert driver.state(target) == "unconfigured"
-        finally:                                     # back to the shipped model, active, whatever happened
+        finally:  # back to the shipped model, active, whatever happened
             state = driver.state(target)
             if state == "active":
                 driver.transition(target, "deactivate")
@@ -572,11 +642,14 @@ def _with_model(text: str | None = None, build=None, label: str = ""):
             driver.stream_on[target] = True
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
-            logged = [line for line in driver.procs[target].log if "configure failed" in line and str(path) in line]
+            logged = [
+                line for line in driver.procs[target].log if "configure failed" in line and str(path) in line
+            ]
             if logged:
                 break
             time.sleep(0.02)
         assert logged, "no one-line configure error naming the file"
+
     return action
 
 
@@ -623,11 +696,13 @@ def _record(field_number: int, payload: bytes) -> bytes:
             value >>= 7
             if not value:
                 return bytes(out)
+
     return varint(field_number << 3 | 2) + varint(len(payload)) + payload
 
 
 def _lifecycle(*steps):
     """Transitions in order, each (label, expected success)."""
+
     def action(driver: Driver, target: str):
         driver.stream_on[target] = False
         try:
@@ -639,81 +714,227 @@ def _lifecycle(*steps):
             if driver.state(target) == "inactive":
                 driver.transition(target, "activate")
             driver.stream_on[target] = True
+
     return action
 
 
 def bind(target: str, cases: list) -> list[Case]:
     """(name, action(driver, target), expect, description) tuples -> Cases of one target."""
-    return [Case(name, target, (lambda d, a=action: a(d, target)), expect, text)
-            for name, action, expect, text in cases]
+    return [
+        Case(name, target, (lambda d, a=action: a(d, target)), expect, text)
+        for name, action, expect, text in cases
+    ]
 
 
 def servo_lnn_cases() -> list[Case]:
     nan, inf = math.nan, math.inf
     old = lambda d, i: d.now_ns() - 3600 * 10**9  # noqa: E731
     future = lambda d, i: d.now_ns() + 3600 * 10**9  # noqa: E731
-    meta = ('{"family": "servo_lnn", "free_joints": ["pendulum_joint"], "servo_joints": ["cart_joint"], '
-            '"coordinate_units": ["rad", "m"]')
+    meta = (
+        '{"family": "servo_lnn", "free_joints": ["pendulum_joint"], "servo_joints": ["cart_joint"], '
+        '"coordinate_units": ["rad", "m"]'
+    )
     cases = [
-        ("NaN position", _send("joint_states", lambda d, i: _state_msg(d, i, q=[nan, 0.1], qd=[0, 0])),
-         "count:non_finite", "a NaN in a model joint's position"),
-        ("inf velocity", _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, inf])),
-         "count:non_finite", ""),
-        ("-inf free effort", _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, 0],
-                                                                             efforts=[-inf, 0.0]), repeat=5), "ok",
-         "a non-finite effort: the parameter's Q_f is used"),
-        ("huge position 1e300", _send("joint_states", lambda d, i: _state_msg(d, i, q=[1e300, 0.1], qd=[0, 0]),
-                                      repeat=5), "ok", "finite, however large: outputs finite or skipped"),
-        ("huge velocity 1e200", _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[1e200, 1e200]),
-                                      repeat=5), "count:non_finite_output|non_finite|warming_up|received", ""),
-        ("missing joint", _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1], qd=[0.0],
-                                                                        names=("cart_joint",))),
-         "count:missing_joint", ""),
-        ("duplicated joint name", _send("joint_states", lambda d, i: _state_msg(
-            d, i, q=[0.1, 0.2, 0.3], qd=[0, 0, 0], names=("pendulum_joint", "cart_joint", "cart_joint"))),
-         "count:duplicate_joint", "counted and refused, not 'last copy wins'"),
-        ("short arrays", _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.2], qd=[0.0])),
-         "count:bad_size", ""),
-        ("empty joint state", _send("joint_states", lambda d, i: _state_msg(d, i, q=[], qd=[], names=())),
-         "count:missing_joint|bad_size", ""),
-        ("stale stamp (-1 h)", _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, 0],
-                                                                               stamp=old)), "count:stale", ""),
-        ("future stamp (+1 h)", _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, 0],
-                                                                                stamp=future)),
-         "count:future", "must not freeze the node"),
-        ("future stamp, age check off", _future_without_age_check(), "count:stream_restarts",
-         "a +1 h stamp reaches the estimator; the stream restarts after RESTART_AFTER stamps"),
-        ("zero stamp", _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, 0],
-                                                                       stamp=lambda d, i: 0), repeat=3), "ok",
-         "a zero stamp is read as now"),
-        ("repeated stamp", _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, 0],
-                                                                           stamp=lambda d, i: d.now_ns() - 5 * 10**8),
-                                 repeat=2), "count:out_of_order", ""),
-        ("200 joints", _send("joint_states", lambda d, i: _state_msg(
-            d, i, q=[0.1] * 200, qd=[0.0] * 200, names=CRANE_JOINTS + tuple(f"j{k}" for k in range(198)))), "ok", ""),
-        ("oversized joint state", _send("joint_states", lambda d, i: _state_msg(
-            d, i, q=[0.1] * 5000, qd=[0.0] * 5000, names=CRANE_JOINTS + tuple(f"joint_{k}" for k in range(4998)))),
-         "count:bad_size", "refused before parsing"),
-        ("flood 5000 at once", _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, 0]),
-                                     repeat=5000), "ok", ""),
-        ("positions only", _send("joint_states", lambda d, i: _state_msg(d, i, qd=[]), repeat=20, pause=0.002),
-         "count:velocity_estimated", ""),
-        ("10 kB frame_id", _send("joint_states", lambda d, i: _frame(_state_msg(d, i), "f" * 10000), repeat=3), "ok",
-         ""),
-        ("NaN in a trajectory", _send("servo_commands", lambda d, i: _trajectory(3, positions=lambda k: [nan])),
-         "count:invalid_command", ""),
-        ("trajectory times not increasing", _send("servo_commands", lambda d, i: _trajectory(3, times=lambda k: 0.1)),
-         "count:invalid_command", ""),
-        ("trajectory with a duplicated joint", _send("servo_commands", lambda d, i: _trajectory(
-            2, joints=("cart_joint", "cart_joint"))), "count:invalid_command", ""),
-        ("trajectory without the servo joint", _send("servo_commands", lambda d, i: _trajectory(
-            2, joints=("elbow",))), "count:invalid_command", ""),
-        ("trajectory of 100 000 points", _send("servo_commands", lambda d, i: _trajectory(100_000)),
-         "count:invalid_command", "refused before it is read: no stall"),
-        ("trajectory point sizes differ", _send("servo_commands", lambda d, i: _trajectory(
-            3, positions=lambda k: [0.1] * (k + 1))), "count:invalid_command", ""),
-        ("huge trajectory 1e300", _send("servo_commands", lambda d, i: _trajectory(
-            3, positions=lambda k: [1e300 * (k + 1)], times=lambda k: 0.2 * k)), "ok", ""),
+        (
+            "NaN position",
+            _send("joint_states", lambda d, i: _state_msg(d, i, q=[nan, 0.1], qd=[0, 0])),
+            "count:non_finite",
+            "a NaN in a model joint's position",
+        ),
+        (
+            "inf velocity",
+            _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, inf])),
+            "count:non_finite",
+            "",
+        ),
+        (
+            "-inf free effort",
+            _send(
+                "joint_states",
+                lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, 0], efforts=[-inf, 0.0]),
+                repeat=5,
+            ),
+            "ok",
+            "a non-finite effort: the parameter's Q_f is used",
+        ),
+        (
+            "huge position 1e300",
+            _send("joint_states", lambda d, i: _state_msg(d, i, q=[1e300, 0.1], qd=[0, 0]), repeat=5),
+            "ok",
+            "finite, however large: outputs finite or skipped",
+        ),
+        (
+            "huge velocity 1e200",
+            _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[1e200, 1e200]), repeat=5),
+            "count:non_finite_output|non_finite|warming_up|received",
+            "",
+        ),
+        (
+            "missing joint",
+            _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1], qd=[0.0], names=("cart_joint",))),
+            "count:missing_joint",
+            "",
+        ),
+        (
+            "duplicated joint name",
+            _send(
+                "joint_states",
+                lambda d, i: _state_msg(
+                    d,
+                    i,
+                    q=[0.1, 0.2, 0.3],
+                    qd=[0, 0, 0],
+                    names=("pendulum_joint", "cart_joint", "cart_joint"),
+                ),
+            ),
+            "count:duplicate_joint",
+            "counted and refused, not 'last copy wins'",
+        ),
+        (
+            "short arrays",
+            _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.2], qd=[0.0])),
+            "count:bad_size",
+            "",
+        ),
+        (
+            "empty joint state",
+            _send("joint_states", lambda d, i: _state_msg(d, i, q=[], qd=[], names=())),
+            "count:missing_joint|bad_size",
+            "",
+        ),
+        (
+            "stale stamp (-1 h)",
+            _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, 0], stamp=old)),
+            "count:stale",
+            "",
+        ),
+        (
+            "future stamp (+1 h)",
+            _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, 0], stamp=future)),
+            "count:future",
+            "must not freeze the node",
+        ),
+        (
+            "future stamp, age check off",
+            _future_without_age_check(),
+            "count:stream_restarts",
+            "a +1 h stamp reaches the estimator; the stream restarts after RESTART_AFTER stamps",
+        ),
+        (
+            "zero stamp",
+            _send(
+                "joint_states",
+                lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, 0], stamp=lambda d, i: 0),
+                repeat=3,
+            ),
+            "ok",
+            "a zero stamp is read as now",
+        ),
+        (
+            "repeated stamp",
+            _send(
+                "joint_states",
+                lambda d, i: _state_msg(
+                    d, i, q=[0.1, 0.1], qd=[0, 0], stamp=lambda d, i: d.now_ns() - 5 * 10**8
+                ),
+                repeat=2,
+            ),
+            "count:out_of_order",
+            "",
+        ),
+        (
+            "200 joints",
+            _send(
+                "joint_states",
+                lambda d, i: _state_msg(
+                    d,
+                    i,
+                    q=[0.1] * 200,
+                    qd=[0.0] * 200,
+                    names=CRANE_JOINTS + tuple(f"j{k}" for k in range(198)),
+                ),
+            ),
+            "ok",
+            "",
+        ),
+        (
+            "oversized joint state",
+            _send(
+                "joint_states",
+                lambda d, i: _state_msg(
+                    d,
+                    i,
+                    q=[0.1] * 5000,
+                    qd=[0.0] * 5000,
+                    names=CRANE_JOINTS + tuple(f"joint_{k}" for k in range(4998)),
+                ),
+            ),
+            "count:bad_size",
+            "refused before parsing",
+        ),
+        (
+            "flood 5000 at once",
+            _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1, 0.1], qd=[0, 0]), repeat=5000),
+            "ok",
+            "",
+        ),
+        (
+            "positions only",
+            _send("joint_states", lambda d, i: _state_msg(d, i, qd=[]), repeat=20, pause=0.002),
+            "count:velocity_estimated",
+            "",
+        ),
+        (
+            "10 kB frame_id",
+            _send("joint_states", lambda d, i: _frame(_state_msg(d, i), "f" * 10000), repeat=3),
+            "ok",
+            "",
+        ),
+        (
+            "NaN in a trajectory",
+            _send("servo_commands", lambda d, i: _trajectory(3, positions=lambda k: [nan])),
+            "count:invalid_command",
+            "",
+        ),
+        (
+            "trajectory times not increasing",
+            _send("servo_commands", lambda d, i: _trajectory(3, times=lambda k: 0.1)),
+            "count:invalid_command",
+            "",
+        ),
+        (
+            "trajectory with a duplicated joint",
+            _send("servo_commands", lambda d, i: _trajectory(2, joints=("cart_joint", "cart_joint"))),
+            "count:invalid_command",
+            "",
+        ),
+        (
+            "trajectory without the servo joint",
+            _send("servo_commands", lambda d, i: _trajectory(2, joints=("elbow",))),
+            "count:invalid_command",
+            "",
+        ),
+        (
+            "trajectory of 100 000 points",
+            _send("servo_commands", lambda d, i: _trajectory(100_000)),
+            "count:invalid_command",
+            "refused before it is read: no stall",
+        ),
+        (
+            "trajectory point sizes differ",
+            _send("servo_commands", lambda d, i: _trajectory(3, positions=lambda k: [0.1] * (k + 1))),
+            "count:invalid_command",
+            "",
+        ),
+        (
+            "huge trajectory 1e300",
+            _send(
+                "servo_commands",
+                lambda d, i: _trajectory(3, positions=lambda k: [1e300 * (k + 1)], times=lambda k: 0.2 * k),
+            ),
+            "ok",
+            "",
+        ),
         ("empty trajectory", _send("servo_commands", lambda d, i: _trajectory(0)), "ok", "cancels the plan"),
         ("marker_rate_hz 1e-15", _refused("marker_rate_hz", 1e-15, ">= 0.1"), "refused", ""),
         ("marker_rate_hz NaN", _refused("marker_rate_hz", nan, "finite"), "refused", ""),
@@ -723,11 +944,20 @@ def servo_lnn_cases() -> list[Case]:
         ("force_scale 1e308", _refused("force_scale", 1e308, "<= 100"), "refused", ""),
         ("command_timeout_s -1", _refused("command_timeout_s", -1.0, ">= 0"), "refused", ""),
         ("max_input_age_s NaN", _refused("max_input_age_s", nan, "finite"), "refused", ""),
-        ("latency_log while active", _refused("latency_log", "elsewhere.npz", "read at configure"), "refused",
-         "no remote choice of where the node writes"),
+        (
+            "latency_log while active",
+            _refused("latency_log", "elsewhere.npz", "read at configure"),
+            "refused",
+            "no remote choice of where the node writes",
+        ),
         ("model_path while active", _refused("model_path", "other.onnx", "read at configure"), "refused", ""),
         ("qdd_filter_window 2", _refused("qdd_filter_window", 2, "read at configure"), "refused", ""),
-        ("free_joint_forces of 2", _refused("free_joint_forces", [1.0, 2.0], "pendulum_joint"), "refused", ""),
+        (
+            "free_joint_forces of 2",
+            _refused("free_joint_forces", [1.0, 2.0], "pendulum_joint"),
+            "refused",
+            "",
+        ),
         ("free_joint_forces NaN", _refused("free_joint_forces", [nan], "finite"), "refused", ""),
         ("marker_axes 'w'", _refused("marker_axes", ["w"], "one of"), "refused", ""),
         ("a string for a number", _refused("force_scale", "big", "number"), "refused", ""),
@@ -736,28 +966,67 @@ def servo_lnn_cases() -> list[Case]:
         ("rollouts on", _accepted_then_restored("rollout_horizon_s", 0.5, 0.0), "ok", ""),
         ("activate while active", _lifecycle(("activate", False)), "ok", "refused by the state machine"),
         ("configure while active", _lifecycle(("configure", False)), "ok", ""),
-        ("deactivate, activate while streaming", _lifecycle(("deactivate", True), ("activate", True)), "ok", ""),
+        (
+            "deactivate, activate while streaming",
+            _lifecycle(("deactivate", True), ("activate", True)),
+            "ok",
+            "",
+        ),
         ("cleanup while active", _lifecycle(("cleanup", False)), "ok", ""),
-        ("cleanup, configure, activate", _lifecycle(("deactivate", True), ("cleanup", True), ("configure", True),
-                                                     ("activate", True)), "ok", ""),
+        (
+            "cleanup, configure, activate",
+            _lifecycle(("deactivate", True), ("cleanup", True), ("configure", True), ("activate", True)),
+            "ok",
+            "",
+        ),
         ("model metadata a JSON list", _with_model("[1, 2]", label="list"), "refused", ""),
         ("model metadata a number", _with_model("42", label="number"), "refused", ""),
         ("model metadata null", _with_model("null", label="null"), "refused", ""),
         ("model metadata not JSON", _with_model("{not json", label="garbage"), "refused", ""),
-        ("model metadata family a number", _with_model('{"family": 3, "free_joints": [], "servo_joints": [], '
-                                                       '"coordinate_units": []}', label="family"), "refused", ""),
-        ("model metadata joints a string", _with_model(meta.replace('["pendulum_joint"]', '"pendulum_joint"') + "}",
-                                                       label="joints"), "refused", ""),
-        ("model metadata joints unlike the graph", _with_model(meta.replace('["cart_joint"]', '["cart_joint", "x"]')
-                                                               + "}", label="graph"), "refused", ""),
-        ("model metadata joints repeated", _with_model(meta.replace("cart_joint", "pendulum_joint") + "}",
-                                                       label="repeated"), "refused", ""),
-        ("model metadata of another family", _with_model(meta.replace('"servo_lnn"', '"lnn"') + "}",
-                                                         label="family_lnn"), "refused", ""),
-        ("model file corrupt", _with_model(build=lambda p: p.write_bytes(b"\x08\x07garbage" * 40), label="corrupt"),
-         "refused", ""),
-        ("model file missing", _with_model(build=lambda p: p.unlink(missing_ok=True), label="missing"), "refused",
-         ""),
+        (
+            "model metadata family a number",
+            _with_model(
+                '{"family": 3, "free_joints": [], "servo_joints": [], "coordinate_units": []}', label="family"
+            ),
+            "refused",
+            "",
+        ),
+        (
+            "model metadata joints a string",
+            _with_model(meta.replace('["pendulum_joint"]', '"pendulum_joint"') + "}", label="joints"),
+            "refused",
+            "",
+        ),
+        (
+            "model metadata joints unlike the graph",
+            _with_model(meta.replace('["cart_joint"]', '["cart_joint", "x"]') + "}", label="graph"),
+            "refused",
+            "",
+        ),
+        (
+            "model metadata joints repeated",
+            _with_model(meta.replace("cart_joint", "pendulum_joint") + "}", label="repeated"),
+            "refused",
+            "",
+        ),
+        (
+            "model metadata of another family",
+            _with_model(meta.replace('"servo_lnn"', '"lnn"') + "}", label="family_lnn"),
+            "refused",
+            "",
+        ),
+        (
+            "model file corrupt",
+            _with_model(build=lambda p: p.write_bytes(b"\x08\x07garbage" * 40), label="corrupt"),
+            "refused",
+            "",
+        ),
+        (
+            "model file missing",
+            _with_model(build=lambda p: p.unlink(missing_ok=True), label="missing"),
+            "refused",
+            "",
+        ),
     ]
     return bind("servo_lnn", cases)
 
@@ -772,12 +1041,16 @@ def _future_without_age_check():
         reply = driver.set_parameter(target, "max_input_age_s", 0.0)
         assert reply is not None and reply[0], f"max_input_age_s 0: {reply}"
         try:
-            driver.publish(target, "joint_states", _state_msg(driver, 0, q=[0.1, 0.1], qd=[0, 0],
-                                                              stamp=lambda d, i: d.now_ns() + 3600 * 10**9))
-            time.sleep(0.3)                  # the normal stream runs on, restarts after RESTART_AFTER stamps
+            driver.publish(
+                target,
+                "joint_states",
+                _state_msg(driver, 0, q=[0.1, 0.1], qd=[0, 0], stamp=lambda d, i: d.now_ns() + 3600 * 10**9),
+            )
+            time.sleep(0.3)  # the normal stream runs on, restarts after RESTART_AFTER stamps
         finally:
             reply = driver.set_parameter(target, "max_input_age_s", 1.0)
             assert reply is not None and reply[0], f"max_input_age_s restored: {reply}"
+
     return action
 
 
@@ -785,24 +1058,56 @@ def sim_cases() -> list[Case]:
     from std_msgs.msg import Float64MultiArray
 
     nan, inf = math.nan, math.inf
-    array = lambda values: (lambda d, i: Float64MultiArray(data=list(values)))  # noqa: E731
+    array = lambda values: lambda d, i: Float64MultiArray(data=list(values))  # noqa: E731
     cases = [
-        ("NaN in a trajectory", _send("servo_commands", lambda d, i: _trajectory(3, positions=lambda k: [nan])),
-         "count:invalid_command", ""),
-        ("trajectory with a duplicated joint", _send("servo_commands", lambda d, i: _trajectory(
-            2, joints=("cart_joint", "cart_joint"))), "count:invalid_command", ""),
-        ("trajectory of 100 000 points", _send("servo_commands", lambda d, i: _trajectory(100_000)),
-         "count:invalid_command", "refused before it is read"),
-        ("trajectory times not increasing", _send("servo_commands", lambda d, i: _trajectory(3, times=lambda k: 0.0)),
-         "count:invalid_command", ""),
-        ("huge trajectory 1e300", _send("servo_commands", lambda d, i: _trajectory(
-            3, positions=lambda k: [1e300 * (k + 1)], times=lambda k: 0.05 * k)),
-         "count:non_finite_state", "the state goes non-finite: restored, servo held, nothing non-finite published"),
+        (
+            "NaN in a trajectory",
+            _send("servo_commands", lambda d, i: _trajectory(3, positions=lambda k: [nan])),
+            "count:invalid_command",
+            "",
+        ),
+        (
+            "trajectory with a duplicated joint",
+            _send("servo_commands", lambda d, i: _trajectory(2, joints=("cart_joint", "cart_joint"))),
+            "count:invalid_command",
+            "",
+        ),
+        (
+            "trajectory of 100 000 points",
+            _send("servo_commands", lambda d, i: _trajectory(100_000)),
+            "count:invalid_command",
+            "refused before it is read",
+        ),
+        (
+            "trajectory times not increasing",
+            _send("servo_commands", lambda d, i: _trajectory(3, times=lambda k: 0.0)),
+            "count:invalid_command",
+            "",
+        ),
+        (
+            "huge trajectory 1e300",
+            _send(
+                "servo_commands",
+                lambda d, i: _trajectory(3, positions=lambda k: [1e300 * (k + 1)], times=lambda k: 0.05 * k),
+            ),
+            "count:non_finite_state",
+            "the state goes non-finite: restored, servo held, nothing non-finite published",
+        ),
         ("NaN effort", _send("effort_commands", array([nan])), "count:invalid_command", ""),
-        ("effort of the wrong size", _send("effort_commands", array([1.0, 2.0])), "count:invalid_command", ""),
+        (
+            "effort of the wrong size",
+            _send("effort_commands", array([1.0, 2.0])),
+            "count:invalid_command",
+            "",
+        ),
         ("huge effort 1e300", _send("effort_commands", array([1e300])), "count:non_finite_state", ""),
         ("effort inf", _send("effort_commands", array([inf])), "count:invalid_command", ""),
-        ("oversized effort array", _send("effort_commands", array([1.0] * 100_000)), "count:invalid_command", ""),
+        (
+            "oversized effort array",
+            _send("effort_commands", array([1.0] * 100_000)),
+            "count:invalid_command",
+            "",
+        ),
         ("effort_timeout_s NaN", _refused("effort_timeout_s", nan, "finite"), "refused", ""),
         ("effort_timeout_s -1", _refused("effort_timeout_s", -1.0, ">= 0"), "refused", ""),
         ("plan_dt_s 0", _refused("plan_dt_s", 0.0, ">= 0.001"), "refused", ""),
@@ -820,18 +1125,34 @@ def dac_controller_cases() -> list[Case]:
     trajectories with inf velocities, duplicated names) belong beside its fixes."""
     nan = math.nan
     cases = [
-        ("state_timeout_s while active", _refused("state_timeout_s", 0.2, "read at configure"), "refused", ""),
+        (
+            "state_timeout_s while active",
+            _refused("state_timeout_s", 0.2, "read at configure"),
+            "refused",
+            "",
+        ),
         ("force_scale NaN", _refused("force_scale", nan, "finite"), "refused", ""),
         ("activate while active", _lifecycle(("activate", False)), "ok", ""),
-        ("deactivate, activate while streaming", _lifecycle(("deactivate", True), ("activate", True)), "ok", ""),
+        (
+            "deactivate, activate while streaming",
+            _lifecycle(("deactivate", True), ("activate", True)),
+            "ok",
+            "",
+        ),
     ]
     return bind("dac_controller", cases)
 
 
-TARGETS: dict[str, Callable[[], Target]] = {"servo_lnn": servo_lnn_target, "sim": sim_target,
-                                            "dac_controller": dac_controller_target}
-CASES: dict[str, Callable[[], list]] = {"servo_lnn": servo_lnn_cases, "sim": sim_cases,
-                                        "dac_controller": dac_controller_cases}
+TARGETS: dict[str, Callable[[], Target]] = {
+    "servo_lnn": servo_lnn_target,
+    "sim": sim_target,
+    "dac_controller": dac_controller_target,
+}
+CASES: dict[str, Callable[[], list]] = {
+    "servo_lnn": servo_lnn_cases,
+    "sim": sim_cases,
+    "dac_controller": dac_controller_cases,
+}
 
 
 @dataclass
@@ -846,8 +1167,14 @@ class Summary:
         return f"fault cases: {len(cases)} tried, {crashed} crashed, {hung} hung, {bad} non-finite outputs"
 
 
-def run_cases(driver: Driver, cases: list[Case], rounds: int = 1, duration_s: float = 0.0, seed: int = 0,
-              report: Callable | None = None) -> Summary:
+def run_cases(
+    driver: Driver,
+    cases: list[Case],
+    rounds: int = 1,
+    duration_s: float = 0.0,
+    seed: int = 0,
+    report: Callable | None = None,
+) -> Summary:
     """Every case ``rounds`` times (or until ``duration_s`` has passed, in rounds), in a random order per
     round after the first."""
     rng = np.random.default_rng(seed)

@@ -10,9 +10,11 @@ Anything else (a new layout, another encapsulation) takes the slow path: bounded
 bounds checks (or deserialized by rclpy and re-serialized when it is not little-endian CDR), checked
 for duplicated and missing joints, and becomes the new layout.
 """
+
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +43,7 @@ class _Cursor:
         end = self.pos + length
         if length == 0 or end > len(self.raw) or self.raw[end - 1] != 0:
             raise ValueError("bad string")
-        text = self.raw[self.pos:end - 1].decode("utf-8")
+        text = self.raw[self.pos : end - 1].decode("utf-8")
         self.pos = end
         return text
 
@@ -76,20 +78,27 @@ class JointStateReader:
         if self.state.shape != (2 * n,) or self.state.dtype != np.float64:
             raise ValueError(f"state must be a float64 vector of {2 * n} entries")
         self._q, self._qd, self._eff = self.state[:n], self.state[n:], np.zeros(self.n_free)
-        self._layout = None
+        self._layout: Any = None
         self.stamp_ns, self.frame_id, self.reason, self.detail = 0, "", "", ""
-        self.q, self.qd, self.effort_free = self._q, None, None
+        self.q = self._q
+        self.qd: np.ndarray | None = None
+        self.effort_free: np.ndarray | None = None
 
     def read(self, raw) -> str:
         layout = self._layout
-        if (layout is None or len(raw) != layout[0] or not raw.startswith(layout[1], 12)
-                or not raw.startswith(layout[2], layout[3]) or not raw.startswith(layout[4], layout[5])
-                or not raw.startswith(CDR_LE)):
+        if (
+            layout is None
+            or len(raw) != layout[0]
+            or not raw.startswith(layout[1], 12)
+            or not raw.startswith(layout[2], layout[3])
+            or not raw.startswith(layout[4], layout[5])
+            or not raw.startswith(CDR_LE)
+        ):
             raw = self._new_layout(raw)
             if raw is None:
                 return self.reason
             layout = self._layout
-        if layout[6]:                        # a refused layout is cached too: counted without a re-parse
+        if layout[6]:  # a refused layout is cached too: counted without a re-parse
             self.detail = layout[7]
             return layout[6]
         sec, nanosec = struct.unpack_from("<iI", raw, 4)
@@ -146,12 +155,26 @@ class JointStateReader:
             if k_v:
                 index = np.concatenate([index, (v0 - 4) // 8 + rows])
             if k_e:
-                effort = (e0 - 4) // 8 + rows[:self.n_free]
+                effort = (e0 - 4) // 8 + rows[: self.n_free]
         # The static bytes: frame and names with the position count (from byte 12), and the velocity
         # and effort count words (the padding before a double array is left out: it is undefined).
-        self._layout = (len(raw), raw[12:p_at + 4], raw[v_at:v_at + 4], v_at, raw[e_at:e_at + 4], e_at,
-                        reason, detail, index, (len(raw) - 4) // 8, frame, bool(k_v), bool(k_e),
-                        self.state[:index.size], effort)
+        self._layout = (
+            len(raw),
+            raw[12 : p_at + 4],
+            raw[v_at : v_at + 4],
+            v_at,
+            raw[e_at : e_at + 4],
+            e_at,
+            reason,
+            detail,
+            index,
+            (len(raw) - 4) // 8,
+            frame,
+            bool(k_v),
+            bool(k_e),
+            self.state[: index.size],
+            effort,
+        )
         return raw
 
 
@@ -162,7 +185,7 @@ def _as_little_endian_cdr(raw: bytes):
         from sensor_msgs.msg import JointState
 
         again = serialize_message(deserialize_message(raw, JointState))
-    except Exception:  # rclpy raises several unrelated types for bytes it cannot read
+    except Exception:  # noqa: BLE001 - rclpy raises several unrelated types for bytes it cannot read
         return None
     return again if again.startswith(CDR_LE) else None
 

@@ -114,7 +114,8 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = DE
         qdd_src = "estimated from joint_states" if estimate_qdd else "commanded (/sim/servo_plan)"
         print(f"live demo: crane simulator at {rate_hz:.0f} Hz + servo_lnn estimator ({est.runtime.model_id}), "
               f"one process, {duration_s:.0f} s; q̈_e {qdd_src}", file=out)
-        header = (f"{'t[s]':>5} {'sim Hz':>6} {'rate[Hz]':>8} {'lat med/p99[us]':>16} | {'Q_e est':>8} {'true':>8} {'|err|':>7} |"
+        header = (f"{'t[s]':>5} {'sim Hz':>6} {'rate[Hz]':>8} {'lat med/p99[us]':>16} | "
+                  f"{'Q_e est':>8} {'true':>8} {'|err|':>7} |"
                   f" {'q̈_f est':>8} {'true':>8} {'|err|':>7} | {'E-E0 est':>8} {'true':>8} {'|err|':>7}")
         print(header, file=out)
         print("-" * len(header), file=out)

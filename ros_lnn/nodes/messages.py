@@ -9,6 +9,7 @@ and publish the standard types instead: ``~/energy`` a Float64MultiArray labelle
 ``T,V,E,T_dot,V_dot,E_dot,power,stamp_sec,stamp_nanosec`` and ``~/prediction`` a one-point
 JointTrajectory. :func:`energy_dict` and :func:`prediction_arrays` read either.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,9 +37,15 @@ PREDICTION_TYPE = DynamicsPrediction if HAVE_INTERFACES else JointTrajectory
 ENERGY_LABELS = ("T", "V", "E", "T_dot", "V_dot", "E_dot", "power", "stamp_sec", "stamp_nanosec")
 ENERGY_LAYOUT_LABEL = ",".join(ENERGY_LABELS)
 #: The Energy field of each energy output (runtime output names), in ENERGY_LABELS order.
-ENERGY_FIELDS = {"T": "kinetic_energy", "V": "potential_energy", "E": "total_energy",
-                 "T_dot": "kinetic_energy_rate", "V_dot": "potential_energy_rate",
-                 "E_dot": "total_energy_rate", "power": "power"}
+ENERGY_FIELDS = {
+    "T": "kinetic_energy",
+    "V": "potential_energy",
+    "E": "total_energy",
+    "T_dot": "kinetic_energy_rate",
+    "V_dot": "potential_energy_rate",
+    "E_dot": "total_energy_rate",
+    "power": "power",
+}
 
 
 def report_interfaces(logger) -> None:
@@ -46,9 +53,13 @@ def report_interfaces(logger) -> None:
     if not HAVE_INTERFACES:
         from .compat import log_fallback
 
-        log_fallback("ros_lnn_msgs", "ros_lnn_msgs is not built here: ~/energy is published as a labelled "
-                     "Float64MultiArray and ~/prediction as a one-point JointTrajectory (build the interface "
-                     "package: colcon build, or make msgs)", logger)
+        log_fallback(
+            "ros_lnn_msgs",
+            "ros_lnn_msgs is not built here: ~/energy is published as a labelled "
+            "Float64MultiArray and ~/prediction as a one-point JointTrajectory (build the interface "
+            "package: colcon build, or make msgs)",
+            logger,
+        )
 
 
 def _floats(x) -> array:
@@ -72,14 +83,23 @@ def prediction_msg(stamp: Time, frame_id: str, names, q, qd, qdd, Q, n_free: int
     if HAVE_INTERFACES:
         msg = DynamicsPrediction(joint_names=list(names), free_joint_count=int(n_free))
         msg.header.stamp, msg.header.frame_id = stamp, frame_id
-        msg.position, msg.velocity, msg.acceleration, msg.effort = _floats(q), _floats(qd), _floats(qdd), _floats(Q)
+        msg.position, msg.velocity, msg.acceleration, msg.effort = (
+            _floats(q),
+            _floats(qd),
+            _floats(qdd),
+            _floats(Q),
+        )
         return msg
     msg = JointTrajectory()
     msg.header.stamp, msg.header.frame_id = stamp, frame_id
     msg.joint_names = list(names)
     point = JointTrajectoryPoint()
     point.positions, point.velocities, point.accelerations, point.effort = (
-        _floats(q), _floats(qd), _floats(qdd), _floats(Q))
+        _floats(q),
+        _floats(qd),
+        _floats(qdd),
+        _floats(Q),
+    )
     msg.points = [point]
     return msg
 
@@ -92,8 +112,9 @@ def energy_values_msg(stamp: Time, values, frame_id: str = ""):
         msg.header.stamp, msg.header.frame_id = stamp, frame_id
         return msg
     msg = Float64MultiArray()
-    msg.layout.dim = [MultiArrayDimension(label=ENERGY_LAYOUT_LABEL, size=len(ENERGY_LABELS),
-                                          stride=len(ENERGY_LABELS))]
+    msg.layout.dim = [
+        MultiArrayDimension(label=ENERGY_LAYOUT_LABEL, size=len(ENERGY_LABELS), stride=len(ENERGY_LABELS))
+    ]
     data = array("d", np.ascontiguousarray(values, dtype=np.float64).tobytes())
     data.extend((float(stamp.sec), float(stamp.nanosec)))
     msg.data = data
@@ -119,14 +140,32 @@ def prediction_arrays(msg) -> dict:
     """Read ``~/prediction`` back: joint names, q, qd, qdd, Q (model order) as arrays."""
     if isinstance(msg, JointTrajectory):
         point = msg.points[0]
-        return {"names": list(msg.joint_names), "q": np.array(point.positions), "qd": np.array(point.velocities),
-                "qdd": np.array(point.accelerations), "Q": np.array(point.effort)}
-    return {"names": list(msg.joint_names), "q": np.array(msg.position), "qd": np.array(msg.velocity),
-            "qdd": np.array(msg.acceleration), "Q": np.array(msg.effort), "n_free": msg.free_joint_count}
+        return {
+            "names": list(msg.joint_names),
+            "q": np.array(point.positions),
+            "qd": np.array(point.velocities),
+            "qdd": np.array(point.accelerations),
+            "Q": np.array(point.effort),
+        }
+    return {
+        "names": list(msg.joint_names),
+        "q": np.array(msg.position),
+        "qd": np.array(msg.velocity),
+        "qdd": np.array(msg.acceleration),
+        "Q": np.array(msg.effort),
+        "n_free": msg.free_joint_count,
+    }
 
 
 def outputs_finite(out: dict) -> bool:
     """Everything the estimator publishes is finite (one sum: NaN/inf anywhere makes it non-finite)."""
-    total = float(out["Q"].sum()) + float(out["qdd"].sum()) + float(out["T"]) + float(out["V"]) + \
-        float(out["T_dot"]) + float(out["V_dot"]) + float(out["power"])
+    total = (
+        float(out["Q"].sum())
+        + float(out["qdd"].sum())
+        + float(out["T"])
+        + float(out["V"])
+        + float(out["T_dot"])
+        + float(out["V_dot"])
+        + float(out["power"])
+    )
     return math.isfinite(total)

@@ -19,6 +19,7 @@ construction (plain nodes), and refuses a live ``set_parameters`` with a reason:
 * ``CONFIGURE``: read at configure; refused while the node is configured (clean it up first);
 * ``STARTUP``: read once when the node starts; refused after that.
 """
+
 from __future__ import annotations
 
 import math
@@ -131,8 +132,11 @@ class Param:
             return f"must be finite, got {value!r}"
         if self.off is not None and value == self.off:
             return ""
-        for bound, ok, word in ((self.ge, lambda b: value >= b, ">="), (self.gt, lambda b: value > b, ">"),
-                                (self.le, lambda b: value <= b, "<=")):
+        for bound, ok, word in (
+            (self.ge, lambda b: value >= b, ">="),
+            (self.gt, lambda b: value > b, ">"),
+            (self.le, lambda b: value <= b, "<="),
+        ):
             if bound is not None and not ok(bound):
                 off = f" (or {self.off:g} for off)" if self.off is not None else ""
                 return f"must be {word} {bound:g}{off}, got {value!r}"
@@ -156,8 +160,10 @@ class ParameterTable:
         for p in self:
             text = p.constraints()
             desc = ParameterDescriptor(
-                description=f"{p.description} [applies: {_APPLIES_TEXT[p.applies]}{'; ' + text if text else ''}]",
-                additional_constraints=text, dynamic_typing=True)
+                description=f"{p.description} [applies: {_APPLIES_TEXT[p.applies]}{'; ' + text if text else ''}]",  # noqa: E501
+                additional_constraints=text,
+                dynamic_typing=True,
+            )
             node.declare_parameter(p.name, p.default, desc)
 
     def read(self, node) -> dict:
@@ -166,8 +172,11 @@ class ParameterTable:
 
     def problems(self, values: dict) -> list[str]:
         """'parameter NAME: reason' for every value (and cross rule) that does not hold."""
-        found = [f"parameter {name}: {reason}" for name, value in values.items()
-                 if name in self.params and (reason := self.params[name].problem(value))]
+        found = [
+            f"parameter {name}: {reason}"
+            for name, value in values.items()
+            if name in self.params and (reason := self.params[name].problem(value))
+        ]
         if not found:
             coerced = self.coerce(values)
             found = [f"parameters: {reason}" for rule in self.rules if (reason := rule(coerced))]
@@ -176,10 +185,16 @@ class ParameterTable:
     def coerce(self, values: dict) -> dict:
         """Values as the code uses them; a value that breaks its rule is left as it is (configure, or
         the node's construction, refuses it with the reason)."""
-        return {name: self.params[name].coerce(v) if name in self.params and not self.params[name].problem(v)
-                else v for name, v in values.items()}
+        return {
+            name: self.params[name].coerce(v)
+            if name in self.params and not self.params[name].problem(v)
+            else v
+            for name, v in values.items()
+        }
 
-    def check_set(self, parameters, current: dict, configured: bool, started: bool = True) -> SetParametersResult:
+    def check_set(
+        self, parameters, current: dict, configured: bool, started: bool = True
+    ) -> SetParametersResult:
         """Accept or refuse a ``set_parameters``: each value of the table's parameters in it against its
         rule, then the cross rules on the values the set would leave. Names outside the table (QoS
         overrides, use_sim_time) are left to rclpy."""
@@ -191,8 +206,10 @@ class ParameterTable:
             if p.applies == STARTUP and started:
                 return _refuse(f"{p.name} is read when the node starts; restart it with -p {p.name}:=...")
             if p.applies == CONFIGURE and configured:
-                return _refuse(f"{p.name} is read at configure; deactivate and clean up the node, set it, "
-                               "then configure again")
+                return _refuse(
+                    f"{p.name} is read at configure; deactivate and clean up the node, set it, "
+                    "then configure again"
+                )
             reason = p.problem(parameter.value)
             if reason:
                 return _refuse(f"parameter {p.name}: {reason}")
@@ -205,8 +222,13 @@ class ParameterTable:
                 return _refuse("; ".join(broken))
         return SetParametersResult(successful=True)
 
-    def attach(self, node, configured: Callable[[], bool] = lambda: False,
-               extra_check: Callable | None = None, on_change: Callable | None = None) -> dict:
+    def attach(
+        self,
+        node,
+        configured: Callable[[], bool] = lambda: False,
+        extra_check: Callable | None = None,
+        on_change: Callable | None = None,
+    ) -> dict:
         """Declare the table on ``node``, refuse invalid sets, and return a dict of the coerced current
         values kept up to date after every accepted set (per-sample code reads it instead of calling
         rclpy's get_parameter, about 10 µs a call). ``extra_check(proposed coerced values)`` adds the
@@ -249,8 +271,9 @@ def declare(node, name: str, default, description: str, *, dynamic: bool = False
     """Declare one parameter with a description; returns its value. Array parameters are declared
     with dynamic typing: rclpy and the YAML parser cannot type an empty list ([] would be rejected
     or left unset), and an empty list is a meaningful value for several of them."""
-    desc = ParameterDescriptor(description=description, read_only=read_only,
-                               dynamic_typing=dynamic or isinstance(default, list))
+    desc = ParameterDescriptor(
+        description=description, read_only=read_only, dynamic_typing=dynamic or isinstance(default, list)
+    )
     return node.declare_parameter(name, default, desc).value
 
 
@@ -259,4 +282,6 @@ def param(node, name: str):
     value = node.get_parameter(name).value
     if value is None:
         return []
-    return list(value) if isinstance(value, (list, tuple, bytes)) or type(value).__name__ == "array" else value
+    return (
+        list(value) if isinstance(value, (list, tuple, bytes)) or type(value).__name__ == "array" else value
+    )

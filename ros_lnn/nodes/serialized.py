@@ -76,7 +76,8 @@ class PackedMessages:
         self._src_f64 = np.frombuffer(self._src, "<f8", self.size, 24)
         sources = {struct.pack("<iI", sec, nsec): np.arange(8),
                    struct.pack("<dd", sec, nsec): np.arange(8, 24)}
-        sources.update({struct.pack("<d", v): np.arange(24 + 8 * i, 32 + 8 * i) for i, v in enumerate(sample)})
+        sources.update({struct.pack("<d", v): np.arange(24 + 8 * i, 32 + 8 * i)
+                        for i, v in enumerate(sample)})
         raws = [serialize_message(build(Time(sec=sec, nanosec=nsec), sample)) for build in self.builders]
         dst, src, self._spans, offset = [], [], [], 0
         for raw in raws:

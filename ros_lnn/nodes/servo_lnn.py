@@ -17,6 +17,7 @@ messages by one gather (nodes/serialized.py). Every output carries the input joi
 Every callback and transition catches what it meets: one log line, a count in /diagnostics, the node
 keeps running and never publishes a non-finite number.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,13 +42,25 @@ from ..errors import RosLnnError
 from ..estimation.servo_estimator import SKIP_REASONS, ServoEstimator
 from . import compat
 from .diagnostics import (
-    CountWindow, RateLatency, diagnostic_status, guarded, input_status, report_error, status_name,
+    CountWindow,
+    RateLatency,
+    diagnostic_status,
+    guarded,
+    input_status,
+    report_error,
+    status_name,
     warn_throttled,
 )
 from .joint_state_reader import READ_REASONS, JointStateReader, trajectory_size
 from .lifecycle import LifecycleTeardown, configure_and_activate
-from .messages import ENERGY_TYPE, PREDICTION_TYPE, driving_force_msg, energy_values_msg, prediction_msg
-from .messages import report_interfaces
+from .messages import (
+    ENERGY_TYPE,
+    PREDICTION_TYPE,
+    driving_force_msg,
+    energy_values_msg,
+    prediction_msg,
+    report_interfaces,
+)
 from .params import CONFIGURE, STARTUP, Param, ParameterTable
 from .process import init_ros, run_node_process
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
@@ -55,10 +68,28 @@ from .serialized import PackedMessages
 from .stamps import duration_ns, seconds_to_duration
 
 COMMAND_TYPES = ("trajectory", "array", "none")
-AXES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0),
-        "-x": (-1.0, 0.0, 0.0), "-y": (0.0, -1.0, 0.0), "-z": (0.0, 0.0, -1.0)}
+AXES = {
+    "x": (1.0, 0.0, 0.0),
+    "y": (0.0, 1.0, 0.0),
+    "z": (0.0, 0.0, 1.0),
+    "-x": (-1.0, 0.0, 0.0),
+    "-y": (0.0, -1.0, 0.0),
+    "-z": (0.0, 0.0, -1.0),
+}
 #: joint_states skipped, by reason (the reader's, the node's stamp checks, the estimator's).
 INVALID_REASONS = READ_REASONS + ("stale", "future") + SKIP_REASONS
+#: Other counts in /diagnostics.
+COUNTED = (
+    "processed",
+    "received",
+    "commands",
+    "invalid_command",
+    "stale_command",
+    "velocity_estimated",
+    "stream_restarts",
+    "internal_error",
+    "non_finite_marker",
+)
 #: Bigger array commands are refused before they are read.
 MAX_ARRAY_COMMAND_BYTES = 4096
 
@@ -71,61 +102,163 @@ def _rollout_steps(values: dict) -> str:
     if steps > 500:
         return "rollout_horizon_s / rollout_dt_s must be <= 500 steps (bounds the work of one rollout)"
     if steps * values["rollout_rate_hz"] > 1000:
-        return ("rollout_horizon_s / rollout_dt_s * rollout_rate_hz must be <= 1000 steps per second (bounds the "
-                "work of the rollouts)")
+        return (
+            "rollout_horizon_s / rollout_dt_s * rollout_rate_hz must be <= 1000 steps per second (bounds the "
+            "work of the rollouts)"
+        )
     return ""
 
 
 PARAMETERS = ParameterTable(
-    Param("model_path", "", "ONNX model: a file, a file name in share/ros_lnn/models, or empty = the shipped "
-          "crane_servo_lnn.onnx", CONFIGURE),
-    Param("free_joints", [], "free (unactuated) joint names in model order; empty = as in the model metadata",
-          CONFIGURE, items=str, unique=True),
-    Param("servo_joints", [], "servo (position-driven) joint names in model order; empty = as in the model "
-          "metadata", CONFIGURE, items=str, unique=True),
+    Param(
+        "model_path",
+        "",
+        "ONNX model: a file, a file name in share/ros_lnn/models, or empty = the shipped "
+        "crane_servo_lnn.onnx",
+        CONFIGURE,
+    ),
+    Param(
+        "free_joints",
+        [],
+        "free (unactuated) joint names in model order; empty = as in the model metadata",
+        CONFIGURE,
+        items=str,
+        unique=True,
+    ),
+    Param(
+        "servo_joints",
+        [],
+        "servo (position-driven) joint names in model order; empty = as in the model metadata",
+        CONFIGURE,
+        items=str,
+        unique=True,
+    ),
     Param("model_threads", 1, "ONNX Runtime intra-op threads", CONFIGURE, ge=1, le=64),
-    Param("servo_command_type", "trajectory",
-          "servo_commands message type: trajectory (JointTrajectory), array (Float64MultiArray of n_e positions, "
-          "2 n_e positions+velocities or 3 n_e positions+velocities+accelerations, servo_joints order) or none",
-          CONFIGURE, choices=COMMAND_TYPES),
-    Param("qdd_filter_window", 9, "samples in the causal polynomial fit that estimates servo accelerations "
-          "(degree 2 on velocities; degree 3 on positions when a stream has no velocities)", CONFIGURE,
-          ge=3, le=1000),
-    Param("input_queue_depth", 100, "joint_states subscription depth (best effort, keep last): samples held "
-          "while the node is briefly descheduled, processed in order afterwards (100 = 0.1 s at 1 kHz)",
-          CONFIGURE, ge=1, le=100000),
-    Param("command_timeout_s", 0.5, "a servo command is stale this long after its last point (trajectory) or "
-          "after the joint state it took effect at (array); stale commands are ignored and q̈_e is estimated",
-          ge=0.0, le=3600.0),
-    Param("max_input_age_s", 1.0, "joint states stamped more than this before or after the node clock are "
-          "skipped (stale / future); 0 = no check", ge=0.0, le=3600.0),
-    Param("max_command_points", 2000, "a servo trajectory with more points is refused before it is read "
-          "(bounds the work one message can cause)", ge=1, le=1000000),
-    Param("input_timeout_s", 1.0, "no joint_states for this long: /diagnostics ERROR (stale)", ge=0.01,
-          le=3600.0),
-    Param("free_joint_forces", [], "Q_f on the free joints when joint_states carries no finite efforts for "
-          "them; empty = zeros", items=float),
+    Param(
+        "servo_command_type",
+        "trajectory",
+        "servo_commands message type: trajectory (JointTrajectory), array (Float64MultiArray of n_e "
+        "positions, 2 n_e positions+velocities or 3 n_e positions+velocities+accelerations, servo_joints "
+        "order) or none",
+        CONFIGURE,
+        choices=COMMAND_TYPES,
+    ),
+    Param(
+        "qdd_filter_window",
+        9,
+        "samples in the causal polynomial fit that estimates servo accelerations "
+        "(degree 2 on velocities; degree 3 on positions when a stream has no velocities)",
+        CONFIGURE,
+        ge=3,
+        le=1000,
+    ),
+    Param(
+        "input_queue_depth",
+        100,
+        "joint_states subscription depth (best effort, keep last): samples held "
+        "while the node is briefly descheduled, processed in order afterwards (100 = 0.1 s at 1 kHz)",
+        CONFIGURE,
+        ge=1,
+        le=100000,
+    ),
+    Param(
+        "command_timeout_s",
+        0.5,
+        "a servo command is stale this long after its last point (trajectory) or "
+        "after the joint state it took effect at (array); stale commands are ignored and q̈_e is estimated",
+        ge=0.0,
+        le=3600.0,
+    ),
+    Param(
+        "max_input_age_s",
+        1.0,
+        "joint states stamped more than this before or after the node clock are "
+        "skipped (stale / future); 0 = no check",
+        ge=0.0,
+        le=3600.0,
+    ),
+    Param(
+        "max_command_points",
+        2000,
+        "a servo trajectory with more points is refused before it is read "
+        "(bounds the work one message can cause)",
+        ge=1,
+        le=1000000,
+    ),
+    Param(
+        "input_timeout_s",
+        1.0,
+        "no joint_states for this long: /diagnostics ERROR (stale)",
+        ge=0.01,
+        le=3600.0,
+    ),
+    Param(
+        "free_joint_forces",
+        [],
+        "Q_f on the free joints when joint_states carries no finite efforts for them; empty = zeros",
+        items=float,
+    ),
     Param("frame_id", "", "frame_id of the outputs; empty = the input's frame_id"),
-    Param("diagnostics_period_s", 1.0, "period of /diagnostics (its counts cover the last 5 periods)",
-          CONFIGURE, ge=0.01, le=3600.0),
-    Param("publish_markers", True, "publish ~/markers (force arrows at the servo joints, energy text)", CONFIGURE),
-    Param("marker_rate_hz", 30.0, "rate of ~/markers (a timer publishes the newest sample's markers)",
-          ge=0.1, le=1000.0, off=0.0),
+    Param(
+        "diagnostics_period_s",
+        1.0,
+        "period of /diagnostics (its counts cover the last 5 periods)",
+        CONFIGURE,
+        ge=0.01,
+        le=3600.0,
+    ),
+    Param(
+        "publish_markers",
+        True,
+        "publish ~/markers (force arrows at the servo joints, energy text)",
+        CONFIGURE,
+    ),
+    Param(
+        "marker_rate_hz",
+        30.0,
+        "rate of ~/markers (a timer publishes the newest sample's markers)",
+        ge=0.1,
+        le=1000.0,
+        off=0.0,
+    ),
     Param("marker_frame", "world", "frame of the energy text (and of arrows without a marker_frames entry)"),
-    Param("marker_frames", [], "per servo joint: the TF frame its force arrow is drawn in; empty = marker_frame",
-          items=str),
-    Param("marker_axes", [], "per servo joint: the joint axis in that frame (default 'x')", items=str,
-          choices=tuple(AXES)),
+    Param(
+        "marker_frames",
+        [],
+        "per servo joint: the TF frame its force arrow is drawn in; empty = marker_frame",
+        items=str,
+    ),
+    Param(
+        "marker_axes",
+        [],
+        "per servo joint: the joint axis in that frame (default 'x')",
+        items=str,
+        choices=tuple(AXES),
+    ),
     Param("force_scale", 0.05, "arrow length per unit force (m/N or m/(N m))", ge=0.0, le=100.0),
-    Param("rollout_horizon_s", 0.0, "horizon of ~/predicted_trajectory over the servo plan; 0 = off",
-          ge=0.0, le=10.0),
+    Param(
+        "rollout_horizon_s",
+        0.0,
+        "horizon of ~/predicted_trajectory over the servo plan; 0 = off",
+        ge=0.0,
+        le=10.0,
+    ),
     Param("rollout_dt_s", 0.01, "RK4 step of the rollout", ge=1e-4, le=1.0),
     Param("rollout_rate_hz", 10.0, "rate limit of ~/predicted_trajectory", ge=0.1, le=100.0, off=0.0),
-    Param("latency_log", "", "benchmarks: at shutdown, write every processed sample's in-node latency (s, wall "
-          "clock), the callback thread's CPU time for it and for its model call (s), and the counters to this "
-          ".npz file; empty = off", CONFIGURE),
-    Param("autostart", False, "configure and activate at start-up (for ros2 run / launch without a lifecycle "
-          "manager)", STARTUP),
+    Param(
+        "latency_log",
+        "",
+        "benchmarks: at shutdown, write every processed sample's in-node latency (s, wall "
+        "clock), the callback thread's CPU time for it and for its model call (s), and the counters to this "
+        ".npz file; empty = off",
+        CONFIGURE,
+    ),
+    Param(
+        "autostart",
+        False,
+        "configure and activate at start-up (for ros2 run / launch without a lifecycle manager)",
+        STARTUP,
+    ),
     rules=(_rollout_steps,),
 )
 
@@ -152,11 +285,13 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         self.estimator: ServoEstimator | None = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
-        self.counts = {k: 0 for k in INVALID_REASONS + (
-            "processed", "received", "commands", "invalid_command", "stale_command", "velocity_estimated",
-            "stream_restarts", "internal_error", "non_finite_marker")}
-        self.values = PARAMETERS.attach(self, configured=lambda: self.runtime is not None,
-                                        extra_check=self._check_forces, on_change=self._parameters_changed)
+        self.counts = dict.fromkeys(INVALID_REASONS + COUNTED, 0)
+        self.values = PARAMETERS.attach(
+            self,
+            configured=lambda: self.runtime is not None,
+            extra_check=self._check_forces,
+            on_change=self._parameters_changed,
+        )
         self.stats = RateLatency()
         self._arrivals, self._latencies = self.stats.arrivals, self.stats.latencies
         self.window = CountWindow()
@@ -198,7 +333,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         try:
             self._configure()
-        except Exception as exc:  # configure must always say why it failed, whatever failed
+        except Exception as exc:  # noqa: BLE001 - configure must always say why it failed, whatever failed
             self.runtime = self.estimator = None
             for pub in self._pubs.values():
                 self.destroy_lifecycle_publisher(pub)
@@ -208,8 +343,10 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
             self.get_logger().error(f"configure failed: {self.last_error}")
             return TransitionCallbackReturn.FAILURE
         rt = self.runtime
-        self.get_logger().info(f"configured: model {rt.model_id} ({rt.metadata.family}), free joints "
-                               f"{rt.free_joints}, servo joints {rt.servo_joints}")
+        self.get_logger().info(
+            f"configured: model {rt.model_id} ({rt.metadata.family}), free joints "
+            f"{rt.free_joints}, servo joints {rt.servo_joints}"
+        )
         return TransitionCallbackReturn.SUCCESS
 
     def _configure(self) -> None:
@@ -220,15 +357,22 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
             raise RosLnnError(problems[0])
         v = self.values
         path = resolve_model_path(v["model_path"])
-        runtime = ServoLnnRuntime(path, v["free_joints"] or None, v["servo_joints"] or None,
-                                  threads=v["model_threads"])
+        runtime = ServoLnnRuntime(
+            path, v["free_joints"] or None, v["servo_joints"] or None, threads=v["model_threads"]
+        )
         forces = v["free_joint_forces"]
         if forces and len(forces) != runtime.n_f:
-            raise RosLnnError(f"parameter free_joint_forces has {len(forces)} values, the model's free joints "
-                              f"{runtime.free_joints} need {runtime.n_f}")
-        self.estimator = ServoEstimator(runtime, qdd_filter_window=v["qdd_filter_window"],
-                                        command_timeout_s=v["command_timeout_s"], free_joint_forces=forces,
-                                        counts=self.counts)
+            raise RosLnnError(
+                f"parameter free_joint_forces has {len(forces)} values, the model's free joints "
+                f"{runtime.free_joints} need {runtime.n_f}"
+            )
+        self.estimator = ServoEstimator(
+            runtime,
+            qdd_filter_window=v["qdd_filter_window"],
+            command_timeout_s=v["command_timeout_s"],
+            free_joint_forces=forces,
+            counts=self.counts,
+        )
         self.estimator.profile = bool(v["latency_log"])
         self.runtime = runtime
         self.reader = JointStateReader(runtime.joints, runtime.n_f, state=self.estimator.joint_state)
@@ -239,28 +383,51 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         report_interfaces(self.get_logger())
         pub = self.create_lifecycle_publisher
         self._pubs = {
-            "driving_force": pub(JointState, "~/driving_force", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES),
-            "prediction": pub(PREDICTION_TYPE, "~/prediction", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES),
+            "driving_force": pub(
+                JointState, "~/driving_force", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
+            ),
+            "prediction": pub(
+                PREDICTION_TYPE, "~/prediction", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
+            ),
             "energy": pub(ENERGY_TYPE, "~/energy", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES),
             "diagnostics": pub(DiagnosticArray, "/diagnostics", COMMAND_QOS),
-            "predicted_trajectory": pub(JointTrajectory, "~/predicted_trajectory", output_qos(COMMAND_QOS),
-                                        qos_overriding_options=OVERRIDES),
+            "predicted_trajectory": pub(
+                JointTrajectory,
+                "~/predicted_trajectory",
+                output_qos(COMMAND_QOS),
+                qos_overriding_options=OVERRIDES,
+            ),
         }
         if v["publish_markers"]:
-            self._pubs["markers"] = pub(MarkerArray, "~/markers", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES)
+            self._pubs["markers"] = pub(
+                MarkerArray, "~/markers", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES
+            )
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
         try:
             v = self.values
-            self._subs.append(self.create_subscription(JointState, "joint_states", self._on_joint_state,
-                                                       input_qos(v["input_queue_depth"]), raw=True))
+            self._subs.append(
+                self.create_subscription(
+                    JointState,
+                    "joint_states",
+                    self._on_joint_state,
+                    input_qos(v["input_queue_depth"]),
+                    raw=True,
+                )
+            )
             kind = v["servo_command_type"]
             if kind == "trajectory":
-                self._subs.append(self.create_subscription(JointTrajectory, "servo_commands", self._on_trajectory,
-                                                           COMMAND_QOS, raw=True))
+                self._subs.append(
+                    self.create_subscription(
+                        JointTrajectory, "servo_commands", self._on_trajectory, COMMAND_QOS, raw=True
+                    )
+                )
             elif kind == "array":
-                self._subs.append(self.create_subscription(Float64MultiArray, "servo_commands", self._on_array,
-                                                           COMMAND_QOS, raw=True))
+                self._subs.append(
+                    self.create_subscription(
+                        Float64MultiArray, "servo_commands", self._on_array, COMMAND_QOS, raw=True
+                    )
+                )
             self._timers.append(self.create_timer(v["diagnostics_period_s"], self._publish_diagnostics))
             if "markers" in self._pubs:
                 # Markers at marker_rate_hz from the newest sample, off the per-sample path (building and
@@ -273,7 +440,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
             self.last_input = None
             self.window.start(self.counts)
             self._sim_time = bool(self.get_parameter("use_sim_time").value)
-        except Exception as exc:  # an activation that fails leaves the node inactive, with the reason
+        except Exception as exc:  # noqa: BLE001 - an activation that fails leaves the node inactive, with the reason
             self._drop_io()
             report_error(self, "activate", exc)
             return TransitionCallbackReturn.FAILURE
@@ -299,7 +466,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
     def _on_joint_state(self, raw: bytes) -> None:
         try:
             self._process(raw)
-        except Exception as exc:  # never into the executor: counted, logged, the stream goes on
+        except Exception as exc:  # noqa: BLE001 - never into the executor: counted, logged, the stream goes on
             report_error(self, "joint_states", exc)
 
     def _process(self, raw: bytes) -> None:
@@ -322,18 +489,31 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         max_age = self.values["max_input_age_s"]
         if max_age > 0 and now_ns > 0 and abs(now_ns - ns) > max_age * 1e9:
             if ns > now_ns:
-                return self._reject("future", f"stamp is {(ns - now_ns) * 1e-9:.3f} s ahead of the node clock "
-                                              f"(max_input_age_s {max_age})")
-            return self._reject("stale", f"stamp is {(now_ns - ns) * 1e-9:.3f} s old (max_input_age_s {max_age})")
+                return self._reject(
+                    "future",
+                    f"stamp is {(ns - now_ns) * 1e-9:.3f} s ahead of the node clock "
+                    f"(max_input_age_s {max_age})",
+                )
+            return self._reject(
+                "stale", f"stamp is {(now_ns - ns) * 1e-9:.3f} s old (max_input_age_s {max_age})"
+            )
         est = self.estimator
         sample = est.step_in_place(ns, reader.qd is not None, reader.effort_free)
         if sample is None:
             reason = est.skipped
-            return self._reject(reason, "NaN or inf in the model joints' positions/velocities"
-                                if reason == "non_finite" else f"{reason} (estimator)", counted=True)
+            return self._reject(
+                reason,
+                "NaN or inf in the model joints' positions/velocities"
+                if reason == "non_finite"
+                else f"{reason} (estimator)",
+                counted=True,
+            )
         if est.command_state == "stale":
-            warn_throttled(self, "stale_command", "servo command is stale (command_timeout_s); estimating "
-                                                  "q̈_e from joint_states")
+            warn_throttled(
+                self,
+                "stale_command",
+                "servo command is stale (command_timeout_s); estimating q̈_e from joint_states",
+            )
         frame = self.values["frame_id"] or reader.frame_id
         sec, nanosec = divmod(ns, 1_000_000_000)
         packer = self._packers.get(frame) or self._make_packer(frame)
@@ -341,12 +521,14 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         if packer.ok:
             force, prediction, energy = packer.fill(sec, nanosec, sample)
         else:
-            force, prediction, energy = (build(Time(sec=sec, nanosec=nanosec), sample) for build in packer.builders)
+            force, prediction, energy = (
+                build(Time(sec=sec, nanosec=nanosec), sample) for build in packer.builders
+            )
         pubs["driving_force"].publish(force)
         pubs["prediction"].publish(prediction)
         pubs["energy"].publish(energy)
         counts["processed"] += 1
-        self._marker_stamp = (sec, nanosec)       # markers of est.last_sample, published by their timer
+        self._marker_stamp = (sec, nanosec)  # markers of est.last_sample, published by their timer
         if est.plan is not None and self.values["rollout_horizon_s"] > 0:
             self._maybe_publish_rollout(Time(sec=sec, nanosec=nanosec))
         t_end = time.perf_counter()
@@ -365,11 +547,13 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         q_e, qd_e = slice(L["q"].start + n_f, L["q"].stop), slice(L["qd"].start + n_f, L["qd"].stop)
         builders = (
             lambda st, s: driving_force_msg(st, frame, servo, s[q_e], s[qd_e], s[L["Q_e"]]),
-            lambda st, s: prediction_msg(st, frame, joints, s[L["q"]], s[L["qd"]], s[L["qdd"]], s[L["Q"]], n_f),
+            lambda st, s: prediction_msg(
+                st, frame, joints, s[L["q"]], s[L["qd"]], s[L["qdd"]], s[L["Q"]], n_f
+            ),
             lambda st, s: energy_values_msg(st, s[L["energy"]], frame),
         )
         packer = PackedMessages(builders, est.size)
-        if len(self._packers) >= 16:            # frame ids taken from the inputs: keep the cache small
+        if len(self._packers) >= 16:  # frame ids taken from the inputs: keep the cache small
             self._packers.clear()
         self._packers[frame] = packer
         return packer
@@ -384,7 +568,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
             return self._bad_command(f"{len(raw)} bytes, more than max_command_points ({limit}) can need")
         try:
             msg = deserialize_message(raw, JointTrajectory)
-        except Exception as exc:  # rclpy raises several types for bytes it cannot read
+        except Exception as exc:  # noqa: BLE001 - rclpy raises several types for bytes it cannot read
             return self._bad_command(f"not a JointTrajectory ({type(exc).__name__})")
         est = self.estimator
         names = list(msg.joint_names)
@@ -394,22 +578,32 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         if missing:
             return self._bad_command(f"joint_names {names} lack servo joints {missing}")
         if not msg.points:
-            est.cancel_plan()                  # an empty trajectory cancels the plan (as in ros2_control)
+            est.cancel_plan()  # an empty trajectory cancels the plan (as in ros2_control)
             return
         cols = [names.index(j) for j in est.servo_joints]
         k = len(names)
         pts = msg.points
-        if any(len(pt.positions) != k or len(pt.velocities) not in (0, k) or len(pt.accelerations) not in (0, k)
-               for pt in pts):
-            return self._bad_command("every point needs one position (and velocity/acceleration, if any) per joint")
-        base_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec or self.get_clock().now().nanoseconds
+        if any(
+            len(pt.positions) != k or len(pt.velocities) not in (0, k) or len(pt.accelerations) not in (0, k)
+            for pt in pts
+        ):
+            return self._bad_command(
+                "every point needs one position (and velocity/acceleration, if any) per joint"
+            )
+        base_ns = (
+            msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            or self.get_clock().now().nanoseconds
+        )
         times = [base_ns + duration_ns(pt.time_from_start) for pt in pts]
         has_v = all(len(pt.velocities) for pt in pts)
         has_a = has_v and all(len(pt.accelerations) for pt in pts)
         try:
-            est.set_plan(times, np.array([pt.positions for pt in pts])[:, cols],
-                         np.array([pt.velocities for pt in pts])[:, cols] if has_v else None,
-                         np.array([pt.accelerations for pt in pts])[:, cols] if has_a else None)
+            est.set_plan(
+                times,
+                np.array([pt.positions for pt in pts])[:, cols],
+                np.array([pt.velocities for pt in pts])[:, cols] if has_v else None,
+                np.array([pt.accelerations for pt in pts])[:, cols] if has_a else None,
+            )
         except ValueError as exc:
             return self._bad_command(str(exc))
         self.counts["commands"] += 1
@@ -417,16 +611,19 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
     @guarded("servo_commands")
     def _on_array(self, raw: bytes) -> None:
         if len(raw) > MAX_ARRAY_COMMAND_BYTES:
-            return self._bad_command(f"{len(raw)} bytes; an array command of {self.estimator.n_e} servo joints "
-                                     "is far smaller")
+            return self._bad_command(
+                f"{len(raw)} bytes; an array command of {self.estimator.n_e} servo joints is far smaller"
+            )
         try:
             data = np.asarray(deserialize_message(raw, Float64MultiArray).data, dtype=float)
-        except Exception as exc:  # rclpy raises several types for bytes it cannot read
+        except Exception as exc:  # noqa: BLE001 - rclpy raises several types for bytes it cannot read
             return self._bad_command(f"not a Float64MultiArray ({type(exc).__name__})")
         n_e = self.estimator.n_e
         if data.size not in (n_e, 2 * n_e, 3 * n_e) or n_e == 0:
-            return self._bad_command(f"{data.size} values; expected {n_e}, {2 * n_e} or {3 * n_e} for "
-                                     f"{self.estimator.servo_joints}")
+            return self._bad_command(
+                f"{data.size} values; expected {n_e}, {2 * n_e} or {3 * n_e} for "
+                f"{self.estimator.servo_joints}"
+            )
         try:
             self.estimator.set_command(data.reshape(-1, n_e))
         except ValueError:
@@ -475,9 +672,11 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         text.scale.z = 0.08
         text.color.r = text.color.g = text.color.b = text.color.a = 1.0
         e = {name: float(sample[L[name]]) for name in ("T", "V", "E", "E_dot", "power")}
-        text.text = (f"T {e['T']:.3f} J  V {e['V']:.3f} J  E {e['E']:.3f} J\n"
-                     f"dE/dt {e['E_dot']:.3f} W  qd.Q {e['power']:.3f} W\n"
-                     + "  ".join(f"Q_e[{j}] {float(v):.3f}" for j, v in zip(est.servo_joints, Q_e)))
+        text.text = (
+            f"T {e['T']:.3f} J  V {e['V']:.3f} J  E {e['E']:.3f} J\n"
+            f"dE/dt {e['E_dot']:.3f} W  qd.Q {e['power']:.3f} W\n"
+            + "  ".join(f"Q_e[{j}] {float(v):.3f}" for j, v in zip(est.servo_joints, Q_e))
+        )
         markers.append(text)
         return MarkerArray(markers=markers)
 
@@ -488,13 +687,19 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
             return
         self._rollout_due = now + 1.0 / rate
         try:
-            rollout = self.estimator.predict_free_motion(self.values["rollout_horizon_s"], self.values["rollout_dt_s"])
-        except Exception as exc:  # a rollout is an extra: its failure never stops the per-sample path
+            rollout = self.estimator.predict_free_motion(
+                self.values["rollout_horizon_s"], self.values["rollout_dt_s"]
+            )
+        except Exception as exc:  # noqa: BLE001 - a rollout is an extra: its failure never stops the per-sample path
             return report_error(self, "predicted_trajectory", exc)
         if rollout is None:
             return
         taus, positions, velocities, accelerations = rollout
-        if not (np.isfinite(positions).all() and np.isfinite(velocities).all() and np.isfinite(accelerations).all()):
+        if not (
+            np.isfinite(positions).all()
+            and np.isfinite(velocities).all()
+            and np.isfinite(accelerations).all()
+        ):
             self.counts["non_finite_output"] += 1
             return
         msg = JointTrajectory()
@@ -510,10 +715,13 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         """Lifetime counts, the stream's rate and latencies over the last seconds, and the model."""
         summary = self.stats.summary()
         counts = dict(self.counts)
-        values = {"input_rate_hz": summary["rate_hz"], "latency_median_us": summary["latency_median_us"],
-                  "latency_p99_us": summary["latency_p99_us"],
-                  "model_id": self.runtime.model_id if self.runtime else "",
-                  "skipped": sum(counts[k] for k in INVALID_REASONS)}
+        values = {
+            "input_rate_hz": summary["rate_hz"],
+            "latency_median_us": summary["latency_median_us"],
+            "latency_p99_us": summary["latency_p99_us"],
+            "model_id": self.runtime.model_id if self.runtime else "",
+            "skipped": sum(counts[k] for k in INVALID_REASONS),
+        }
         values.update(counts)
         return values
 
@@ -523,7 +731,9 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         window = self.window.update(self.counts)
         rejected = tuple(r for r in INVALID_REASONS if r != "warming_up") + ("invalid_command",)
         level, message = input_status(window, rejected, self.last_input, self.values["input_timeout_s"])
-        values.update({f"window_{k}": v for k, v in window.items() if k in rejected + ("received", "processed")})
+        values.update(
+            {f"window_{k}": v for k, v in window.items() if k in rejected + ("received", "processed")}
+        )
         values["window_s"] = window["window_s"]
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
@@ -545,17 +755,20 @@ def write_latency_log(node: ServoLnnNode) -> None:
         L = est.layout
         sample = est.last_sample.copy()
         q, qd = sample[L["q"]], sample[L["qd"]]
-        qdd_e, Q_f = sample[L["qdd"]][est.n_f:], sample[L["Q_f"]]
+        qdd_e, Q_f = sample[L["qdd"]][est.n_f :], sample[L["Q_f"]]
         for _ in range(2000):
             c = time.thread_time()
             node.runtime.evaluate(q, qd, qdd_e, Q_f)
             evaluate_cpu.append(time.thread_time() - c)
     try:
-        np.savez(path, latency_s=np.frombuffer(node._latency_log, dtype=float),
-                 cpu_s=np.frombuffer(node._cpu_log, dtype=float),
-                 model_cpu_s=np.frombuffer(node._model_cpu_log, dtype=float),
-                 evaluate_cpu_s=np.frombuffer(evaluate_cpu, dtype=float),
-                 **{k: np.int64(v) for k, v in node.diagnostics_values().items() if isinstance(v, int)})
+        np.savez(
+            path,
+            latency_s=np.frombuffer(node._latency_log, dtype=float),
+            cpu_s=np.frombuffer(node._cpu_log, dtype=float),
+            model_cpu_s=np.frombuffer(node._model_cpu_log, dtype=float),
+            evaluate_cpu_s=np.frombuffer(evaluate_cpu, dtype=float),
+            **{k: np.int64(v) for k, v in node.diagnostics_values().items() if isinstance(v, int)},
+        )
     except OSError as exc:
         node.get_logger().error(f"latency_log: cannot write {path} ({exc.strerror or exc})")
 
@@ -569,8 +782,9 @@ def main(argv=None) -> int:
     """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (it costs
     about a third less CPU per sample; its lifecycle use through services is tested)."""
     init_ros(argv if argv is not None else sys.argv)
-    return run_node_process(ServoLnnNode(), compat.autostart_or_stay_unconfigured(start),
-                            on_exit=write_latency_log)
+    return run_node_process(
+        ServoLnnNode(), compat.autostart_or_stay_unconfigured(start), on_exit=write_latency_log
+    )
 
 
 if __name__ == "__main__":
