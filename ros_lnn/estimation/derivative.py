@@ -72,8 +72,22 @@ class CausalPolyDerivative:
             return None
         if self._spacing != self._key:
             self._key = self._spacing
-            self._weights = self._derivative_weights(np.asarray(times) - t)
+            tau = np.asarray(times) - t
+            self._weights = (self._slope_weights(tau) if self.degree == 2 and self.order == 1
+                             else self._derivative_weights(tau))
         return self._weights @ ring[slot + 1 + w - held:slot + 1 + w]
+
+    @staticmethod
+    def _slope_weights(tau: np.ndarray) -> np.ndarray:
+        """:meth:`_derivative_weights` of the quadratic fit's slope in closed form (the estimator's
+        default, recomputed at every sample of a stream with jittered stamps): the second row of the
+        inverse of the 3×3 normal matrix from the power sums S_k = Σ s^k, by cofactors."""
+        scale = max(-tau[0], 1e-12)
+        s = tau * (1.0 / scale)
+        s2 = s * s
+        S0, S1, S2, S3, S4 = float(len(s)), float(s.sum()), float(s @ s), float(s @ s2), float(s2 @ s2)
+        det = scale * (S0 * (S2 * S4 - S3 * S3) - S1 * (S1 * S4 - S3 * S2) + S2 * (S1 * S3 - S2 * S2))
+        return ((S3 * S2 - S1 * S4) / det + ((S0 * S4 - S2 * S2) / det) * s + ((S2 * S1 - S0 * S3) / det) * s2)[None]
 
     def _derivative_weights(self, tau: np.ndarray) -> np.ndarray:
         """Rows w_k with w_k · x = d^k/dt^k of the least-squares fit at τ = 0 (cached: a stream at a
