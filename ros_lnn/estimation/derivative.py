@@ -87,7 +87,8 @@ class CausalPolyDerivative:
         s2 = s * s
         S0, S1, S2, S3, S4 = float(len(s)), float(s.sum()), float(s @ s), float(s @ s2), float(s2 @ s2)
         det = scale * (S0 * (S2 * S4 - S3 * S3) - S1 * (S1 * S4 - S3 * S2) + S2 * (S1 * S3 - S2 * S2))
-        return ((S3 * S2 - S1 * S4) / det + ((S0 * S4 - S2 * S2) / det) * s + ((S2 * S1 - S0 * S3) / det) * s2)[None]
+        c0, c1, c2 = (S3 * S2 - S1 * S4) / det, (S0 * S4 - S2 * S2) / det, (S2 * S1 - S0 * S3) / det
+        return (c0 + c1 * s + c2 * s2)[None]
 
     def _derivative_weights(self, tau: np.ndarray) -> np.ndarray:
         """Rows w_k with w_k · x = d^k/dt^k of the least-squares fit at τ = 0 (cached: a stream at a
