@@ -171,14 +171,15 @@ class ParameterTable:
         return {p.name: node.get_parameter(p.name).value for p in self}
 
     def problems(self, values: dict) -> list[str]:
-        """'parameter NAME: reason' for every value (and cross rule) that does not hold."""
+        """'parameter NAME: reason' for every value (and cross rule) that does not hold; parameters not in
+        ``values`` take their defaults for the cross rules."""
         found = [
             f"parameter {name}: {reason}"
             for name, value in values.items()
             if name in self.params and (reason := self.params[name].problem(value))
         ]
         if not found:
-            coerced = self.coerce(values)
+            coerced = {p.name: p.default for p in self} | self.coerce(values)
             found = [f"parameters: {reason}" for rule in self.rules if (reason := rule(coerced))]
         return found
 
