@@ -55,7 +55,7 @@ venv-jazzy: $(JAZZY_VENV)/.msgs-installed
 
 msgs: $(VENV)/.msgs-installed $(JAZZY_VENV)/.msgs-installed
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.msgs-installed
 	$(VENV)/bin/ros-lnn demo
 
 # Both distributions run even when the first fails; the target fails if either did.

@@ -10,14 +10,19 @@ import sys
 from . import __version__
 from .errors import RosLnnError
 
+DESCRIPTION = ("Physics-structured learned dynamics for ROS 2: the live estimator demo, simulators, rosbag2 "
+               "recording, training and export of ServoLNN/DeLaN and the model zoo, evaluation and benchmarks. "
+               "'ros-lnn COMMAND --help' describes each command.")
+
 COMMANDS = {
-    "demo": "run the shipped model on a held-out simulated trial (estimated vs true)",
+    "demo": "live: crane simulator + servo_lnn estimator as ROS 2 nodes in one process, estimated vs true "
+            "(--offline: the model on a held-out trial; --dac: the controller demo)",
     "simulate": "simulate the reference systems and write trials (npz or rosbag2)",
     "record": "record the configured topics to rosbag2 through rclpy",
     "train": "train a model (ServoLNN by default) and export it to ONNX",
     "export": "export a trained checkpoint to ONNX with metadata",
     "evaluate": "evaluate an ONNX model on simulated or recorded trials",
-    "bench": "benchmarks: inference, node, control, ingest, train, delan, zoo",
+    "bench": "benchmarks: inference, node, control, dac-node, fault, ingest, train, delan, zoo",
 }
 
 
@@ -26,7 +31,7 @@ def _load(name):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ros-lnn", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="ros-lnn", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"ros_lnn {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in COMMANDS.items():

@@ -128,3 +128,21 @@ def test_topic_without_messages(tmp_path):
     with pytest.raises(DataError) as exc:
         load_bag_dataset(tmp_path / "empty", mapping(servo_topic=""))
     _one_line(exc, "/joint_states holds no messages")
+
+
+def test_joint_lists_of_the_wrong_type_and_an_all_nan_bag(tmp_path):
+    """free_joints: 5 in a mapping, and a bag whose joint states are all NaN: one-line errors, not a
+    TypeError or an IndexError."""
+    cfg = tmp_path / "five.yaml"
+    cfg.write_text("bag:\n  free_joints: 5\n")
+    with pytest.raises(ConfigError) as exc:
+        BagMapping.from_yaml(cfg)
+    _one_line(exc, "bag.free_joints = 5", "list of joint names")
+    trial = crane_trials()[0]
+    stamps = START_NS + np.round(trial.t * 1e9).astype(np.int64)
+    with BagWriter(tmp_path / "nan", "mcap") as w:
+        w.joint_states("/joint_states", stamps, trial.coordinate_names, np.full_like(trial.q, np.nan),
+                       np.full_like(trial.qd, np.nan))
+    with pytest.raises(DataError) as exc:
+        load_bag_dataset(tmp_path / "nan", mapping(servo_topic=""))
+    _one_line(exc, "/joint_states", "NaN or inf positions")

@@ -111,3 +111,39 @@ def test_train_family_defaults_fill_only_what_is_not_given():
     assert "--weight-decay" not in tlnn and "--out models/chain2_tlnn.onnx" in tlnn
     delan = canonical_command(parse("--model", "delan"))
     assert "--system delan_character" in delan and "--batch 512 --lr 0.0005" in delan and "--epsilon 0.001" in delan
+
+
+def _help(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as done:
+        main(argv + ["--help"])
+    assert done.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_help_texts_a_user_can_act_on(capsys):
+    """Top level: the whole description; demo: the live default; bench: every benchmark; train --data:
+    no path into a development tree."""
+    from ros_lnn.cli import DESCRIPTION
+    from ros_lnn.commands.bench import BENCHES
+
+    top = " ".join(_help([], capsys).split())
+    assert " ".join(DESCRIPTION.split()) in top and "``" not in top
+    demo = " ".join(_help(["demo"], capsys).split())
+    assert "Live (the default" in demo and "--offline" in demo and "default 250" in demo
+    bench = _help(["bench"], capsys)
+    assert all(f"  {name} " in bench for name in BENCHES) and "dac-node" in bench and "fault" in bench
+    train = " ".join(_help(["train"], capsys).split())
+    data = train[train.index("--data FILE servo_lnn"):][:300]
+    assert "../" not in data and "shared/" not in data and "character_data.npz" in data
+
+
+def test_simulate_to_an_unwritable_place_fails_before_simulating(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    assert main(["simulate", "--out", str(blocker / "crane.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--out" in err and "cannot write there" in err and "Traceback" not in err
+    folder = tmp_path / "looks_like.npz"
+    folder.mkdir()
+    assert main(["simulate", "--out", str(folder)]) == 2
+    assert "is a folder" in capsys.readouterr().err

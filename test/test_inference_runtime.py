@@ -160,3 +160,76 @@ def test_exported_graph_stays_lean(exported):
     nodes = onnx.load(exported["float32"]).graph.node
     assert len(nodes) <= 80, f"{len(nodes)} nodes: " + ", ".join(sorted({n.op_type for n in nodes}))
     assert not any(n.op_type in ("Einsum", "Loop", "If") for n in nodes)
+
+
+def _shipped_proto():
+    onnx = pytest.importorskip("onnx")
+    from ros_lnn.inference.runtime import default_model_path
+
+    return onnx, onnx.load(str(default_model_path()))
+
+
+def _with_metadata(tmp_path, text, name="forged.onnx"):
+    onnx, proto = _shipped_proto()
+    for entry in proto.metadata_props:
+        if entry.key == "ros_lnn":
+            entry.value = text
+    path = tmp_path / name
+    onnx.save(proto, str(path))
+    return path
+
+
+@pytest.mark.parametrize("text,message", [
+    ("[1, 2]", "is a JSON array, not an object"),
+    ("42", "is a JSON number, not an object"),
+    ("null", "is a JSON null, not an object"),
+    ('"crane"', "is a JSON string, not an object"),
+    ("{not json", "is not valid JSON"),
+    ('{"family": 3, "free_joints": ["p"], "servo_joints": ["c"], "coordinate_units": []}', "family is 3"),
+    ('{"family": "servo_lnn", "free_joints": "p", "servo_joints": ["c"], "coordinate_units": []}',
+     "free_joints is \"p\", not a list"),
+    ('{"family": "servo_lnn", "free_joints": [1], "servo_joints": ["c"], "coordinate_units": []}',
+     "free_joints"),
+    ('{"family": "servo_lnn", "free_joints": ["p"], "servo_joints": ["p"], "coordinate_units": []}',
+     "more than once"),
+    ('{"family": "servo_lnn", "free_joints": ["p"], "servo_joints": ["c"], "coordinate_units": [],'
+     ' "provenance": [1]}', "provenance is [1], not an object"),
+    ('{"family": "servo_lnn", "free_joints": ["p"], "servo_joints": ["c"], "coordinate_units": [],'
+     ' "format_version": "1"}', "format_version"),
+    ('{"family": "servo_lnn", "free_joints": ["p", "x"], "servo_joints": ["c"], "coordinate_units": []}',
+     "graph does not match its metadata"),
+])
+def test_forged_metadata_gives_one_line_model_errors(tmp_path, text, message):
+    path = _with_metadata(tmp_path, text)
+    with pytest.raises(ModelError) as info:
+        ServoLnnRuntime(path)
+    assert message in str(info.value) and str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_flat_evaluation_equals_the_mapping_and_extra_outputs_are_kept(tmp_path):
+    """A model with an output beyond OUTPUT_NAMES (as a model with Q_dissipative) loads; evaluate_flat
+    returns every output in one vector at the slices output_layout names."""
+    onnx, proto = _shipped_proto()
+    from onnx import helper
+
+    graph = proto.graph
+    q_out = next(o for o in graph.output if o.name == "Q")
+    graph.node.append(helper.make_node("Neg", ["Q"], ["Q_dissipative"]))
+    extra = onnx.ValueInfoProto()
+    extra.CopyFrom(q_out)
+    extra.name = "Q_dissipative"
+    graph.output.append(extra)
+    path = tmp_path / "extra.onnx"
+    onnx.save(proto, str(path))
+    rt = ServoLnnRuntime(path)
+    q, qd, qdd_e, Q_f = (a[0] for a in _samples(1, seed=5))
+    x = np.concatenate([q, qd, qdd_e, Q_f])
+    layout = rt.input_layout
+    spans = [layout[k] for k in ("q", "qd", "qdd_e", "Q_f")]
+    assert spans == [slice(0, 2), slice(2, 4), slice(4, 5), slice(5, 6)]
+    y = rt.evaluate_flat(x).astype(np.float64)
+    out = rt.evaluate(q, qd, qdd_e, Q_f)
+    for name, (span, shape) in rt.output_layout.items():
+        np.testing.assert_array_equal(y[span].reshape(shape), out[name])
+    span = rt.output_layout["Q_dissipative"][0]
+    np.testing.assert_array_equal(y[span], -out["Q"])

@@ -84,7 +84,7 @@ def evaluate_launch_file(path: Path, prefix: Path, overrides: dict, monkeypatch)
 def node_parameters(executable: str) -> dict:
     """name -> default of every parameter the ros_lnn node declares."""
     module = importlib.import_module(f"ros_lnn.nodes.{executable}")
-    return {p[0]: p[1] for p in module.PARAMETERS}
+    return {p.name: p.default for p in module.PARAMETERS}
 
 
 def test_launch_files_exist():
@@ -237,12 +237,16 @@ def test_every_config_file_and_the_default_model_are_installed(setup_kwargs):
     assert "models/crane_servo_lnn.onnx" in installed
 
 
-def _node_parameters(kind):
+def _node_table(kind):
     if kind == "servo_lnn":
         from ros_lnn.nodes.servo_lnn import PARAMETERS
     else:
         from ros_lnn.nodes.sim import PARAMETERS
-    return {p[0]: p[1] for p in PARAMETERS}
+    return PARAMETERS
+
+
+def _node_parameters(kind):
+    return {p.name: p.default for p in _node_table(kind)}
 
 
 @pytest.mark.skipif(not HAVE_RCLPY, reason="the node modules import rclpy")
@@ -252,6 +256,7 @@ def test_config_keys_are_declared_parameters_of_the_right_type(config):
     for key, section in data.items():
         kind = key.rsplit("/", 1)[-1]
         declared = _node_parameters(kind)
+        assert not _node_table(kind).problems(section["ros__parameters"]), f"config/{config}: {kind}"
         for name, value in section["ros__parameters"].items():
             assert name in declared, f"config/{config}: {kind} has no parameter '{name}'"
             default = declared[name]

@@ -151,3 +151,30 @@ def test_critically_damped_servo_solves_its_ode_and_is_continuous_at_commands():
     q_new, qd_new, _ = servo(0.3)
     np.testing.assert_allclose([q_new, qd_new], [q_ref, qd_ref], rtol=1e-12)
     assert servo(10.0)[0][0] == pytest.approx(-0.5, abs=1e-9)
+
+
+@pytest.mark.parametrize("window,degree,order", [(9, 2, 1), (7, 3, 2), (4, 3, 2)])
+def test_filter_equals_a_least_squares_polynomial_fit_of_the_last_window(window, degree, order):
+    """Against numpy's own polynomial fit of the held samples (independent code), sample by sample,
+    through warm-up, steady and jittered spacing (weights reused and recomputed) and a restart."""
+    rng = np.random.default_rng(7)
+    steady = 0.002 * np.arange(1, 25)
+    jitter = steady[-1] + np.cumsum(0.002 * (1 + 0.3 * rng.uniform(-1, 1, 15)))
+    times = np.concatenate([steady, jitter, 0.01 + 0.002 * np.arange(12)])       # then a restart
+    f = CausalPolyDerivative(window=window, degree=degree, order=order)
+    held_t, held_x = [], []
+    for t in times:
+        x = np.array([np.sin(3 * t) + 0.1 * rng.normal(), np.cos(2 * t)])
+        if held_t and t <= held_t[-1]:
+            held_t, held_x = [], []
+        held_t, held_x = (held_t + [t])[-window:], (held_x + [x])[-window:]
+        got = f.update(t, x)
+        if len(held_t) <= degree:
+            assert got is None
+            continue
+        tau = np.array(held_t) - t
+        for j in range(2):
+            column = np.array(held_x)[:, j]
+            poly = np.polynomial.Polynomial.fit(tau, column, degree, domain=[-1, 1], window=[-1, 1])
+            want = [poly.deriv(k)(0.0) for k in range(1, order + 1)]
+            np.testing.assert_allclose(got[:, j], want, rtol=1e-6, atol=1e-6 * max(1.0, np.max(np.abs(want))))

@@ -49,7 +49,7 @@ def test_lifecycle_services_drive_a_node_process(ctx, executor):
     try:
         force = h.collect(JointState, f"{ns}/servo_lnn/driving_force", SENSOR_QOS)
         diagnostics = h.collect(DiagnosticArray, "/diagnostics", COMMAND_QOS)
-        ours = lambda: [m for m in list(diagnostics) if m.status and m.status[0].name.startswith("servo_lnn:")]  # noqa: E731
+        ours = lambda: [m for m in list(diagnostics) if m.status and m.status[0].name == f"{ns}/servo_lnn"]  # noqa: E731
         js = h.probe.create_publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
         change = h.probe.create_client(ChangeState, f"{ns}/servo_lnn/change_state")
         assert change.wait_for_service(timeout_sec=30), "the node process offers no change_state service"

@@ -23,7 +23,7 @@ if HAVE_RCLPY:
     from visualization_msgs.msg import Marker, MarkerArray
 
     from _ros_harness import Harness
-    from ros_lnn.nodes.messages import ENERGY_LAYOUT_LABEL, energy_dict
+    from ros_lnn.nodes.messages import ENERGY_TYPE, PREDICTION_TYPE, energy_dict, prediction_arrays
     from ros_lnn.nodes.params import param
     from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
     from ros_lnn.nodes.servo_lnn import ServoLnnNode, start
@@ -105,8 +105,8 @@ def wait_count(h, box, n, what, timeout=10.0):
 def outputs(h, ns, name="servo_lnn"):
     return {
         "force": h.collect(JointState, f"{ns}/{name}/driving_force", SENSOR_QOS),
-        "pred": h.collect(JointTrajectory, f"{ns}/{name}/prediction", SENSOR_QOS),
-        "energy": h.collect(Float64MultiArray, f"{ns}/{name}/energy", SENSOR_QOS),
+        "pred": h.collect(PREDICTION_TYPE, f"{ns}/{name}/prediction", SENSOR_QOS),
+        "energy": h.collect(ENERGY_TYPE, f"{ns}/{name}/energy", SENSOR_QOS),
     }
 
 
@@ -158,8 +158,11 @@ def test_outputs_equal_runtime_with_commanded_acceleration(make):
     wait_count(h, out["energy"], 20, "energy")
     wait_count(h, out["pred"], 20, "prediction")
     plan = ServoPlan(tp, plan_q[:, None], plan_qd[:, None], plan_qdd[:, None])
-    preds = {stamp_ns(m.header.stamp): m for m in out["pred"]}
-    energies = {int(m.data[7]) * 1_000_000_000 + int(m.data[8]): energy_dict(m) for m in out["energy"]}
+    preds = {stamp_ns(m.header.stamp): prediction_arrays(m) for m in out["pred"]}
+    energies = {}
+    for m in out["energy"]:
+        e = energy_dict(m)
+        energies[int(e["stamp_sec"]) * 1_000_000_000 + int(e["stamp_nanosec"])] = e
     for m in out["force"]:
         s = stamp_ns(m.header.stamp)
         q, qd = inputs[s]
@@ -169,14 +172,16 @@ def test_outputs_equal_runtime_with_commanded_acceleration(make):
         np.testing.assert_array_equal(m.effort, want["Q_e"])
         np.testing.assert_array_equal(m.position, q[1:])
         p = preds[s]
-        assert p.joint_names == ["pendulum_joint", "cart_joint"]
-        np.testing.assert_array_equal(p.points[0].accelerations, want["qdd"])
-        np.testing.assert_array_equal(p.points[0].accelerations[1:], qdd_e.astype(rt.dtype))  # graph precision
-        np.testing.assert_array_equal(p.points[0].effort, want["Q"])
+        assert p["names"] == ["pendulum_joint", "cart_joint"] and p.get("n_free", 1) == 1
+        np.testing.assert_array_equal(p["q"], q)
+        np.testing.assert_array_equal(p["qd"], qd)
+        np.testing.assert_array_equal(p["qdd"], want["qdd"])
+        np.testing.assert_array_equal(p["qdd"][1:], qdd_e.astype(rt.dtype))  # graph precision
+        np.testing.assert_array_equal(p["Q"], want["Q"])
         e = energies[s]
         for key in ("T", "V", "E", "T_dot", "V_dot", "E_dot", "power"):
             assert e[key] == float(want[key]), key
-    assert out["energy"][0].layout.dim[0].label == ENERGY_LAYOUT_LABEL
+    assert all(m.header.frame_id == "base" for m in out["pred"])
     wait_count(h, markers, 1, "markers")
     arrows = [mk for mk in markers[-1].markers if mk.type == Marker.ARROW]
     texts = [mk for mk in markers[-1].markers if mk.type == Marker.TEXT_VIEW_FACING]
@@ -364,11 +369,13 @@ def test_bad_inputs_are_skipped_counted_and_never_crash(make):
     wait_count(h, out["force"], n + 3, "driving_force with a stale plan")
     assert node.counts["stale_command"] >= 3
     for m in out["pred"]:
-        assert m.points[0].accelerations[1] != 5.0
-    for box in out.values():
-        for m in box:
-            values = m.effort if hasattr(m, "effort") else (m.points[0].accelerations if hasattr(m, "points") else m.data)
-            assert np.all(np.isfinite(values))
+        assert prediction_arrays(m)["qdd"][1] != 5.0
+    for m in out["force"]:
+        assert np.all(np.isfinite(m.effort))
+    for m in out["pred"]:
+        assert all(np.all(np.isfinite(v)) for k, v in prediction_arrays(m).items() if k not in ("names", "n_free"))
+    for m in out["energy"]:
+        assert all(math.isfinite(v) for v in energy_dict(m).values())
     del rt
 
 
@@ -427,7 +434,7 @@ def test_diagnostics_report_rate_latency_counts_and_model(make):
     def status():
         for arr in reversed(list(diags)):
             for st in arr.status:
-                if st.name.startswith("servo_lnn") and st.hardware_id == node.runtime.model_id and \
+                if st.name == f"{ns}/servo_lnn" and st.hardware_id == node.runtime.model_id and \
                         any(kv.key == "processed" and kv.value == "8" for kv in st.values) and \
                         any(kv.key == "non_finite" and kv.value == "1" for kv in st.values):
                     return st
@@ -560,10 +567,11 @@ def test_every_parameter_is_declared_with_a_description(ctx):
     sim = SimNode(namespace="/describe", context=ctx)
     try:
         for node, table in ((est, EST), (sim, SIM)):
-            for name, default, *_ in table:
-                descriptor = node.describe_parameter(name)
-                assert len(descriptor.description) > 15, f"{node.get_name()}.{name} lacks a description"
-                assert param(node, name) == default
+            for p in table:
+                descriptor = node.describe_parameter(p.name)
+                assert len(descriptor.description) > 15, f"{node.get_name()}.{p.name} lacks a description"
+                assert param(node, p.name) == p.default
+                assert p.constraints() in descriptor.description
     finally:
         est.destroy_node()
         sim.destroy_node()

@@ -163,5 +163,6 @@ def test_the_ros_wheels_extras_match_the_declared_ros_packages():
     )
     wheels = {e.value.replace("-", "_") for e in listed.elts}
     ros_runtime = {name for name, cond in declared().items() if not cond and not name.startswith("python3-")}
-    # pinocchio: a ROS package on a ROS install, the `pin` wheel (setup.py's deploy list) elsewhere
-    assert wheels - {"rmw_fastrtps_cpp"} == ros_runtime - {"launch", "launch_ros", "pinocchio"}
+    # pinocchio: a ROS package on a ROS install, the `pin` wheel (setup.py's deploy list) elsewhere;
+    # ros_lnn_msgs: built from interfaces/ (colcon build, or make msgs into the environment), no wheel
+    assert wheels - {"rmw_fastrtps_cpp"} == ros_runtime - {"launch", "launch_ros", "pinocchio", "ros_lnn_msgs"}

@@ -226,3 +226,26 @@ def test_step_simulator_matches_one_long_simulation():
     np.testing.assert_allclose(out["Q"], whole.Q[-1], atol=1e-8)
     with pytest.raises(SimulationError, match="cart_joint"):
         stepper.step(0.01)
+
+
+def test_the_trial_cache_is_private_and_a_shared_one_is_not_trusted(tmp_path, monkeypatch):
+    """The default cache is the user's own folder (not a predictable shared /tmp path); a folder others
+    may write is not used, so a file planted there is never loaded."""
+    import os
+
+    from ros_lnn.physics import datasets
+
+    monkeypatch.delenv("ROS_LNN_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    folder = datasets.default_cache_dir()
+    assert folder == tmp_path / "xdg" / "ros_lnn"
+    assert datasets.private_cache_dir(folder) and (folder.stat().st_mode & 0o777) == 0o700
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    assert not datasets.private_cache_dir(shared)
+    if hasattr(os, "getuid"):
+        planted = folder / "planted.npz"
+        planted.write_bytes(b"x")
+        planted.chmod(0o666)
+        assert not datasets._trusted_file(planted)

@@ -22,7 +22,7 @@ if HAVE_RCLPY:
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     from _ros_harness import Harness
-    from ros_lnn.nodes.messages import energy_dict
+    from ros_lnn.nodes.messages import ENERGY_TYPE, PREDICTION_TYPE, energy_dict, prediction_arrays
     from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
     from ros_lnn.nodes.sim import SimNode
     from ros_lnn.nodes.stamps import ns_to_stamp, seconds_to_duration, stamp_ns
@@ -54,12 +54,14 @@ def make(ctx):
 def ground_truth(h, ns):
     return {"js": h.collect(JointState, f"{ns}/joint_states", SENSOR_QOS),
             "force": h.collect(JointState, f"{ns}/sim/ground_truth/driving_force", SENSOR_QOS),
-            "pred": h.collect(JointTrajectory, f"{ns}/sim/ground_truth/prediction", SENSOR_QOS),
-            "energy": h.collect(Float64MultiArray, f"{ns}/sim/ground_truth/energy", SENSOR_QOS)}
+            "pred": h.collect(PREDICTION_TYPE, f"{ns}/sim/ground_truth/prediction", SENSOR_QOS),
+            "energy": h.collect(ENERGY_TYPE, f"{ns}/sim/ground_truth/energy", SENSOR_QOS)}
 
 
 def by_stamp(msgs):
-    return {stamp_ns(m.header.stamp): m for m in list(msgs)}
+    """Messages by stamp; predictions read into arrays (q, qd, qdd, Q) whichever type carries them."""
+    return {stamp_ns(m.header.stamp): prediction_arrays(m) if isinstance(m, PREDICTION_TYPE) else m
+            for m in list(msgs)}
 
 
 def test_joint_states_at_fixed_steps_with_exact_ground_truth(make):
@@ -82,8 +84,8 @@ def test_joint_states_at_fixed_steps_with_exact_ground_truth(make):
         want = crane.dynamics(q, qd, qdd_e=qdd_e, Q_f=np.zeros(1))
         np.testing.assert_allclose(force[s].effort, want["Q_e"], rtol=1e-12, atol=1e-15)
         assert list(m.effort) == [0.0, force[s].effort[0]]
-        np.testing.assert_allclose(pred[s].points[0].accelerations, want["qdd"], rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(pred[s].points[0].effort, want["Q"], rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(pred[s]["qdd"], want["qdd"], rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(pred[s]["Q"], want["Q"], rtol=1e-12, atol=1e-15)
         checked += 1
     assert checked >= 50
     e = energy_dict(topics["energy"][-1])
@@ -127,7 +129,7 @@ def test_servo_follows_trajectory_commands_and_efforts_act_on_free_joints(make):
     assert all(m.effort[0] == 0.25 for m in late)
     pred = by_stamp(topics["pred"])
     s = max(set(pred) & set(js))
-    assert pred[s].points[0].effort[0] == pytest.approx(0.25, abs=1e-12)
+    assert pred[s]["Q"][0] == pytest.approx(0.25, abs=1e-12)
 
 
 def test_array_commands_drive_a_critically_damped_servo(make):
@@ -145,7 +147,7 @@ def test_array_commands_drive_a_critically_damped_servo(make):
     pred = by_stamp(topics["pred"])
     s = max(set(pred) & set(js))
     q, qd = js[s].position[1], js[s].velocity[1]
-    assert pred[s].points[0].accelerations[1] == pytest.approx(900 * (0.2 - q) - 60 * qd, abs=1e-9)
+    assert pred[s]["qdd"][1] == pytest.approx(900 * (0.2 - q) - 60 * qd, abs=1e-9)
 
 
 def test_publishes_clock_and_stamps_with_simulated_time(make):
@@ -170,15 +172,15 @@ def test_chain_with_a_servo_joint_in_the_middle(make):
     s = max(set(js) & set(pred) & set(force))
     m = js[s]
     assert m.name == ["joint_1", "joint_2", "joint_3"] and force[s].name == ["joint_2"]
-    assert pred[s].joint_names == ["joint_1", "joint_3", "joint_2"]          # model order: free, then servo
+    assert pred[s]["names"] == ["joint_1", "joint_3", "joint_2"]          # model order: free, then servo
     _, _, qdd_e = node.excitation((s - node.origin_ns) * 1e-9)
     want = chain.dynamics(np.array(m.position), np.array(m.velocity), qdd_e=qdd_e, Q_f=np.zeros(2))
     np.testing.assert_allclose(force[s].effort, want["Q_e"], rtol=1e-12)
-    np.testing.assert_allclose(pred[s].points[0].accelerations, want["qdd"][[0, 2, 1]], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(pred[s]["qdd"], want["qdd"][[0, 2, 1]], rtol=1e-12, atol=1e-14)
 
 
 def test_bad_configuration_names_the_parameter(ctx):
-    with pytest.raises(ConfigError, match="system='boat'"):
+    with pytest.raises(ConfigError, match="parameter system: must be one of crane, chain, got 'boat'"):
         SimNode(namespace="/bad1", context=ctx, parameter_overrides=[Parameter("system", value="boat")])
     with pytest.raises(ConfigError, match="chain_masses"):
         SimNode(namespace="/bad2", context=ctx, parameter_overrides=[
@@ -214,8 +216,8 @@ def test_cross_process_simulator_and_estimator(ctx, exact_model):
     try:
         est = h.collect(JointState, f"{ns}/servo_lnn/driving_force", SENSOR_QOS)
         true = h.collect(JointState, f"{ns}/sim/ground_truth/driving_force", SENSOR_QOS)
-        est_pred = h.collect(JointTrajectory, f"{ns}/servo_lnn/prediction", SENSOR_QOS)
-        true_pred = h.collect(JointTrajectory, f"{ns}/sim/ground_truth/prediction", SENSOR_QOS)
+        est_pred = h.collect(PREDICTION_TYPE, f"{ns}/servo_lnn/prediction", SENSOR_QOS)
+        true_pred = h.collect(PREDICTION_TYPE, f"{ns}/sim/ground_truth/prediction", SENSOR_QOS)
         h.wait(lambda: len(est) >= 150 and len(true) >= 150, timeout=40,
                what="estimator outputs and ground truth from the other processes")
         e, t, ep, tp = by_stamp(est), by_stamp(true), by_stamp(est_pred), by_stamp(true_pred)
@@ -223,14 +225,14 @@ def test_cross_process_simulator_and_estimator(ctx, exact_model):
         assert len(common) >= 100, f"{len(e)} estimates and {len(t)} truths share only {len(common)} stamps"
         # Samples where the estimator used the commanded servo acceleration (from /sim/servo_plan,
         # once the first plan has arrived; before that it estimates q̈_e from the stream):
-        commanded = [s for s in common if abs(ep[s].points[0].accelerations[1] - tp[s].points[0].accelerations[1])
-                     <= 1e-6 * max(1.0, abs(tp[s].points[0].accelerations[1]))]
+        commanded = [s for s in common if abs(ep[s]["qdd"][1] - tp[s]["qdd"][1])
+                     <= 1e-6 * max(1.0, abs(tp[s]["qdd"][1]))]
         assert len(commanded) >= 0.8 * len(common)
         # There the estimator, the analytic crane in float32, equals the truth to single precision.
         for s in commanded:
             assert e[s].effort[0] == pytest.approx(t[s].effort[0], abs=2e-6 * max(1.0, abs(t[s].effort[0])))
-            np.testing.assert_allclose(ep[s].points[0].accelerations[0], tp[s].points[0].accelerations[0],
-                                       atol=2e-6 * max(1.0, abs(tp[s].points[0].accelerations[0])))
+            np.testing.assert_allclose(ep[s]["qdd"][0], tp[s]["qdd"][0],
+                                       atol=2e-6 * max(1.0, abs(tp[s]["qdd"][0])))
     except AssertionError as exc:
         failure = exc
     finally:
@@ -266,5 +268,5 @@ def test_force_driven_chain_takes_joint_efforts_by_topic(make):
     m = js[s]
     want = chain.dynamics(np.array(m.position), np.array(m.velocity), qdd_e=np.zeros(0),
                           Q_f=np.array([-2.0, 0.0, 0.5]))
-    np.testing.assert_allclose(pred[s].points[0].accelerations, want["qdd"], rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(pred[s].points[0].effort, [-2.0, 0.0, 0.5], atol=1e-12)
+    np.testing.assert_allclose(pred[s]["qdd"], want["qdd"], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(pred[s]["Q"], [-2.0, 0.0, 0.5], atol=1e-12)

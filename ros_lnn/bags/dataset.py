@@ -117,6 +117,9 @@ def _read_bag(path, mapping: BagMapping, summary) -> list:
         for key in ("recv_ns", "stamp_ns"):
             setattr(js_stream, key, getattr(js_stream, key)[~bad])
         js_stream.values = {k: v[~bad] for k, v in js_stream.values.items()}
+        if not len(js_stream.stamp_ns):
+            raise DataError(f"{name}: every message on {js_stream.topic} has NaN or inf positions for the joints "
+                            f"{list(joints)} (or names none of them); nothing to train on")
         t_ns, vals = _clean(js_stream, mapping, summary)
         js = {"t_ns": t_ns, "joints": joints, **vals}
         entry = summary["streams"][js_stream.topic]

@@ -67,7 +67,10 @@ class BagMapping:
     def __post_init__(self):
         for key in ("free_joints", "servo_joints", "joint_order", "cyclic_joints"):
             value = getattr(self, key)
-            object.__setattr__(self, key, tuple([value] if isinstance(value, str) else value or ()))
+            value = [value] if isinstance(value, str) else value or ()
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+                raise ConfigError(f"bag.{key} = {getattr(self, key)!r}: give a joint name or a list of joint names")
+            object.__setattr__(self, key, tuple(value))
         if self.servo_type not in SERVO_TYPES and self.servo_type not in SERVO_TYPES.values():
             raise ConfigError(f"bag.servo_type '{self.servo_type}': choose one of {', '.join(SERVO_TYPES)}")
         if self.stamps not in ("header", "receive"):

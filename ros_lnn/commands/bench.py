@@ -10,6 +10,9 @@ BENCHES = {
     "node": ("ros_lnn.commands.bench_node", "bench_node", "estimator node driven at 1 kHz / 5 kHz over DDS"),
     "control": ("ros_lnn.commands.bench_control", "bench_control", "DAC controller step time for N bodies"),
     "dac-node": ("ros_lnn.commands.bench_control", "bench_dac_node", "dac_controller node at 1 kHz over DDS"),
+    "fault": ("ros_lnn.commands.bench_fault", "bench_fault",
+              "fault-injection soak of servo_lnn, sim and dac_controller (--duration s, default 120; --quick: "
+              "one round)"),
     "ingest": ("ros_lnn.commands.bench_ingest", "bench_ingest", "rosbag ingest speed against the naive rosbags loop"),
     "train": ("ros_lnn.commands.bench_train", "bench_train", "training steps/s: analytic vs autograd, paper schedule"),
     "delan": ("ros_lnn.commands.bench_delan", "bench_delan",
@@ -23,7 +26,12 @@ BENCHES = {
 
 
 def add_arguments(parser):
-    parser.add_argument("what", choices=sorted(BENCHES), help="which benchmark")
+    import argparse
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = "Benchmarks whose figures go into closing notes and the README:\n" + "\n".join(
+        f"  {name:<10} {text}" for name, (_, _, text) in sorted(BENCHES.items()))
+    parser.add_argument("what", choices=sorted(BENCHES), help="which benchmark (listed above)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     parser.add_argument("--model", help="ONNX model (default: the shipped one)")

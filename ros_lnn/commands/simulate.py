@@ -52,12 +52,32 @@ def trial_writer(path):
     path = Path(path)
     if path.suffix != ".npz":
         raise ConfigError(f"--out {path}: unsupported output format '{path.suffix}' (use .npz)")
+    if path.is_dir():
+        raise ConfigError(f"--out {path} is a folder; give a file name ending in .npz")
+    _check_writable(path)
 
     def write(trials):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_trials(path, trials)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            save_trials(path, trials)
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise ConfigError(f"--out {path}: cannot write it ({reason}); choose another path") from None
 
     return write
+
+
+def _check_writable(path: Path) -> None:
+    """Fail before any simulation when ``path``'s folder cannot be created or written."""
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise ConfigError(f"--out {path}: cannot write there ({reason}); choose another path") from None
 
 
 def write_trials(path, trials) -> None:

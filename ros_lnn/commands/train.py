@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data",
         metavar="FILE",
-        help="servo_lnn: trials file (ros-lnn simulate), default the paper's crane data set; "
-        "delan: character_data.npz, default ../shared/data/delan_character/",
+        help="servo_lnn: a trials file written by ros-lnn simulate (default: the paper's crane data set, "
+        "simulated and cached); delan: the DeLaN character data set's character_data.npz",
     )
     parser.add_argument(
         "--bag", nargs="+", metavar="BAG", help="rosbag2 recording(s) to train on (sqlite3 or mcap)"

@@ -14,11 +14,17 @@ twice (``degree`` 3).
 """
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 
 class CausalPolyDerivative:
-    """Derivatives at the newest sample of a local polynomial fit over the last ``window`` samples."""
+    """Derivatives at the newest sample of a local polynomial fit over the last ``window`` samples.
+
+    The samples sit twice in a ring of 2 × ``window`` rows, so the window in time order is always one
+    contiguous slice: an update costs two row writes and one small matrix product, and the fit's
+    weights are recomputed only when the spacing of the stamps changes (to the nanosecond)."""
 
     def __init__(self, window: int = 9, degree: int = 2, order: int = 1):
         if degree < order:
@@ -28,37 +34,61 @@ class CausalPolyDerivative:
         self.window, self.degree, self.order = int(window), int(degree), int(order)
         self._orders = np.arange(1, self.order + 1)
         self._factorials = np.cumprod(self._orders, dtype=float)
+        self._ring: np.ndarray | None = None
         self.reset()
 
     def reset(self) -> None:
-        self._t: list[float] = []
-        self._x: list[np.ndarray] = []
-        self._tau, self._weights = None, None
+        self._times: deque = deque(maxlen=self.window)
+        self._spacing: tuple = ()          # nanosecond gaps between the held samples, oldest first
+        self._key, self._weights = None, None
+        self._slot, self._held = 0, 0
 
     @property
     def ready(self) -> bool:
-        return len(self._t) >= self.degree + 1
+        return self._held >= self.degree + 1
 
     def update(self, t: float, x) -> np.ndarray | None:
         """Add the sample ``x`` (1-D) at time ``t``; returns derivatives of order 1..``order`` at ``t``
         as an array (order, len(x)), or None while fewer than ``degree + 1`` samples are held.
         A time that does not increase resets the history (a restarted stream)."""
         x = np.asarray(x, dtype=float).ravel()
-        if self._t and (t <= self._t[-1] or x.size != self._x[-1].size):
+        ring, w = self._ring, self.window
+        if ring is None or ring.shape[1] != x.size:
+            ring = self._ring = np.zeros((2 * w, x.size))
             self.reset()
-        self._t.append(float(t))
-        self._x.append(x)
-        if len(self._t) > self.window:
-            del self._t[0], self._x[0]
-        if not self.ready:
+        elif self._held and t <= self._times[-1]:
+            self.reset()
+        times = self._times
+        if self._held:
+            gap = round((t - times[-1]) * 1e9)
+            self._spacing = (self._spacing + (gap,))[1 - w:]
+        times.append(t)
+        slot = self._slot
+        ring[slot] = x
+        ring[slot + w] = x
+        self._slot = slot + 1 if slot + 1 < w else 0
+        held = self._held = min(self._held + 1, w)
+        if held <= self.degree:
             return None
-        # Weights are reused while the offsets agree to the nanosecond (the resolution of ROS stamps;
-        # a steady-rate stream differs only by float rounding, ~1e-16 s, from sample to sample).
-        tau = np.asarray(self._t) - self._t[-1]
-        key = np.rint(tau * 1e9).astype(np.int64)
-        if self._weights is None or key.shape != self._tau.shape or not np.array_equal(key, self._tau):
-            self._tau, self._weights = key, self._derivative_weights(tau)
-        return self._weights @ np.asarray(self._x)
+        if self._spacing != self._key:
+            self._key = self._spacing
+            tau = np.asarray(times) - t
+            self._weights = (self._slope_weights(tau) if self.degree == 2 and self.order == 1
+                             else self._derivative_weights(tau))
+        return self._weights @ ring[slot + 1 + w - held:slot + 1 + w]
+
+    @staticmethod
+    def _slope_weights(tau: np.ndarray) -> np.ndarray:
+        """:meth:`_derivative_weights` of the quadratic fit's slope in closed form (the estimator's
+        default, recomputed at every sample of a stream with jittered stamps): the second row of the
+        inverse of the 3×3 normal matrix from the power sums S_k = Σ s^k, by cofactors."""
+        scale = max(-tau[0], 1e-12)
+        s = tau * (1.0 / scale)
+        s2 = s * s
+        S0, S1, S2, S3, S4 = float(len(s)), float(s.sum()), float(s @ s), float(s @ s2), float(s2 @ s2)
+        det = scale * (S0 * (S2 * S4 - S3 * S3) - S1 * (S1 * S4 - S3 * S2) + S2 * (S1 * S3 - S2 * S2))
+        c0, c1, c2 = (S3 * S2 - S1 * S4) / det, (S0 * S4 - S2 * S2) / det, (S2 * S1 - S0 * S3) / det
+        return (c0 + c1 * s + c2 * s2)[None]
 
     def _derivative_weights(self, tau: np.ndarray) -> np.ndarray:
         """Rows w_k with w_k · x = d^k/dt^k of the least-squares fit at τ = 0 (cached: a stream at a

@@ -65,19 +65,42 @@ class ModelMetadata:
 
     @classmethod
     def from_json(cls, text: str, source: str = "model") -> "ModelMetadata":
+        """Parse and type-check the metadata document; ModelError (one line) for anything that is not
+        what the exporter writes. Keys this version does not know are ignored."""
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ModelError(f"{source}: metadata '{METADATA_KEY}' is not valid JSON ({exc})") from exc
+        except (json.JSONDecodeError, TypeError, RecursionError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ModelError(f"{source}: metadata '{METADATA_KEY}' is not valid JSON ({first})") from None
+        if not isinstance(data, dict):
+            kinds = {list: "array", str: "string", type(None): "null", bool: "boolean"}
+            kind = kinds.get(type(data), "number")
+            raise ModelError(f"{source}: metadata '{METADATA_KEY}' is a JSON {kind}, not an object; "
+                             "re-export the model with ros-lnn export")
         missing = [k for k in ("family", "free_joints", "servo_joints", "coordinate_units") if k not in data]
         if missing:
             raise ModelError(f"{source}: metadata lacks {', '.join(missing)}; re-export the model with ros-lnn export")
-        if data.get("format_version", 0) > FORMAT_VERSION:
+        version = data.get("format_version", 0)
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise ModelError(f"{source}: metadata field format_version is {version!r}, not an integer")
+        if version > FORMAT_VERSION:
             raise ModelError(
-                f"{source}: metadata format {data['format_version']} is newer than this ros_lnn "
+                f"{source}: metadata format {version} is newer than this ros_lnn "
                 f"understands ({FORMAT_VERSION}); update ros_lnn")
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        for name, value in known.items():
+            problem = _field_problem(name, value)
+            if problem:
+                raise ModelError(f"{source}: metadata field {name} {problem}; "
+                                 "re-export the model with ros-lnn export")
+        joints = list(known["free_joints"]) + list(known["servo_joints"])
+        repeated = sorted({j for j in joints if joints.count(j) > 1})
+        if repeated:
+            raise ModelError(f"{source}: metadata names joints {repeated} more than once")
+        if len(known["coordinate_units"]) not in (0, len(joints)):
+            raise ModelError(f"{source}: metadata has {len(known['coordinate_units'])} coordinate_units for "
+                             f"{len(joints)} joints")
+        return cls(**known)
 
     def check_joints(self, free_joints, servo_joints, source: str = "model") -> None:
         """Raise ModelError naming exactly what differs between the model and the configuration."""
@@ -97,3 +120,27 @@ class ModelMetadata:
                 problems.append(f"{role} joints " + "; ".join(detail))
         if problems:
             raise ModelError(f"{source} does not fit the configured joints: " + " | ".join(problems))
+
+
+_STRING_LISTS = ("free_joints", "servo_joints", "coordinate_units")
+_STRINGS = ("family", "dtype", "system", "package_version")
+_OBJECTS = ("network", "provenance", "metrics")
+
+
+def _field_problem(name: str, value) -> str:
+    """Why ``value`` cannot be metadata field ``name`` ('' when it can)."""
+    if name in _STRING_LISTS:
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            return f"is {_short(value)}, not a list of non-empty strings"
+    elif name in _STRINGS:
+        if not isinstance(value, str):
+            return f"is {_short(value)}, not a string"
+    elif name in _OBJECTS:
+        if not isinstance(value, dict):
+            return f"is {_short(value)}, not an object"
+    return ""
+
+
+def _short(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -9,6 +9,11 @@ without it load and run as before.
 Inputs and outputs are in *model order* (free joints, then servo joints; see ``rt.joints``). Single
 samples run through pre-bound buffers (ONNX Runtime I/O binding), so a call costs one graph run and
 a few small copies; batches run through a plain ``session.run``.
+
+Per-sample callers that keep their own buffers use the flat form: ``rt.input_layout`` (name → slice of
+one input vector ``[q | q̇ | q̈_e | Q_f]``), ``rt.output_layout`` (name → (slice, shape) of one output
+vector) and ``rt.evaluate_flat(x)`` (one graph run, no allocation; the returned vector is reused by
+the next call).
 """
 from __future__ import annotations
 
@@ -102,7 +107,7 @@ class ServoLnnRuntime:
     @property
     def model_id(self) -> str:
         """Short identifier for logs and diagnostics: file name and training hash when known."""
-        tag = self.metadata.provenance.get("data_hash", "")[:8] if self.metadata.provenance else ""
+        tag = str(self.metadata.provenance.get("data_hash", ""))[:8]
         return f"{self.path.name}{'@' + tag if tag else ''}"
 
     def _check_graph(self) -> None:
@@ -112,10 +117,11 @@ class ServoLnnRuntime:
             expected["qdd_e"] = self.n_e
         problems = []
         for name, width in expected.items():
-            if name not in inputs:
+            shape = list(inputs[name].shape) if name in inputs else None
+            if shape is None:
                 problems.append(f"input '{name}' missing")
-            elif inputs[name].shape[-1] != width:
-                problems.append(f"input '{name}' has width {inputs[name].shape[-1]}, metadata says {width}")
+            elif len(shape) != 2 or shape[-1] != width:
+                problems.append(f"input '{name}' has shape {shape}, metadata says (batch, {width})")
         self.output_names = [o.name for o in self.session.get_outputs()]
         lacking = [k for k in OUTPUT_NAMES if k not in self.output_names]
         if lacking:
@@ -126,6 +132,28 @@ class ServoLnnRuntime:
         self.dtype = _ORT_TYPES.get(inputs["q"].type)
         if self.dtype is None:
             raise ModelError(f"{self.path}: unsupported input type {inputs['q'].type}")
+        mixed = [name for name in self.input_names if inputs[name].type != inputs["q"].type]
+        if mixed:
+            raise ModelError(f"{self.path}: inputs {mixed} are not of the type of q ({inputs['q'].type})")
+
+    @property
+    def input_layout(self) -> dict:
+        """Slices of the flat input vector of :meth:`evaluate_flat`: q, qd, qdd_e, Q_f (model order)."""
+        widths = (("q", self.n), ("qd", self.n), ("qdd_e", self.n_e), ("Q_f", self.n_f))
+        bounds = np.cumsum([0] + [w for _, w in widths])
+        return {name: slice(int(bounds[i]), int(bounds[i + 1])) for i, (name, _) in enumerate(widths)}
+
+    @property
+    def output_layout(self) -> dict:
+        """Every output of :meth:`evaluate_flat`'s vector: name → (slice, per-sample shape). Outputs
+        beyond ``OUTPUT_NAMES`` that a model carries (say ``Q_dissipative``) are included."""
+        return dict(self._binding().layout)
+
+    def evaluate_flat(self, x) -> np.ndarray:
+        """One sample from the flat input vector ``x`` (:attr:`input_layout`; any float dtype): every
+        output in one vector of the graph's dtype (:attr:`output_layout`). The vector is the runtime's
+        own buffer, overwritten by the next call: copy what must outlive it."""
+        return self._binding().run_flat(x)
 
     # -- evaluation -----------------------------------------------------------------------------
     def _feeds(self, q, qd, qdd_e, Q_f, batch: int) -> dict:
@@ -154,10 +182,13 @@ class ServoLnnRuntime:
         out.setdefault("qdd_f", out["qdd"][:, : self.n_f])
         return out
 
-    def _evaluate_single(self, q, qd, qdd_e, Q_f) -> dict:
+    def _binding(self) -> _SingleSampleBinding:
         if self._single is None:
             self._single = _SingleSampleBinding(self)
-        return self._single.run(q, qd, qdd_e, Q_f)
+        return self._single
+
+    def _evaluate_single(self, q, qd, qdd_e, Q_f) -> dict:
+        return self._binding().run(q, qd, qdd_e, Q_f)
 
     def inverse(self, q, qd, qdd) -> dict:
         """Inverse mode: ``Q = M q̈ + Ṁq̇ − ½k + ∂V/∂q`` from measured accelerations (model order)."""
@@ -188,20 +219,31 @@ class ServoLnnRuntime:
 
 
 class _SingleSampleBinding:
-    """Pre-bound input/output buffers for batch size 1: one graph run, no per-call allocations in ORT."""
+    """Pre-bound input/output buffers for batch size 1: one graph run, no per-call allocations in ORT.
+    The inputs are views of one vector ``[q | q̇ | q̈_e | Q_f]``, the outputs views of another."""
 
     def __init__(self, rt: ServoLnnRuntime):
         import onnxruntime as ort
 
         self.rt = rt
-        widths = {"q": rt.n, "qd": rt.n, "qdd_e": rt.n_e, "Q_f": rt.n_f}
-        self.inputs = {name: np.zeros((1, widths[name]), rt.dtype) for name in rt.input_names}
+        spans = rt.input_layout
+        self.inputs_flat = np.zeros(spans["Q_f"].stop, rt.dtype)
+        self.inputs = {name: self.inputs_flat[spans[name]].reshape(1, -1) for name in rt.input_names}
         self.binding = rt.session.io_binding()
         for name, buf in self.inputs.items():
             self.binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(buf))
         # Run once to learn each output's shape, then bind every output to its own stretch of one
         # contiguous buffer: a call then costs one graph run and one float64 copy.
-        probe = [np.asarray(v) for v in rt.session.run(rt.output_names, dict(self.inputs))]
+        try:
+            feeds = {k: v.copy() for k, v in self.inputs.items()}
+            probe = [np.asarray(v) for v in rt.session.run(rt.output_names, feeds)]
+        except Exception as exc:  # onnxruntime raises several unrelated types
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelError(f"{rt.path}: the graph does not run on one sample ({first})") from exc
+        bad = [name for name, v in zip(rt.output_names, probe)
+               if v.ndim < 1 or v.shape[0] != 1 or v.dtype != rt.dtype]
+        if bad:
+            raise ModelError(f"{rt.path}: outputs {bad} are not one row per sample of the input type")
         sizes = [v.size for v in probe]
         self.flat = np.zeros(sum(sizes), rt.dtype)
         self.layout = {}
@@ -214,6 +256,10 @@ class _SingleSampleBinding:
         if "qdd_f" not in self.layout:
             span = self.layout["qdd"][0]
             self.layout["qdd_f"] = (slice(span.start, span.start + rt.n_f), (rt.n_f,))
+        wrong = [name for name in OUTPUT_NAMES if name in self.layout and
+                 self.layout[name][1] != _expected_shape(name, rt)]
+        if wrong:
+            raise ModelError(f"{rt.path}: outputs {wrong} do not have the shapes the metadata's joints give")
         # (argument position, the input's row, its width, name): the per-call loop touches nothing else.
         order = ("q", "qd", "qdd_e", "Q_f")
         self.slots = [(order.index(name), buf[0], buf.shape[1], name) for name, buf in self.inputs.items()]
@@ -230,6 +276,19 @@ class _SingleSampleBinding:
             row[:] = value
         self.rt.session.run_with_iobinding(self.binding)
         return SampleOutputs(self.flat.astype(np.float64), self.layout)
+
+    def run_flat(self, x) -> np.ndarray:
+        self.inputs_flat[:] = x
+        self.rt.session.run_with_iobinding(self.binding)
+        return self.flat
+
+
+def _expected_shape(name: str, rt: ServoLnnRuntime) -> tuple:
+    from .metadata import OUTPUT_SHAPES
+
+    sizes = {"n": rt.n, "n_f": rt.n_f, "n_e": rt.n_e}
+    spec = OUTPUT_SHAPES.get(name, "")
+    return tuple(sizes[part] for part in spec.split(",")) if spec else ()
 
 
 class SampleOutputs(Mapping):

@@ -8,6 +8,9 @@ Tested on Kilted (rclpy 9) and Jazzy (rclpy 7.1); the fallbacks are tested there
   runs from an on-set-parameters callback and, when it accepts, the callback at the next executor turn.
 * autostart: a node whose configure step fails stays unconfigured and keeps spinning, so it can be
   configured again through its lifecycle services once the parameter at fault is fixed.
+* a lifecycle transition that does not exist in the current state (Jazzy's rclpy raises out of the
+  change_state service and the process ends; Kilted's refuses): refused, one error line
+  (:func:`refuse_invalid_transitions`; the fault-injection suite asks for such transitions).
 """
 
 from __future__ import annotations
@@ -110,3 +113,32 @@ def autostart_or_stay_unconfigured(start):
         return True
 
     return start_or_wait
+
+
+def refuse_invalid_transitions(node_class) -> None:
+    """A lifecycle transition requested in a state that has none of that name (``activate`` while
+    active, through the change_state service) is refused with ``success: false``. Kilted's rclpy does
+    that itself; Jazzy's raises RCLError out of the service callback, which ends the node process.
+    Installed on ``node_class`` (a LifecycleNode subclass) as a guard around rclpy's own transition
+    method; where rclpy already refuses, the guard never sees an exception."""
+    from rclpy.lifecycle.node import LifecycleNodeMixin, TransitionCallbackReturn
+
+    name = "_LifecycleNodeMixin__change_state"  # rclpy's private transition method, name-mangled
+    original = getattr(LifecycleNodeMixin, name, None)
+    if original is None:  # another rclpy layout: leave it as it is
+        return
+
+    def change_state(self, transition_id: int):
+        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
+        try:
+            return original(self, transition_id)
+        except _rclpy.RCLError as exc:
+            text = str(exc).split(",")[0]
+            self.get_logger().error(
+                f"lifecycle transition {transition_id} refused in state "
+                f"'{self._state_machine.current_state[1]}': {text}"
+            )
+            return TransitionCallbackReturn.FAILURE
+
+    setattr(node_class, name, change_state)

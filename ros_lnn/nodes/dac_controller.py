@@ -41,51 +41,69 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ..control.dac import Gains
 from ..control.pipeline import DacPipeline
 from ..errors import ConfigError, RosLnnError
-from .diagnostics import RateLatency, diagnostic_status, warn_throttled
+from .diagnostics import CountWindow, RateLatency, diagnostic_status, status_name, warn_throttled
 from .lifecycle import LifecycleTeardown, configure_and_activate
-from .params import declare, param
+from .params import CONFIGURE, STARTUP, Param, ParameterTable, param
 from .process import init_ros, run_node_process
-from .qos import COMMAND_QOS, SENSOR_QOS
+from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 from .serialized import SerializedTemplate
 from .stamps import duration_ns, stamp_ns
 from . import compat
 
-PARAMETERS = (
-    ("robot_description", "", "URDF of the arm (string); empty = read model_path"),
-    ("model_path", "", "URDF or multibody YAML file; empty = the shipped config/dac_chain.urdf"),
-    ("joint_names", [], "actuated joints in the order of ~/joint_effort_command; empty = the model's revolute joints"),
-    ("law", "end_effector", "control law: velocity (I), pose (II) or end_effector (III)"),
-    ("ee_link", "tool0", "end-effector link for law III (empty = CoM of the last body)"),
-    ("ee_attitude", False, "law III tracks the ~/ee_target orientation too (6-D task) instead of position only"),
-    ("gravity", [0.0, 0.0, -9.81], "gravity in the world frame [m/s²]"),
-    ("kd_linear", 20.0, "K_d rate for linear velocity errors [1/s] (K_d = k 𝓜)"),
-    ("kd_angular", 20.0, "K_d rate for angular velocity errors [1/s]"),
-    ("lambda_position", 5.0, "Λ for position errors [1/s]"),
-    ("lambda_attitude", 5.0, "Λ for attitude errors [1/s]"),
-    ("task_damping", 0.05, "μ of the damped task inverse (robust near singular arm poses; 0 = exact)"),
-    ("circle_radius", 0.0, "> 0: law III follows a built-in circle (demo) instead of ~/ee_target [m]"),
-    ("circle_center", [0.45, 0.0, 0.0], "centre of the built-in circle [m]"),
-    ("circle_normal", [1.0, 0.0, 0.0], "normal of the circle's plane"),
-    ("circle_period_s", 4.0, "period of the built-in circle [s]"),
-    ("circle_phase", 0.0, "phase of the built-in circle at activation [rad]"),
-    ("obstacles", [], "spherical obstacles in the world frame, flattened x, y, z, radius per obstacle"),
-    ("obstacle_influence", 0.1, "clearance below which the obstacle potential acts [m]"),
-    ("obstacle_eta", 5.0, "largest obstacle push η [N]"),
-    ("effort_limits", [], "|effort| limits per joint_names entry; empty = URDF limits "
-     "(default_effort_limit where none)"),
-    ("default_effort_limit", 50.0, "limit for joints without one [N m]"),
-    ("input_queue_depth", 10, "joint_states kept while the node is busy or descheduled (best effort); each is "
-     "processed in order, so a deeper queue trades drops for latency"),
-    ("state_timeout_s", 0.1, "joint states older than this are stale: zero efforts are published"),
-    ("target_timeout_s", 0.0, "> 0: an ~/ee_target or ~/joint_trajectory not renewed for this long is dropped "
-     "and the arm holds where it is; 0 = targets never go stale"),
-    ("watchdog_period_s", 0.02, "how often the stale-state watchdog runs"),
-    ("frame_id", "world", "world frame of targets, obstacles and markers"),
-    ("publish_markers", True, "publish ~/markers"),
-    ("marker_period_s", 0.1, "period of ~/markers (a timer publishes the newest sample's markers)"),
-    ("force_scale", 0.02, "marker arrow length per newton [m/N]"),
-    ("diagnostics_period_s", 1.0, "period of /diagnostics"),
-    ("autostart", True, "configure and activate on start (main only)"),
+def _obstacle_quadruples(values) -> str:
+    return "" if len(values) % 4 == 0 else f"has {len(values)} numbers; give x, y, z, radius per obstacle"
+
+
+# The parameter table (nodes/params.py): LIVE ones may change any time, CONFIGURE ones are read at
+# configure or activate and refused while the node is configured.
+PARAMETERS = ParameterTable(
+    Param("robot_description", "", "URDF of the arm (string); empty = read model_path", CONFIGURE),
+    Param("model_path", "", "URDF or multibody YAML file; empty = the shipped config/dac_chain.urdf", CONFIGURE),
+    Param("joint_names", [], "actuated joints in the order of ~/joint_effort_command; empty = the model's "
+          "revolute joints", CONFIGURE, items=str, unique=True),
+    Param("law", "end_effector", "control law: velocity (I), pose (II) or end_effector (III)", CONFIGURE,
+          choices=("velocity", "pose", "end_effector")),
+    Param("ee_link", "tool0", "end-effector link for law III (empty = CoM of the last body)", CONFIGURE),
+    Param("ee_attitude", False, "law III tracks the ~/ee_target orientation too (6-D task) instead of position "
+          "only", CONFIGURE),
+    Param("gravity", [0.0, 0.0, -9.81], "gravity in the world frame [m/s²]", CONFIGURE, size=(3,), ge=-1e3,
+          le=1e3),
+    Param("kd_linear", 20.0, "K_d rate for linear velocity errors [1/s] (K_d = k 𝓜)", CONFIGURE, ge=0.0, le=1e4),
+    Param("kd_angular", 20.0, "K_d rate for angular velocity errors [1/s]", CONFIGURE, ge=0.0, le=1e4),
+    Param("lambda_position", 5.0, "Λ for position errors [1/s]", CONFIGURE, ge=0.0, le=1e4),
+    Param("lambda_attitude", 5.0, "Λ for attitude errors [1/s]", CONFIGURE, ge=0.0, le=1e4),
+    Param("task_damping", 0.05, "μ of the damped task inverse (robust near singular arm poses; 0 = exact)",
+          CONFIGURE, ge=0.0, le=10.0),
+    Param("circle_radius", 0.0, "> 0: law III follows a built-in circle (demo) instead of ~/ee_target [m]",
+          CONFIGURE, ge=0.0, le=10.0),
+    Param("circle_center", [0.45, 0.0, 0.0], "centre of the built-in circle [m]", CONFIGURE, size=(3,), ge=-100.0,
+          le=100.0),
+    Param("circle_normal", [1.0, 0.0, 0.0], "normal of the circle's plane", CONFIGURE, size=(3,), ge=-1e3, le=1e3),
+    Param("circle_period_s", 4.0, "period of the built-in circle [s]", CONFIGURE, gt=0.0, le=1e4),
+    Param("circle_phase", 0.0, "phase of the built-in circle at activation [rad]", CONFIGURE, ge=-1e3, le=1e3),
+    Param("obstacles", [], "spherical obstacles in the world frame, flattened x, y, z, radius per obstacle",
+          CONFIGURE, items=float, ge=-1e3, le=1e3, check=_obstacle_quadruples),
+    Param("obstacle_influence", 0.1, "clearance below which the obstacle potential acts [m]", CONFIGURE, gt=0.0,
+          le=10.0),
+    Param("obstacle_eta", 5.0, "largest obstacle push η [N]", CONFIGURE, ge=0.0, le=1e4),
+    Param("effort_limits", [], "|effort| limits per joint_names entry; empty = URDF limits "
+          "(default_effort_limit where none)", CONFIGURE, items=float, gt=0.0, le=1e6),
+    Param("default_effort_limit", 50.0, "limit for joints without one [N m]", CONFIGURE, gt=0.0, le=1e6),
+    Param("input_queue_depth", 10, "joint_states kept while the node is busy or descheduled (best effort); each "
+          "is processed in order, so a deeper queue trades drops for latency", CONFIGURE, ge=1, le=100000),
+    Param("state_timeout_s", 0.1, "joint states older than this are stale: zero efforts are published", CONFIGURE,
+          gt=0.0, le=3600.0),
+    Param("target_timeout_s", 0.0, "> 0: an ~/ee_target or ~/joint_trajectory not renewed for this long is "
+          "dropped and the arm holds where it is; 0 = targets never go stale", CONFIGURE, ge=0.0, le=3600.0),
+    Param("watchdog_period_s", 0.02, "how often the stale-state watchdog runs", CONFIGURE, ge=0.001, le=10.0),
+    Param("frame_id", "world", "world frame of targets, obstacles and markers"),
+    Param("publish_markers", True, "publish ~/markers", CONFIGURE),
+    Param("marker_period_s", 0.1, "period of ~/markers (a timer publishes the newest sample's markers; 0 = off)",
+          CONFIGURE, ge=0.001, le=60.0, off=0.0),
+    Param("force_scale", 0.02, "marker arrow length per newton [m/N]", ge=0.0, le=100.0),
+    Param("diagnostics_period_s", 1.0, "period of /diagnostics (its counts cover the last 5 periods)", CONFIGURE,
+          ge=0.01, le=3600.0),
+    Param("autostart", True, "configure and activate on start (main only)", STARTUP),
 )
 REJECT_REASONS = ("bad_joint_state", "bad_target", "bad_trajectory", "non_finite_output", "stale_state",
                   "stale_target")
@@ -128,12 +146,13 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
 
     def __init__(self, node_name: str = "dac_controller", **kwargs):
         super().__init__(node_name, **kwargs)
-        for name, default, description in PARAMETERS:
-            declare(self, name, default, description)
+        self.counts = {}
+        self.values = PARAMETERS.attach(self, configured=lambda: self.pipeline is not None)
         self.pipeline: DacPipeline | None = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
-        self.counts = {k: 0 for k in REJECT_REASONS + ("processed", "saturated")}
+        self.counts.update({k: 0 for k in REJECT_REASONS + ("processed", "saturated", "internal_error")})
+        self.window = CountWindow()
         self.stats = RateLatency()
         self.cpu_times = deque(maxlen=self.stats.latencies.maxlen)  # callback thread CPU per processed sample [s]
         self._marker_sample = None
@@ -171,19 +190,26 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
 
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         try:
+            problems = PARAMETERS.problems(PARAMETERS.read(self))
+            if problems:
+                raise ConfigError(problems[0])
             self.pipeline = self.build_pipeline()
-        except RosLnnError as exc:
+        except Exception as exc:  # noqa: BLE001 - configure must always say why it failed, whatever failed
             self.pipeline = None
-            self.last_error = str(exc)
-            self.get_logger().error(f"configure failed: {exc}")
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            self.last_error = text if isinstance(exc, RosLnnError) else f"{type(exc).__name__}: {text}"
+            self.get_logger().error(f"configure failed: {self.last_error}")
             return TransitionCallbackReturn.FAILURE
         self._pubs = {
-            "port": self.create_lifecycle_publisher(Float64MultiArray, "~/port_command", SENSOR_QOS),
-            "effort": self.create_lifecycle_publisher(Float64MultiArray, "~/joint_effort_command", SENSOR_QOS),
+            "port": self.create_lifecycle_publisher(Float64MultiArray, "~/port_command", output_qos(STREAM_QOS),
+                                                    qos_overriding_options=OVERRIDES),
+            "effort": self.create_lifecycle_publisher(Float64MultiArray, "~/joint_effort_command", output_qos(STREAM_QOS),
+                                                      qos_overriding_options=OVERRIDES),
             "diagnostics": self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS),
         }
         if self.p("publish_markers"):
-            self._pubs["markers"] = self.create_lifecycle_publisher(MarkerArray, "~/markers", COMMAND_QOS)
+            self._pubs["markers"] = self.create_lifecycle_publisher(MarkerArray, "~/markers", output_qos(COMMAND_QOS),
+                                                                    qos_overriding_options=OVERRIDES)
         model = self.pipeline.model
         self._port_layout = port_layout(model.body_names)
         self._effort_layout = [MultiArrayDimension(label=",".join(self.pipeline.joint_names),
@@ -219,6 +245,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         self._state_timeout = float(self.p("state_timeout_s"))
         self._name_order = (None, None)  # (joint_states names, their indices of joint_names)
         self.pipeline.hold()
+        self.window.start(self.counts)
         if float(self.p("circle_radius")) > 0:
             from ..control.pipeline import circle_path
 
@@ -231,11 +258,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         return super().on_activate(state)
 
     def _input_qos(self):
-        from rclpy.qos import QoSProfile
-
-        depth = max(1, int(self.p("input_queue_depth")))
-        return QoSProfile(history=SENSOR_QOS.history, depth=depth, reliability=SENSOR_QOS.reliability,
-                          durability=SENSOR_QOS.durability)
+        return input_qos(self.p("input_queue_depth"))
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._drop_io()
@@ -401,10 +424,16 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             level, message = DiagnosticStatus.WARN, "effort limits reached"
         else:
             level, message = DiagnosticStatus.OK, "tracking"
+        window = self.window.update(self.counts)
+        values.update({f"window_{k}": v for k, v in window.items()})
+        rejected = {k: window[k] for k in REJECT_REASONS + ("internal_error",) if window.get(k)}
+        if rejected and level == DiagnosticStatus.OK:
+            level = DiagnosticStatus.WARN
+            message = f"rejected in the last {window['window_s']:.0f} s: " + ", ".join(
+                f"{k} {v}" for k, v in rejected.items())
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [diagnostic_status(f"{self.get_name()}: dac_controller", self.pipeline.model.name, level,
-                                          message, values)]
+        msg.status = [diagnostic_status(status_name(self), self.pipeline.model.name, level, message, values)]
         self._pubs["diagnostics"].publish(msg)
 
 

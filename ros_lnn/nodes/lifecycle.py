@@ -51,3 +51,12 @@ class LifecycleTeardown:
 
         self._drop_io()
         return TransitionCallbackReturn.SUCCESS
+
+
+def _install_guard() -> None:
+    from . import compat
+
+    compat.refuse_invalid_transitions(LifecycleTeardown)
+
+
+_install_guard()

@@ -73,7 +73,18 @@ def spin(node, executor=None) -> None:
     try:
         # spin_once in a loop: EventsExecutor.spin() does not return on shutdown
         while not stop and rclpy.ok(context=node.context):
-            executor.spin_once(timeout_sec=0.1)
+            try:
+                executor.spin_once(timeout_sec=0.1)
+            except (KeyboardInterrupt, ExternalShutdownException):
+                raise
+            except Exception as exc:  # noqa: BLE001 - rclpy's own callbacks (services) must not end the process
+                if not rclpy.ok(context=node.context):
+                    break
+                from .diagnostics import report_error
+
+                if not hasattr(node, "counts"):
+                    node.counts = {}
+                report_error(node, "executor", exc)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -10,6 +10,7 @@ from ``effort_commands`` (Float64MultiArray, ``effort_joints`` order). With ``pu
 publishes ``/clock`` (simulated time from 0) and stamps with it; run the other nodes with
 ``use_sim_time:=true``. The simulator itself paces on the steady clock.
 """
+
 from __future__ import annotations
 
 import sys
@@ -17,8 +18,10 @@ import time
 
 import numpy as np
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -28,134 +31,355 @@ from ..errors import ConfigError
 from ..estimation.trajectory import CriticallyDampedServo, ServoPlan
 from ..physics.excitation import make_excitation
 from ..physics.stepper import FixedStepSimulator
-from .diagnostics import warn_throttled
-from .messages import driving_force_msg, energy_msg, prediction_msg
-from .params import declare, param
+from .diagnostics import CountWindow, diagnostic_status, guarded, status_name, warn_throttled
+from .joint_state_reader import trajectory_size
+from .messages import (
+    ENERGY_TYPE,
+    PREDICTION_TYPE,
+    driving_force_msg,
+    energy_msg,
+    outputs_finite,
+    prediction_msg,
+    report_interfaces,
+)
+from .params import STARTUP, Param, ParameterTable
 from .process import init_ros, make_executor, spin
-from .qos import COMMAND_QOS, SENSOR_QOS
+from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, output_qos
 from .stamps import duration_ns, ns_to_stamp, seconds_to_duration, stamp_ns
 
-PARAMETERS = (
-    ("system", "crane", "reference system: crane or chain"),
-    ("crane_m1", 0.45, "crane: cart mass (kg)"),
-    ("crane_m2", 0.13, "crane: bob mass (kg)"),
-    ("crane_length", 1.5, "crane: string length (m)"),
-    ("gravity", 9.8, "gravitational acceleration (m/s^2)"),
-    ("chain_joints", ["joint_1", "joint_2", "joint_3"], "chain: joint names, base to tip"),
-    ("chain_kinds", ["revolute", "revolute", "revolute"], "chain: revolute or prismatic, per joint"),
-    ("chain_masses", [1.0, 1.0, 1.0], "chain: link masses (kg)"),
-    ("chain_lengths", [1.0, 1.0, 1.0], "chain: link lengths (m)"),
-    ("chain_inertias", [0.0, 0.0, 0.0], "chain: link inertias about the centre of mass (kg m^2); mass at the tip"),
-    ("chain_servo_joints", ["joint_1"], "chain: which joints are servo (position-driven); the rest are free"),
-    ("rate_hz", 500.0, "joint_states publish rate (Hz); one fixed step (or substeps) per publish"),
-    ("substeps", 1, "RK4 steps per publish"),
-    ("real_time_factor", 1.0, "simulated seconds per wall second"),
-    ("initial_positions", [], "free joints' initial positions (free-joint order); empty = 0.3 rad/m each"),
-    ("initial_velocities", [], "free joints' initial velocities; empty = zeros"),
-    ("excitation", "multisine", "built-in servo motion until a command arrives: multisine, sweep or hold"),
-    ("excitation_amplitude", [0.1, 0.08, 0.05], "multisine: amplitude per frequency; sweep: first entry"),
-    ("excitation_frequencies_hz", [0.2, 0.45, 0.8], "multisine frequencies (Hz)"),
-    ("sweep_f_low", 0.1, "sweep: lowest frequency (Hz)"),
-    ("sweep_f_high", 1.0, "sweep: highest frequency (Hz)"),
-    ("sweep_period_s", 20.0, "sweep: period of the frequency swing (s)"),
-    ("servo_offset", [], "servo joints' rest positions; empty = zeros"),
-    ("servo_command_type", "trajectory", "servo_commands type: trajectory, array (positions) or none"),
-    ("servo_bandwidth", 20.0, "array commands: critically damped servo bandwidth (rad/s)"),
-    ("effort_joints", [], "joint names of effort_commands entries; empty = the free joints in order"),
-    ("effort_timeout_s", 0.5, "applied efforts fall back to zero this long after the last effort command; 0 = hold"),
-    ("publish_clock", False, "publish /clock (simulated time from 0) and stamp with it"),
-    ("publish_ground_truth", True, "publish ~/ground_truth/{driving_force,prediction,energy}"),
-    ("plan_horizon_s", 0.5, "~/servo_plan horizon (upcoming excitation points with accelerations); 0 = off"),
-    ("plan_dt_s", 0.02, "~/servo_plan point spacing (s)"),
-    ("plan_rate_hz", 20.0, "~/servo_plan publish rate (Hz)"),
-    ("frame_id", "", "frame_id of joint_states and ground truth"),
+
+def _chain_lists(values: dict) -> str:
+    if values["system"] != "chain":
+        return ""
+    n = len(values["chain_joints"])
+    bad = [k for k in ("kinds", "masses", "lengths", "inertias") if len(values[f"chain_{k}"]) != n]
+    if bad:
+        return (
+            f"parameters chain_{', chain_'.join(bad)} need {n} entries, one per joint in chain_joints "
+            f"{values['chain_joints']}"
+        )
+    unknown = [j for j in values["chain_servo_joints"] if j not in values["chain_joints"]]
+    return f"chain_servo_joints {unknown} are not in chain_joints" if unknown else ""
+
+
+def _plan_points(values: dict) -> str:
+    if values["plan_horizon_s"] / values["plan_dt_s"] > 1000:
+        return "plan_horizon_s / plan_dt_s must be <= 1000 points (bounds the work of one ~/servo_plan)"
+    return ""
+
+
+def _sweep(values: dict) -> str:
+    return (
+        "sweep_f_low must not exceed sweep_f_high" if values["sweep_f_low"] > values["sweep_f_high"] else ""
+    )
+
+
+PARAMETERS = ParameterTable(
+    Param("system", "crane", "reference system: crane or chain", STARTUP, choices=("crane", "chain")),
+    Param("crane_m1", 0.45, "crane: cart mass (kg)", STARTUP, gt=0.0, le=1e6),
+    Param("crane_m2", 0.13, "crane: bob mass (kg)", STARTUP, gt=0.0, le=1e6),
+    Param("crane_length", 1.5, "crane: string length (m)", STARTUP, gt=0.0, le=1e3),
+    Param("gravity", 9.8, "gravitational acceleration (m/s^2)", STARTUP, ge=-1e3, le=1e3),
+    Param(
+        "chain_joints",
+        ["joint_1", "joint_2", "joint_3"],
+        "chain: joint names, base to tip",
+        STARTUP,
+        unique=True,
+    ),
+    Param(
+        "chain_kinds",
+        ["revolute", "revolute", "revolute"],
+        "chain: revolute or prismatic, per joint",
+        STARTUP,
+        choices=("revolute", "prismatic"),
+    ),
+    Param("chain_masses", [1.0, 1.0, 1.0], "chain: link masses (kg)", STARTUP, gt=0.0, le=1e6),
+    Param("chain_lengths", [1.0, 1.0, 1.0], "chain: link lengths (m)", STARTUP, gt=0.0, le=1e3),
+    Param(
+        "chain_inertias",
+        [0.0, 0.0, 0.0],
+        "chain: link inertias about the centre of mass (kg m^2); mass at the tip",
+        STARTUP,
+        ge=0.0,
+        le=1e6,
+    ),
+    Param(
+        "chain_servo_joints",
+        ["joint_1"],
+        "chain: which joints are servo (position-driven); the rest are free",
+        STARTUP,
+        unique=True,
+    ),
+    Param(
+        "rate_hz",
+        500.0,
+        "joint_states publish rate (Hz); one fixed step (or substeps) per publish",
+        STARTUP,
+        ge=1.0,
+        le=10000.0,
+    ),
+    Param("substeps", 1, "RK4 steps per publish", STARTUP, ge=1, le=1000),
+    Param("real_time_factor", 1.0, "simulated seconds per wall second", STARTUP, ge=0.01, le=100.0),
+    Param(
+        "initial_positions",
+        [],
+        "free joints' initial positions (free-joint order); empty = 0.3 rad/m each",
+        STARTUP,
+        items=float,
+        ge=-1e3,
+        le=1e3,
+    ),
+    Param(
+        "initial_velocities",
+        [],
+        "free joints' initial velocities; empty = zeros",
+        STARTUP,
+        items=float,
+        ge=-1e3,
+        le=1e3,
+    ),
+    Param(
+        "excitation",
+        "multisine",
+        "built-in servo motion until a command arrives: multisine, sweep or hold",
+        STARTUP,
+        choices=("multisine", "sweep", "hold"),
+    ),
+    Param(
+        "excitation_amplitude",
+        [0.1, 0.08, 0.05],
+        "multisine: amplitude per frequency; sweep: first entry",
+        STARTUP,
+        ge=-1e3,
+        le=1e3,
+    ),
+    Param(
+        "excitation_frequencies_hz", [0.2, 0.45, 0.8], "multisine frequencies (Hz)", STARTUP, ge=0.0, le=1e3
+    ),
+    Param("sweep_f_low", 0.1, "sweep: lowest frequency (Hz)", STARTUP, ge=0.0, le=1e3),
+    Param("sweep_f_high", 1.0, "sweep: highest frequency (Hz)", STARTUP, ge=0.0, le=1e3),
+    Param("sweep_period_s", 20.0, "sweep: period of the frequency swing (s)", STARTUP, gt=0.0, le=1e6),
+    Param(
+        "servo_offset",
+        [],
+        "servo joints' rest positions; empty = zeros",
+        STARTUP,
+        items=float,
+        ge=-1e3,
+        le=1e3,
+    ),
+    Param(
+        "servo_command_type",
+        "trajectory",
+        "servo_commands type: trajectory, array (positions) or none",
+        STARTUP,
+        choices=("trajectory", "array", "none"),
+    ),
+    Param(
+        "servo_bandwidth", 20.0, "array commands: critically damped servo bandwidth (rad/s)", gt=0.0, le=1e4
+    ),
+    Param(
+        "max_command_points",
+        2000,
+        "a servo trajectory with more points is refused before it is read (bounds "
+        "the work one message can cause)",
+        ge=1,
+        le=1000000,
+    ),
+    Param(
+        "effort_joints",
+        [],
+        "joint names of effort_commands entries; empty = the free joints in order",
+        STARTUP,
+        items=str,
+        unique=True,
+    ),
+    Param(
+        "effort_timeout_s",
+        0.5,
+        "applied efforts fall back to zero this long after the last effort command; 0 = hold",
+        ge=0.0,
+        le=3600.0,
+    ),
+    Param("publish_clock", False, "publish /clock (simulated time from 0) and stamp with it", STARTUP),
+    Param("publish_ground_truth", True, "publish ~/ground_truth/{driving_force,prediction,energy}", STARTUP),
+    Param(
+        "plan_horizon_s",
+        0.5,
+        "~/servo_plan horizon (upcoming excitation points with accelerations); 0 = off",
+        ge=0.0,
+        le=60.0,
+    ),
+    Param("plan_dt_s", 0.02, "~/servo_plan point spacing (s)", ge=1e-3, le=10.0),
+    Param("plan_rate_hz", 20.0, "~/servo_plan publish rate (Hz)", STARTUP, ge=0.1, le=1000.0, off=0.0),
+    Param("frame_id", "", "frame_id of joint_states and ground truth"),
+    Param(
+        "diagnostics_period_s",
+        1.0,
+        "period of /diagnostics (its counts cover the last 5 periods)",
+        STARTUP,
+        ge=0.01,
+        le=3600.0,
+    ),
+    rules=(_chain_lists, _plan_points, _sweep),
 )
+#: Bigger array or effort commands are refused before they are read.
+MAX_ARRAY_COMMAND_BYTES = 4096
 
 
-def build_system(node):
-    p = lambda name: param(node, name)  # noqa: E731
-    kind = p("system")
+def build_system(values: dict):
+    kind = values["system"]
     if kind == "crane":
         from ..physics.crane import Crane
 
-        return Crane(p("crane_m1"), p("crane_m2"), p("crane_length"), p("gravity"))
-    if kind == "chain":
-        from ..physics.chain import Link, PlanarChain
+        return Crane(values["crane_m1"], values["crane_m2"], values["crane_length"], values["gravity"])
+    from ..physics.chain import Link, PlanarChain
 
-        joints = p("chain_joints")
-        lists = {k: p(f"chain_{k}") for k in ("kinds", "masses", "lengths", "inertias")}
-        bad = [k for k, v in lists.items() if len(v) != len(joints)]
-        if bad:
-            raise ConfigError(f"parameters chain_{', chain_'.join(bad)} need {len(joints)} entries, one per "
-                              f"joint in chain_joints {joints}")
-        links = [Link(j, lists["kinds"][i], float(lists["masses"][i]), float(lists["lengths"][i]), None,
-                      float(lists["inertias"][i])) for i, j in enumerate(joints)]
-        return PlanarChain(links, p("chain_servo_joints"), p("gravity"))
-    raise ConfigError(f"parameter system='{kind}': use crane or chain")
+    joints = values["chain_joints"]
+    links = [
+        Link(
+            j,
+            values["chain_kinds"][i],
+            values["chain_masses"][i],
+            values["chain_lengths"][i],
+            None,
+            values["chain_inertias"][i],
+        )
+        for i, j in enumerate(joints)
+    ]
+    return PlanarChain(links, values["chain_servo_joints"], values["gravity"])
 
 
 class SimNode(Node):
     def __init__(self, node_name: str = "sim", **kwargs):
         super().__init__(node_name, **kwargs)
-        for name, default, description in PARAMETERS:
-            declare(self, name, default, description)
-        p = self.p
-        self.system = build_system(self)
+        self.counts = {
+            "steps": 0,
+            "published": 0,
+            "overruns": 0,
+            "skipped_publishes": 0,
+            "invalid_command": 0,
+            "commands": 0,
+            "non_finite_state": 0,
+            "internal_error": 0,
+        }
+        self.window = CountWindow()
+        self.values = values = PARAMETERS.attach(self)
+        problems = PARAMETERS.problems(PARAMETERS.read(self))
+        if problems:
+            raise ConfigError(problems[0])
+        try:
+            self.system = build_system(values)
+        except ValueError as exc:
+            raise ConfigError(f"the {values['system']} parameters do not make a system: {exc}") from None
         sysm = self.system
         self.free_names, self.servo_names = list(sysm.free_names), list(sysm.servo_names)
         n_f, n_e = len(self.free_names), len(self.servo_names)
         # Model order (free then servo) for the ground-truth layout, as the estimator publishes it.
         self.model_order = list(sysm.partition.free) + list(sysm.partition.servo)
         self.model_joints = [sysm.coordinate_names[i] for i in self.model_order]
-        q0 = p("initial_positions") or [0.3] * n_f
-        qd0 = p("initial_velocities") or [0.0] * n_f
+        q0 = values["initial_positions"] or [0.3] * n_f
+        qd0 = values["initial_velocities"] or [0.0] * n_f
         if len(q0) != n_f or len(qd0) != n_f:
-            raise ConfigError(f"initial_positions/initial_velocities need {n_f} entries for free joints {self.free_names}")
-        offset = p("servo_offset") or [0.0] * n_e
-        self.excitation = make_excitation(p("excitation"), n_e, p("excitation_amplitude"),
-                                          p("excitation_frequencies_hz"), p("sweep_f_low"), p("sweep_f_high"),
-                                          p("sweep_period_s"), offset)
-        self._sources = [(-np.inf, self.excitation)]   # (start time, t -> (q_e, q̇_e, q̈_e))
+            raise ConfigError(
+                f"initial_positions/initial_velocities need {n_f} entries for free joints {self.free_names}"
+            )
+        offset = values["servo_offset"] or [0.0] * n_e
+        if len(offset) != n_e:
+            raise ConfigError(f"servo_offset needs {n_e} entries for servo joints {self.servo_names}")
+        try:
+            self.excitation = make_excitation(
+                values["excitation"],
+                n_e,
+                values["excitation_amplitude"],
+                values["excitation_frequencies_hz"],
+                values["sweep_f_low"],
+                values["sweep_f_high"],
+                values["sweep_period_s"],
+                offset,
+            )
+        except ValueError as exc:
+            raise ConfigError(f"excitation parameters: {exc}") from None
+        self._sources = [(-np.inf, self.excitation)]  # (start time, t -> (q_e, q̇_e, q̈_e))
         self.sim = FixedStepSimulator(sysm, self.servo_source, q0, qd0)
-        self.effort_joints = p("effort_joints") or list(self.free_names)
+        self._published_state = (self.sim.q_f.copy(), self.sim.qd_f.copy())
+        self.effort_joints = values["effort_joints"] or list(self.free_names)
         bad = [j for j in self.effort_joints if j not in self.free_names]
         if bad:
-            raise ConfigError(f"effort_joints {bad} are not free joints {self.free_names} (servo joints are "
-                              "position-driven and take no effort)")
+            raise ConfigError(
+                f"effort_joints {bad} are not free joints {self.free_names} (servo joints are "
+                "position-driven and take no effort)"
+            )
         self.effort_cols = [self.free_names.index(j) for j in self.effort_joints]
         self.last_effort_time = None
-        self.dt = 1.0 / float(p("rate_hz"))
-        self.substeps = max(int(p("substeps")), 1)
-        self.counts = {"steps": 0, "overruns": 0, "skipped_publishes": 0, "invalid_command": 0, "commands": 0}
+        self.dt = 1.0 / values["rate_hz"]
+        self.substeps = values["substeps"]
 
-        self.js_pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
-        if p("publish_ground_truth"):
-            self.gt_pubs = (self.create_publisher(JointState, "~/ground_truth/driving_force", SENSOR_QOS),
-                            self.create_publisher(JointTrajectory, "~/ground_truth/prediction", SENSOR_QOS),
-                            self.create_publisher(Float64MultiArray, "~/ground_truth/energy", SENSOR_QOS))
+        report_interfaces(self.get_logger())
+        pub = self.create_publisher
+        self.js_pub = pub(
+            JointState, "joint_states", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
+        )
+        if values["publish_ground_truth"]:
+            self.gt_pubs = (
+                pub(
+                    JointState,
+                    "~/ground_truth/driving_force",
+                    output_qos(STREAM_QOS),
+                    qos_overriding_options=OVERRIDES,
+                ),
+                pub(
+                    PREDICTION_TYPE,
+                    "~/ground_truth/prediction",
+                    output_qos(STREAM_QOS),
+                    qos_overriding_options=OVERRIDES,
+                ),
+                pub(
+                    ENERGY_TYPE,
+                    "~/ground_truth/energy",
+                    output_qos(STREAM_QOS),
+                    qos_overriding_options=OVERRIDES,
+                ),
+            )
         else:
             self.gt_pubs = None
-        self.clock_pub = self.create_publisher(ClockMsg, "/clock", SENSOR_QOS) if p("publish_clock") else None
-        self.plan_pub = self.create_publisher(JointTrajectory, "~/servo_plan", COMMAND_QOS)
-        kind = p("servo_command_type")
+        self.clock_pub = (
+            pub(ClockMsg, "/clock", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES)
+            if values["publish_clock"]
+            else None
+        )
+        self.plan_pub = pub(
+            JointTrajectory, "~/servo_plan", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES
+        )
+        self.diagnostics_pub = pub(DiagnosticArray, "/diagnostics", COMMAND_QOS)
+        kind = values["servo_command_type"]
         if kind == "trajectory":
-            self.create_subscription(JointTrajectory, "servo_commands", self._on_trajectory, COMMAND_QOS)
+            self.create_subscription(
+                JointTrajectory, "servo_commands", self._on_trajectory, COMMAND_QOS, raw=True
+            )
         elif kind == "array":
-            self.create_subscription(Float64MultiArray, "servo_commands", self._on_array, COMMAND_QOS)
-        self.create_subscription(Float64MultiArray, "effort_commands", self._on_effort, COMMAND_QOS)
+            self.create_subscription(
+                Float64MultiArray, "servo_commands", self._on_array, COMMAND_QOS, raw=True
+            )
+        self.create_subscription(Float64MultiArray, "effort_commands", self._on_effort, COMMAND_QOS, raw=True)
 
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.origin_ns = 0 if self.clock_pub else self.get_clock().now().nanoseconds
-        self.wall_start = None          # set by the first tick, so start-up time is not "behind"
+        self.wall_start = None  # set by the first tick, so start-up time is not "behind"
         self.k = 0
-        self.create_timer(self.dt / float(p("real_time_factor")), self._tick, clock=steady)
-        if float(p("plan_horizon_s")) > 0 and float(p("plan_rate_hz")) > 0 and n_e:
-            self.create_timer(1.0 / float(p("plan_rate_hz")), self._publish_plan, clock=steady)
-        self.get_logger().info(f"simulating {getattr(sysm, 'name', 'system')} at {1 / self.dt:.0f} Hz: free "
-                               f"{self.free_names}, servo {self.servo_names}, excitation {p('excitation')}")
+        self.create_timer(self.dt / values["real_time_factor"], self._tick, clock=steady)
+        if values["plan_horizon_s"] > 0 and values["plan_rate_hz"] > 0 and n_e:
+            self.create_timer(1.0 / values["plan_rate_hz"], self._publish_plan, clock=steady)
+        self.window.start(self.counts)
+        self.create_timer(values["diagnostics_period_s"], self._publish_diagnostics, clock=steady)
+        self.get_logger().info(
+            f"simulating {getattr(sysm, 'name', 'system')} at {1 / self.dt:.0f} Hz: free "
+            f"{self.free_names}, servo {self.servo_names}, excitation {values['excitation']}"
+        )
 
     def p(self, name):
-        return param(self, name)
+        return self.values[name]
 
     # -- time -----------------------------------------------------------------------------------
     def sim_time_ns(self, t: float | None = None) -> int:
@@ -164,19 +388,25 @@ class SimNode(Node):
     def _to_sim_s(self, ns: int) -> float:
         return (ns - self.origin_ns) * 1e-9
 
+    @guarded("step")
     def _tick(self) -> None:
-        rtf = float(self.p("real_time_factor"))
+        rtf = self.values["real_time_factor"]
         if self.wall_start is None:
             self.wall_start = time.monotonic()
             if self.clock_pub is None:
-                self.origin_ns = self.get_clock().now().nanoseconds    # stamps follow the node's clock
+                self.origin_ns = self.get_clock().now().nanoseconds  # stamps follow the node's clock
         due = int((time.monotonic() - self.wall_start) * rtf / self.dt)
         behind = due - self.k
         if behind > 200:
             # Far behind (the machine is too slow for rate_hz): let simulated time slow down.
             self.counts["overruns"] += 1
-            warn_throttled(self, "overrun", f"simulator {behind} steps behind real time; rate_hz too high "
-                                              "for this machine, simulated time runs slow", period_s=5.0)
+            warn_throttled(
+                self,
+                "overrun",
+                f"simulator {behind} steps behind real time; rate_hz too high "
+                "for this machine, simulated time runs slow",
+                period_s=5.0,
+            )
             self.wall_start += (behind - 1) * self.dt / rtf
             behind = 1
         elif behind > 2:
@@ -189,42 +419,94 @@ class SimNode(Node):
             self.step()
 
     def step(self, publish: bool = True) -> None:
-        timeout = float(self.p("effort_timeout_s"))
-        if self.last_effort_time is not None and timeout > 0 and time.monotonic() - self.last_effort_time > timeout:
+        timeout = self.values["effort_timeout_s"]
+        if (
+            self.last_effort_time is not None
+            and timeout > 0
+            and time.monotonic() - self.last_effort_time > timeout
+        ):
             self.sim.Q_f = np.zeros_like(self.sim.Q_f)
             self.last_effort_time = None
         h = self.dt / self.substeps
-        for _ in range(self.substeps):
-            self.sim.step(h)
+        before = (self.sim.q_f.copy(), self.sim.qd_f.copy())
+        with np.errstate(all="ignore"):
+            for _ in range(self.substeps):
+                self.sim.step(h)
         self.k += 1
-        self.sim.t = self.k * self.dt          # no drift from summing dt
+        self.sim.t = self.k * self.dt  # no drift from summing dt
+        if not (np.isfinite(self.sim.q_f).all() and np.isfinite(self.sim.qd_f).all()):
+            self._recover(*before)
         self.counts["steps"] += 1
         if publish:
             self._publish_step()
 
+    def _recover(self, q_f, qd_f) -> None:
+        """The state went non-finite (a command or effort the physics cannot follow): back to the last
+        finite state, efforts zeroed, servo joints held where they were."""
+        self.counts["non_finite_state"] += 1
+        self.sim.q_f, self.sim.qd_f = q_f, qd_f
+        self.sim.Q_f = np.zeros_like(self.sim.Q_f)
+        t = self.sim.t
+        with np.errstate(all="ignore"):
+            q_e = np.asarray(self.servo_source(t)[0], dtype=float)
+        if not np.isfinite(q_e).all():
+            q_e = np.asarray(self.excitation(t)[0], dtype=float)
+        zeros = np.zeros_like(q_e)
+        self._sources = [(-np.inf, lambda _t: (q_e.copy(), zeros.copy(), zeros.copy()))]
+        warn_throttled(
+            self,
+            "non_finite_state",
+            "the simulated state went non-finite (NaN/inf) after a command "
+            "or effort: restored the last state, holding the servo joints",
+        )
+
     def _publish_step(self) -> None:
-        q, qd, out = self.sim.outputs()
+        with np.errstate(all="ignore"):
+            q, qd, out = self.sim.outputs()
         stamp = ns_to_stamp(self.sim_time_ns())
-        frame = self.p("frame_id")
+        frame = self.values["frame_id"]
         if self.clock_pub is not None:
             self.clock_pub.publish(ClockMsg(clock=stamp))
         part = self.system.partition
         effort = np.empty(self.system.n)
         effort[list(part.free)] = self.sim.Q_f
         effort[list(part.servo)] = out["Q_e"]
+        if not (
+            np.isfinite(q).all()
+            and np.isfinite(qd).all()
+            and np.isfinite(effort).all()
+            and outputs_finite(out)
+        ):
+            # finite but so large that energies or forces overflow: back to the last published state
+            self._recover(*self._published_state)
+            return
+        self._published_state = (self.sim.q_f.copy(), self.sim.qd_f.copy())
         msg = JointState()
         msg.header.stamp, msg.header.frame_id = stamp, frame
         msg.name = list(self.system.coordinate_names)
         msg.position, msg.velocity, msg.effort = (q.tolist(), qd.tolist(), effort.tolist())
         self.js_pub.publish(msg)
+        self.counts["published"] += 1
         self.last = (stamp, q, qd, out)
         if self.gt_pubs is not None:
             o = self.model_order
             e = list(part.servo)
-            self.gt_pubs[0].publish(driving_force_msg(stamp, frame, self.servo_names, q[e], qd[e], out["Q_e"]))
-            self.gt_pubs[1].publish(prediction_msg(stamp, frame, self.model_joints, q[o], qd[o], out["qdd"][o],
-                                                     out["Q"][o]))
-            self.gt_pubs[2].publish(energy_msg(stamp, out))
+            self.gt_pubs[0].publish(
+                driving_force_msg(stamp, frame, self.servo_names, q[e], qd[e], out["Q_e"])
+            )
+            self.gt_pubs[1].publish(
+                prediction_msg(
+                    stamp,
+                    frame,
+                    self.model_joints,
+                    q[o],
+                    qd[o],
+                    out["qdd"][o],
+                    out["Q"][o],
+                    len(self.free_names),
+                )
+            )
+            self.gt_pubs[2].publish(energy_msg(stamp, out, frame))
 
     # -- servo motion ---------------------------------------------------------------------------
     def servo_source(self, t: float):
@@ -241,7 +523,7 @@ class SimNode(Node):
         # Drop sources superseded before now: only the last one starting at or before now still matters.
         started = [i for i, (s, _) in enumerate(kept) if s <= now]
         if started:
-            kept = kept[started[-1]:]
+            kept = kept[started[-1] :]
         self._sources = kept + [(start, fn)]
 
     # -- inputs ---------------------------------------------------------------------------------
@@ -249,72 +531,151 @@ class SimNode(Node):
         self.counts["invalid_command"] += 1
         warn_throttled(self, topic, f"{topic} rejected: {detail}")
 
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
+    @guarded("servo_commands")
+    def _on_trajectory(self, raw: bytes) -> None:
+        size = trajectory_size(raw)
+        limit = self.values["max_command_points"]
+        if size is not None and size[1] > limit:
+            return self._bad_command(
+                "servo_commands", f"{size[1]} points, more than max_command_points ({limit})"
+            )
+        if size is None and len(raw) > 256 * limit:
+            return self._bad_command(
+                "servo_commands", f"{len(raw)} bytes, more than max_command_points can need"
+            )
         try:
-            cols = [list(msg.joint_names).index(j) for j in self.servo_names]
-        except ValueError:
-            return self._bad_command("servo_commands", f"joint_names {list(msg.joint_names)} lack {self.servo_names}")
+            msg = deserialize_message(raw, JointTrajectory)
+        except Exception as exc:  # noqa: BLE001 - rclpy raises several types for bytes it cannot read
+            return self._bad_command("servo_commands", f"not a JointTrajectory ({type(exc).__name__})")
+        names = list(msg.joint_names)
+        if len(set(names)) != len(names):
+            return self._bad_command("servo_commands", f"joint_names {names} repeat a name")
+        missing = [j for j in self.servo_names if j not in names]
+        if missing:
+            return self._bad_command("servo_commands", f"joint_names {names} lack {missing}")
         if not msg.points:
             return self._bad_command("servo_commands", "no points")
+        cols = [names.index(j) for j in self.servo_names]
         base_ns = stamp_ns(msg.header.stamp) or self.sim_time_ns()
-        k = len(msg.joint_names)
+        k = len(names)
+        pts = msg.points
+        if any(
+            len(pt.positions) != k or len(pt.velocities) not in (0, k) or len(pt.accelerations) not in (0, k)
+            for pt in pts
+        ):
+            return self._bad_command(
+                "servo_commands",
+                "every point needs one position (and velocity/acceleration, if any) per joint",
+            )
+        times = [self._to_sim_s(base_ns + duration_ns(pt.time_from_start)) for pt in pts]
+        has_v = all(len(pt.velocities) for pt in pts)
+        has_a = has_v and all(len(pt.accelerations) for pt in pts)
         try:
-            pts = msg.points
-            if any(len(pt.positions) != k or len(pt.velocities) not in (0, k) or len(pt.accelerations) not in (0, k)
-                   for pt in pts):
-                raise ValueError("every point needs one position (and velocity/acceleration, if any) per joint")
-            times = [self._to_sim_s(base_ns + duration_ns(pt.time_from_start)) for pt in pts]
-            has_v = all(len(pt.velocities) for pt in pts)
-            has_a = has_v and all(len(pt.accelerations) for pt in pts)
-            plan = ServoPlan(times, [[pt.positions[c] for c in cols] for pt in pts],
-                             [[pt.velocities[c] for c in cols] for pt in pts] if has_v else None,
-                             [[pt.accelerations[c] for c in cols] for pt in pts] if has_a else None)
+            plan = ServoPlan(
+                times,
+                np.array([pt.positions for pt in pts])[:, cols],
+                np.array([pt.velocities for pt in pts])[:, cols] if has_v else None,
+                np.array([pt.accelerations for pt in pts])[:, cols] if has_a else None,
+            )
         except ValueError as exc:
             return self._bad_command("servo_commands", str(exc))
         self.counts["commands"] += 1
         self._set_source(lambda t: _plan_state(plan, t), start=float(plan.times[0]))
 
-    def _on_array(self, msg: Float64MultiArray) -> None:
-        data = np.asarray(msg.data, dtype=float)
-        if data.size != len(self.servo_names) or not np.all(np.isfinite(data)):
-            return self._bad_command("servo_commands", f"need {len(self.servo_names)} finite positions for "
-                                                       f"{self.servo_names}, got {list(data)}")
+    def _read_array(self, topic: str, raw: bytes, size: int):
+        if len(raw) > MAX_ARRAY_COMMAND_BYTES:
+            return self._bad_command(topic, f"{len(raw)} bytes for {size} values")
+        try:
+            data = np.asarray(deserialize_message(raw, Float64MultiArray).data, dtype=float)
+        except Exception as exc:  # noqa: BLE001 - rclpy raises several types for bytes it cannot read
+            return self._bad_command(topic, f"not a Float64MultiArray ({type(exc).__name__})")
+        if data.size != size or not np.all(np.isfinite(data)):
+            return self._bad_command(
+                topic, f"need {size} finite values, got {np.array2string(data, threshold=8)}"
+            )
+        return data
+
+    @guarded("servo_commands")
+    def _on_array(self, raw: bytes) -> None:
+        data = self._read_array("servo_commands", raw, len(self.servo_names))
+        if data is None:
+            return
         t = self.sim.t
         current = self._sources[-1][1]
         if not isinstance(current, CriticallyDampedServo):
             q_e, qd_e, _ = self.servo_source(t)
-            current = CriticallyDampedServo(q_e, qd_e, t, float(self.p("servo_bandwidth")))
+            current = CriticallyDampedServo(q_e, qd_e, t, self.values["servo_bandwidth"])
             self._set_source(current, start=t)
         current.command(t, data)
         self.counts["commands"] += 1
 
-    def _on_effort(self, msg: Float64MultiArray) -> None:
-        data = np.asarray(msg.data, dtype=float)
-        if data.size != len(self.effort_joints) or not np.all(np.isfinite(data)):
-            return self._bad_command("effort_commands", f"need {len(self.effort_joints)} finite efforts for "
-                                                        f"{self.effort_joints}, got {list(data)}")
+    @guarded("effort_commands")
+    def _on_effort(self, raw: bytes) -> None:
+        data = self._read_array("effort_commands", raw, len(self.effort_joints))
+        if data is None:
+            return
         Q_f = self.sim.Q_f.copy()
         Q_f[self.effort_cols] = data
         self.sim.Q_f = Q_f
         self.last_effort_time = time.monotonic()
 
+    @guarded("servo_plan")
     def _publish_plan(self) -> None:
         """Upcoming points of the current servo motion, with accelerations (stamp = now)."""
         if self.wall_start is None:
-            return                                 # stamps start with the first step
-        horizon, dt = float(self.p("plan_horizon_s")), float(self.p("plan_dt_s"))
+            return  # stamps start with the first step
+        horizon, dt = self.values["plan_horizon_s"], self.values["plan_dt_s"]
         t0 = self.sim.t
         msg = JointTrajectory()
         msg.header.stamp = ns_to_stamp(self.sim_time_ns(t0))
-        msg.header.frame_id = self.p("frame_id")
+        msg.header.frame_id = self.values["frame_id"]
         msg.joint_names = list(self.servo_names)
         for i in range(int(round(horizon / dt)) + 1):
             q, qd, qdd = self.servo_source(t0 + i * dt)
-            pt = JointTrajectoryPoint(positions=[float(v) for v in q], velocities=[float(v) for v in qd],
-                                      accelerations=[float(v) for v in qdd])
+            pt = JointTrajectoryPoint(
+                positions=[float(v) for v in q],
+                velocities=[float(v) for v in qd],
+                accelerations=[float(v) for v in qdd],
+            )
             pt.time_from_start = seconds_to_duration(i * dt)
             msg.points.append(pt)
         self.plan_pub.publish(msg)
+
+    def achieved_rate_hz(self, window: dict) -> float:
+        return window["published"] / window["window_s"] if window["window_s"] > 0 else 0.0
+
+    @guarded("diagnostics")
+    def _publish_diagnostics(self) -> None:
+        """The rate the simulator achieves, its counts over the last 5 periods, and a level: ERROR on
+        callback errors, WARN on rejected commands, non-finite states or a rate below 90 % of rate_hz."""
+        window = self.window.update(self.counts)
+        rate, wanted = self.achieved_rate_hz(window), self.values["rate_hz"]
+        bad = {k: window[k] for k in ("invalid_command", "non_finite_state") if window[k]}
+        if window["internal_error"]:
+            level, message = (
+                DiagnosticStatus.ERROR,
+                f"{window['internal_error']} callback errors (see the log)",
+            )
+        elif bad:
+            level, message = DiagnosticStatus.WARN, ", ".join(f"{k} {v}" for k, v in bad.items())
+        elif window["window_s"] > 0 and rate < 0.9 * wanted:
+            level = DiagnosticStatus.WARN
+            message = (
+                f"publishing {rate:.0f} Hz of rate_hz {wanted:.0f}: this machine does not keep up "
+                f"({window['skipped_publishes']} steps integrated without publishing)"
+            )
+        else:
+            level, message = DiagnosticStatus.OK, f"{rate:.0f} Hz"
+        values = dict(self.counts, achieved_rate_hz=rate, rate_hz=wanted)
+        values.update({f"window_{k}": v for k, v in window.items()})
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [
+            diagnostic_status(
+                status_name(self), getattr(self.system, "name", "system"), level, message, values
+            )
+        ]
+        self.diagnostics_pub.publish(msg)
 
 
 def _plan_state(plan: ServoPlan, t: float):
@@ -331,6 +692,10 @@ def main(argv=None) -> int:
         spin(node, make_executor(node.context))
     except ConfigError as exc:
         print(f"sim: error: {exc}", file=sys.stderr)
+        code = 2
+    except Exception as exc:  # noqa: BLE001 - start-up must always say why it failed, in one line
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"sim: error: {type(exc).__name__}: {text}", file=sys.stderr)
         code = 2
     finally:
         if node is not None:

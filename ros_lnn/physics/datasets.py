@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,7 +118,35 @@ def crane_trial(crane: Crane, spec: CraneTrialSpec, **solver) -> Trial:
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("ROS_LNN_CACHE", Path(tempfile.gettempdir()) / "ros_lnn_cache"))
+    """``$ROS_LNN_CACHE``, else the user's own cache folder (``$XDG_CACHE_HOME/ros_lnn`` or
+    ``~/.cache/ros_lnn``): never a shared, predictable path that another user could fill first."""
+    if os.environ.get("ROS_LNN_CACHE"):
+        return Path(os.environ["ROS_LNN_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ros_lnn"
+
+
+def private_cache_dir(path: Path) -> bool:
+    """Create ``path`` (mode 0700) if needed; True when it is a folder this user owns that nobody else
+    may write to, so what is found in it can be trusted. (Where the platform has no uids, True.)"""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = path.stat()
+    except OSError:
+        return False
+    if not hasattr(os, "getuid"):
+        return path.is_dir()
+    return path.is_dir() and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def _trusted_file(path: Path) -> bool:
+    if not hasattr(os, "getuid"):
+        return path.is_file()
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return path.is_file() and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def _cache_key(crane: Crane, specs, solver) -> str:
@@ -133,21 +160,24 @@ def paper_crane_trials(crane: Crane | None = None, *, cache: bool | str | os.Pat
                        specs=PAPER_TRIALS, progress=None, **solver) -> list[Trial]:
     """The 11 crane trials (20 s each), sampled at the accepted RK45 steps at 1e-10.
 
-    ``cache``: True = a file keyed by the parameters under ``$ROS_LNN_CACHE`` (default: the temp
-    directory), a path = that file, False = always regenerate. The key covers the crane, the specs,
-    the solver options and ``CACHE_VERSION`` (bump it when the simulation itself changes).
-    ``progress(name)`` is called before each trial is simulated.
+    ``cache``: True = a file keyed by the parameters in :func:`default_cache_dir` (used only when that
+    folder and the file belong to this user and nobody else may write them), a path = that file, False
+    = always regenerate. The key covers the crane, the specs, the solver options and ``CACHE_VERSION``
+    (bump it when the simulation itself changes). ``progress(name)`` is called before each trial.
     """
     crane = crane or Crane()
     path = None
-    if cache:
-        path = (default_cache_dir() / f"crane_trials_{_cache_key(crane, specs, solver)}.npz"
-                if cache is True else Path(cache))
-        if path.is_file():
-            try:
-                return load_trials(path)
-            except DataError:
-                pass  # a damaged cache file is regenerated below
+    if cache is True:
+        folder = default_cache_dir()
+        if private_cache_dir(folder):
+            path = folder / f"crane_trials_{_cache_key(crane, specs, solver)}.npz"
+    elif cache:
+        path = Path(cache)
+    if path is not None and _trusted_file(path):
+        try:
+            return load_trials(path)
+        except DataError:
+            pass  # a damaged cache file is regenerated below
     trials = []
     for spec in specs:
         if progress:
@@ -156,6 +186,7 @@ def paper_crane_trials(crane: Crane | None = None, *, cache: bool | str | os.Pat
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         save_trials(path, trials)
+        path.chmod(0o600)
     return trials
 
 

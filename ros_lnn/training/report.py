@@ -187,9 +187,7 @@ def write_report(directory, history: dict, model=None, val_samples: dict | None 
                         "config": history.get("config")},
            "provenance": provenance or {}, "files": files}
     doc |= extra or {}
-    tmp = directory / ".metrics.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2, default=_json_default))
-    tmp.replace(directory / "metrics.json")
+    _write_atomically(directory / "metrics.json", json.dumps(doc, indent=2, default=_json_default))
     files.append("metrics.json")
     return {"dir": str(directory), "files": files}
 
@@ -234,9 +232,7 @@ def write_acceleration_report(directory, history: dict, model, test_samples: dic
                "epoch", "loss", "terms", "skipped", "val", "early_stopping", "resumed", "run", "seconds", "device",
                "config")},
            "provenance": provenance or {}, "files": files}
-    tmp = directory / ".metrics.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2, default=_json_default))
-    tmp.replace(directory / "metrics.json")
+    _write_atomically(directory / "metrics.json", json.dumps(doc, indent=2, default=_json_default))
     files.append("metrics.json")
     return {"dir": str(directory), "files": files}
 
@@ -247,3 +243,19 @@ def _json_default(x):
     if isinstance(x, np.ndarray):
         return x.tolist()
     return str(x)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """``path`` replaced in one step by a file written under a unique temporary name beside it (two
+    runs writing one report folder never share a temporary file)."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
