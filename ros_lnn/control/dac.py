@@ -24,6 +24,7 @@ both checked against the dense KKT inverse to round-off).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,6 +56,10 @@ class Gains:
     damping: float = 0.0  # μ of the damped task inverse (0: exact when the task is feasible)
 
     def validate(self):
+        for name in ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude", "obstacle_gain", "damping"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ConfigError(f"DAC gain {name} = {value!r} must be a finite number")
         for name in ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"DAC gain {name} = {getattr(self, name)} must be > 0 (positive definite)")

@@ -127,15 +127,30 @@ class DacPipeline:
         self._in_model_order = bool(np.array_equal(self._to_model, np.arange(len(self._to_model))))
         self._state_shape = (len(self.joint_names),)
         self._target_workspace = self.pinocchio.pin.createData()  # joint targets (laws I/II): FK at q_d
-        self._law_iii = (EndEffectorLawJointSpace(self.controller, self.pinocchio,
-                                                  self.pinocchio.frame_ids["end_effector"])
-                         if law == "end_effector" else None)
         self.law, self.ee_attitude = law, ee_attitude
+        self._law_iii = self._joint_space_law()
         self._ee_target: EndEffectorTarget | None = None
         self._trajectory: JointTrajectorySampler | None = None
         self._hold_q: np.ndarray | None = None
         self._ee_path = None
         self._joint_target_cache = None
+
+    def _joint_space_law(self) -> EndEffectorLawJointSpace | None:
+        if self.law != "end_effector":
+            return None
+        return EndEffectorLawJointSpace(self.controller, self.pinocchio, self.pinocchio.frame_ids["end_effector"])
+
+    @property
+    def gains(self) -> Gains:
+        return self.controller.gains
+
+    def set_gains(self, gains: Gains) -> None:
+        """New gains from the next step on (targets, hold and trajectory kept); ``ConfigError`` (and
+        nothing changed) when they are not valid."""
+        ctl = self.controller
+        controller = DacController(self.model, self.law, gains, ctl.end_effector, ctl.obstacles)
+        self.controller = controller
+        self._law_iii = self._joint_space_law()
 
     # ------------------------------------------------------------------ inputs
     def model_order(self, x_configured):

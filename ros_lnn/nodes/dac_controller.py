@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rcl_interfaces.msg import SetParametersResult
 from geometry_msgs.msg import Point, PoseStamped
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.lifecycle import State, TransitionCallbackReturn
@@ -38,7 +39,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
-from ..control.dac import Gains
+from ..control.dac import LAWS, Gains
 from ..control.pipeline import DacPipeline
 from ..errors import ConfigError, RosLnnError
 from .diagnostics import RateLatency, diagnostic_status, warn_throttled
@@ -63,6 +64,9 @@ PARAMETERS = (
     ("lambda_position", 5.0, "Λ for position errors [1/s]"),
     ("lambda_attitude", 5.0, "Λ for attitude errors [1/s]"),
     ("task_damping", 0.05, "μ of the damped task inverse (robust near singular arm poses; 0 = exact)"),
+    ("obstacle_gain", 1.0, "k_o: weight of the obstacle push in the null space of the task (law III; 0 = off)"),
+    ("mass_weighted", True, "K_d = k 𝓜 with kd_* as rates [1/s]; false: K_d = diag(kd_linear, kd_angular) "
+     "[N s/m, N m s]"),
     ("circle_radius", 0.0, "> 0: law III follows a built-in circle (demo) instead of ~/ee_target [m]"),
     ("circle_center", [0.45, 0.0, 0.0], "centre of the built-in circle [m]"),
     ("circle_normal", [1.0, 0.0, 0.0], "normal of the circle's plane"),
@@ -87,6 +91,87 @@ PARAMETERS = (
     ("diagnostics_period_s", 1.0, "period of /diagnostics"),
     ("autostart", True, "configure and activate on start (main only)"),
 )
+#: Parameters that set the law's gains, and the :class:`Gains` field each one sets.
+GAIN_PARAMETERS = {"kd_linear": "kd_linear", "kd_angular": "kd_angular", "mass_weighted": "mass_weighted",
+                   "lambda_position": "lambda_position", "lambda_attitude": "lambda_attitude",
+                   "obstacle_gain": "obstacle_gain", "task_damping": "damping"}
+#: Parameters a running node takes at once (``ros2 param set``): the gains, applied from the next joint
+#: state on, and the marker scale. Every other parameter is read at configure or activate; setting one
+#: on a configured node is refused with the way to apply it.
+LIVE_PARAMETERS = ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude", "obstacle_gain",
+                   "task_damping", "force_scale")
+
+
+def _number(lo: float = -math.inf, hi: float = math.inf, lo_open: bool = False):
+    """A finite number in [lo, hi] (lo excluded with ``lo_open``)."""
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return "must be a finite number"
+        if v < lo or (lo_open and v == lo) or v > hi:
+            return f"must be {'>' if lo_open else '>='} {lo:g} and <= {hi:g}"
+        return None
+    return check
+
+
+def _vector(size: int | None = None, multiple: int = 1, positive: bool = False, nonzero: bool = False):
+    """Finite numbers: ``size`` of them, or any multiple of ``multiple``."""
+    def check(v):
+        values = list(v)
+        if any(isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) for x in values):
+            return "must hold finite numbers"
+        if size is not None and len(values) != size:
+            return f"must hold {size} numbers"
+        if len(values) % multiple:
+            return f"must hold {multiple} numbers per entry"
+        if positive and any(x <= 0 for x in values):
+            return "must hold positive numbers"
+        if nonzero and not any(values):
+            return "must not be all zero"
+        return None
+    return check
+
+
+def _obstacles(v):
+    problem = _vector(multiple=4)(v)
+    if problem is None and any(r <= 0 for r in list(v)[3::4]):
+        return "needs a positive radius (x, y, z, radius per obstacle)"
+    return problem
+
+
+def _choice(options):
+    return lambda v: None if v in options else f"must be one of {', '.join(options)}"
+
+
+#: Range and finiteness of every numeric or enumerated parameter, checked at configure and on every set.
+PARAMETER_CHECKS = {
+    "law": _choice(LAWS),
+    "gravity": _vector(3),
+    "kd_linear": _number(0.0, 1e6, lo_open=True), "kd_angular": _number(0.0, 1e6, lo_open=True),
+    "lambda_position": _number(0.0, 1e6, lo_open=True), "lambda_attitude": _number(0.0, 1e6, lo_open=True),
+    "task_damping": _number(0.0, 1e3), "obstacle_gain": _number(0.0, 1e6),
+    "circle_radius": _number(0.0, 1e3), "circle_center": _vector(3), "circle_normal": _vector(3, nonzero=True),
+    "circle_period_s": _number(0.0, 1e6, lo_open=True), "circle_phase": _number(-1e6, 1e6),
+    "obstacles": _obstacles, "obstacle_influence": _number(0.0, 1e3, lo_open=True),
+    "obstacle_eta": _number(0.0, 1e6),
+    "effort_limits": _vector(positive=True), "default_effort_limit": _number(0.0, 1e9, lo_open=True),
+    "input_queue_depth": _number(1, 100_000),
+    "state_timeout_s": _number(0.0, 3600.0, lo_open=True), "target_timeout_s": _number(0.0, 1e6),
+    "watchdog_period_s": _number(1e-3, 10.0), "marker_period_s": _number(0.0, 3600.0),
+    "force_scale": _number(0.0, 1e3), "diagnostics_period_s": _number(1e-2, 3600.0),
+}
+
+
+def parameter_problem(name: str, value) -> str | None:
+    """What is wrong with ``value`` for parameter ``name`` (None: nothing)."""
+    check = PARAMETER_CHECKS.get(name)
+    if check is None:
+        return None
+    if isinstance(value, (bytes, tuple)) or type(value).__name__ == "array":
+        value = list(value)
+    return check(value)
+
+
+PARAMETER_NAMES = frozenset(name for name, *_ in PARAMETERS)
 REJECT_REASONS = ("bad_joint_state", "bad_target", "bad_trajectory", "non_finite_output", "stale_state",
                   "stale_target")
 
@@ -130,6 +215,8 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         super().__init__(node_name, **kwargs)
         for name, default, description in PARAMETERS:
             declare(self, name, default, description)
+        self.add_on_set_parameters_callback(self._check_parameters)
+        compat.add_post_set_parameters_callback(self, self._apply_parameters, self._check_parameters)
         self.pipeline: DacPipeline | None = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
@@ -141,10 +228,50 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
     def p(self, name):
         return param(self, name)
 
+    # -- parameters -----------------------------------------------------------------------------
+    def _check_parameters(self, params) -> SetParametersResult:
+        """Range and finiteness of each value; the gains together; a configured node takes only
+        :data:`LIVE_PARAMETERS` (the others are read at configure/activate and would change nothing)."""
+        changed = {}
+        for p in params:
+            if p.name not in PARAMETER_NAMES:
+                continue
+            problem = parameter_problem(p.name, p.value)
+            if problem:
+                return SetParametersResult(successful=False, reason=f"{p.name} {problem}")
+            if self.pipeline is not None and p.name not in LIVE_PARAMETERS:
+                return SetParametersResult(successful=False, reason=(
+                    f"{p.name} is read at configure: deactivate and clean up the node "
+                    f"(ros2 lifecycle set {self.get_fully_qualified_name()} cleanup), set it, configure "
+                    f"again; live parameters: {', '.join(LIVE_PARAMETERS)}"))
+            changed[p.name] = p.value
+        if set(changed) & set(GAIN_PARAMETERS):
+            try:
+                self.gains_from_parameters({k: v for k, v in changed.items() if k in GAIN_PARAMETERS}).validate()
+            except ConfigError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    def _apply_parameters(self, params) -> None:
+        """After a set: new gains reach the law from the next joint state on."""
+        names = [p.name for p in params if p.name in GAIN_PARAMETERS]
+        if names and self.pipeline is not None:
+            self.pipeline.set_gains(self.gains_from_parameters())
+            self.get_logger().info("gains set: " + ", ".join(f"{n} {param(self, n)}" for n in names))
+
+    def check_all_parameters(self) -> None:
+        """ConfigError naming the first parameter whose value is out of range or not finite."""
+        for name in PARAMETER_NAMES:
+            problem = parameter_problem(name, param(self, name))
+            if problem:
+                raise ConfigError(f"parameter {name} = {param(self, name)!r} {problem}")
+
     # -- lifecycle ------------------------------------------------------------------------------
     def build_pipeline(self) -> DacPipeline:
         from ..physics.multibody_build import load_model
         from ..physics.multibody_urdf import model_from_urdf
+
+        self.check_all_parameters()
 
         gravity = [float(g) for g in self.p("gravity")]
         if self.p("robot_description"):
@@ -157,25 +284,30 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         if len(obstacles) % 4:
             raise ConfigError(f"parameter obstacles has {len(obstacles)} numbers; give x, y, z, radius per obstacle")
         obstacles = [(obstacles[i:i + 3], obstacles[i + 3]) for i in range(0, len(obstacles), 4)]
-        gains = Gains(self.p("kd_linear"), self.p("kd_angular"), self.p("lambda_position"),
-                      self.p("lambda_attitude"), 1.0, self.p("task_damping"))
         names = self.p("joint_names") or None
         limits = [float(v) for v in self.p("effort_limits")] or None
-        if limits is None:
-            names_eff = names or [j.name for j in model.joints if j.kind == "revolute"]
+        if limits is None:  # every joint that takes an effort: revolute and prismatic, as the pipeline orders them
+            names_eff = names or [j.name for j in model.joints if j.kind in ("revolute", "prismatic")]
             urdf = {j.name: j.effort_limit for j in model.joints}
             default = float(self.p("default_effort_limit"))
             limits = [urdf[j] if np.isfinite(urdf.get(j, np.inf)) else default for j in names_eff]
-        return DacPipeline(model, self.p("law"), gains, names, self.p("ee_link") or None, bool(self.p("ee_attitude")),
-                           obstacles, float(self.p("obstacle_influence")), float(self.p("obstacle_eta")), limits)
+        return DacPipeline(model, law=self.p("law"), gains=self.gains_from_parameters(), joint_names=names,
+                           ee_link=self.p("ee_link") or None, ee_attitude=bool(self.p("ee_attitude")),
+                           obstacles=obstacles, obstacle_influence=float(self.p("obstacle_influence")),
+                           obstacle_eta=float(self.p("obstacle_eta")), effort_limits=limits)
+
+    def gains_from_parameters(self, changed: dict | None = None) -> Gains:
+        """The law's gains from the parameters (``changed``: values about to be set, by name), by keyword."""
+        values = {name: param(self, name) for name in GAIN_PARAMETERS} | (changed or {})
+        return Gains(**{field: values[name] for name, field in GAIN_PARAMETERS.items()})
 
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         try:
             self.pipeline = self.build_pipeline()
-        except RosLnnError as exc:
+        except Exception as exc:  # noqa: BLE001 - configure says why in one line whatever failed
             self.pipeline = None
-            self.last_error = str(exc)
-            self.get_logger().error(f"configure failed: {exc}")
+            self.last_error = str(exc) if isinstance(exc, RosLnnError) else f"{type(exc).__name__}: {exc}"
+            self.get_logger().error(f"configure failed: {self.last_error}")
             return TransitionCallbackReturn.FAILURE
         self._pubs = {
             "port": self.create_lifecycle_publisher(Float64MultiArray, "~/port_command", SENSOR_QOS),
