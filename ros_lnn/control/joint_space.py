@@ -241,6 +241,7 @@ class EndEffectorLawJointSpace:
         # shift), paired with the Jacobian columns of the joints that carry the body
         wrench = shift.transpose(0, 2, 1) @ tau.transpose(1, 0, 2).reshape(n, 6, 1)
         u = (J.T.dot(wrench[:, :, 0].T) * self._support).sum(axis=1)
+        self.joint_reference = (qd_r, qdd_r)  # q̇_r, q̈_r (model order): the learned port's acceleration input
         lyap = 0.5 * float(H.dot(s_q).dot(s_q))
         result = DacResult(tau.reshape(-1), s.reshape(-1), lyap, nu_r.reshape(-1), nu_r_dot.reshape(-1), e, U)
         return result, u, data, pos, target

@@ -101,7 +101,7 @@ def circle_path(center, radius, period_s, normal=(1.0, 0.0, 0.0), phase=0.0):
 class DacPipeline:
     def __init__(self, model, law: str = "end_effector", gains: Gains | None = None, joint_names=None,
                  ee_link: str | None = None, ee_attitude: bool = False, obstacles=(), obstacle_influence=0.1,
-                 obstacle_eta=5.0, effort_limits=None, residual: Residual | None = None):
+                 obstacle_eta=5.0, effort_limits=None, residual: Residual | None = None, residual_limit=None):
         if model.floating_root is not None:
             raise ConfigError(f"model '{model.name}': the joint-space pipeline needs a fixed base")
         self.model = model
@@ -121,9 +121,11 @@ class DacPipeline:
                                   gain=obstacle_eta)
         self.controller = DacController(model, law, gains, ee, field)
         self.pinocchio = PinocchioModel(model, frames=[("end_effector", ee.body, ee.offset, ee.rotation)])
-        self.efforts = PortToEfforts(model, joint_names, effort_limits, residual, self.pinocchio.joint_names)
+        self.efforts = PortToEfforts(model, joint_names, effort_limits, residual, self.pinocchio.joint_names,
+                                     residual_limit)
         self.joint_names = self.efforts.joint_names
         self._to_model = np.array([self.joint_names.index(n) for n in self.pinocchio.joint_names])
+        self._to_configured = np.argsort(self._to_model)
         self._in_model_order = bool(np.array_equal(self._to_model, np.arange(len(self._to_model))))
         self._state_shape = (len(self.joint_names),)
         self._target_workspace = self.pinocchio.pin.createData()  # joint targets (laws I/II): FK at q_d
@@ -151,6 +153,26 @@ class DacPipeline:
         controller = DacController(self.model, self.law, gains, ctl.end_effector, ctl.obstacles)
         self.controller = controller
         self._law_iii = self._joint_space_law()
+
+    def set_residual(self, residual: Residual | None, limit=None) -> None:
+        """The learned part ``τ̂_res(q, q̇, q̈_r)`` (``joint_names`` order) added to the efforts, bounded
+        by ``limit`` per joint (None: unbounded); None removes it."""
+        self.efforts.residual = residual
+        self.efforts.set_residual_limit(limit)
+
+    def joint_reference_acceleration(self, data: JointSpaceData, result: DacResult) -> np.ndarray:
+        """``q̈_r`` (model order) of a law run on the body twists: ``ν_r = G q̇_r`` and ``ν̇_r = G q̈_r +
+        Ġ q̇_r`` (the reference lies in the range of ``G``: it was projected with ``𝓐 = G H⁻¹ Gᵀ``), solved
+        in the mass-weighted sense, ``q̇_r = H⁻¹ Gᵀ𝓜 ν_r`` and ``q̈_r = H⁻¹ Gᵀ𝓜 (ν̇_r − Ġ q̇_r)``."""
+        n = data.n_bodies
+        masses = self.pinocchio.masses.repeat(3)
+
+        def weighted(x):  # Gᵀ 𝓜 x
+            lin, ang = x[:3 * n] * masses, (data.inertia @ x[3 * n:].reshape(n, 3, 1)).ravel()
+            return data.G.T.dot(np.concatenate([lin, ang]))
+
+        qd_r = np.linalg.solve(data.H, weighted(result.nu_r))
+        return np.linalg.solve(data.H, weighted(result.nu_r_dot - data.G_dot.dot(qd_r)))
 
     # ------------------------------------------------------------------ inputs
     def model_order(self, x_configured):
@@ -225,12 +247,19 @@ class DacPipeline:
             result, gen, data, ee_pos, target = self._law_iii.step(qm, qdm, target, self.ee_attitude)
             if self._ee_path is None and self._ee_target is None:  # held where it was
                 self._ee_target = target
-            cmd = self.efforts.from_generalized(gen, q, qd)
+            qdd_r = None
+            if self.efforts.residual is not None:
+                qdd_r = self._law_iii.joint_reference[1].take(self._to_configured)
+            cmd = self.efforts.from_generalized(gen, q, qd, qdd_r)
             return PipelineOutput(result, cmd, data, ee_pos, target.position)
         data = kinematics(self.pinocchio, qm, qdm)
         ee_pos = end_effector_state(self.model, data, self.controller.end_effector)[0]
         target = self._joint_target(t, q)
         # joint coordinates: the constraints hold exactly, 𝓐 = G H⁻¹ Gᵀ (n×n, not the Schur complement)
         result = self.controller.compute(data, target, JointSpaceOperators(self.model, data, data.G, data.G_dot))
-        cmd = self.efforts(data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=data.G)
+        qdd_r = None
+        if self.efforts.residual is not None:
+            qdd_r = self.joint_reference_acceleration(data, result).take(self._to_configured)
+        cmd = self.efforts(data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=data.G,
+                           qdd_r=qdd_r)
         return PipelineOutput(result, cmd, data, ee_pos, None)
