@@ -1,6 +1,7 @@
 """dac_controller runs the law its parameters describe: commands equal to the library's DacPipeline built
 by keyword from the same YAML (every gain, every law), gains set live (or a set refused with a reason),
 parameter files with wildcard keys read under a namespace, prismatic joints."""
+
 from __future__ import annotations
 
 import itertools
@@ -47,16 +48,24 @@ QD0 = np.array([0.2, -0.1, 0.3, 0.15, -0.2])
 _ns = itertools.count()
 
 #: Every gain a distinct value, none the default: a gain landing in another field changes the command.
-GAINS_YAML = dict(kd_linear=13.0, kd_angular=7.0, lambda_position=3.0, lambda_attitude=11.0,
-                  obstacle_gain=2.5, task_damping=0.07, mass_weighted=True)
+GAINS_YAML = dict(
+    kd_linear=13.0,
+    kd_angular=7.0,
+    lambda_position=3.0,
+    lambda_attitude=11.0,
+    obstacle_gain=2.5,
+    task_damping=0.07,
+    mass_weighted=True,
+)
 #: An obstacle next to link4's centre of mass at Q0, so that its field holds control points.
 OBSTACLE = [0.45, 0.13, 0.32, 0.03]
 LAW_CASES = {
     "velocity": dict(law="velocity"),
     "pose": dict(law="pose"),
     "pose_constant_gains": dict(law="pose", mass_weighted=False),
-    "end_effector": dict(law="end_effector", ee_attitude=True, obstacles=OBSTACLE, obstacle_influence=0.15,
-                         obstacle_eta=4.0),
+    "end_effector": dict(
+        law="end_effector", ee_attitude=True, obstacles=OBSTACLE, obstacle_influence=0.15, obstacle_eta=4.0
+    ),
 }
 
 
@@ -70,17 +79,28 @@ def _reference(values: dict) -> DacPipeline:
     """The library's pipeline from the YAML's values, each gain passed by keyword (written out here,
     not through the node's wiring)."""
     model = load_model(URDF)
-    gains = Gains(kd_linear=values["kd_linear"], kd_angular=values["kd_angular"],
-                  mass_weighted=values["mass_weighted"], lambda_position=values["lambda_position"],
-                  lambda_attitude=values["lambda_attitude"], obstacle_gain=values["obstacle_gain"],
-                  damping=values["task_damping"])
+    gains = Gains(
+        kd_linear=values["kd_linear"],
+        kd_angular=values["kd_angular"],
+        mass_weighted=values["mass_weighted"],
+        lambda_position=values["lambda_position"],
+        lambda_attitude=values["lambda_attitude"],
+        obstacle_gain=values["obstacle_gain"],
+        damping=values["task_damping"],
+    )
     flat = values.get("obstacles", [])
-    obstacles = [(flat[i:i + 3], flat[i + 3]) for i in range(0, len(flat), 4)]
-    return DacPipeline(model, law=values["law"], gains=gains, ee_link="tool0",
-                       ee_attitude=values.get("ee_attitude", False), obstacles=obstacles,
-                       obstacle_influence=values.get("obstacle_influence", 0.1),
-                       obstacle_eta=values.get("obstacle_eta", 5.0),
-                       effort_limits=[j.effort_limit for j in model.joints if j.kind == "revolute"])
+    obstacles = [(flat[i : i + 3], flat[i + 3]) for i in range(0, len(flat), 4)]
+    return DacPipeline(
+        model,
+        law=values["law"],
+        gains=gains,
+        ee_link="tool0",
+        ee_attitude=values.get("ee_attitude", False),
+        obstacles=obstacles,
+        obstacle_influence=values.get("obstacle_influence", 0.1),
+        obstacle_eta=values.get("obstacle_eta", 5.0),
+        effort_limits=[j.effort_limit for j in model.joints if j.kind == "revolute"],
+    )
 
 
 def _joint_state(q, qd, names=JOINTS):
@@ -141,8 +161,12 @@ def test_commands_equal_the_library_built_by_keyword_from_the_same_yaml(case, ct
     values = {**GAINS_YAML, **LAW_CASES[case]}
     path = _write_params(tmp_path, "/**", values)
     ns = f"/keyword{next(_ns)}"
-    node = DacControllerNode(namespace=ns, context=ctx, cli_args=["--ros-args", "--params-file", str(path)],
-                             parameter_overrides=[Parameter("robot_description", value=URDF.read_text())])
+    node = DacControllerNode(
+        namespace=ns,
+        context=ctx,
+        cli_args=["--ros-args", "--params-file", str(path)],
+        parameter_overrides=[Parameter("robot_description", value=URDF.read_text())],
+    )
     assert start(node), node.last_error
     h = Harness(node, context=ctx)
     try:
@@ -156,10 +180,18 @@ def test_commands_equal_the_library_built_by_keyword_from_the_same_yaml(case, ct
             assert expected.result.obstacle_potential > 0  # the obstacle term is part of the command
         # every gain this law reads moves the command: a gain wired into another field would fail above
         g = reference.gains
-        read = {"velocity": ("kd_linear", "kd_angular"),
-                "pose": ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude"),
-                "end_effector": ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude",
-                                 "obstacle_gain", "damping")}[values["law"]] + ("mass_weighted",)
+        read = {
+            "velocity": ("kd_linear", "kd_angular"),
+            "pose": ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude"),
+            "end_effector": (
+                "kd_linear",
+                "kd_angular",
+                "lambda_position",
+                "lambda_attitude",
+                "obstacle_gain",
+                "damping",
+            ),
+        }[values["law"]] + ("mass_weighted",)
         for field in read:
             other = _reference(values)
             value = getattr(g, field)
@@ -194,13 +226,23 @@ def _set(h, ns, **values):
 
 def test_a_live_gain_changes_the_command_and_bad_sets_are_refused_with_a_reason(ctx):
     ns = f"/live{next(_ns)}"
-    node = DacControllerNode(namespace=ns, context=ctx, parameter_overrides=[
-        Parameter("robot_description", value=URDF.read_text())])
+    node = DacControllerNode(
+        namespace=ns,
+        context=ctx,
+        parameter_overrides=[Parameter("robot_description", value=URDF.read_text())],
+    )
     assert start(node), node.last_error
     h = Harness(node, context=ctx)
     try:
-        defaults = {"kd_linear": 20.0, "kd_angular": 20.0, "mass_weighted": True, "lambda_position": 5.0,
-                    "lambda_attitude": 5.0, "obstacle_gain": 1.0, "task_damping": 0.05}
+        defaults = {
+            "kd_linear": 20.0,
+            "kd_angular": 20.0,
+            "mass_weighted": True,
+            "lambda_position": 5.0,
+            "lambda_attitude": 5.0,
+            "obstacle_gain": 1.0,
+            "task_damping": 0.05,
+        }
         reference = _reference({**defaults, "law": "end_effector"})
         pub = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", COMMAND_QOS)
         pub.publish(_target(EE_GOAL[0]))
@@ -217,9 +259,13 @@ def test_a_live_gain_changes_the_command_and_bad_sets_are_refused_with_a_reason(
         assert np.abs(after - before).max() > 1e-3
         assert node.get_parameter("kd_linear").value == 99.0
 
-        refused = (("kd_linear", -1.0, "must be >"), ("kd_linear", math.nan, "finite"),
-                   ("lambda_position", math.inf, "finite"), ("law", "pose", "read at configure"),
-                   ("obstacle_influence", 0.3, "read at configure"))
+        refused = (
+            ("kd_linear", -1.0, "must be >"),
+            ("kd_linear", math.nan, "finite"),
+            ("lambda_position", math.inf, "finite"),
+            ("law", "pose", "read at configure"),
+            ("obstacle_influence", 0.3, "read at configure"),
+        )
         for name, value, words in refused:
             (result,) = _set(h, ns, **{name: value})
             assert not result.successful, (name, value)
@@ -233,8 +279,11 @@ def test_a_live_gain_changes_the_command_and_bad_sets_are_refused_with_a_reason(
 
 
 def test_a_structural_parameter_is_taken_while_unconfigured(ctx):
-    node = DacControllerNode(namespace=f"/unconf{next(_ns)}", context=ctx, parameter_overrides=[
-        Parameter("robot_description", value=URDF.read_text())])
+    node = DacControllerNode(
+        namespace=f"/unconf{next(_ns)}",
+        context=ctx,
+        parameter_overrides=[Parameter("robot_description", value=URDF.read_text())],
+    )
     try:
         assert node.set_parameters([Parameter("law", value="pose")])[0].successful
         assert not node.set_parameters([Parameter("law", value="jedi")])[0].successful
@@ -253,15 +302,23 @@ def test_a_namespaced_start_reads_the_shipped_parameter_files(config, ctx):
     values = doc[key]["ros__parameters"]
     args = ["--ros-args", "--params-file", str(path)]
     ns = f"/robot1_{next(_ns)}"
-    node = DacControllerNode(namespace=ns, context=ctx, cli_args=args,
-                             parameter_overrides=[Parameter("robot_description", value=URDF.read_text())])
+    node = DacControllerNode(
+        namespace=ns,
+        context=ctx,
+        cli_args=args,
+        parameter_overrides=[Parameter("robot_description", value=URDF.read_text())],
+    )
     try:
         for name, value in values.items():
             assert param(node, name) == value, name  # an empty list reads back as [] through param()
         assert start(node), node.last_error
-        expected = {"kd_linear": values.get("kd_linear", 20.0), "kd_angular": values.get("kd_angular", 20.0),
-                    "lambda_position": values["lambda_position"],
-                    "lambda_attitude": values.get("lambda_attitude", 5.0), "damping": values["task_damping"]}
+        expected = {
+            "kd_linear": values.get("kd_linear", 20.0),
+            "kd_angular": values.get("kd_angular", 20.0),
+            "lambda_position": values["lambda_position"],
+            "lambda_attitude": values.get("lambda_attitude", 5.0),
+            "damping": values["task_damping"],
+        }
         gains = node.pipeline.gains
         assert {k: getattr(gains, k) for k in expected} == expected
         field = node.pipeline.controller.obstacles
@@ -303,8 +360,9 @@ PRISMATIC_URDF = """<?xml version="1.0"?>
 
 def test_a_urdf_with_a_prismatic_joint_configures_with_its_effort_limits(ctx):
     ns = f"/slider{next(_ns)}"
-    node = DacControllerNode(namespace=ns, context=ctx, parameter_overrides=[
-        Parameter("robot_description", value=PRISMATIC_URDF)])
+    node = DacControllerNode(
+        namespace=ns, context=ctx, parameter_overrides=[Parameter("robot_description", value=PRISMATIC_URDF)]
+    )
     assert start(node), node.last_error
     h = Harness(node, context=ctx)
     try:
@@ -315,8 +373,9 @@ def test_a_urdf_with_a_prismatic_joint_configures_with_its_effort_limits(ctx):
         states.publish(_joint_state([0.2, 0.4], [0.1, -0.3], ["lift", "shoulder"]))
         h.wait(lambda: efforts, what="effort")
         model = model_from_urdf(PRISMATIC_URDF, "test")
-        reference = DacPipeline(model, law="end_effector", ee_link="tool0", effort_limits=[80.0, 15.0],
-                                gains=Gains(damping=0.05))
+        reference = DacPipeline(
+            model, law="end_effector", ee_link="tool0", effort_limits=[80.0, 15.0], gains=Gains(damping=0.05)
+        )
         expected = reference.step(np.array([0.2, 0.4]), np.array([0.1, -0.3])).efforts.effort
         assert np.allclose(efforts[-1].data, expected, atol=1e-12)
         assert abs(efforts[-1].data[0]) > 10.0  # the lift holds the weight of both links

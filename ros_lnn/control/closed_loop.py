@@ -7,6 +7,7 @@ the ``dac_chain_sim`` + ``dac_controller`` loop over topics without the topics. 
 for end-effector curves (damped least-squares IK with a posture in the null space, for the laws that
 track joint trajectories) and multi-sine joint excitations for recordings.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -39,8 +40,15 @@ class LoopLog:
         return float(np.sqrt(np.mean(err * err)))
 
 
-def sampled_loop(pipe: DacPipeline, q0, duration: float, dt: float = 2e-3, qd0=None,
-                 dynamics: Callable | None = None, target: Callable[[float], np.ndarray] | None = None) -> LoopLog:
+def sampled_loop(
+    pipe: DacPipeline,
+    q0,
+    duration: float,
+    dt: float = 2e-3,
+    qd0=None,
+    dynamics: Callable | None = None,
+    target: Callable[[float], np.ndarray] | None = None,
+) -> LoopLog:
     """Run ``pipe`` on the arm for ``duration`` s at the sample period ``dt``; ``dynamics(q, q̇, u)``
     is the arm's forward dynamics (default the description's), ``target(t)`` the end-effector point to
     log the error against (default the law's own target)."""
@@ -64,7 +72,7 @@ def sampled_loop(pipe: DacPipeline, q0, duration: float, dt: float = 2e-3, qd0=N
         states[out.efforts.residual_state] = states.get(out.efforts.residual_state, 0) + 1
         qm, qdm = pipe.model_order(q), pipe.model_order(qd)
         um = pipe.model_order(u)
-        qm, qdm = rk4_step(pm, qm, qdm, dt, lambda tk, qk, qdk: um, t, dynamics=dynamics)
+        qm, qdm = rk4_step(pm, qm, qdm, dt, lambda tk, qk, qdk, um=um: um, t, dynamics=dynamics)
         q, qd = qm.take(pipe._to_configured), qdm.take(pipe._to_configured)
     return LoopLog(np.arange(steps) * dt, log["q"], log["qd"], log["u"], ee, goal, states)
 
@@ -77,8 +85,16 @@ def end_effector_point(pipe: DacPipeline, q) -> np.ndarray:
     return data.oMf[fid].translation.copy()
 
 
-def ik_joint_path(pipe: DacPipeline, path: Callable[[float], np.ndarray], duration: float, q0,
-                  knot_dt: float = 0.01, posture=None, posture_gain: float = 0.1, tol: float = 1e-10):
+def ik_joint_path(
+    pipe: DacPipeline,
+    path: Callable[[float], np.ndarray],
+    duration: float,
+    q0,
+    knot_dt: float = 0.01,
+    posture=None,
+    posture_gain: float = 0.1,
+    tol: float = 1e-10,
+):
     """``(times, joint positions)`` whose end-effector point follows ``path(t)`` (a point per time),
     by damped least squares from ``q0``, with a pull toward ``posture`` (default ``q0``) in the task's
     null space so that redundant joints stay where they were. Configured joint order."""
@@ -105,8 +121,16 @@ def ik_joint_path(pipe: DacPipeline, path: Callable[[float], np.ndarray], durati
     return times, out.take(pipe._to_configured, axis=1)
 
 
-def multisine_joint_path(center, amplitude, duration: float, seed: int, freq_hz=(0.08, 0.5), tones: int = 3,
-                         knot_dt: float = 0.02, ramp_s: float = 2.0):
+def multisine_joint_path(
+    center,
+    amplitude,
+    duration: float,
+    seed: int,
+    freq_hz=(0.08, 0.5),
+    tones: int = 3,
+    knot_dt: float = 0.02,
+    ramp_s: float = 2.0,
+):
     """``(times, positions)``: per joint ``tones`` sines of random frequency in ``freq_hz`` and phase,
     of total amplitude ``amplitude``, around ``center``, faded in over ``ramp_s`` (an excitation for a
     recording: it starts at rest at ``center``)."""

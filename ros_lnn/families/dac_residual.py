@@ -27,8 +27,22 @@ NAME = "dac_residual"
 #: (on the demo arm 0.01 N m at the wrist moves the tool by a centimetre under the default gains).
 DEFAULTS = dict(epochs=300, batch=256, lr=1e-3, weight_decay=0.0, hidden=(128, 128), dtype="float64")
 #: Options of the other families that make no sense here.
-NOT_HERE = ("data", "with_qe", "test_trials", "diag_activation", "epsilon", "angle_features", "links",
-            "trajectories", "duration", "exporter", "servo_topic", "servo_type", "servo_joints", "servo_effort")
+NOT_HERE = (
+    "data",
+    "with_qe",
+    "test_trials",
+    "diag_activation",
+    "epsilon",
+    "angle_features",
+    "links",
+    "trajectories",
+    "duration",
+    "exporter",
+    "servo_topic",
+    "servo_type",
+    "servo_joints",
+    "servo_effort",
+)
 COMMAND_OPTIONS = ("epochs", "batch", "lr", "seed", "activation", "dtype", "out", "export_dtype")
 
 
@@ -36,8 +50,12 @@ def build(shape: Shape, net: Network) -> DacResidual:
     from ..models.dac_residual import DacResidual
 
     revolute = [unit != "m" for unit in shape.coordinate_units] or None
-    return DacResidual(len(shape.coordinate_names), hidden=net.hidden or DEFAULTS["hidden"],
-                       activation=net.activation, revolute=revolute)
+    return DacResidual(
+        len(shape.coordinate_names),
+        hidden=net.hidden or DEFAULTS["hidden"],
+        activation=net.activation,
+        revolute=revolute,
+    )
 
 
 def from_config(config: dict) -> DacResidual:
@@ -70,23 +88,41 @@ def evaluate(model: DacResidual, samples: dict) -> dict:
     rms = np.sqrt(np.mean(err**2, axis=0))
     scale = np.sqrt(np.mean(true**2, axis=0))
     var = np.maximum(np.var(true, axis=0), 1e-300)
-    return {"tau_res_nmse": float(np.mean(np.mean(err**2, axis=0) / var)),
-            "tau_res_rms": rms.tolist(), "tau_res_rel_rms": (rms / np.maximum(scale, 1e-300)).tolist(),
-            "samples": int(len(true)), "non_finite": int((~np.isfinite(pred)).any(-1).sum())}
+    return {
+        "tau_res_nmse": float(np.mean(np.mean(err**2, axis=0) / var)),
+        "tau_res_rms": rms.tolist(),
+        "tau_res_rel_rms": (rms / np.maximum(scale, 1e-300)).tolist(),
+        "samples": int(len(true)),
+        "non_finite": int((~np.isfinite(pred)).any(-1).sum()),
+    }
 
 
 def metadata(model: DacResidual, shape: Shape, **fields: Any) -> ModelMetadata:
     from ..inference.metadata import ModelMetadata
     from ..models.dac_residual import GRAPH_INPUTS, GRAPH_OUTPUTS
 
-    network = dict(model.config()) | {"graph_inputs": list(GRAPH_INPUTS), "graph_outputs": list(GRAPH_OUTPUTS),
-                                      "friction": model.friction_parameters()}
-    return ModelMetadata(family=NAME, free_joints=list(shape.coordinate_names), servo_joints=[],
-                         coordinate_units=list(shape.coordinate_units), network=network, **fields)
+    network = dict(model.config()) | {
+        "graph_inputs": list(GRAPH_INPUTS),
+        "graph_outputs": list(GRAPH_OUTPUTS),
+        "friction": model.friction_parameters(),
+    }
+    return ModelMetadata(
+        family=NAME,
+        free_joints=list(shape.coordinate_names),
+        servo_joints=[],
+        coordinate_units=list(shape.coordinate_units),
+        network=network,
+        **fields,
+    )
 
 
-def export(model: DacResidual, path: str | Path, metadata: ModelMetadata, dtype: str = "float32",
-           exporter: str = "dynamo") -> Path:
+def export(
+    model: DacResidual,
+    path: str | Path,
+    metadata: ModelMetadata,
+    dtype: str = "float32",
+    exporter: str = "dynamo",
+) -> Path:
     from ..models.dac_residual import export_dac_residual_onnx
 
     return export_dac_residual_onnx(model, path, metadata, dtype=dtype)
@@ -94,18 +130,24 @@ def export(model: DacResidual, path: str | Path, metadata: ModelMetadata, dtype:
 
 def test_summary(metrics: dict) -> str:
     rel = ", ".join(f"{100 * v:.2f}" for v in metrics["tau_res_rel_rms"])
-    return (f"test: τ_res RMS error per joint [{', '.join(f'{v:.2e}' for v in metrics['tau_res_rms'])}] "
-            f"(relative [{rel}] %), nMSE {metrics['tau_res_nmse']:.2e} on {metrics['samples']} samples")
+    return (
+        f"test: τ_res RMS error per joint [{', '.join(f'{v:.2e}' for v in metrics['tau_res_rms'])}] "
+        f"(relative [{rel}] %), nMSE {metrics['tau_res_nmse']:.2e} on {metrics['samples']} samples"
+    )
 
 
 def check_options(options: Mapping[str, Any], given: Given) -> None:
     wrong = [o for o in NOT_HERE if given(o)]
     if wrong:
-        raise ConfigError(f"--model {NAME} learns the efforts an arm's certain model misses from its recordings "
-                          f"and has no {option_flags(wrong)}")
+        raise ConfigError(
+            f"--model {NAME} learns the efforts an arm's certain model misses from its recordings "
+            f"and has no {option_flags(wrong)}"
+        )
     if not options.get("bag"):
-        raise ConfigError(f"--model {NAME} trains on recordings: pass --bag BAG [BAG ...] and --config with the "
-                          "bag: mapping and the certain model (config/dac_residual.yaml)")
+        raise ConfigError(
+            f"--model {NAME} trains on recordings: pass --bag BAG [BAG ...] and --config with the "
+            "bag: mapping and the certain model (config/dac_residual.yaml)"
+        )
 
 
 DAC_RESIDUAL = Family(

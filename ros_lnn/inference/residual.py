@@ -7,6 +7,7 @@ The graph takes ``q, qd, qdd`` (batch, n) in the metadata's joint order (``free_
 ``tau_res``; the runtime maps the configured joint order onto it. One sample runs through pre-bound
 ONNX Runtime buffers (I/O binding): a call is one graph run and three small copies.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,15 +25,19 @@ INPUTS, OUTPUT = ("q", "qd", "qdd"), "tau_res"
 def check_residual_metadata(meta: ModelMetadata, path, joint_names=None) -> list[str]:
     """The model's joints; ModelError (one line) when it is no residual model or its joints differ."""
     if meta.family != FAMILY:
-        raise ModelError(f"{path}: a '{meta.family}' model, not a learned port; export one with "
-                         f"`ros-lnn train --model {FAMILY}`")
+        raise ModelError(
+            f"{path}: a '{meta.family}' model, not a learned port; export one with "
+            f"`ros-lnn train --model {FAMILY}`"
+        )
     joints = list(meta.free_joints)
     if joint_names is not None and sorted(joints) != sorted(joint_names):
         extra = [j for j in joint_names if j not in joints]
         lacking = [j for j in joints if j not in joint_names]
-        raise ModelError(f"{path} does not fit the controller's joints: model {joints}, controller "
-                         f"{list(joint_names)} (not in the model: {extra}; only in the model: {lacking}); "
-                         "train it on recordings of these joints")
+        raise ModelError(
+            f"{path} does not fit the controller's joints: model {joints}, controller "
+            f"{list(joint_names)} (not in the model: {extra}; only in the model: {lacking}); "
+            "train it on recordings of these joints"
+        )
     return joints
 
 
@@ -51,8 +56,10 @@ class ResidualRuntime:
         outputs = [o.name for o in self.session.get_outputs()]
         missing = [k for k in INPUTS if k not in inputs] + ([OUTPUT] if OUTPUT not in outputs else [])
         if missing or any(inputs[k].shape[-1] != self.n for k in INPUTS):
-            raise ModelError(f"{self.path}: graph does not match its metadata (inputs q, qd, qdd and output "
-                             f"tau_res of width {self.n}); re-export it")
+            raise ModelError(
+                f"{self.path}: graph does not match its metadata (inputs q, qd, qdd and output "
+                f"tau_res of width {self.n}); re-export it"
+            )
         self.dtype = _ORT_TYPES.get(inputs["q"].type)
         if self.dtype is None:
             raise ModelError(f"{self.path}: unsupported input type {inputs['q'].type}")
@@ -87,8 +94,10 @@ class ResidualRuntime:
     def batch(self, q, qd, qdd) -> np.ndarray:
         """Rows of samples (``joint_names`` order) → τ̂_res rows (float64)."""
         idx = self._to_model
-        feeds = {name: np.ascontiguousarray(np.asarray(v, float)[:, idx], dtype=self.dtype)
-                 for name, v in zip(INPUTS, (q, qd, qdd))}
+        feeds = {
+            name: np.ascontiguousarray(np.asarray(v, float)[:, idx], dtype=self.dtype)
+            for name, v in zip(INPUTS, (q, qd, qdd))
+        }
         (out,) = self.session.run([OUTPUT], feeds)
         return np.asarray(out, np.float64)[:, self._from_model]
 

@@ -24,9 +24,11 @@ At run time ``q̈`` is the joint acceleration the control law asks for (``q̈_r`
 ONNX graph (:func:`export_dac_residual_onnx`): inputs ``q, qd, qdd`` (batch, n), output ``tau_res``
 (batch, n), joints in the metadata's ``free_joints`` order.
 """
+
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import warnings
 from pathlib import Path
@@ -45,8 +47,14 @@ ACTIVATIONS = {"softplus": nn.Softplus, "tanh": nn.Tanh, "silu": nn.SiLU}
 class DacResidual(nn.Module):
     family = FAMILY
 
-    def __init__(self, n: int, hidden=(64, 64), activation: str = "softplus", revolute=None,
-                 coulomb_velocity: float = 0.05):
+    def __init__(
+        self,
+        n: int,
+        hidden=(64, 64),
+        activation: str = "softplus",
+        revolute=None,
+        coulomb_velocity: float = 0.05,
+    ):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
@@ -56,7 +64,7 @@ class DacResidual(nn.Module):
         n_pairs = self.n * (self.n + 1) // 2
         widths = [2 * sum(self.revolute) + (self.n - sum(self.revolute)), *self.hidden]
         layers: list[nn.Module] = []
-        for a, b in zip(widths[:-1], widths[1:]):
+        for a, b in itertools.pairwise(widths):
             layers += [nn.Linear(a, b), ACTIVATIONS[activation]()]
         layers.append(nn.Linear(widths[-1], self.n * (1 + self.n + n_pairs)))
         self.net = nn.Sequential(*layers)
@@ -72,11 +80,17 @@ class DacResidual(nn.Module):
         self.log_coulomb_velocity = nn.Parameter(torch.full((self.n,), math.log(self.coulomb_velocity)))
 
     def config(self) -> dict:
-        return {"n": self.n, "hidden": list(self.hidden), "activation": self.activation,
-                "revolute": list(self.revolute), "coulomb_velocity": self.coulomb_velocity}
+        return {
+            "n": self.n,
+            "hidden": list(self.hidden),
+            "activation": self.activation,
+            "revolute": list(self.revolute),
+            "coulomb_velocity": self.coulomb_velocity,
+        }
 
     def set_scales(self, q, qd, qdd, tau) -> None:
         """Input and output scales from the training samples (tensors or arrays, (N, n))."""
+
         def std(x):
             s = torch.as_tensor(x, dtype=torch.float64).std(0)
             return torch.where(s > 1e-9, s, torch.ones_like(s)).to(self.q_scale.dtype)
@@ -84,8 +98,11 @@ class DacResidual(nn.Module):
         q_t = torch.as_tensor(q, dtype=torch.float64)
         with torch.no_grad():
             self.q_offset.copy_(torch.where(self.rev_mask, 0.0, q_t.mean(0)).to(self.q_offset.dtype))
-            self.q_scale.copy_(torch.where(self.rev_mask, torch.ones(self.n, dtype=torch.float64),
-                                           std(q).double()).to(self.q_scale.dtype))
+            self.q_scale.copy_(
+                torch.where(self.rev_mask, torch.ones(self.n, dtype=torch.float64), std(q).double()).to(
+                    self.q_scale.dtype
+                )
+            )
             self.qd_scale.copy_(std(qd))
             self.qdd_scale.copy_(std(qdd))
             self.tau_scale.copy_(std(tau))
@@ -105,11 +122,15 @@ class DacResidual(nn.Module):
         n = self.n
         out = self.net(self.features(q))
         g = out[..., :n]
-        A = out[..., n:n + n * n].unflatten(-1, (n, n))
-        Gm = out[..., n + n * n:].unflatten(-1, (n, -1))
+        A = out[..., n : n + n * n].unflatten(-1, (n, n))
+        Gm = out[..., n + n * n :].unflatten(-1, (n, -1))
         v = qd / self.qd_scale
         pairs = v[..., self.pair_rows] * v[..., self.pair_cols]
-        shaped = g + (A @ (qdd / self.qdd_scale).unsqueeze(-1)).squeeze(-1) + (Gm @ pairs.unsqueeze(-1)).squeeze(-1)
+        shaped = (
+            g
+            + (A @ (qdd / self.qdd_scale).unsqueeze(-1)).squeeze(-1)
+            + (Gm @ pairs.unsqueeze(-1)).squeeze(-1)
+        )
         friction = self.viscous * qd + self.coulomb * torch.tanh(qd * torch.exp(-self.log_coulomb_velocity))
         return shaped * self.tau_scale + friction
 
@@ -120,8 +141,11 @@ class DacResidual(nn.Module):
         return {"tau_res": (err * err).sum(-1).mean()}
 
     def friction_parameters(self) -> dict:
-        return {"viscous": self.viscous.detach().cpu().tolist(), "coulomb": self.coulomb.detach().cpu().tolist(),
-                "coulomb_velocity": torch.exp(self.log_coulomb_velocity).detach().cpu().tolist()}
+        return {
+            "viscous": self.viscous.detach().cpu().tolist(),
+            "coulomb": self.coulomb.detach().cpu().tolist(),
+            "coulomb_velocity": torch.exp(self.log_coulomb_velocity).detach().cpu().tolist(),
+        }
 
 
 def from_config(config: dict) -> DacResidual:
@@ -149,12 +173,26 @@ def export_dac_residual_onnx(model: DacResidual, path, metadata, dtype: str = "f
     args = tuple(torch.zeros(2, net.n, dtype=DTYPES[dtype]) for _ in GRAPH_INPUTS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        program = torch.onnx.export(net, args, dynamo=True, input_names=list(GRAPH_INPUTS),
-                                    output_names=list(GRAPH_OUTPUTS), opset_version=OPSET, optimize=True,
-                                    dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in GRAPH_INPUTS},
-                                    verbose=False)
+        program = torch.onnx.export(
+            net,
+            args,
+            dynamo=True,
+            input_names=list(GRAPH_INPUTS),
+            output_names=list(GRAPH_OUTPUTS),
+            opset_version=OPSET,
+            optimize=True,
+            dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in GRAPH_INPUTS},
+            verbose=False,
+        )
     return write_model(program.model_proto, metadata, path)
 
 
-__all__ = ["DacResidual", "FAMILY", "GRAPH_INPUTS", "GRAPH_OUTPUTS", "LOSSES", "from_config",
-           "export_dac_residual_onnx"]
+__all__ = [
+    "DacResidual",
+    "FAMILY",
+    "GRAPH_INPUTS",
+    "GRAPH_OUTPUTS",
+    "LOSSES",
+    "from_config",
+    "export_dac_residual_onnx",
+]

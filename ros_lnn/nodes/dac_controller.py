@@ -4,8 +4,10 @@ configure   build the multibody model from ``robot_description`` (URDF string) o
             (URDF/YAML; empty = the shipped config/dac_chain.urdf), the law and the effort map
 activate    subscribe ``joint_states``, ``~/joint_trajectory`` (laws I/II), ``~/ee_target`` (law III);
             publish per joint state:
-              ~/port_command          Float64MultiArray 6N: [f_1…f_N, m_1…m_N] (layout labels f,m / bodies / x,y,z)
-              ~/joint_effort_command  Float64MultiArray, efforts u = Gᵀ τ_c in ``joint_names`` order, clamped
+              ~/port_command          Float64MultiArray 6N: [f_1…f_N, m_1…m_N] (layout labels f,m / bodies / x,y,z):
+                                      τ_c, plus E τ̂_res with a learned port
+              ~/joint_effort_command  Float64MultiArray, efforts u = Gᵀ τ_c (+ τ̂_res) in ``joint_names`` order,
+                                      clamped
             and, from timers, ~/markers (MarkerArray of the newest sample: body forces as arrows, end
             effector, target, obstacles) and /diagnostics
 deactivate  subscriptions and timers stop; cleanup drops the model.
@@ -17,7 +19,10 @@ Safety policy (all documented in README):
   * no target yet: hold the configuration found at the first joint state (end-effector pose for law III,
     joint positions for laws I/II); after a trajectory's last point: hold that point; with
     ``target_timeout_s`` > 0 a target not renewed in time is dropped and the arm holds where it is;
-  * efforts are clamped to ``effort_limits`` (URDF limits by default); saturation shows in diagnostics.
+  * efforts are clamped to ``effort_limits`` (URDF limits by default); saturation shows in diagnostics;
+  * learned port (``residual_model``): a model whose joints differ is refused at configure (one line);
+    its correction is bounded by ``residual_limit``; a non-finite correction is dropped (the certain
+    model's efforts go out), counted, and diagnostics WARN.
 """
 from __future__ import annotations
 
@@ -75,6 +80,10 @@ PARAMETERS = (
     ("obstacles", [], "spherical obstacles in the world frame, flattened x, y, z, radius per obstacle"),
     ("obstacle_influence", 0.1, "clearance below which the obstacle potential acts [m]"),
     ("obstacle_eta", 5.0, "largest obstacle push η [N]"),
+    ("residual_model", "", "learned port: ONNX model from `ros-lnn train --model dac_residual` (its joints must be "
+     "joint_names); its τ̂_res(q, q̇, q̈_r) is added to the efforts; empty = certain model only"),
+    ("residual_limit", [], "bound on |τ̂_res| per joint (one number for all, or one per joint_names entry); empty = "
+     "a quarter of each joint's effort limit"),
     ("effort_limits", [], "|effort| limits per joint_names entry; empty = URDF limits "
      "(default_effort_limit where none)"),
     ("default_effort_limit", 50.0, "limit for joints without one [N m]"),
@@ -95,11 +104,11 @@ PARAMETERS = (
 GAIN_PARAMETERS = {"kd_linear": "kd_linear", "kd_angular": "kd_angular", "mass_weighted": "mass_weighted",
                    "lambda_position": "lambda_position", "lambda_attitude": "lambda_attitude",
                    "obstacle_gain": "obstacle_gain", "task_damping": "damping"}
-#: Parameters a running node takes at once (``ros2 param set``): the gains, applied from the next joint
-#: state on, and the marker scale. Every other parameter is read at configure or activate; setting one
+#: Parameters a running node takes at once (``ros2 param set``): the gains and the learned port's bound,
+#: applied from the next joint state on, and the marker scale. Every other parameter is read at configure or activate; setting one
 #: on a configured node is refused with the way to apply it.
 LIVE_PARAMETERS = ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude", "obstacle_gain",
-                   "task_damping", "force_scale")
+                   "task_damping", "force_scale", "residual_limit")
 
 
 def _number(lo: float = -math.inf, hi: float = math.inf, lo_open: bool = False):
@@ -154,6 +163,7 @@ PARAMETER_CHECKS = {
     "obstacles": _obstacles, "obstacle_influence": _number(0.0, 1e3, lo_open=True),
     "obstacle_eta": _number(0.0, 1e6),
     "effort_limits": _vector(positive=True), "default_effort_limit": _number(0.0, 1e9, lo_open=True),
+    "residual_limit": _vector(),
     "input_queue_depth": _number(1, 100_000),
     "state_timeout_s": _number(0.0, 3600.0, lo_open=True), "target_timeout_s": _number(0.0, 1e6),
     "watchdog_period_s": _number(1e-3, 10.0), "marker_period_s": _number(0.0, 3600.0),
@@ -172,6 +182,8 @@ def parameter_problem(name: str, value) -> str | None:
 
 
 PARAMETER_NAMES = frozenset(name for name, *_ in PARAMETERS)
+#: What the learned port did, counted per joint state (``residual_state`` of the effort command).
+RESIDUAL_COUNTS = ("residual_clipped", "residual_non_finite")
 REJECT_REASONS = ("bad_joint_state", "bad_target", "bad_trajectory", "non_finite_output", "stale_state",
                   "stale_target")
 
@@ -220,7 +232,9 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         self.pipeline: DacPipeline | None = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
-        self.counts = {k: 0 for k in REJECT_REASONS + ("processed", "saturated")}
+        self.counts = dict.fromkeys(REJECT_REASONS + RESIDUAL_COUNTS + ("processed", "saturated"), 0)
+        self.residual = None  # the learned port's runtime (residual_model)
+        self._residual_fault_time = -math.inf
         self.stats = RateLatency()
         self.cpu_times = deque(maxlen=self.stats.latencies.maxlen)  # callback thread CPU per processed sample [s]
         self._marker_sample = None
@@ -245,6 +259,10 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
                     f"(ros2 lifecycle set {self.get_fully_qualified_name()} cleanup), set it, configure "
                     f"again; live parameters: {', '.join(LIVE_PARAMETERS)}"))
             changed[p.name] = p.value
+        limit = changed.get("residual_limit")
+        if limit is not None and self.pipeline is not None and len(limit) not in (0, 1, len(self.pipeline.joint_names)):
+            return SetParametersResult(successful=False, reason=(
+                f"residual_limit needs one number, or one per joint {self.pipeline.joint_names}"))
         if set(changed) & set(GAIN_PARAMETERS):
             try:
                 self.gains_from_parameters({k: v for k, v in changed.items() if k in GAIN_PARAMETERS}).validate()
@@ -258,6 +276,8 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         if names and self.pipeline is not None:
             self.pipeline.set_gains(self.gains_from_parameters())
             self.get_logger().info("gains set: " + ", ".join(f"{n} {param(self, n)}" for n in names))
+        if any(p.name == "residual_limit" for p in params) and self.pipeline is not None and self.residual:
+            self.pipeline.set_residual(self.residual, self.residual_limit(self.pipeline))
 
     def check_all_parameters(self) -> None:
         """ConfigError naming the first parameter whose value is out of range or not finite."""
@@ -291,10 +311,38 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             urdf = {j.name: j.effort_limit for j in model.joints}
             default = float(self.p("default_effort_limit"))
             limits = [urdf[j] if np.isfinite(urdf.get(j, np.inf)) else default for j in names_eff]
-        return DacPipeline(model, law=self.p("law"), gains=self.gains_from_parameters(), joint_names=names,
-                           ee_link=self.p("ee_link") or None, ee_attitude=bool(self.p("ee_attitude")),
-                           obstacles=obstacles, obstacle_influence=float(self.p("obstacle_influence")),
-                           obstacle_eta=float(self.p("obstacle_eta")), effort_limits=limits)
+        pipeline = DacPipeline(model, law=self.p("law"), gains=self.gains_from_parameters(), joint_names=names,
+                               ee_link=self.p("ee_link") or None, ee_attitude=bool(self.p("ee_attitude")),
+                               obstacles=obstacles, obstacle_influence=float(self.p("obstacle_influence")),
+                               obstacle_eta=float(self.p("obstacle_eta")), effort_limits=limits)
+        self.residual = None
+        if self.p("residual_model"):
+            self.residual = self.load_residual(pipeline)
+            pipeline.set_residual(self.residual, self.residual_limit(pipeline))
+        return pipeline
+
+    def load_residual(self, pipeline: DacPipeline):
+        """The learned port (ONNX Runtime); ModelError (configure fails, one line) when its joints differ."""
+        from ..inference.residual import ResidualRuntime
+
+        path = Path(self.p("residual_model")).expanduser()
+        runtime = ResidualRuntime(path, pipeline.joint_names)
+        trained_on = runtime.certain_model.get("name")
+        if trained_on and trained_on != pipeline.model.name:
+            self.get_logger().warning(f"residual_model {path.name} was trained against the certain model "
+                                      f"'{trained_on}', this controller runs '{pipeline.model.name}'")
+        return runtime
+
+    def residual_limit(self, pipeline: DacPipeline) -> np.ndarray:
+        """``residual_limit`` per joint (empty: a quarter of the effort limits)."""
+        values = [float(v) for v in self.p("residual_limit")]
+        n = len(pipeline.joint_names)
+        if not values:
+            return 0.25 * pipeline.efforts.limits
+        if len(values) not in (1, n):
+            raise ConfigError(f"parameter residual_limit has {len(values)} values; give one, or one per joint "
+                              f"{pipeline.joint_names}")
+        return np.broadcast_to(np.asarray(values), (n,)).copy()
 
     def gains_from_parameters(self, changed: dict | None = None) -> Gains:
         """The law's gains from the parameters (``changed``: values about to be set, by name), by keyword."""
@@ -436,6 +484,9 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         except RosLnnError as exc:
             return self._reject("bad_joint_state", str(exc))
         port, effort = out.result.tau_c, out.efforts.effort
+        state = out.efforts.residual_state
+        if state != "off":
+            port = self._learned_port(out, port, state)
         if not math.isfinite(float(port.sum()) + float(effort.sum())):  # NaN/inf anywhere (or a sum past 1e308)
             self._reject("non_finite_output", "the law produced a non-finite command; zero efforts sent")
             port, effort = np.zeros_like(port), np.zeros_like(effort)
@@ -448,6 +499,23 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         self._marker_sample = (out, port)  # published by the marker timer
         self.stats.latency(time.perf_counter() - t0)
         self.cpu_times.append(time.thread_time() - c0)
+
+    def _learned_port(self, out, port, state: str):
+        """The published port with the learned part ``E τ̂_res`` (so that ``Gᵀ port = u`` before the limits);
+        a non-finite τ̂_res was dropped (model-only command): counted and warned."""
+        if state == "non_finite":
+            self.counts["residual_non_finite"] += 1
+            self._residual_fault_time = time.monotonic()
+            warn_throttled(self, "residual_non_finite", "learned port gave a non-finite correction: "
+                           "model-only efforts sent")
+            return port
+        if state == "clipped":
+            self.counts["residual_clipped"] += 1
+        from ..physics.multibody_pin import effort_port
+
+        residual = np.zeros(len(self.pipeline.pinocchio.joint_names))
+        residual[:] = self.pipeline.model_order(out.efforts.residual_part)
+        return port + effort_port(out.data, residual)
 
     def _publish_commands(self, port, effort) -> None:
         templates, pubs = self._templates, self._pubs
@@ -521,6 +589,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
                           task_error=float(np.linalg.norm(out.result.task_error)),
                           obstacle_potential=out.result.obstacle_potential)
         values["stale"] = self.stale
+        values["residual_model"] = self.residual.path.name if self.residual is not None else ""
         return values
 
     def _publish_diagnostics(self) -> None:
@@ -529,6 +598,8 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             level, message = DiagnosticStatus.ERROR, "joint_states stale: zero efforts"
         elif self.last_output is None:
             level, message = DiagnosticStatus.WARN, "waiting for joint_states"
+        elif time.monotonic() - self._residual_fault_time < max(2.0, float(self.p("diagnostics_period_s"))):
+            level, message = DiagnosticStatus.WARN, "learned port non-finite: model-only efforts"
         elif self.last_output.efforts.saturated.any():
             level, message = DiagnosticStatus.WARN, "effort limits reached"
         else:

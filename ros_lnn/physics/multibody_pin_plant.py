@@ -17,6 +17,7 @@ payload's ``H_p, C_p, g_p``. What the certain model misses is then
 ``τ_res(q, q̇, q̈) = inverse_dynamics(q, q̇, q̈) − [H q̈ + C q̇ + g − u_passive]`` (description's terms):
 :meth:`Plant.residual`, the exact value a learned model of the residual approximates.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,22 +58,44 @@ class PlantMismatch:
     rotor_inertia: tuple = ()  # reflected motor inertia per joint [kg m² or kg]
 
     def __post_init__(self):
-        numbers = [self.coulomb_velocity, self.payload_mass, *self.payload_offset, *self.payload_inertia,
-                   *np.ravel(self.viscous), *np.ravel(self.coulomb), *np.ravel(self.rotor_inertia)]
+        numbers = [
+            self.coulomb_velocity,
+            self.payload_mass,
+            *self.payload_offset,
+            *self.payload_inertia,
+            *np.ravel(self.viscous),
+            *np.ravel(self.coulomb),
+            *np.ravel(self.rotor_inertia),
+        ]
         if not all(math.isfinite(float(x)) for x in numbers):
             raise ConfigError("plant mismatch: every value must be finite")
-        if (self.coulomb_velocity <= 0 or self.payload_mass < 0 or min(self.payload_inertia) < 0
-                or len(self.payload_offset) != 3 or len(self.payload_inertia) != 3):
-            raise ConfigError("plant mismatch: coulomb_velocity > 0, payload_mass >= 0, payload_offset three "
-                              "numbers, payload_inertia three numbers >= 0")
-        if np.any(np.ravel(self.viscous) < 0) or np.any(np.ravel(self.coulomb) < 0) \
-                or np.any(np.ravel(self.rotor_inertia) < 0):
+        if (
+            self.coulomb_velocity <= 0
+            or self.payload_mass < 0
+            or min(self.payload_inertia) < 0
+            or len(self.payload_offset) != 3
+            or len(self.payload_inertia) != 3
+        ):
+            raise ConfigError(
+                "plant mismatch: coulomb_velocity > 0, payload_mass >= 0, payload_offset three "
+                "numbers, payload_inertia three numbers >= 0"
+            )
+        if (
+            np.any(np.ravel(self.viscous) < 0)
+            or np.any(np.ravel(self.coulomb) < 0)
+            or np.any(np.ravel(self.rotor_inertia) < 0)
+        ):
             raise ConfigError("plant mismatch: friction and rotor inertia must be >= 0")
 
     @property
     def active(self) -> bool:
-        return bool(np.any(np.ravel(self.viscous)) or np.any(np.ravel(self.coulomb)) or self.payload_mass
-                    or np.any(self.payload_inertia) or np.any(np.ravel(self.rotor_inertia)))
+        return bool(
+            np.any(np.ravel(self.viscous))
+            or np.any(np.ravel(self.coulomb))
+            or self.payload_mass
+            or np.any(self.payload_inertia)
+            or np.any(np.ravel(self.rotor_inertia))
+        )
 
 
 class Plant:
@@ -92,8 +115,10 @@ class Plant:
             b = mismatch.payload_link % model.n_bodies
             jid = int(self.pmodel.body_joint[b])
             if jid == 0:
-                raise ConfigError(f"plant mismatch: body '{model.bodies[b].name}' does not move; "
-                                  "put the payload on a moving link")
+                raise ConfigError(
+                    f"plant mismatch: body '{model.bodies[b].name}' does not move; "
+                    "put the payload on a moving link"
+                )
             R_b = self.pmodel.body_rotation[b]
             lever = self.pmodel.body_lever[b] + R_b @ np.asarray(mismatch.payload_offset, float)
             inertia = R_b @ np.diag(np.asarray(mismatch.payload_inertia, float)) @ R_b.T
@@ -140,10 +165,13 @@ def mismatch_from_values(values: dict) -> PlantMismatch:
     known = set(PlantMismatch.__dataclass_fields__)
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ConfigError(f"plant mismatch: unknown setting(s) {', '.join(unknown)} "
-                          f"(known: {', '.join(sorted(known))})")
-    typed = {k: (tuple(float(x) for x in v) if isinstance(v, (list, tuple, np.ndarray)) else v)
-             for k, v in values.items()}
+        raise ConfigError(
+            f"plant mismatch: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+        )
+    typed = {
+        k: (tuple(float(x) for x in v) if isinstance(v, (list, tuple, np.ndarray)) else v)
+        for k, v in values.items()
+    }
     return PlantMismatch(**typed)
 
 

@@ -23,6 +23,7 @@ Config (``--config``, e.g. ``config/dac_residual.yaml``): the ``bag:`` mapping (
 certain model, URDF or YAML, relative to the config file), ``effort_timing`` and ``trim`` (samples
 dropped at each trial's ends, where the derivative is one-sided; default half the window + 1).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -67,12 +68,15 @@ def residual_settings(config) -> dict:
         raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     section = doc.get(SECTION) if isinstance(doc, dict) else None
     if not isinstance(section, dict) or not section.get("model"):
-        raise ConfigError(f"{path}: no '{SECTION}:' section naming the certain model (model: <URDF or YAML>); "
-                          f"see config/{DEFAULT_CONFIG}")
+        raise ConfigError(
+            f"{path}: no '{SECTION}:' section naming the certain model (model: <URDF or YAML>); "
+            f"see config/{DEFAULT_CONFIG}"
+        )
     unknown = sorted(set(section) - {"model", "effort_timing", "trim"})
     if unknown:
-        raise ConfigError(f"{path}: unknown {SECTION} setting(s) {', '.join(unknown)} (known: model, "
-                          "effort_timing, trim)")
+        raise ConfigError(
+            f"{path}: unknown {SECTION} setting(s) {', '.join(unknown)} (known: model, effort_timing, trim)"
+        )
     model = Path(section["model"])
     model = model if model.is_absolute() else path.parent / model
     timing = section.get("effort_timing", "held")
@@ -112,7 +116,7 @@ def trial_samples(trial, pmodel, order, timing: str, trim: int) -> dict:
     if timing == "held":
         u = np.vstack([0.5 * (u[:-1] + u[1:]), np.full((1, u.shape[1]), np.nan)])
     keep = np.zeros(len(q), dtype=bool)
-    keep[trim:len(q) - trim] = True
+    keep[trim : len(q) - trim] = True
     keep &= np.isfinite(q).all(1) & np.isfinite(qd).all(1) & np.isfinite(qdd).all(1) & np.isfinite(u).all(1)
     q, qd, qdd, u = q[keep], qd[keep], qdd[keep], u[keep]
     inv = np.argsort(order)
@@ -123,8 +127,9 @@ def trial_samples(trial, pmodel, order, timing: str, trim: int) -> dict:
 def _stack(parts: list[dict], names: list[str]) -> dict:
     keys = ("t", "q", "qd", "qdd", "Q")
     out = {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros((0,)) for k in keys}
-    out["trial"] = np.concatenate([np.full(len(p["q"]), i) for i, p in enumerate(parts)]) if parts \
-        else np.zeros(0, int)
+    out["trial"] = (
+        np.concatenate([np.full(len(p["q"]), i) for i, p in enumerate(parts)]) if parts else np.zeros(0, int)
+    )
     out["names"] = list(names)
     return out
 
@@ -142,13 +147,19 @@ def residual_data(spec: RunSpec, say: Callable[[str], None] = print) -> dict:
     joints = list(mapping.free_joints)
     model_joints = list(pmodel.joint_names)
     if sorted(joints) != sorted(model_joints):
-        raise DataError(f"{config}: bag.free_joints {joints} must list the certain model's joints {model_joints} "
-                        f"({settings['model']})")
+        raise DataError(
+            f"{config}: bag.free_joints {joints} must list the certain model's joints {model_joints} "
+            f"({settings['model']})"
+        )
     if mapping.servo_joints:
-        raise DataError(f"{config}: bag.servo_joints must be empty for {SECTION} (every joint takes an effort)")
+        raise DataError(
+            f"{config}: bag.servo_joints must be empty for {SECTION} (every joint takes an effort)"
+        )
     if mapping.free_effort in ("zero", "none", ""):
-        raise DataError(f"{config}: bag.free_effort is '{mapping.free_effort}'; name the effort source "
-                        "(joint_states or the effort command topic)")
+        raise DataError(
+            f"{config}: bag.free_effort is '{mapping.free_effort}'; name the effort source "
+            "(joint_states or the effort command topic)"
+        )
     order = np.array([joints.index(j) for j in model_joints])
     ds = load_bag_dataset(list(spec.bags), mapping)
     for line in describe(ds.summary):
@@ -160,27 +171,50 @@ def residual_data(spec: RunSpec, say: Callable[[str], None] = print) -> dict:
         sides.append(_stack(parts, [t.name for t in trials]))
     train, test = sides
     if len(train["q"]) < 10 or len(test["q"]) < 1:
-        raise DataError(f"{', '.join(map(str, spec.bags))}: too few samples with efforts for training "
-                        f"({len(train['q'])}) and validation ({len(test['q'])}); record longer or more runs")
+        raise DataError(
+            f"{', '.join(map(str, spec.bags))}: too few samples with efforts for training "
+            f"({len(train['q'])}) and validation ({len(test['q'])}); record longer or more runs"
+        )
     kinds = dict(zip(pmodel.joint_names, pmodel.kinds))
     units = tuple("m" if kinds[j] == "prismatic" else "rad" for j in joints)
     system = mapping.system or model.name
     shape = Shape(system, tuple(joints), (), units)
-    source = {"kind": "rosbag", "bags": ds.summary["bags"], "mapping": ds.summary["mapping"],
-              "certain_model": {"name": model.name, "path": str(settings["model"]), "sha256": sha},
-              "effort_timing": settings["effort_timing"], "trim": trim}
-    split = {"train_trials": train["names"], "test_trials": test["names"], "n_train": len(train["q"]),
-             "n_test": len(test["q"]), "split_seed": mapping.seed}
+    source = {
+        "kind": "rosbag",
+        "bags": ds.summary["bags"],
+        "mapping": ds.summary["mapping"],
+        "certain_model": {"name": model.name, "path": str(settings["model"]), "sha256": sha},
+        "effort_timing": settings["effort_timing"],
+        "trim": trim,
+    }
+    split = {
+        "train_trials": train["names"],
+        "test_trials": test["names"],
+        "n_train": len(train["q"]),
+        "n_test": len(test["q"]),
+        "split_seed": mapping.seed,
+    }
     rms = np.sqrt(np.mean(train["Q"] ** 2, axis=0))
-    summary = (f"data: {len(ds.trials)} trials (rosbag) against the certain model '{model.name}'; train "
-               f"{split['n_train']} samples of {split['train_trials']}; validation {split['n_test']} samples of "
-               f"{split['test_trials']}; τ_res RMS per joint [{', '.join(f'{v:.3g}' for v in rms)}]")
-    return dict(train=train, test=test, split=split, source=source, shape=shape, summary=summary, with_qe=False,
-                test_trials=tuple(test["names"]))
+    summary = (
+        f"data: {len(ds.trials)} trials (rosbag) against the certain model '{model.name}'; train "
+        f"{split['n_train']} samples of {split['train_trials']}; validation {split['n_test']} samples of "
+        f"{split['test_trials']}; τ_res RMS per joint [{', '.join(f'{v:.3g}' for v in rms)}]"
+    )
+    return dict(
+        train=train,
+        test=test,
+        split=split,
+        source=source,
+        shape=shape,
+        summary=summary,
+        with_qe=False,
+        test_trials=tuple(test["names"]),
+    )
 
 
-def write_residual_report(directory, history: dict, model, test: dict, metrics: dict, provenance: dict,
-                          joints) -> dict:
+def write_residual_report(
+    directory, history: dict, model, test: dict, metrics: dict, provenance: dict, joints
+) -> dict:
     """Loss curves, predicted against target τ_res on the validation samples, metrics.json."""
     import matplotlib
 
@@ -210,9 +244,26 @@ def write_residual_report(directory, history: dict, model, test: dict, metrics: 
         fig.savefig(directory / "tau_res_validation.png", dpi=100)
         plt.close(fig)
         files.append("tau_res_validation.png")
-    doc = {"metrics": metrics, "training": {k: history.get(k) for k in (
-        "epoch", "loss", "terms", "val", "early_stopping", "resumed", "run", "seconds", "device", "config")},
-        "provenance": provenance, "files": files}
+    doc = {
+        "metrics": metrics,
+        "training": {
+            k: history.get(k)
+            for k in (
+                "epoch",
+                "loss",
+                "terms",
+                "val",
+                "early_stopping",
+                "resumed",
+                "run",
+                "seconds",
+                "device",
+                "config",
+            )
+        },
+        "provenance": provenance,
+        "files": files,
+    }
     tmp = directory / ".metrics.json.tmp"
     tmp.write_text(json.dumps(doc, indent=2, default=_json_default))
     tmp.replace(directory / "metrics.json")
@@ -220,5 +271,11 @@ def write_residual_report(directory, history: dict, model, test: dict, metrics: 
     return {"dir": str(directory), "files": files}
 
 
-__all__ = ["residual_data", "residual_settings", "model_efforts", "trial_samples", "write_residual_report",
-           "shipped_config"]
+__all__ = [
+    "residual_data",
+    "residual_settings",
+    "model_efforts",
+    "trial_samples",
+    "write_residual_report",
+    "shipped_config",
+]
