@@ -381,3 +381,43 @@ def test_a_urdf_with_a_prismatic_joint_configures_with_its_effort_limits(ctx):
         assert abs(efforts[-1].data[0]) > 10.0  # the lift holds the weight of both links
     finally:
         h.close()
+
+
+def test_an_ee_target_in_a_listed_frame_is_carried_into_the_world_frame(ctx):
+    """``target_frames``/``target_frame_poses``: a fixed frame's pose in frame_id (the tf2 fallback where
+    tf2_ros is not installed); the reference transform is scipy's."""
+    from scipy.spatial.transform import Rotation
+
+    pose = [0.3, -0.2, 0.5, 0.1, 0.2, -0.3, 0.9]  # x, y, z, qx, qy, qz, qw
+    node = DacControllerNode(namespace=f"/frames{next(_ns)}", context=ctx, parameter_overrides=[
+        Parameter("robot_description", value=URDF.read_text()), Parameter("ee_attitude", value=True),
+        Parameter("target_frames", value=["camera"]), Parameter("target_frame_poses", value=pose)])
+    assert start(node), node.last_error
+    h = Harness(node, context=ctx)
+    try:
+        pub = h.publisher(PoseStamped, f"{node.get_namespace()}/dac_controller/ee_target", COMMAND_QOS)
+        msg = _target([0.1, 0.05, 0.2], [0.8, 0.2, -0.1, 0.3])
+        msg.header.frame_id = "camera"
+        pub.publish(msg)
+        h.wait(lambda: node.pipeline.has_target, what="target")
+        frame = Rotation.from_quat(pose[3:])
+        want = frame.apply([0.1, 0.05, 0.2]) + pose[:3]
+        got = node.pipeline._ee_target
+        assert np.allclose(got.position, want, atol=1e-12)
+        want_q = (frame * Rotation.from_quat([0.2, -0.1, 0.3, 0.8])).as_quat()  # x, y, z, w
+        got_q = np.roll(got.quat, -1)
+        assert np.allclose(got_q * np.sign(got_q[3]), want_q * np.sign(want_q[3]), atol=1e-12)
+        before = node.counts["bad_target"]
+        msg.header.frame_id = "gripper"
+        pub.publish(msg)
+        h.wait(lambda: node.counts["bad_target"] > before, what="unknown frame refused")
+    finally:
+        h.close()
+    bad = DacControllerNode(namespace=f"/frames{next(_ns)}", context=ctx, parameter_overrides=[
+        Parameter("robot_description", value=URDF.read_text()), Parameter("target_frames", value=["camera"]),
+        Parameter("target_frame_poses", value=pose[:6])])
+    try:
+        bad.trigger_configure()
+        assert bad.pipeline is None and "target_frame_poses needs 7" in bad.last_error
+    finally:
+        bad.destroy_node()

@@ -262,8 +262,12 @@ def train_port(bag, folder: Path, epochs: int, progress=print) -> Path:
     from ..training.run import run
     from ..training.spec import RunSpec
 
+    import os
+
     out = folder / "arm_residual.onnx"
-    spec = RunSpec(family="dac_residual", bags=(str(bag),), bag_config=str(shipped_config()), epochs=epochs,
+    config = os.path.relpath(shipped_config())  # the recorded command line stays free of this machine's paths
+    config = config if not config.startswith("..") else str(shipped_config())
+    spec = RunSpec(family="dac_residual", bags=(str(bag),), bag_config=config, epochs=epochs,
                    out=str(out), checkpoint_dir=str(folder / "arm_residual_checkpoints"),
                    report=str(folder / "arm_residual_report"), log_every=max(1, epochs // 5))
     result = run(spec, progress=progress)

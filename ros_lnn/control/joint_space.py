@@ -34,7 +34,7 @@ import pinocchio as pin
 from ..physics.multibody_pin import JointSpaceData, PinocchioModel, symmetric
 from ..physics.multibody_quaternion import _SKEW
 from .dac import DacController, DacResult, EndEffectorTarget, _qmul
-from .mobility import small_inverse
+from .mobility import guarded_task_inverse, small_inverse
 from .obstacles import joint_space_gradient
 
 _LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -83,6 +83,7 @@ class EndEffectorLawJointSpace:
     def __init__(self, controller: DacController, pmodel: PinocchioModel, frame_id: int):
         model = controller.model
         self.controller, self.pmodel, self.frame_id = controller, pmodel, frame_id
+        self.guarded = False  # the last step's task inverse was singular and got damped
         self.pin, self.data = pmodel.pin, pmodel.data
         n, nv = model.n_bodies, pmodel.nv
         self.n_bodies, self.nv = n, nv
@@ -188,7 +189,7 @@ class EndEffectorLawJointSpace:
         Q += Je.dot(w_dot)
         if gains.damping:
             JeW[:, :m] += self._eye[m]
-        T_inv = _inverse3(JeW) if m == 3 else small_inverse(JeW[:, :m])
+        T_inv, self.guarded = guarded_task_inverse(np.ascontiguousarray(JeW[:, :m]), _inverse3 if m == 3 else None)
         coef = np.empty(c)
         rhs, rhs_dot = nu_er, nu_er_dot
         if grad is not None:

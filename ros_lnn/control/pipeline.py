@@ -41,6 +41,7 @@ class PipelineOutput:
     data: JointSpaceData
     ee_position: np.ndarray
     target_position: np.ndarray | None
+    guarded: bool = False  # the task inverse was singular here and got damped (law III)
 
 
 class JointTrajectorySampler:
@@ -49,13 +50,17 @@ class JointTrajectorySampler:
     def __init__(self, times, positions, velocities=None):
         t = np.asarray(times, float)
         q = np.asarray(positions, float)
-        if q.ndim != 2 or t.shape != (q.shape[0],) or np.any(np.diff(t) <= 0) or not np.all(np.isfinite(q)):
-            raise DataError("joint trajectory: need strictly increasing times and finite positions, one row per point")
+        if q.ndim != 2 or t.shape != (q.shape[0],) or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0) \
+                or not np.all(np.isfinite(q)):
+            raise DataError("joint trajectory: need finite, strictly increasing times and finite positions, "
+                            "one row per point")
         if velocities is None or len(velocities) != len(t):
             v = np.gradient(q, t, axis=0) if len(t) > 1 else np.zeros_like(q)
             v[-1] = 0.0  # come to rest at the last point
         else:
             v = np.asarray(velocities, float)
+            if v.shape != q.shape or not np.all(np.isfinite(v)):
+                raise DataError("joint trajectory: velocities must be finite, one per joint and point")
         self.t, self.q, self.v = t, q, v
 
     def __call__(self, t: float):
@@ -196,7 +201,10 @@ class DacPipeline:
         if not np.all(np.isfinite(position)) or (quat is not None and not np.all(np.isfinite(quat))):
             raise DataError("ee_target: position/orientation must be finite")
         if quat is not None:
-            quat = np.asarray(quat, float) / np.linalg.norm(quat)
+            norm = float(np.linalg.norm(quat))
+            if not (math.isfinite(norm) and norm > 1e-9):
+                raise DataError("ee_target: orientation must be a quaternion of non-zero, finite length")
+            quat = np.asarray(quat, float) / norm
         self._ee_target = EndEffectorTarget(position, quat if self.ee_attitude else None)
 
     def set_ee_path(self, path):
@@ -251,7 +259,7 @@ class DacPipeline:
             if self.efforts.residual is not None:
                 qdd_r = self._law_iii.joint_reference[1].take(self._to_configured)
             cmd = self.efforts.from_generalized(gen, q, qd, qdd_r)
-            return PipelineOutput(result, cmd, data, ee_pos, target.position)
+            return PipelineOutput(result, cmd, data, ee_pos, target.position, self._law_iii.guarded)
         data = kinematics(self.pinocchio, qm, qdm)
         ee_pos = end_effector_state(self.model, data, self.controller.end_effector)[0]
         target = self._joint_target(t, q)

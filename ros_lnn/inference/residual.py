@@ -75,6 +75,14 @@ class ResidualRuntime:
         self._from_model = np.argsort(self._to_model)
 
     @property
+    def trained_max(self) -> np.ndarray | None:
+        """Largest |τ_res| per joint (``joint_names`` order) in the training data, when recorded."""
+        values = (self.metadata.network or {}).get("tau_res_max")
+        if not values or len(values) != self.n:
+            return None
+        return np.asarray(values, float).take(self._from_model)
+
+    @property
     def certain_model(self) -> dict:
         """The certain model the residual was trained against (name, path, sha256), when recorded."""
         return dict((self.metadata.provenance.get("data") or {}).get("certain_model") or {})

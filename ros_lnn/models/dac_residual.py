@@ -75,6 +75,7 @@ class DacResidual(nn.Module):
         for name in ("q_scale", "qd_scale", "qdd_scale", "tau_scale"):
             self.register_buffer(name, torch.ones(self.n))
         self.register_buffer("q_offset", torch.zeros(self.n))
+        self.register_buffer("tau_max", torch.zeros(self.n))  # largest |τ_res| of the training data
         self.viscous = nn.Parameter(torch.zeros(self.n))
         self.coulomb = nn.Parameter(torch.zeros(self.n))
         self.log_coulomb_velocity = nn.Parameter(torch.full((self.n,), math.log(self.coulomb_velocity)))
@@ -106,6 +107,7 @@ class DacResidual(nn.Module):
             self.qd_scale.copy_(std(qd))
             self.qdd_scale.copy_(std(qdd))
             self.tau_scale.copy_(std(tau))
+            self.tau_max.copy_(torch.as_tensor(tau, dtype=torch.float64).abs().amax(0).to(self.tau_max.dtype))
 
     def features(self, q):
         x = (q - self.q_offset) / self.q_scale

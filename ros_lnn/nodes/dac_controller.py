@@ -83,7 +83,7 @@ PARAMETERS = (
     ("residual_model", "", "learned port: ONNX model from `ros-lnn train --model dac_residual` (its joints must be "
      "joint_names); its τ̂_res(q, q̇, q̈_r) is added to the efforts; empty = certain model only"),
     ("residual_limit", [], "bound on |τ̂_res| per joint (one number for all, or one per joint_names entry); empty = "
-     "a quarter of each joint's effort limit"),
+     "1.5 × the largest |τ_res| of the model's training data (a quarter of the effort limits if not recorded)"),
     ("effort_limits", [], "|effort| limits per joint_names entry; empty = URDF limits "
      "(default_effort_limit where none)"),
     ("default_effort_limit", 50.0, "limit for joints without one [N m]"),
@@ -94,6 +94,10 @@ PARAMETERS = (
      "and the arm holds where it is; 0 = targets never go stale"),
     ("watchdog_period_s", 0.02, "how often the stale-state watchdog runs"),
     ("frame_id", "world", "world frame of targets, obstacles and markers"),
+    ("target_frames", [], "frames ~/ee_target may also come in (fixed ones), each with its pose in frame_id in "
+     "target_frame_poses"),
+    ("target_frame_poses", [], "pose of each target_frames entry in frame_id: x, y, z, qx, qy, qz, qw per frame"),
+    ("use_tf", True, "look up other ~/ee_target frames in /tf and /tf_static through tf2_ros (where installed)"),
     ("publish_markers", True, "publish ~/markers"),
     ("marker_period_s", 0.1, "period of ~/markers (a timer publishes the newest sample's markers)"),
     ("force_scale", 0.02, "marker arrow length per newton [m/N]"),
@@ -122,7 +126,8 @@ def _number(lo: float = -math.inf, hi: float = math.inf, lo_open: bool = False):
     return check
 
 
-def _vector(size: int | None = None, multiple: int = 1, positive: bool = False, nonzero: bool = False):
+def _vector(size: int | None = None, multiple: int = 1, positive: bool = False, nonzero: bool = False,
+            nonnegative: bool = False):
     """Finite numbers: ``size`` of them, or any multiple of ``multiple``."""
     def check(v):
         values = list(v)
@@ -134,6 +139,8 @@ def _vector(size: int | None = None, multiple: int = 1, positive: bool = False, 
             return f"must hold {multiple} numbers per entry"
         if positive and any(x <= 0 for x in values):
             return "must hold positive numbers"
+        if nonnegative and any(x < 0 for x in values):
+            return "must hold numbers >= 0"
         if nonzero and not any(values):
             return "must not be all zero"
         return None
@@ -163,7 +170,7 @@ PARAMETER_CHECKS = {
     "obstacles": _obstacles, "obstacle_influence": _number(0.0, 1e3, lo_open=True),
     "obstacle_eta": _number(0.0, 1e6),
     "effort_limits": _vector(positive=True), "default_effort_limit": _number(0.0, 1e9, lo_open=True),
-    "residual_limit": _vector(),
+    "residual_limit": _vector(nonnegative=True),
     "input_queue_depth": _number(1, 100_000),
     "state_timeout_s": _number(0.0, 3600.0, lo_open=True), "target_timeout_s": _number(0.0, 1e6),
     "watchdog_period_s": _number(1e-3, 10.0), "marker_period_s": _number(0.0, 3600.0),
@@ -185,7 +192,11 @@ PARAMETER_NAMES = frozenset(name for name, *_ in PARAMETERS)
 #: What the learned port did, counted per joint state (``residual_state`` of the effort command).
 RESIDUAL_COUNTS = ("residual_clipped", "residual_non_finite")
 REJECT_REASONS = ("bad_joint_state", "bad_target", "bad_trajectory", "non_finite_output", "stale_state",
-                  "stale_target")
+                  "stale_target", "duplicate_names", "old_stamp", "future_stamp", "step_error")
+#: Longest ~/joint_trajectory taken: bounds the work one message can cause.
+MAX_TRAJECTORY_POINTS = 10_000
+#: A joint state stamped further ahead of the node's clock than this is refused (a clock error, not a state).
+FUTURE_STAMP_TOLERANCE_S = 0.5
 
 
 def shipped_model_path() -> Path:
@@ -232,9 +243,12 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         self.pipeline: DacPipeline | None = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
-        self.counts = dict.fromkeys(REJECT_REASONS + RESIDUAL_COUNTS + ("processed", "saturated"), 0)
+        self.counts = dict.fromkeys(REJECT_REASONS + RESIDUAL_COUNTS + ("processed", "saturated", "singular_damped"), 0)
         self.residual = None  # the learned port's runtime (residual_model)
-        self._residual_fault_time = -math.inf
+        self._residual_fault_time = self._singular_time = -math.inf
+        self._tf_buffer = self._tf_listener = None
+        self._tf_available = False
+        self._frames = None
         self.stats = RateLatency()
         self.cpu_times = deque(maxlen=self.stats.latencies.maxlen)  # callback thread CPU per processed sample [s]
         self._marker_sample = None
@@ -315,6 +329,9 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
                                ee_link=self.p("ee_link") or None, ee_attitude=bool(self.p("ee_attitude")),
                                obstacles=obstacles, obstacle_influence=float(self.p("obstacle_influence")),
                                obstacle_eta=float(self.p("obstacle_eta")), effort_limits=limits)
+        from ..control.frames import FrameTable
+
+        self._frames = FrameTable(self.p("target_frames"), self.p("target_frame_poses"))
         self.residual = None
         if self.p("residual_model"):
             self.residual = self.load_residual(pipeline)
@@ -334,11 +351,13 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         return runtime
 
     def residual_limit(self, pipeline: DacPipeline) -> np.ndarray:
-        """``residual_limit`` per joint (empty: a quarter of the effort limits)."""
+        """``residual_limit`` per joint (empty: 1.5 × the training data's largest |τ_res|, else a quarter
+        of the effort limits): a learned part is not trusted beyond what it was trained on."""
         values = [float(v) for v in self.p("residual_limit")]
         n = len(pipeline.joint_names)
         if not values:
-            return 0.25 * pipeline.efforts.limits
+            seen = self.residual.trained_max if self.residual is not None else None
+            return 1.5 * seen if seen is not None else 0.25 * pipeline.efforts.limits
         if len(values) not in (1, n):
             raise ConfigError(f"parameter residual_limit has {len(values)} values; give one, or one per joint "
                               f"{pipeline.joint_names}")
@@ -398,6 +417,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         self._target_timeout = float(self.p("target_timeout_s"))  # read once: the message path stays lean
         self._state_timeout = float(self.p("state_timeout_s"))
         self._name_order = (None, None)  # (joint_states names, their indices of joint_names)
+        self._start_tf()
         self.pipeline.hold()
         if float(self.p("circle_radius")) > 0:
             from ..control.pipeline import circle_path
@@ -419,6 +439,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._drop_io()
+        self._tf_buffer = self._tf_listener = None
         return super().on_deactivate(state)
 
     # -- inputs ---------------------------------------------------------------------------------
@@ -431,21 +452,64 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
 
     def _on_ee_target(self, msg: PoseStamped) -> None:
         frame = msg.header.frame_id
-        if frame and frame != self.p("frame_id"):
-            return self._reject("bad_target", f"~/ee_target in frame '{frame}'; send it in '{self.p('frame_id')}'")
         p, o = msg.pose.position, msg.pose.orientation
         try:
+            position = [p.x, p.y, p.z]
             quat = [o.w, o.x, o.y, o.z] if (o.w or o.x or o.y or o.z) else None
-            self.pipeline.set_ee_target([p.x, p.y, p.z], quat)
+            if frame and frame != self.p("frame_id"):
+                position, quat = self._to_world(frame, position, quat)
+            self.pipeline.set_ee_target(position, quat)
             self.last_target_time = time.monotonic()
-        except RosLnnError as exc:
+        except LookupError as exc:
             self._reject("bad_target", str(exc))
+        except (RosLnnError, ValueError, ArithmeticError) as exc:
+            self._reject("bad_target", f"~/ee_target: {exc}")
+
+    def _to_world(self, frame: str, position, quat):
+        """A target given in ``frame`` in the world frame ``frame_id``: the fixed frames of the
+        ``target_frames`` table first, then tf2 (where tf2_ros is installed and ``use_tf`` is set)."""
+        if frame in self._frames:
+            return self._frames.to_world(frame, position, quat)
+        world = self.p("frame_id")
+        if self._tf_buffer is None:
+            raise LookupError(f"~/ee_target in frame '{frame}': no transform to '{world}'; add '{frame}' to "
+                              "target_frames/target_frame_poses" + ("" if self._tf_available else
+                                                                     " (tf2_ros is not installed here)"))
+        from rclpy.time import Time
+
+        from ..control.frames import to_world
+
+        try:
+            tf = self._tf_buffer.lookup_transform(world, frame, Time()).transform
+        except Exception as exc:  # noqa: BLE001 - tf2's Lookup/Connectivity/Extrapolation exceptions
+            raise LookupError(f"~/ee_target in frame '{frame}': tf2 has no transform to '{world}' "
+                              f"({type(exc).__name__})") from None
+        t, r = tf.translation, tf.rotation
+        return to_world([t.x, t.y, t.z], [r.w, r.x, r.y, r.z], position, quat)
+
+    def _start_tf(self) -> None:
+        """tf2_ros's buffer and listener (/tf, /tf_static) where tf2_ros is installed and ``use_tf``."""
+        self._tf_buffer = self._tf_listener = None
+        try:
+            import tf2_ros
+        except ImportError:
+            self._tf_available = False
+            return
+        self._tf_available = True
+        if self.p("use_tf"):
+            self._tf_buffer = tf2_ros.Buffer()
+            self._tf_listener = tf2_ros.TransformListener(self._tf_buffer, self)
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         names = list(msg.joint_names)
         missing = [j for j in self.pipeline.joint_names if j not in names]
         if missing or not msg.points:
             return self._reject("bad_trajectory", f"~/joint_trajectory lacks joints {missing} or points")
+        if len(set(names)) != len(names):
+            return self._reject("bad_trajectory", f"~/joint_trajectory names a joint twice: {names}")
+        if len(msg.points) > MAX_TRAJECTORY_POINTS:
+            return self._reject("bad_trajectory", f"~/joint_trajectory has {len(msg.points)} points; at most "
+                                f"{MAX_TRAJECTORY_POINTS} are taken (send it in pieces)")
         idx = [names.index(j) for j in self.pipeline.joint_names]
         start = stamp_ns(msg.header.stamp) * 1e-9 or self._now_s()
         try:
@@ -456,18 +520,33 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
                 vel = np.array([[pt.velocities[i] for i in idx] for pt in msg.points], float)
             self.pipeline.set_joint_trajectory(times, pos, vel)
             self.last_target_time = time.monotonic()
-        except (RosLnnError, IndexError, ValueError) as exc:
+        except (RosLnnError, IndexError, ValueError, OverflowError, TypeError) as exc:
             self._reject("bad_trajectory", f"~/joint_trajectory: {exc}")
 
     def _on_joint_state(self, msg: JointState) -> None:
         t0, c0 = time.perf_counter(), time.thread_time()
         self.stats.arrive()
         names = msg.name
+        stamp = stamp_ns(msg.header.stamp)
+        if stamp:  # an unstamped message (0) is taken as now
+            age = self.get_clock().now().nanoseconds - stamp
+            if age > self._state_timeout * 1e9:  # the README's promise: old states give zero efforts
+                self.counts["old_stamp"] += 1
+                warn_throttled(self, "old_stamp", f"joint_states stamped {age * 1e-9:.3g} s ago (> state_timeout_s): "
+                               "zero efforts")
+                return self._publish_commands(*self._zero_commands)
+            if -age > FUTURE_STAMP_TOLERANCE_S * 1e9:
+                return self._reject("future_stamp", f"joint_states stamped {-age * 1e-9:.3g} s ahead of this "
+                                    "node's clock (check the clocks / use_sim_time)")
         try:
             cached_names, idx = self._name_order
             if names != cached_names:  # the usual case sends the same names every time: index them once
-                idx = np.array([list(names).index(j) for j in self.pipeline.joint_names], dtype=np.intp)
-                self._name_order = (list(names), idx)
+                listed = list(names)
+                if len(set(listed)) != len(listed):
+                    self._name_order = (None, None)
+                    return self._reject("duplicate_names", f"joint_states names a joint twice: {listed}")
+                idx = np.array([listed.index(j) for j in self.pipeline.joint_names], dtype=np.intp)
+                self._name_order = (listed, idx)
             q = np.asarray(msg.position, dtype=float).take(idx)
             qd = np.asarray(msg.velocity, dtype=float).take(idx) if len(msg.velocity) == len(names) else None
         except (ValueError, IndexError):
@@ -483,6 +562,13 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             out = pipeline.step(q, qd, self._now_s() if pipeline.needs_clock else 0.0)
         except RosLnnError as exc:
             return self._reject("bad_joint_state", str(exc))
+        except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:  # never a dead process
+            self._reject("step_error", f"the law failed at this state ({type(exc).__name__}: {exc}); zero efforts")
+            return self._publish_commands(*self._zero_commands)
+        if out.guarded:
+            self.counts["singular_damped"] += 1
+            self._singular_time = time.monotonic()
+            warn_throttled(self, "singular", "singular task at this configuration: damped task inverse")
         port, effort = out.result.tau_c, out.efforts.effort
         state = out.efforts.residual_state
         if state != "off":
@@ -598,6 +684,8 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             level, message = DiagnosticStatus.ERROR, "joint_states stale: zero efforts"
         elif self.last_output is None:
             level, message = DiagnosticStatus.WARN, "waiting for joint_states"
+        elif time.monotonic() - self._singular_time < max(2.0, float(self.p("diagnostics_period_s"))):
+            level, message = DiagnosticStatus.WARN, "singular task configuration: damped task inverse"
         elif time.monotonic() - self._residual_fault_time < max(2.0, float(self.p("diagnostics_period_s"))):
             level, message = DiagnosticStatus.WARN, "learned port non-finite: model-only efforts"
         elif self.last_output.efforts.saturated.any():
@@ -606,7 +694,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             level, message = DiagnosticStatus.OK, "tracking"
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [diagnostic_status(f"{self.get_name()}: dac_controller", self.pipeline.model.name, level,
+        msg.status = [diagnostic_status(f"{self.get_fully_qualified_name()}: dac_controller", self.pipeline.model.name, level,
                                           message, values)]
         self._pubs["diagnostics"].publish(msg)
 

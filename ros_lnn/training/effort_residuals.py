@@ -183,7 +183,7 @@ def residual_data(spec: RunSpec, say: Callable[[str], None] = print) -> dict:
         "kind": "rosbag",
         "bags": ds.summary["bags"],
         "mapping": ds.summary["mapping"],
-        "certain_model": {"name": model.name, "path": str(settings["model"]), "sha256": sha},
+        "certain_model": {"name": model.name, "file": settings["model"].name, "sha256": sha},
         "effort_timing": settings["effort_timing"],
         "trim": trim,
     }
