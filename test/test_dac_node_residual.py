@@ -247,6 +247,7 @@ def test_the_shipped_port_closes_the_loop_on_the_mismatched_simulator(ctx):
         label: _track(ctx, model, sim_params, probe, point, times, q_task)
         for label, model in (("model-only", ""), ("data-assisted", str(SHIPPED)))
     }
+    print("tracking rms over topics [m]:", rms)
     assert rms["model-only"] > 0.01, rms
     assert rms["data-assisted"] < rms["model-only"] / 5, rms
 
