@@ -26,8 +26,8 @@ def add_arguments(parser):
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     parser.add_argument("--model", help="ONNX model (default: the shipped one)")
     parser.add_argument("--duration", type=float, default=None, help="seconds, for timed benchmarks")
-    parser.add_argument("--output", help="folder for the figures a benchmark writes (control: the closed-loop "
-                        "demo's, default reports/dac_demo)")
+    parser.add_argument("--output", help="folder for the figures a benchmark writes (control: the "
+                        "closed-loop demo's, default reports/dac_demo)")
 
 
 def run(args) -> int:

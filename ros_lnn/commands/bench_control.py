@@ -244,7 +244,8 @@ def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str
            "processed_fraction": node.counts["processed"] / max(got["sent"], 1),
            "node_step_median_us": q(lat, 50), "node_step_p99_us": q(lat, 99),
            "node_cpu_median_us": q(cpu, 50), "node_cpu_p99_us": q(cpu, 99)}
-    print(("with learned port: " if residual_model else "") + "node at {requested_rate_hz:.0f} Hz (feeder in another process, {executor}, queue "
+    print(("with learned port: " if residual_model else "")
+          + "node at {requested_rate_hz:.0f} Hz (feeder in another process, {executor}, queue "
           "{input_queue_depth}): sent {sent_rate_hz:.0f} Hz, processed {processed_fraction:.2%}, "
           "published {output_rate_hz:.0f} Hz ({outputs_per_input:.4f} per input); in-node latency median "
           "{node_step_median_us:.0f} µs, p99 {node_step_p99_us:.0f} µs; callback CPU median "
@@ -345,7 +346,8 @@ def bench_dac_node(args) -> dict:
     duration = float(getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 10.0))
     model = getattr(args, "model", None) or str(shipped_residual_model())
     load = os.getloadavg()
-    out = {"model_only": bench_node_rate(duration), "learned_port": bench_node_rate(duration, residual_model=model),
+    out = {"model_only": bench_node_rate(duration),
+           "learned_port": bench_node_rate(duration, residual_model=model),
            "port_call": port_call_time(model, 300 if getattr(args, "quick", False) else 3000)}
     out["loadavg_before"] = load
     out["loadavg_after"] = os.getloadavg()

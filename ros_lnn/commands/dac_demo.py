@@ -30,7 +30,8 @@ def add_dac_demo_arguments(parser):
     parser.add_argument("--quick", action="store_true", help="shorter run")
     parser.add_argument("--no-avoidance", action="store_true", help="switch the obstacle potential off")
     parser.add_argument("--plant-mismatch", action="store_true",
-                        help="the arm differs from its URDF: record, train the learned port, compare three runs")
+                        help="the arm differs from its URDF: record, train the learned port, compare three "
+                        "runs")
 
 
 def simulate_demo(duration: float = 6.0, dt: float = 4e-3, avoidance: bool = True, progress=None) -> dict:
@@ -161,12 +162,13 @@ def run_dac_demo(args) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------------------------------- plant mismatch
+# ------------------------------------------------------------------------------------ plant mismatch
 #: How the demo arm differs from config/dac_chain.urdf: joint friction (viscous, Coulomb), 0.3 kg at the
 #: tool (5 cm beyond link5's centre of mass) and reflected rotor inertia.
 DEMO_MISMATCH_VALUES = dict(viscous=(0.5, 0.5, 0.3, 0.2, 0.05), coulomb=(0.4, 0.4, 0.25, 0.15, 0.05),
                             coulomb_velocity=0.05, payload_mass=0.3, payload_offset=(0.05, 0.0, 0.0),
-                            payload_inertia=(2e-4, 2e-4, 2e-4), rotor_inertia=(0.01, 0.01, 0.005, 0.003, 0.001))
+                            payload_inertia=(2e-4, 2e-4, 2e-4),
+                            rotor_inertia=(0.01, 0.01, 0.005, 0.003, 0.001))
 SAMPLE_DT = 2e-3  # 500 Hz: the rate of dac_chain_sim in the ROS demo
 TASK_SECONDS = 8.0
 #: Recording the excitations: law II with stiffer gains, so that the arm follows the multi-sines widely.
@@ -175,7 +177,8 @@ EXCITATION_AMPLITUDE = (0.35, 0.35, 0.3, 0.5, 0.6)
 
 
 def demo_plant():
-    """``(arm, Plant)``: the certain model (the shipped URDF) and the arm with :data:`DEMO_MISMATCH_VALUES`."""
+    """``(arm, Plant)``: the certain model (the shipped URDF) and the arm with
+    :data:`DEMO_MISMATCH_VALUES`."""
     from ..nodes.dac_controller import shipped_model_path
     from ..physics.multibody_build import load_model
     from ..physics.multibody_pin_plant import Plant, PlantMismatch
@@ -257,12 +260,13 @@ def write_recordings_bag(path, logs, joint_names, effort_topic: str = "/dac_cont
 
 
 def train_port(bag, folder: Path, epochs: int, progress=print) -> Path:
-    """``ros-lnn train --model dac_residual --bag BAG --config config/dac_residual.yaml`` as a library call."""
+    """``ros-lnn train --model dac_residual --bag BAG --config config/dac_residual.yaml``, as a library
+    call."""
+    import os
+
     from ..training.effort_residuals import shipped_config
     from ..training.run import run
     from ..training.spec import RunSpec
-
-    import os
 
     out = folder / "arm_residual.onnx"
     config = os.path.relpath(shipped_config())  # the recorded command line stays free of this machine's paths
@@ -284,7 +288,8 @@ def compare_three(arm, plant, residual, duration: float = TASK_SECONDS) -> dict:
     for name, port in (("model-only", None), ("data-assisted", residual), ("exact-model", plant.residual)):
         pipe = law_ii(arm, port)
         pipe.set_joint_trajectory(times, q_task)
-        log = sampled_loop(pipe, q_task[0], duration, SAMPLE_DT, dynamics=plant.forward_dynamics, target=point)
+        log = sampled_loop(pipe, q_task[0], duration, SAMPLE_DT, dynamics=plant.forward_dynamics,
+                           target=point)
         out[name] = {"tracking_rms_m": log.tracking_rms(1.0), "log": log}
     return out
 
@@ -300,7 +305,8 @@ def run_plant_mismatch(args) -> int:
     arm, plant = demo_plant()
     names = list(plant.certain.joint_names)
     print(f"DAC with plant mismatch: {DEMO_MISMATCH_VALUES}")
-    print("1. record the arm under the model-only controller (task, circles, excitations; 500 Hz) ...", flush=True)
+    print("1. record the arm under the model-only controller (task, circles, excitations; 500 Hz) ...",
+          flush=True)
     logs = record_arm(arm, plant, quick, progress=lambda m: print(m, flush=True))
     bag = folder / "recordings"
     if bag.exists():
@@ -318,8 +324,8 @@ def run_plant_mismatch(args) -> int:
           f"(law II on the tool circle's joint path, {TASK_SECONDS:.0f} s at 500 Hz) ...", flush=True)
     runs = compare_three(arm, plant, port)
     summary = {k: v["tracking_rms_m"] for k, v in runs.items()}
-    (folder / "summary.json").write_text(json.dumps({"tracking_rms_m": summary, "mismatch": DEMO_MISMATCH_VALUES,
-                                                      "model": str(model)}, indent=2))
+    doc = {"tracking_rms_m": summary, "mismatch": DEMO_MISMATCH_VALUES, "model": str(model)}
+    (folder / "summary.json").write_text(json.dumps(doc, indent=2))
     a, b, c = (summary[k] for k in ("model-only", "data-assisted", "exact-model"))
     print(f"   data-assisted / model-only = 1/{a / b:.0f}, data-assisted / exact-model = {b / c:.1f}")
     print(f"tracking rms [m]: model-only {a:.3g}, data-assisted {b:.3g}, exact-model {c:.3g}")

@@ -56,7 +56,8 @@ class Gains:
     damping: float = 0.0  # μ of the damped task inverse (0: exact when the task is feasible)
 
     def validate(self):
-        for name in ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude", "obstacle_gain", "damping"):
+        for name in ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude", "obstacle_gain",
+                     "damping"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ConfigError(f"DAC gain {name} = {value!r} must be a finite number")

@@ -103,7 +103,8 @@ class PortToEfforts:
             return
         lim = np.broadcast_to(np.asarray(limit, dtype=float).ravel(), (len(self.joint_names),)).copy()
         if np.any(~(lim >= 0)) or not np.all(np.isfinite(lim)):
-            raise ConfigError(f"residual limits {list(lim)} must be finite numbers >= 0 per joint {self.joint_names}")
+            raise ConfigError(f"residual limits {list(lim)} must be finite numbers >= 0 per joint "
+                              f"{self.joint_names}")
         self.residual_limit = lim
 
     def __call__(self, data, tau_c, q=None, qd=None, G=None, qdd_r=None) -> EffortCommand:
@@ -126,7 +127,8 @@ class PortToEfforts:
             res = np.asarray(self.residual(q, qd, qdd_r), dtype=float).reshape(model_part.shape)
             state = "ok"
             if not math.isfinite(float(res.dot(res))):
-                res, state = self._no_residual, "non_finite"  # a learned part that fails must not poison the command
+                # a learned part that fails must not poison the command
+                res, state = self._no_residual, "non_finite"
             elif self.residual_limit is not None and np.any(np.abs(res) > self.residual_limit):
                 res, state = np.clip(res, -self.residual_limit, self.residual_limit), "clipped"
             requested = model_part + res
@@ -137,5 +139,5 @@ class PortToEfforts:
         magnitude = np.abs(requested)
         ratios = (magnitude * self._inv_limits).tolist()
         ratio = max(ratios, default=0.0) if math.isfinite(sum(ratios)) else math.nan
-        return EffortCommand(effort, requested, model_part, res, magnitude > self.limits, gen[:self._root_cols], ratio,
-                             state)
+        return EffortCommand(effort, requested, model_part, res, magnitude > self.limits,
+                             gen[:self._root_cols], ratio, state)

@@ -189,7 +189,8 @@ class EndEffectorLawJointSpace:
         Q += Je.dot(w_dot)
         if gains.damping:
             JeW[:, :m] += self._eye[m]
-        T_inv, self.guarded = guarded_task_inverse(np.ascontiguousarray(JeW[:, :m]), _inverse3 if m == 3 else None)
+        T_inv, self.guarded = guarded_task_inverse(np.ascontiguousarray(JeW[:, :m]),
+                                                   _inverse3 if m == 3 else None)
         coef = np.empty(c)
         rhs, rhs_dot = nu_er, nu_er_dot
         if grad is not None:

@@ -145,7 +145,8 @@ class DacPipeline:
     def _joint_space_law(self) -> EndEffectorLawJointSpace | None:
         if self.law != "end_effector":
             return None
-        return EndEffectorLawJointSpace(self.controller, self.pinocchio, self.pinocchio.frame_ids["end_effector"])
+        frame = self.pinocchio.frame_ids["end_effector"]
+        return EndEffectorLawJointSpace(self.controller, self.pinocchio, frame)
 
     @property
     def gains(self) -> Gains:

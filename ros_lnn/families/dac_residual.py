@@ -105,7 +105,8 @@ def metadata(model: DacResidual, shape: Shape, **fields: Any) -> ModelMetadata:
         "graph_inputs": list(GRAPH_INPUTS),
         "graph_outputs": list(GRAPH_OUTPUTS),
         "friction": model.friction_parameters(),
-        "tau_res_max": model.tau_max.detach().cpu().tolist(),  # the controller's default bound derives from it
+        # the controller's default bound derives from it
+        "tau_res_max": model.tau_max.detach().cpu().tolist(),
     }
     return ModelMetadata(
         family=NAME,

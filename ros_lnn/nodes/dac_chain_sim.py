@@ -47,12 +47,16 @@ PARAMETERS = (
     ("rate_hz", 500.0, "joint_states rate; one RK4 step per period"),
     ("command_timeout_s", 0.2, "commands older than this count as zero"),
     ("disturbance", [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], "constant wrench on the last body (force, moment) [N, N m]"),
-    ("friction_viscous", [], "viscous joint friction d (one, or per joint_names entry) [N m s/rad]; empty = none"),
-    ("friction_coulomb", [], "Coulomb joint friction c, as c tanh(q̇ / friction_coulomb_velocity) [N m]; empty = none"),
+    ("friction_viscous", [], "viscous joint friction d (one, or per joint_names entry) [N m s/rad]; "
+     "empty = none"),
+    ("friction_coulomb", [], "Coulomb joint friction c, as c tanh(q̇ / friction_coulomb_velocity) [N m]; "
+     "empty = none"),
     ("friction_coulomb_velocity", 0.05, "velocity over which Coulomb friction turns over [rad/s]"),
     ("payload_mass", 0.0, "mass the description does not know, on payload_link [kg]"),
-    ("payload_offset", [0.0, 0.0, 0.0], "payload centre of mass from the link's centre of mass, link axes [m]"),
-    ("payload_inertia", [0.0, 0.0, 0.0], "payload's principal moments of inertia about its centre, link axes [kg m²]"),
+    ("payload_offset", [0.0, 0.0, 0.0], "payload centre of mass from the link's centre of mass, link axes "
+     "[m]"),
+    ("payload_inertia", [0.0, 0.0, 0.0], "payload's principal moments of inertia about its centre, link "
+     "axes [kg m²]"),
     ("payload_link", "", "link carrying the payload; empty = the last link"),
     ("rotor_inertia", [], "reflected motor inertia (one, or per joint_names entry) [kg m²]; empty = none"),
 )
@@ -102,7 +106,8 @@ class DacChainSim(Node):
             values = [float(v) for v in p(name)]
             if len(values) > 1:
                 if len(values) != len(self.joint_names):
-                    raise RosLnnError(f"parameter {name} has {len(values)} values; give one, or one per joint "
+                    raise RosLnnError(f"parameter {name} has {len(values)} values; give one, or one per "
+                                      "joint "
                                       f"{self.joint_names}")
                 values = [values[i] for i in self._to_model]
             return tuple(values)
@@ -110,7 +115,8 @@ class DacChainSim(Node):
         link = p("payload_link")
         names = [b.name for b in self.model.bodies]
         if link and link not in names:
-            raise RosLnnError(f"parameter payload_link '{link}' is not a link of '{self.model.name}' ({names})")
+            raise RosLnnError(f"parameter payload_link '{link}' is not a link of '{self.model.name}' "
+                              f"({names})")
         return mismatch_from_values(dict(
             viscous=per_joint("friction_viscous"), coulomb=per_joint("friction_coulomb"),
             coulomb_velocity=float(p("friction_coulomb_velocity")), payload_mass=float(p("payload_mass")),

@@ -4,10 +4,10 @@ configure   build the multibody model from ``robot_description`` (URDF string) o
             (URDF/YAML; empty = the shipped config/dac_chain.urdf), the law and the effort map
 activate    subscribe ``joint_states``, ``~/joint_trajectory`` (laws I/II), ``~/ee_target`` (law III);
             publish per joint state:
-              ~/port_command          Float64MultiArray 6N: [f_1…f_N, m_1…m_N] (layout labels f,m / bodies / x,y,z):
-                                      τ_c, plus E τ̂_res with a learned port
-              ~/joint_effort_command  Float64MultiArray, efforts u = Gᵀ τ_c (+ τ̂_res) in ``joint_names`` order,
-                                      clamped
+              ~/port_command          Float64MultiArray 6N: [f_1…f_N, m_1…m_N] (layout labels f,m /
+                                      bodies / x,y,z): τ_c, plus E τ̂_res with a learned port
+              ~/joint_effort_command  Float64MultiArray, efforts u = Gᵀ τ_c (+ τ̂_res) in
+                                      ``joint_names`` order, clamped
             and, from timers, ~/markers (MarkerArray of the newest sample: body forces as arrows, end
             effector, target, obstacles) and /diagnostics
 deactivate  subscriptions and timers stop; cleanup drops the model.
@@ -69,7 +69,8 @@ PARAMETERS = (
     ("lambda_position", 5.0, "Λ for position errors [1/s]"),
     ("lambda_attitude", 5.0, "Λ for attitude errors [1/s]"),
     ("task_damping", 0.05, "μ of the damped task inverse (robust near singular arm poses; 0 = exact)"),
-    ("obstacle_gain", 1.0, "k_o: weight of the obstacle push in the null space of the task (law III; 0 = off)"),
+    ("obstacle_gain", 1.0, "k_o: weight of the obstacle push in the null space of the task (law III; "
+     "0 = off)"),
     ("mass_weighted", True, "K_d = k 𝓜 with kd_* as rates [1/s]; false: K_d = diag(kd_linear, kd_angular) "
      "[N s/m, N m s]"),
     ("circle_radius", 0.0, "> 0: law III follows a built-in circle (demo) instead of ~/ee_target [m]"),
@@ -80,10 +81,11 @@ PARAMETERS = (
     ("obstacles", [], "spherical obstacles in the world frame, flattened x, y, z, radius per obstacle"),
     ("obstacle_influence", 0.1, "clearance below which the obstacle potential acts [m]"),
     ("obstacle_eta", 5.0, "largest obstacle push η [N]"),
-    ("residual_model", "", "learned port: ONNX model from `ros-lnn train --model dac_residual` (its joints must be "
-     "joint_names); its τ̂_res(q, q̇, q̈_r) is added to the efforts; empty = certain model only"),
-    ("residual_limit", [], "bound on |τ̂_res| per joint (one number for all, or one per joint_names entry); empty = "
-     "1.5 × the largest |τ_res| of the model's training data (a quarter of the effort limits if not recorded)"),
+    ("residual_model", "", "learned port: ONNX model from `ros-lnn train --model dac_residual` (its joints "
+     "must be joint_names); its τ̂_res(q, q̇, q̈_r) is added to the efforts; empty = certain model only"),
+    ("residual_limit", [], "bound on |τ̂_res| per joint (one number for all, or one per joint_names entry); "
+     "empty = 1.5 × the largest |τ_res| of the model's training data (a quarter of the effort limits if "
+     "not recorded)"),
     ("effort_limits", [], "|effort| limits per joint_names entry; empty = URDF limits "
      "(default_effort_limit where none)"),
     ("default_effort_limit", 50.0, "limit for joints without one [N m]"),
@@ -94,10 +96,12 @@ PARAMETERS = (
      "and the arm holds where it is; 0 = targets never go stale"),
     ("watchdog_period_s", 0.02, "how often the stale-state watchdog runs"),
     ("frame_id", "world", "world frame of targets, obstacles and markers"),
-    ("target_frames", [], "frames ~/ee_target may also come in (fixed ones), each with its pose in frame_id in "
-     "target_frame_poses"),
-    ("target_frame_poses", [], "pose of each target_frames entry in frame_id: x, y, z, qx, qy, qz, qw per frame"),
-    ("use_tf", True, "look up other ~/ee_target frames in /tf and /tf_static through tf2_ros (where installed)"),
+    ("target_frames", [], "frames ~/ee_target may also come in (fixed ones), each with its pose in frame_id "
+     "in target_frame_poses"),
+    ("target_frame_poses", [], "pose of each target_frames entry in frame_id: x, y, z, qx, qy, qz, qw per "
+     "frame"),
+    ("use_tf", True, "look up other ~/ee_target frames in /tf and /tf_static through tf2_ros (where "
+     "installed)"),
     ("publish_markers", True, "publish ~/markers"),
     ("marker_period_s", 0.1, "period of ~/markers (a timer publishes the newest sample's markers)"),
     ("force_scale", 0.02, "marker arrow length per newton [m/N]"),
@@ -109,8 +113,8 @@ GAIN_PARAMETERS = {"kd_linear": "kd_linear", "kd_angular": "kd_angular", "mass_w
                    "lambda_position": "lambda_position", "lambda_attitude": "lambda_attitude",
                    "obstacle_gain": "obstacle_gain", "task_damping": "damping"}
 #: Parameters a running node takes at once (``ros2 param set``): the gains and the learned port's bound,
-#: applied from the next joint state on, and the marker scale. Every other parameter is read at configure or activate; setting one
-#: on a configured node is refused with the way to apply it.
+#: applied from the next joint state on, and the marker scale. Every other parameter is read at
+#: configure or activate; setting one on a configured node is refused with the way to apply it.
 LIVE_PARAMETERS = ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude", "obstacle_gain",
                    "task_damping", "force_scale", "residual_limit")
 
@@ -131,7 +135,8 @@ def _vector(size: int | None = None, multiple: int = 1, positive: bool = False, 
     """Finite numbers: ``size`` of them, or any multiple of ``multiple``."""
     def check(v):
         values = list(v)
-        if any(isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) for x in values):
+        if any(isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x)
+               for x in values):
             return "must hold finite numbers"
         if size is not None and len(values) != size:
             return f"must hold {size} numbers"
@@ -165,7 +170,8 @@ PARAMETER_CHECKS = {
     "kd_linear": _number(0.0, 1e6, lo_open=True), "kd_angular": _number(0.0, 1e6, lo_open=True),
     "lambda_position": _number(0.0, 1e6, lo_open=True), "lambda_attitude": _number(0.0, 1e6, lo_open=True),
     "task_damping": _number(0.0, 1e3), "obstacle_gain": _number(0.0, 1e6),
-    "circle_radius": _number(0.0, 1e3), "circle_center": _vector(3), "circle_normal": _vector(3, nonzero=True),
+    "circle_radius": _number(0.0, 1e3), "circle_center": _vector(3),
+    "circle_normal": _vector(3, nonzero=True),
     "circle_period_s": _number(0.0, 1e6, lo_open=True), "circle_phase": _number(-1e6, 1e6),
     "obstacles": _obstacles, "obstacle_influence": _number(0.0, 1e3, lo_open=True),
     "obstacle_eta": _number(0.0, 1e6),
@@ -243,7 +249,8 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         self.pipeline: DacPipeline | None = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
-        self.counts = dict.fromkeys(REJECT_REASONS + RESIDUAL_COUNTS + ("processed", "saturated", "singular_damped"), 0)
+        self.counts = dict.fromkeys(REJECT_REASONS + RESIDUAL_COUNTS + ("processed", "saturated",
+                                                                        "singular_damped"), 0)
         self.residual = None  # the learned port's runtime (residual_model)
         self._residual_fault_time = self._singular_time = -math.inf
         self._tf_buffer = self._tf_listener = None
@@ -274,12 +281,14 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
                     f"again; live parameters: {', '.join(LIVE_PARAMETERS)}"))
             changed[p.name] = p.value
         limit = changed.get("residual_limit")
-        if limit is not None and self.pipeline is not None and len(limit) not in (0, 1, len(self.pipeline.joint_names)):
+        if limit is not None and self.pipeline is not None and \
+                len(limit) not in (0, 1, len(self.pipeline.joint_names)):
             return SetParametersResult(successful=False, reason=(
                 f"residual_limit needs one number, or one per joint {self.pipeline.joint_names}"))
         if set(changed) & set(GAIN_PARAMETERS):
             try:
-                self.gains_from_parameters({k: v for k, v in changed.items() if k in GAIN_PARAMETERS}).validate()
+                gains = {k: v for k, v in changed.items() if k in GAIN_PARAMETERS}
+                self.gains_from_parameters(gains).validate()
             except ConfigError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
@@ -320,12 +329,13 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         obstacles = [(obstacles[i:i + 3], obstacles[i + 3]) for i in range(0, len(obstacles), 4)]
         names = self.p("joint_names") or None
         limits = [float(v) for v in self.p("effort_limits")] or None
-        if limits is None:  # every joint that takes an effort: revolute and prismatic, as the pipeline orders them
+        if limits is None:  # every joint that takes an effort (revolute, prismatic), in the pipeline's order
             names_eff = names or [j.name for j in model.joints if j.kind in ("revolute", "prismatic")]
             urdf = {j.name: j.effort_limit for j in model.joints}
             default = float(self.p("default_effort_limit"))
             limits = [urdf[j] if np.isfinite(urdf.get(j, np.inf)) else default for j in names_eff]
-        pipeline = DacPipeline(model, law=self.p("law"), gains=self.gains_from_parameters(), joint_names=names,
+        pipeline = DacPipeline(model, law=self.p("law"), gains=self.gains_from_parameters(),
+                               joint_names=names,
                                ee_link=self.p("ee_link") or None, ee_attitude=bool(self.p("ee_attitude")),
                                obstacles=obstacles, obstacle_influence=float(self.p("obstacle_influence")),
                                obstacle_eta=float(self.p("obstacle_eta")), effort_limits=limits)
@@ -359,7 +369,8 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             seen = self.residual.trained_max if self.residual is not None else None
             return 1.5 * seen if seen is not None else 0.25 * pipeline.efforts.limits
         if len(values) not in (1, n):
-            raise ConfigError(f"parameter residual_limit has {len(values)} values; give one, or one per joint "
+            raise ConfigError(f"parameter residual_limit has {len(values)} values; give one, or one per "
+                              "joint "
                               f"{pipeline.joint_names}")
         return np.broadcast_to(np.asarray(values), (n,)).copy()
 
@@ -532,8 +543,8 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             age = self.get_clock().now().nanoseconds - stamp
             if age > self._state_timeout * 1e9:  # the README's promise: old states give zero efforts
                 self.counts["old_stamp"] += 1
-                warn_throttled(self, "old_stamp", f"joint_states stamped {age * 1e-9:.3g} s ago (> state_timeout_s): "
-                               "zero efforts")
+                warn_throttled(self, "old_stamp", f"joint_states stamped {age * 1e-9:.3g} s ago "
+                               "(> state_timeout_s): zero efforts")
                 return self._publish_commands(*self._zero_commands)
             if -age > FUTURE_STAMP_TOLERANCE_S * 1e9:
                 return self._reject("future_stamp", f"joint_states stamped {-age * 1e-9:.3g} s ahead of this "
@@ -563,7 +574,8 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         except RosLnnError as exc:
             return self._reject("bad_joint_state", str(exc))
         except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:  # never a dead process
-            self._reject("step_error", f"the law failed at this state ({type(exc).__name__}: {exc}); zero efforts")
+            self._reject("step_error", f"the law failed at this state ({type(exc).__name__}: {exc}); "
+                         "zero efforts")
             return self._publish_commands(*self._zero_commands)
         if out.guarded:
             self.counts["singular_damped"] += 1
@@ -694,7 +706,8 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             level, message = DiagnosticStatus.OK, "tracking"
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [diagnostic_status(f"{self.get_fully_qualified_name()}: dac_controller", self.pipeline.model.name, level,
+        name = f"{self.get_fully_qualified_name()}: dac_controller"  # namespaced: instances stay apart
+        msg.status = [diagnostic_status(name, self.pipeline.model.name, level,
                                           message, values)]
         self._pubs["diagnostics"].publish(msg)
 
