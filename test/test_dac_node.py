@@ -69,7 +69,10 @@ def _joint_state(names, q, qd):
 def _library(**kw):
     model = load_model(URDF)
     limits = [j.effort_limit for j in model.joints]
-    args = dict(gains=Gains(20.0, 20.0, 5.0, 5.0, 1.0, 0.05), ee_link="tool0", effort_limits=limits)
+    # the node's documented defaults, by keyword
+    gains = Gains(kd_linear=20.0, kd_angular=20.0, mass_weighted=True, lambda_position=5.0,
+                  lambda_attitude=5.0, obstacle_gain=1.0, damping=0.05)
+    args = dict(gains=gains, ee_link="tool0", effort_limits=limits)
     args.update(kw)
     return DacPipeline(model, **args)
 

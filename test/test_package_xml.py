@@ -111,7 +111,7 @@ def test_every_python_library_has_its_rosdep_key_and_deployment_ones_are_uncondi
 
 
 def _is_ros_module(module: str) -> bool:
-    if module in ("rclpy", "launch", "launch_ros", "ament_index_python") or module.endswith(
+    if module in ("rclpy", "launch", "launch_ros", "ament_index_python", "tf2_ros") or module.endswith(
         ("_msgs", "_interfaces")
     ):
         return True
@@ -165,4 +165,6 @@ def test_the_ros_wheels_extras_match_the_declared_ros_packages():
     ros_runtime = {name for name, cond in declared().items() if not cond and not name.startswith("python3-")}
     # pinocchio: a ROS package on a ROS install, the `pin` wheel (setup.py's deploy list) elsewhere;
     # ros_lnn_msgs: built from interfaces/ (colcon build, or make msgs into the environment), no wheel
-    assert wheels - {"rmw_fastrtps_cpp"} == ros_runtime - {"launch", "launch_ros", "pinocchio", "ros_lnn_msgs"}
+    # tf2_ros_py: no wheel on PyPI, dac_controller uses it only where it is installed
+    assert wheels - {"rmw_fastrtps_cpp"} == ros_runtime - {
+        "launch", "launch_ros", "pinocchio", "ros_lnn_msgs", "tf2_ros_py"}

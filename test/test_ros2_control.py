@@ -56,7 +56,7 @@ def test_ros2_control_block_commands_effort_and_reports_state_for_every_joint():
         float(j.find("state_interface[@name='position']/param[@name='initial_value']").text) for j in joints
     ]
     demo = yaml.safe_load((ROOT / "config" / "dac_demo.yaml").read_text())
-    assert initial == demo["dac_chain_sim"]["ros__parameters"]["initial_positions"]
+    assert initial == demo["/**/dac_chain_sim"]["ros__parameters"]["initial_positions"]
 
 
 def test_controllers_yaml_matches_the_ros2_control_joints():

@@ -9,7 +9,8 @@ BENCHES = {
                   "ONNX runtime vs torch (analytic) vs torch (autograd) per-sample latency, batched throughput"),
     "node": ("ros_lnn.commands.bench_node", "bench_node", "estimator node driven at 1 kHz / 5 kHz over DDS"),
     "control": ("ros_lnn.commands.bench_control", "bench_control", "DAC controller step time for N bodies"),
-    "dac-node": ("ros_lnn.commands.bench_control", "bench_dac_node", "dac_controller node at 1 kHz over DDS"),
+    "dac-node": ("ros_lnn.commands.bench_control", "bench_dac_node",
+                 "dac_controller node at 1 kHz over DDS, model-only and with the learned port (--model)"),
     "fault": ("ros_lnn.commands.bench_fault", "bench_fault",
               "fault-injection soak of servo_lnn, sim and dac_controller (--duration s, default 120; --quick: "
               "one round)"),
@@ -36,6 +37,8 @@ def add_arguments(parser):
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     parser.add_argument("--model", help="ONNX model (default: the shipped one)")
     parser.add_argument("--duration", type=float, default=None, help="seconds, for timed benchmarks")
+    parser.add_argument("--output", help="folder for the figures a benchmark writes (control: the "
+                        "closed-loop demo's, default reports/dac_demo)")
 
 
 def run(args) -> int:

@@ -2,7 +2,13 @@
 an obstacle sits on its wrist's path and a disturbance pushes the end link; the port is realised through
 joint efforts ``u = Gᵀ τ_c`` with the URDF effort limits, the arm simulated in joint coordinates
 (Pinocchio's ABA). Writes PNG figures and prints a summary.
-(``run_dac_demo(args)`` is wired into the CLI by the lead; ``add_dac_demo_arguments`` adds its options.)
+
+``ros-lnn demo --dac --plant-mismatch``: the arm differs from its URDF as real arms do (joint friction,
+an unknown payload at the tool, rotor inertia: :data:`DEMO_MISMATCH`); the data-assisted workflow end to
+end — record the arm under the model-only controller (the task and excitations) to a rosbag, train the
+learned port on it (``ros-lnn train --model dac_residual``), export ONNX, load it with ONNX Runtime — and
+the same trajectory three times: certain model only, certain model + learned port, certain model + the
+exact residual (the floor). Its last line: ``tracking rms [m]: model-only A, data-assisted B, exact-model C``.
 """
 from __future__ import annotations
 
@@ -18,10 +24,14 @@ DISTURBANCE = (2.5, 2.7, np.array([0.0, 0.0, -8.0]))  # start, end, force on the
 
 
 def add_dac_demo_arguments(parser):
-    parser.add_argument("--output", default="reports/dac_demo", help="folder for the figures and summary (default reports/dac_demo)")
+    parser.add_argument("--output", default="reports/dac_demo",
+                        help="folder for the figures and summary (default reports/dac_demo)")
     parser.add_argument("--duration", type=float, default=None, help="simulated seconds (default 6, quick 3)")
     parser.add_argument("--quick", action="store_true", help="shorter run")
     parser.add_argument("--no-avoidance", action="store_true", help="switch the obstacle potential off")
+    parser.add_argument("--plant-mismatch", action="store_true",
+                        help="the arm differs from its URDF: record, train the learned port, compare three "
+                        "runs")
 
 
 def simulate_demo(duration: float = 6.0, dt: float = 4e-3, avoidance: bool = True, progress=None) -> dict:
@@ -134,6 +144,8 @@ def write_figures(out: dict, folder: Path) -> list[Path]:
 def run_dac_demo(args) -> int:
     import json
 
+    if getattr(args, "plant_mismatch", False):
+        return run_plant_mismatch(args)
     duration = getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 6.0)
     folder = Path(getattr(args, "output", None) or "reports/dac_demo")
     print(f"DAC demo: demo arm, law III, circle r = {CIRCLE_RADIUS} m, obstacle on the wrist path, "
@@ -147,4 +159,174 @@ def run_dac_demo(args) -> int:
     for k, v in summary.items():
         print(f"  {k:38s} {v:.4g}")
     print("figures: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+# ------------------------------------------------------------------------------------ plant mismatch
+#: How the demo arm differs from config/dac_chain.urdf: joint friction (viscous, Coulomb), 0.3 kg at the
+#: tool (5 cm beyond link5's centre of mass) and reflected rotor inertia.
+DEMO_MISMATCH_VALUES = dict(viscous=(0.5, 0.5, 0.3, 0.2, 0.05), coulomb=(0.4, 0.4, 0.25, 0.15, 0.05),
+                            coulomb_velocity=0.05, payload_mass=0.3, payload_offset=(0.05, 0.0, 0.0),
+                            payload_inertia=(2e-4, 2e-4, 2e-4),
+                            rotor_inertia=(0.01, 0.01, 0.005, 0.003, 0.001))
+SAMPLE_DT = 2e-3  # 500 Hz: the rate of dac_chain_sim in the ROS demo
+TASK_SECONDS = 8.0
+#: Recording the excitations: law II with stiffer gains, so that the arm follows the multi-sines widely.
+EXCITATION_GAINS = dict(kd_linear=80.0, kd_angular=80.0, lambda_position=20.0, lambda_attitude=20.0)
+EXCITATION_AMPLITUDE = (0.35, 0.35, 0.3, 0.5, 0.6)
+
+
+def demo_plant():
+    """``(arm, Plant)``: the certain model (the shipped URDF) and the arm with
+    :data:`DEMO_MISMATCH_VALUES`."""
+    from ..nodes.dac_controller import shipped_model_path
+    from ..physics.multibody_build import load_model
+    from ..physics.multibody_pin_plant import Plant, PlantMismatch
+
+    arm = load_model(shipped_model_path())
+    return arm, Plant(arm, PlantMismatch(**DEMO_MISMATCH_VALUES))
+
+
+def law_ii(arm, residual=None, **gains):
+    from ..control.dac import Gains
+    from ..control.pipeline import DacPipeline
+
+    pipe = DacPipeline(arm, "pose", Gains(**{"lambda_position": 5.0, "lambda_attitude": 5.0, **gains}),
+                       ee_link="tool0")
+    pipe.set_residual(residual)
+    return pipe
+
+
+def demo_task(arm, radius: float = CIRCLE_RADIUS, period: float = CIRCLE_PERIOD, shift=(0.0, 0.0, 0.0),
+              normal=(-1.0, 0.0, 0.0), posture=None):
+    """``(point(t), times, joint path)``: the demo's tool circle (from the start pose, in the y-z plane)
+    and the joint path that traces it (damped least squares, the wrist held near the start posture)."""
+    from ..control.closed_loop import end_effector_point, ik_joint_path
+    from ..control.pipeline import circle_path
+
+    pipe = law_ii(arm)
+    p0 = end_effector_point(pipe, Q_START)
+    path = circle_path(p0 - np.array([0.0, 0.0, radius]) + np.asarray(shift), radius, period, normal, np.pi)
+    times, q = ik_joint_path(pipe, lambda t: path(t).position, TASK_SECONDS + 1.0, Q_START,
+                             posture=Q_START if posture is None else posture)
+    return (lambda t: path(t).position), times, q
+
+
+def record_arm(arm, plant, quick: bool = False, seed: int = 0, progress=print) -> list:
+    """Recordings of the mismatched arm under the model-only controller (law II, as a robot would run
+    before anything is learned): the task, circles around it, and multi-sine joint excitations."""
+    from ..control.closed_loop import multisine_joint_path, sampled_loop
+
+    rng = np.random.default_rng(seed)
+    logs = []
+    _, times, q_task = demo_task(arm)
+    pipe = law_ii(arm)
+    pipe.set_joint_trajectory(times, q_task)
+    logs.append(sampled_loop(pipe, q_task[0], TASK_SECONDS, SAMPLE_DT, dynamics=plant.forward_dynamics))
+    for k in range(2 if quick else 6):
+        radius, period = rng.uniform(0.08, 0.15), rng.uniform(3.0, 5.5)
+        _, times, q = demo_task(arm, radius, period, rng.uniform(-0.03, 0.03, 3),
+                                np.array([-1.0, 0.0, 0.0]) + 0.3 * rng.normal(size=3),
+                                Q_START + 0.1 * rng.normal(size=5))
+        pipe = law_ii(arm)
+        pipe.set_joint_trajectory(times, q)
+        logs.append(sampled_loop(pipe, q[0], TASK_SECONDS, SAMPLE_DT, dynamics=plant.forward_dynamics))
+        progress(f"  recorded circle {k + 1}")
+    for k in range(3 if quick else 8):
+        times, q = multisine_joint_path(q_task.mean(0), EXCITATION_AMPLITUDE, 10.0, seed=100 + seed + k)
+        pipe = law_ii(arm, **EXCITATION_GAINS)
+        pipe.set_joint_trajectory(times, q)
+        logs.append(sampled_loop(pipe, q[0], 10.0, SAMPLE_DT, dynamics=plant.forward_dynamics))
+        progress(f"  recorded excitation {k + 1}")
+    return logs
+
+
+def write_recordings_bag(path, logs, joint_names, effort_topic: str = "/dac_controller/joint_effort_command",
+                         gap_s: float = 1.0) -> None:
+    """The recordings as one rosbag2, as the robot's ``ros2 bag record /joint_states <effort topic>``
+    writes them: ``joint_states`` with position, velocity and the effort held over the step before each
+    stamp (NaN before the first), and the controller's effort commands as it publishes them."""
+    from ..bags.writer import START_NS, BagWriter
+
+    writer = BagWriter(path)
+    start = START_NS
+    for log in logs:
+        stamps = start + np.round(log.t * 1e9).astype(np.int64)
+        held = np.vstack([np.full((1, log.u.shape[1]), np.nan), log.u[:-1]])
+        writer.joint_states("/joint_states", stamps, joint_names, log.q, log.qd, held)
+        writer.float64_array(effort_topic, stamps + 200_000, joint_names, log.u)  # 0.2 ms after the state
+        start = int(stamps[-1]) + int(gap_s * 1e9)
+    writer.close()
+
+
+def train_port(bag, folder: Path, epochs: int, progress=print) -> Path:
+    """``ros-lnn train --model dac_residual --bag BAG --config config/dac_residual.yaml``, as a library
+    call."""
+    import os
+
+    from ..training.effort_residuals import shipped_config
+    from ..training.run import run
+    from ..training.spec import RunSpec
+
+    out = folder / "arm_residual.onnx"
+    config = os.path.relpath(shipped_config())  # the recorded command line stays free of this machine's paths
+    config = config if not config.startswith("..") else str(shipped_config())
+    spec = RunSpec(family="dac_residual", bags=(str(bag),), bag_config=config, epochs=epochs,
+                   out=str(out), checkpoint_dir=str(folder / "arm_residual_checkpoints"),
+                   report=str(folder / "arm_residual_report"), log_every=max(1, epochs // 5))
+    result = run(spec, progress=progress)
+    progress(result.test_summary)
+    return out
+
+
+def compare_three(arm, plant, residual, duration: float = TASK_SECONDS) -> dict:
+    """The task with the certain model alone, with the learned port, and with the exact residual."""
+    from ..control.closed_loop import sampled_loop
+
+    point, times, q_task = demo_task(arm)
+    out = {}
+    for name, port in (("model-only", None), ("data-assisted", residual), ("exact-model", plant.residual)):
+        pipe = law_ii(arm, port)
+        pipe.set_joint_trajectory(times, q_task)
+        log = sampled_loop(pipe, q_task[0], duration, SAMPLE_DT, dynamics=plant.forward_dynamics,
+                           target=point)
+        out[name] = {"tracking_rms_m": log.tracking_rms(1.0), "log": log}
+    return out
+
+
+def run_plant_mismatch(args) -> int:
+    import json
+
+    from ..inference.residual import ResidualRuntime
+
+    quick = getattr(args, "quick", False)
+    folder = Path(getattr(args, "output", None) or "reports/dac_demo") / "plant_mismatch"
+    folder.mkdir(parents=True, exist_ok=True)
+    arm, plant = demo_plant()
+    names = list(plant.certain.joint_names)
+    print(f"DAC with plant mismatch: {DEMO_MISMATCH_VALUES}")
+    print("1. record the arm under the model-only controller (task, circles, excitations; 500 Hz) ...",
+          flush=True)
+    logs = record_arm(arm, plant, quick, progress=lambda m: print(m, flush=True))
+    bag = folder / "recordings"
+    if bag.exists():
+        import shutil
+
+        shutil.rmtree(bag)
+    write_recordings_bag(bag, logs, names)
+    print(f"   wrote {bag} ({sum(len(g.t) for g in logs)} joint states)")
+    epochs = int(getattr(args, "epochs", None) or (40 if quick else 300))
+    print(f"2. train the learned port: ros-lnn train --model dac_residual --bag {bag} "
+          f"--config config/dac_residual.yaml --epochs {epochs} ...", flush=True)
+    model = train_port(bag, folder, epochs, progress=lambda m: print("   " + m, flush=True))
+    port = ResidualRuntime(model, names)
+    print(f"3. load {model} with ONNX Runtime; the same task three times "
+          f"(law II on the tool circle's joint path, {TASK_SECONDS:.0f} s at 500 Hz) ...", flush=True)
+    runs = compare_three(arm, plant, port)
+    summary = {k: v["tracking_rms_m"] for k, v in runs.items()}
+    doc = {"tracking_rms_m": summary, "mismatch": DEMO_MISMATCH_VALUES, "model": str(model)}
+    (folder / "summary.json").write_text(json.dumps(doc, indent=2))
+    a, b, c = (summary[k] for k in ("model-only", "data-assisted", "exact-model"))
+    print(f"   data-assisted / model-only = 1/{a / b:.0f}, data-assisted / exact-model = {b / c:.1f}")
+    print(f"tracking rms [m]: model-only {a:.3g}, data-assisted {b:.3g}, exact-model {c:.3g}")
     return 0

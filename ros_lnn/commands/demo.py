@@ -33,9 +33,16 @@ def add_arguments(parser):
                         help="live: the simulator's joint_states rate in Hz (default 250, which holds on a loaded "
                              "2-core machine; the run reports the rate it held)")
     parser.add_argument("--dac", action="store_true", help="the DAC controller demo instead of the estimator")
-    parser.add_argument("--output", default="dac_demo", help="--dac: folder for figures and summary")
+    parser.add_argument("--output", default="reports/dac_demo",
+                        help="--dac: folder for figures and summary (default reports/dac_demo)")
     parser.add_argument("--quick", action="store_true", help="--dac: shorter run (3 s)")
     parser.add_argument("--no-avoidance", action="store_true", help="--dac: switch the obstacle potential off")
+    parser.add_argument("--plant-mismatch", action="store_true",
+                        help="--dac: the arm differs from its URDF (friction, payload, rotor inertia): "
+                        "record it, train the learned port, run the task model-only / data-assisted / "
+                        "exact-model (needs torch)")
+    parser.add_argument("--epochs", type=int,
+                        help="--dac --plant-mismatch: training epochs (default 300, quick 40)")
 
 
 def run(args) -> int:

@@ -24,6 +24,7 @@ both checked against the dense KKT inverse to round-off).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +32,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..physics.multibody import MultibodyData, MultibodyModel, gravity_port
 from ..physics.multibody_quaternion import attitude_error, cross, matrix_to_quat, quat_mul_conj, skew
-from .mobility import ConstraintOperators, JointSpaceOperators, small_inverse
+from .mobility import ConstraintOperators, JointSpaceOperators, guarded_task_inverse
 from .obstacles import ObstacleField, potential_gradient
 
 LAWS = ("velocity", "pose", "end_effector")
@@ -55,6 +56,11 @@ class Gains:
     damping: float = 0.0  # μ of the damped task inverse (0: exact when the task is feasible)
 
     def validate(self):
+        for name in ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude", "obstacle_gain",
+                     "damping"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ConfigError(f"DAC gain {name} = {value!r} must be a finite number")
         for name in ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"DAC gain {name} = {getattr(self, name)} must be > 0 (positive definite)")
@@ -176,6 +182,7 @@ class DacController:
         self.gains = (gains or Gains()).validate()
         self.end_effector = end_effector or EndEffector(model.n_bodies - 1)
         self.obstacles = obstacles
+        self.guarded = False  # the last law III step's task inverse was singular and got damped
         n = model.n_bodies
         self._kd = np.concatenate([np.full(3 * n, float(self.gains.kd_linear)),
                                    np.full(3 * n, float(self.gains.kd_angular))])
@@ -262,7 +269,7 @@ class DacController:
         JZ = Jt.dot(Z)  # [T | J_t 𝓐∇U] with T = J_t 𝓐 J_tᵀ (2-D products through ndarray.dot: cheaper than @)
         Q = Jt_dot.dot(Z) + Jt.dot(Z_dot)  # its rate
         T = JZ[:, :m] + self._damping_eye(m, g.damping) if g.damping else JZ[:, :m]
-        T_inv = small_inverse(T)
+        T_inv, self.guarded = guarded_task_inverse(T)
         # ν_r = J_t^# ν_{e,r} − k_o N_t 𝓐∇U = 𝓐J_tᵀ y − k_o 𝓐∇U with y = T⁻¹ (ν_{e,r} + k_o J_t 𝓐∇U)
         coef = np.empty(c)
         rhs, rhs_dot = nu_er, nu_er_dot

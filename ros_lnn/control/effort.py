@@ -1,5 +1,18 @@
-"""From the commanded port to joint actuators: ``u = Gᵀ τ_c`` (EQUATIONS.md §6), limits, and the hook
-where a learned model adds the uncertain part of the right-hand side.
+"""From the commanded port to joint actuators: ``u = Gᵀ τ_c`` (EQUATIONS.md §6), limits, and the port
+where a learned model adds the uncertain part of the right-hand side: ``u = Gᵀ τ_c + τ̂_res``.
+
+Why the learned part is added to the joint efforts. The DAC split (eq 36) puts everything the certain
+model misses into the port: ``𝓜ν̇ + 𝓒(ν)ν − 𝓕_{g,J} = τ_c + τ_unc``. For a joint-actuated arm a port
+and a joint effort are two faces of one thing: joint efforts ``w`` act on the bodies as the port ``E w``
+(a moment pair about each revolute axis, a force pair along each prismatic axis) with ``Gᵀ E = I``, so
+adding ``E τ̂_res`` to the port and adding ``τ̂_res`` to ``u = Gᵀ τ_c`` are the same command. The joint form
+is the one to learn and to apply: what the certain model misses on a real arm lives at the joints
+(friction, reflected rotor inertia) or is only observable through them (a payload's weight and inertia
+seen as extra joint torques), it is measured as joint efforts (``u − [H q̈ + C q̇ + g]`` from the robot's
+logs), it needs no port coordinates of the robot's description, and it is bounded per actuator, where
+the limits are. The Lyapunov argument is unchanged: with ``τ̂_res = τ_res`` exactly the closed loop is the
+certain model's, ``V̇ = −sᵀ K_d s``; a bounded error ``δ = τ_res − τ̂_res`` enters as ``V̇ ≤ −sᵀK_d s +
+|s_q| |δ|`` (uniform ultimate boundedness with a ball that shrinks with the learning error).
 
 For a joint-actuated arm every component of ``τ_c`` along ``Jᵀ`` is absorbed by the constraint forces
 (``Gᵀ Jᵀ = 0``), so ``u = Gᵀ τ_c`` applied as joint efforts produces the same motion as the port itself
@@ -17,9 +30,13 @@ import numpy as np
 from ..errors import ConfigError
 from ..physics.multibody_kinematics import coordinate_layout, twist_map
 
-#: ``residual(q, q̇, u_nominal) -> Δu``: the learned, uncertain part of the RHS (friction, actuator
-#: dynamics, unmodelled loads), added to the model-based efforts before the limits.
+#: ``residual(q, q̇, q̈_r) -> τ̂_res``: the learned, uncertain part of the RHS (friction, actuator
+#: dynamics, unmodelled loads) at the measured joint state and the joint acceleration the law asks for
+#: (all in ``joint_names`` order), added to the model-based efforts before the limits.
 Residual = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+#: States of the learned part in a command: not configured, used, used after clipping to its bound,
+#: or discarded because it was not finite (the command is then the certain model's alone).
+RESIDUAL_STATES = ("off", "ok", "clipped", "non_finite")
 
 
 @dataclass
@@ -31,6 +48,7 @@ class EffortCommand:
     saturated: np.ndarray  # bool per joint
     unactuated: np.ndarray  # Gᵀ τ_c on the floating-root rates (empty for a fixed base)
     saturation_ratio: float  # max |requested| / limit over the joints (> 1: the command was clipped)
+    residual_state: str = "off"  # one of RESIDUAL_STATES
 
 
 class PortToEfforts:
@@ -40,7 +58,7 @@ class PortToEfforts:
     :meth:`from_generalized` (Pinocchio's depth-first order); default the model's coordinate layout."""
 
     def __init__(self, model, joint_names=None, effort_limits=None, residual: Residual | None = None,
-                 coordinates=None):
+                 coordinates=None, residual_limit=None):
         layout = coordinate_layout(model)
         self._root_cols = 6 if layout and layout[0][1] == "floating" else 0
         cols, names = [], []
@@ -76,8 +94,20 @@ class PortToEfforts:
         self._no_residual = np.zeros(len(joint_names))
         self._no_residual.setflags(write=False)
         self.residual = residual
+        self.set_residual_limit(residual_limit)
 
-    def __call__(self, data, tau_c, q=None, qd=None, G=None) -> EffortCommand:
+    def set_residual_limit(self, limit) -> None:
+        """``|τ̂_res| ≤ limit`` per joint (one number for all, one per joint, or None: unbounded)."""
+        if limit is None:
+            self.residual_limit = None
+            return
+        lim = np.broadcast_to(np.asarray(limit, dtype=float).ravel(), (len(self.joint_names),)).copy()
+        if np.any(~(lim >= 0)) or not np.all(np.isfinite(lim)):
+            raise ConfigError(f"residual limits {list(lim)} must be finite numbers >= 0 per joint "
+                              f"{self.joint_names}")
+        self.residual_limit = lim
+
+    def __call__(self, data, tau_c, q=None, qd=None, G=None, qdd_r=None) -> EffortCommand:
         if G is not None:
             gen = G.T.dot(np.asarray(tau_c, dtype=float))
         elif getattr(data, "joint_space", False):  # a joint-state workspace (Pinocchio): Gᵀ τ without G
@@ -86,15 +116,21 @@ class PortToEfforts:
             gen = port_to_joint(data, tau_c)
         else:
             gen = twist_map(self.model, data).T.dot(np.asarray(tau_c, dtype=float))
-        return self.from_generalized(gen, q, qd)
+        return self.from_generalized(gen, q, qd, qdd_r)
 
-    def from_generalized(self, gen: np.ndarray, q=None, qd=None) -> EffortCommand:
-        """The command from ``Gᵀ τ_c`` already computed (model coordinate order)."""
+    def from_generalized(self, gen: np.ndarray, q=None, qd=None, qdd_r=None) -> EffortCommand:
+        """The command from ``Gᵀ τ_c`` already computed (model coordinate order); ``q, q̇, q̈_r`` in
+        ``joint_names`` order for the learned part."""
         model_part = gen if self._identity else gen.take(self._cols)
+        state = "off"
         if self.residual is not None:
-            res = np.asarray(self.residual(q, qd, model_part), dtype=float).reshape(model_part.shape)
-            if not np.all(np.isfinite(res)):
-                res = np.zeros_like(model_part)  # a learned part that fails must not poison the command
+            res = np.asarray(self.residual(q, qd, qdd_r), dtype=float).reshape(model_part.shape)
+            state = "ok"
+            if not math.isfinite(float(res.dot(res))):
+                # a learned part that fails must not poison the command
+                res, state = self._no_residual, "non_finite"
+            elif self.residual_limit is not None and np.any(np.abs(res) > self.residual_limit):
+                res, state = np.clip(res, -self.residual_limit, self.residual_limit), "clipped"
             requested = model_part + res
         else:
             res = self._no_residual
@@ -103,4 +139,5 @@ class PortToEfforts:
         magnitude = np.abs(requested)
         ratios = (magnitude * self._inv_limits).tolist()
         ratio = max(ratios, default=0.0) if math.isfinite(sum(ratios)) else math.nan
-        return EffortCommand(effort, requested, model_part, res, magnitude > self.limits, gen[:self._root_cols], ratio)
+        return EffortCommand(effort, requested, model_part, res, magnitude > self.limits,
+                             gen[:self._root_cols], ratio, state)

@@ -34,7 +34,7 @@ import pinocchio as pin
 from ..physics.multibody_pin import JointSpaceData, PinocchioModel, symmetric
 from ..physics.multibody_quaternion import _SKEW
 from .dac import DacController, DacResult, EndEffectorTarget, _qmul
-from .mobility import small_inverse
+from .mobility import guarded_task_inverse, small_inverse
 from .obstacles import joint_space_gradient
 
 _LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -83,6 +83,7 @@ class EndEffectorLawJointSpace:
     def __init__(self, controller: DacController, pmodel: PinocchioModel, frame_id: int):
         model = controller.model
         self.controller, self.pmodel, self.frame_id = controller, pmodel, frame_id
+        self.guarded = False  # the last step's task inverse was singular and got damped
         self.pin, self.data = pmodel.pin, pmodel.data
         n, nv = model.n_bodies, pmodel.nv
         self.n_bodies, self.nv = n, nv
@@ -188,7 +189,8 @@ class EndEffectorLawJointSpace:
         Q += Je.dot(w_dot)
         if gains.damping:
             JeW[:, :m] += self._eye[m]
-        T_inv = _inverse3(JeW) if m == 3 else small_inverse(JeW[:, :m])
+        T_inv, self.guarded = guarded_task_inverse(np.ascontiguousarray(JeW[:, :m]),
+                                                   _inverse3 if m == 3 else None)
         coef = np.empty(c)
         rhs, rhs_dot = nu_er, nu_er_dot
         if grad is not None:
@@ -241,6 +243,7 @@ class EndEffectorLawJointSpace:
         # shift), paired with the Jacobian columns of the joints that carry the body
         wrench = shift.transpose(0, 2, 1) @ tau.transpose(1, 0, 2).reshape(n, 6, 1)
         u = (J.T.dot(wrench[:, :, 0].T) * self._support).sum(axis=1)
+        self.joint_reference = (qd_r, qdd_r)  # q̇_r, q̈_r (model order): the learned port's acceleration input
         lyap = 0.5 * float(H.dot(s_q).dot(s_q))
         result = DacResult(tau.reshape(-1), s.reshape(-1), lyap, nu_r.reshape(-1), nu_r_dot.reshape(-1), e, U)
         return result, u, data, pos, target

@@ -171,6 +171,29 @@ except ImportError:  # pragma: no cover - numpy without the private gufunc modul
     small_inverse = np.linalg.inv
 
 
+#: Relative damping of a task inverse that turned out singular (``T + ε tr(T)/m I``): the guard of
+#: :func:`guarded_task_inverse`, far below the tasks' conditioning anywhere a task is reachable.
+SINGULAR_DAMPING = 1e-6
+
+
+def guarded_task_inverse(T: np.ndarray, inverse=None):
+    """``(T⁻¹, guarded)``: the inverse of a task matrix ``T = J_t 𝓐 J_tᵀ`` (+ μ²I), and when ``T`` is
+    singular or not invertible in floating point (a 6-D task on an arm with fewer joints and μ = 0, a
+    stretched arm's position task) the damped ``(T + ε tr(T)/m I)⁻¹`` with ``guarded`` True: the law
+    keeps commanding (the damped least-squares reference of eq 54 with a tiny μ) instead of failing."""
+    inverse = inverse or small_inverse
+    try:
+        out = inverse(T)
+        if math.isfinite(float(out.reshape(-1).dot(out.reshape(-1)))) and \
+                float(np.abs(out).max()) * float(np.abs(T).max()) < 1e12:
+            return out, False
+    except np.linalg.LinAlgError:
+        pass
+    m = T.shape[0]
+    scale = max(float(np.trace(T)) / m, 1e-12) if math.isfinite(float(np.trace(T))) else 1.0
+    return np.linalg.inv(T + SINGULAR_DAMPING * scale * np.eye(m)), True
+
+
 class ConstraintOperators:
     """𝓐 and P applied to a few columns, with the exact rate, without forming the 6N×6N matrices.
 

@@ -41,6 +41,7 @@ class PipelineOutput:
     data: JointSpaceData
     ee_position: np.ndarray
     target_position: np.ndarray | None
+    guarded: bool = False  # the task inverse was singular here and got damped (law III)
 
 
 class JointTrajectorySampler:
@@ -49,13 +50,17 @@ class JointTrajectorySampler:
     def __init__(self, times, positions, velocities=None):
         t = np.asarray(times, float)
         q = np.asarray(positions, float)
-        if q.ndim != 2 or t.shape != (q.shape[0],) or np.any(np.diff(t) <= 0) or not np.all(np.isfinite(q)):
-            raise DataError("joint trajectory: need strictly increasing times and finite positions, one row per point")
+        if q.ndim != 2 or t.shape != (q.shape[0],) or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0) \
+                or not np.all(np.isfinite(q)):
+            raise DataError("joint trajectory: need finite, strictly increasing times and finite positions, "
+                            "one row per point")
         if velocities is None or len(velocities) != len(t):
             v = np.gradient(q, t, axis=0) if len(t) > 1 else np.zeros_like(q)
             v[-1] = 0.0  # come to rest at the last point
         else:
             v = np.asarray(velocities, float)
+            if v.shape != q.shape or not np.all(np.isfinite(v)):
+                raise DataError("joint trajectory: velocities must be finite, one per joint and point")
         self.t, self.q, self.v = t, q, v
 
     def __call__(self, t: float):
@@ -101,7 +106,7 @@ def circle_path(center, radius, period_s, normal=(1.0, 0.0, 0.0), phase=0.0):
 class DacPipeline:
     def __init__(self, model, law: str = "end_effector", gains: Gains | None = None, joint_names=None,
                  ee_link: str | None = None, ee_attitude: bool = False, obstacles=(), obstacle_influence=0.1,
-                 obstacle_eta=5.0, effort_limits=None, residual: Residual | None = None):
+                 obstacle_eta=5.0, effort_limits=None, residual: Residual | None = None, residual_limit=None):
         if model.floating_root is not None:
             raise ConfigError(f"model '{model.name}': the joint-space pipeline needs a fixed base")
         self.model = model
@@ -121,21 +126,59 @@ class DacPipeline:
                                   gain=obstacle_eta)
         self.controller = DacController(model, law, gains, ee, field)
         self.pinocchio = PinocchioModel(model, frames=[("end_effector", ee.body, ee.offset, ee.rotation)])
-        self.efforts = PortToEfforts(model, joint_names, effort_limits, residual, self.pinocchio.joint_names)
+        self.efforts = PortToEfforts(model, joint_names, effort_limits, residual, self.pinocchio.joint_names,
+                                     residual_limit)
         self.joint_names = self.efforts.joint_names
         self._to_model = np.array([self.joint_names.index(n) for n in self.pinocchio.joint_names])
+        self._to_configured = np.argsort(self._to_model)
         self._in_model_order = bool(np.array_equal(self._to_model, np.arange(len(self._to_model))))
         self._state_shape = (len(self.joint_names),)
         self._target_workspace = self.pinocchio.pin.createData()  # joint targets (laws I/II): FK at q_d
-        self._law_iii = (EndEffectorLawJointSpace(self.controller, self.pinocchio,
-                                                  self.pinocchio.frame_ids["end_effector"])
-                         if law == "end_effector" else None)
         self.law, self.ee_attitude = law, ee_attitude
+        self._law_iii = self._joint_space_law()
         self._ee_target: EndEffectorTarget | None = None
         self._trajectory: JointTrajectorySampler | None = None
         self._hold_q: np.ndarray | None = None
         self._ee_path = None
         self._joint_target_cache = None
+
+    def _joint_space_law(self) -> EndEffectorLawJointSpace | None:
+        if self.law != "end_effector":
+            return None
+        frame = self.pinocchio.frame_ids["end_effector"]
+        return EndEffectorLawJointSpace(self.controller, self.pinocchio, frame)
+
+    @property
+    def gains(self) -> Gains:
+        return self.controller.gains
+
+    def set_gains(self, gains: Gains) -> None:
+        """New gains from the next step on (targets, hold and trajectory kept); ``ConfigError`` (and
+        nothing changed) when they are not valid."""
+        ctl = self.controller
+        controller = DacController(self.model, self.law, gains, ctl.end_effector, ctl.obstacles)
+        self.controller = controller
+        self._law_iii = self._joint_space_law()
+
+    def set_residual(self, residual: Residual | None, limit=None) -> None:
+        """The learned part ``τ̂_res(q, q̇, q̈_r)`` (``joint_names`` order) added to the efforts, bounded
+        by ``limit`` per joint (None: unbounded); None removes it."""
+        self.efforts.residual = residual
+        self.efforts.set_residual_limit(limit)
+
+    def joint_reference_acceleration(self, data: JointSpaceData, result: DacResult) -> np.ndarray:
+        """``q̈_r`` (model order) of a law run on the body twists: ``ν_r = G q̇_r`` and ``ν̇_r = G q̈_r +
+        Ġ q̇_r`` (the reference lies in the range of ``G``: it was projected with ``𝓐 = G H⁻¹ Gᵀ``), solved
+        in the mass-weighted sense, ``q̇_r = H⁻¹ Gᵀ𝓜 ν_r`` and ``q̈_r = H⁻¹ Gᵀ𝓜 (ν̇_r − Ġ q̇_r)``."""
+        n = data.n_bodies
+        masses = self.pinocchio.masses.repeat(3)
+
+        def weighted(x):  # Gᵀ 𝓜 x
+            lin, ang = x[:3 * n] * masses, (data.inertia @ x[3 * n:].reshape(n, 3, 1)).ravel()
+            return data.G.T.dot(np.concatenate([lin, ang]))
+
+        qd_r = np.linalg.solve(data.H, weighted(result.nu_r))
+        return np.linalg.solve(data.H, weighted(result.nu_r_dot - data.G_dot.dot(qd_r)))
 
     # ------------------------------------------------------------------ inputs
     def model_order(self, x_configured):
@@ -159,7 +202,10 @@ class DacPipeline:
         if not np.all(np.isfinite(position)) or (quat is not None and not np.all(np.isfinite(quat))):
             raise DataError("ee_target: position/orientation must be finite")
         if quat is not None:
-            quat = np.asarray(quat, float) / np.linalg.norm(quat)
+            norm = float(np.linalg.norm(quat))
+            if not (math.isfinite(norm) and norm > 1e-9):
+                raise DataError("ee_target: orientation must be a quaternion of non-zero, finite length")
+            quat = np.asarray(quat, float) / norm
         self._ee_target = EndEffectorTarget(position, quat if self.ee_attitude else None)
 
     def set_ee_path(self, path):
@@ -210,12 +256,19 @@ class DacPipeline:
             result, gen, data, ee_pos, target = self._law_iii.step(qm, qdm, target, self.ee_attitude)
             if self._ee_path is None and self._ee_target is None:  # held where it was
                 self._ee_target = target
-            cmd = self.efforts.from_generalized(gen, q, qd)
-            return PipelineOutput(result, cmd, data, ee_pos, target.position)
+            qdd_r = None
+            if self.efforts.residual is not None:
+                qdd_r = self._law_iii.joint_reference[1].take(self._to_configured)
+            cmd = self.efforts.from_generalized(gen, q, qd, qdd_r)
+            return PipelineOutput(result, cmd, data, ee_pos, target.position, self._law_iii.guarded)
         data = kinematics(self.pinocchio, qm, qdm)
         ee_pos = end_effector_state(self.model, data, self.controller.end_effector)[0]
         target = self._joint_target(t, q)
         # joint coordinates: the constraints hold exactly, 𝓐 = G H⁻¹ Gᵀ (n×n, not the Schur complement)
         result = self.controller.compute(data, target, JointSpaceOperators(self.model, data, data.G, data.G_dot))
-        cmd = self.efforts(data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=data.G)
+        qdd_r = None
+        if self.efforts.residual is not None:
+            qdd_r = self.joint_reference_acceleration(data, result).take(self._to_configured)
+        cmd = self.efforts(data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=data.G,
+                           qdd_r=qdd_r)
         return PipelineOutput(result, cmd, data, ee_pos, None)

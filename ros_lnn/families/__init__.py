@@ -11,16 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError, ModelError
-from .base import TRAJECTORIES, TRIALS, Family, Network, Shape
+from .base import EFFORT_RESIDUALS, TRAJECTORIES, TRIALS, Family, Network, Shape
+from .dac_residual import DAC_RESIDUAL
 from .lnn import LNN, LNN_NH
 from .node import NODE
 from .servo_lnn import DELAN, SERVO_LNN
 from .tlnn import TLNN
 
 #: ``ros-lnn train --model NAME`` → its family, in the order the command line lists them.
-FAMILIES: dict[str, Family] = {f.name: f for f in (SERVO_LNN, DELAN, LNN, LNN_NH, TLNN, NODE)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (SERVO_LNN, DELAN, LNN, LNN_NH, TLNN, NODE, DAC_RESIDUAL)}
 #: Every reference system some family trains on (``ros-lnn train --system``).
-SYSTEMS = ("crane", "delan_character", "particle", "drone", "rolling_disk", "chain")
+SYSTEMS = ("crane", "delan_character", "particle", "drone", "rolling_disk", "chain", "arm")
 #: Family tags of checkpoints and ONNX metadata (DeLaN models say ``servo_lnn``).
 MODEL_FAMILIES = tuple(dict.fromkeys(f.model_family for f in FAMILIES.values()))
 
@@ -66,6 +67,7 @@ __all__ = [
     "MODEL_FAMILIES",
     "TRIALS",
     "TRAJECTORIES",
+    "EFFORT_RESIDUALS",
     "Family",
     "Network",
     "Shape",

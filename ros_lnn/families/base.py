@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # annotations only
 #: bags), split by trial, every coordinate's ``Q`` known; ``trajectories``: simulated free motion
 #: ``(q, q̇, q̈)``, split by trajectory.
 TRIALS, TRAJECTORIES = "trials", "trajectories"
+#: ``effort_residuals``: an arm's recordings (joint states with the applied efforts) against its certain
+#: model, the targets being what the model misses (:mod:`ros_lnn.training.effort_residuals`).
+EFFORT_RESIDUALS = "effort_residuals"
 
 #: ``given(option)``: whether the command line set that run option (its value differs from the default).
 Given = Callable[[str], bool]
@@ -153,6 +156,7 @@ def option_flags(names) -> str:
 __all__ = [
     "TRIALS",
     "TRAJECTORIES",
+    "EFFORT_RESIDUALS",
     "BAG_OPTIONS",
     "SIMULATION_OPTIONS",
     "Given",

@@ -59,6 +59,9 @@ def _sq(x):
 def loss_terms(model, batch: dict, names=WITH_QE) -> dict:
     """Each named loss (scalar tensors); ``model.terms(q)`` gives ``M, ∂M/∂q, V, ∂V/∂q``."""
     names = tuple(names)
+    own = getattr(model, "loss_terms", None)
+    if own is not None:  # a family with a loss of its own (dac_residual: the effort residual)
+        return own(batch, names)
     if names == ACCELERATION_LOSSES:
         return {"qdd": _sq(model(batch["q"], batch["qd"]) - batch["qdd"])}
     unknown = set(names) - set(ALL_LOSSES)

@@ -7,6 +7,19 @@ e.g. the controller's ``~/port_command`` or a disturbance); publishes ``joint_st
 velocity, applied effort) at ``rate_hz``, integrating RK4 in joint coordinates on Pinocchio's ABA (the
 joints cannot drift apart: nothing to stabilise). Commands older than ``command_timeout_s`` fall back to
 zero. A constant disturbance wrench on the last body can be set with ``disturbance``.
+
+Plant mismatch (all off by default): the simulated arm can differ from the description the controller
+uses as real arms do — joint friction (``friction_viscous``, ``friction_coulomb`` with the
+``friction_coulomb_velocity`` of its tanh), a payload on a link (``payload_mass``, ``payload_offset``
+from the link's centre of mass, ``payload_inertia``, ``payload_link``) and reflected rotor inertia
+(``rotor_inertia``): :mod:`ros_lnn.physics.multibody_pin_plant`. Per-joint values follow ``joint_names``;
+one value applies to every joint. The ``effort`` of ``joint_states`` is the effort held over the step
+that ended at the message's stamp (what the joints received).
+
+Stamps are the simulated time of the state, as a robot's hardware clock stamps its samples: the
+node clock at the first step plus ``k · dt``, so a late timer tick does not put jitter into the stamps
+(it would into any q̈ estimated from them). When the timer falls more than ``RESYNC_S`` behind or
+ahead of the node clock, the stamps are re-anchored to it (one jump, not a drift).
 """
 from __future__ import annotations
 
@@ -22,12 +35,14 @@ from std_msgs.msg import Float64MultiArray
 
 from ..errors import RosLnnError
 from ..physics.multibody_pin import PinocchioModel
+from ..physics.multibody_pin_plant import Plant, PlantMismatch, mismatch_from_values
 from ..physics.multibody_pin_sim import port_efforts, rk4_step
 from .dac_controller import shipped_model_path
 from .diagnostics import warn_throttled
 from .params import declare, param
 from .process import spin
 from .qos import SENSOR_QOS
+from .stamps import ns_to_stamp
 
 PARAMETERS = (
     ("robot_description", "", "URDF of the arm; empty = model_path"),
@@ -38,7 +53,23 @@ PARAMETERS = (
     ("rate_hz", 500.0, "joint_states rate; one RK4 step per period"),
     ("command_timeout_s", 0.2, "commands older than this count as zero"),
     ("disturbance", [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], "constant wrench on the last body (force, moment) [N, N m]"),
+    ("friction_viscous", [], "viscous joint friction d (one, or per joint_names entry) [N m s/rad]; "
+     "empty = none"),
+    ("friction_coulomb", [], "Coulomb joint friction c, as c tanh(q̇ / friction_coulomb_velocity) [N m]; "
+     "empty = none"),
+    ("friction_coulomb_velocity", 0.05, "velocity over which Coulomb friction turns over [rad/s]"),
+    ("payload_mass", 0.0, "mass the description does not know, on payload_link [kg]"),
+    ("payload_offset", [0.0, 0.0, 0.0], "payload centre of mass from the link's centre of mass, link axes "
+     "[m]"),
+    ("payload_inertia", [0.0, 0.0, 0.0], "payload's principal moments of inertia about its centre, link "
+     "axes [kg m²]"),
+    ("payload_link", "", "link carrying the payload; empty = the last link"),
+    ("rotor_inertia", [], "reflected motor inertia (one, or per joint_names entry) [kg m²]; empty = none"),
 )
+
+
+#: Largest gap between the simulated time's stamps and the node clock before the stamps are re-anchored.
+RESYNC_S = 0.005
 
 
 class DacChainSim(Node):
@@ -62,6 +93,9 @@ class DacChainSim(Node):
         if sorted(self.joint_names) != sorted(model_names):
             raise RosLnnError(f"joint_names {self.joint_names} must list the model's joints {model_names}")
         self._to_model = [self.joint_names.index(j) for j in model_names]
+        self.plant = Plant(self.model, self._mismatch(p))
+        if self.plant.mismatch.active:
+            self.get_logger().info(f"plant differs from the description: {self.plant.mismatch}")
         self._from_model = [model_names.index(j) for j in self.joint_names]
         q0 = np.array(p("initial_positions") or [0.0] * len(model_names), float)
         self.q, self.qd, self.t = q0[self._to_model], np.zeros(len(model_names)), 0.0
@@ -70,11 +104,36 @@ class DacChainSim(Node):
         self.disturbance = np.array(p("disturbance"), float)
         self.effort_time = self.port_time = None
         self.dt = 1.0 / float(p("rate_hz"))
+        self._stamp_anchor_ns = None  # node clock at simulated time 0 (see RESYNC_S)
         self.timeout = float(p("command_timeout_s"))
         self.pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
         self.create_subscription(Float64MultiArray, "effort_commands", self._on_effort, SENSOR_QOS)
         self.create_subscription(Float64MultiArray, "port_commands", self._on_port, SENSOR_QOS)
         self.create_timer(self.dt, self._step)
+
+    def _mismatch(self, p) -> PlantMismatch:
+        """The plant mismatch parameters, per-joint lists taken from joint_names order to the model's."""
+        def per_joint(name):
+            values = [float(v) for v in p(name)]
+            if len(values) > 1:
+                if len(values) != len(self.joint_names):
+                    raise RosLnnError(f"parameter {name} has {len(values)} values; give one, or one per "
+                                      "joint "
+                                      f"{self.joint_names}")
+                values = [values[i] for i in self._to_model]
+            return tuple(values)
+
+        link = p("payload_link")
+        names = [b.name for b in self.model.bodies]
+        if link and link not in names:
+            raise RosLnnError(f"parameter payload_link '{link}' is not a link of '{self.model.name}' "
+                              f"({names})")
+        return mismatch_from_values(dict(
+            viscous=per_joint("friction_viscous"), coulomb=per_joint("friction_coulomb"),
+            coulomb_velocity=float(p("friction_coulomb_velocity")), payload_mass=float(p("payload_mass")),
+            payload_offset=tuple(float(v) for v in p("payload_offset")),
+            payload_inertia=tuple(float(v) for v in p("payload_inertia")),
+            payload_link=names.index(link) if link else -1, rotor_inertia=per_joint("rotor_inertia")))
 
     def _on_effort(self, msg):
         u = np.asarray(msg.data, float)
@@ -106,16 +165,26 @@ class DacChainSim(Node):
 
     def _step(self):
         efforts, effort = self.effort_function()
-        self.q, self.qd = rk4_step(self.pinocchio, self.q, self.qd, self.dt, efforts, self.t)
+        self.q, self.qd = rk4_step(self.pinocchio, self.q, self.qd, self.dt, efforts, self.t,
+                                   dynamics=self.plant.forward_dynamics)
         self.t += self.dt
         q, qd = self.q, self.qd
         msg = JointState()
-        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.stamp = self._state_stamp()
         msg.name = list(self.joint_names)
         msg.position = [float(x) for x in q[self._from_model]]
         msg.velocity = [float(x) for x in qd[self._from_model]]
         msg.effort = [float(x) for x in effort[self._from_model]]
         self.pub.publish(msg)
+
+
+    def _state_stamp(self):
+        """The stamp of the state at simulated time ``self.t`` (module docstring)."""
+        now = self.get_clock().now().nanoseconds
+        t_ns = round(self.t * 1e9)
+        if self._stamp_anchor_ns is None or abs(now - (self._stamp_anchor_ns + t_ns)) > RESYNC_S * 1e9:
+            self._stamp_anchor_ns = now - t_ns
+        return ns_to_stamp(self._stamp_anchor_ns + t_ns)
 
 
 def main(argv=None) -> int:

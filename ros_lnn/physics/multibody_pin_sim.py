@@ -26,13 +26,19 @@ def port_efforts(pmodel: PinocchioModel, q, port) -> np.ndarray:
     return wrenches_to_joint(pmodel, body_poses(pmodel)[1], pmodel.data.J, port)
 
 
-def rk4_step(pmodel: PinocchioModel, q, qd, dt: float, efforts: EffortFunction | None = None, t: float = 0.0):
+def rk4_step(pmodel: PinocchioModel, q, qd, dt: float, efforts: EffortFunction | None = None, t: float = 0.0,
+             dynamics: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None):
     """One classical RK4 step of ``q̈ = aba(q, q̇, u)``; ``efforts`` is evaluated at every stage (a
-    continuous-time controller). Returns ``(q, q̇)`` at ``t + dt``."""
+    continuous-time controller). ``dynamics(q, q̇, u) -> q̈`` replaces the description's forward dynamics
+    (a :class:`ros_lnn.physics.multibody_pin_plant.Plant` that differs from it). Returns ``(q, q̇)`` at
+    ``t + dt``."""
     zero = np.zeros(pmodel.nv)
+    if dynamics is None:
+        def dynamics(qk, qdk, u):
+            return forward_dynamics(pmodel, qk, qdk, u)
 
     def accel(tk, qk, qdk):
-        return forward_dynamics(pmodel, qk, qdk, zero if efforts is None else efforts(tk, qk, qdk))
+        return dynamics(qk, qdk, zero if efforts is None else efforts(tk, qk, qdk))
 
     h = 0.5 * dt
     a1 = accel(t, q, qd)

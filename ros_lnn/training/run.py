@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..families import TRAJECTORIES, Family, Network
+from ..families import EFFORT_RESIDUALS, TRAJECTORIES, Family, Network
 from .spec import RunSpec, check, command_line
 
 if TYPE_CHECKING:
@@ -278,7 +278,12 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
     if spec.report_folder is not None:
         from .report import write_acceleration_report, write_report
 
-        if family.data == TRAJECTORIES:
+        if family.data == EFFORT_RESIDUALS:
+            from .effort_residuals import write_residual_report
+
+            report = write_residual_report(spec.report_folder, history, model, data.test, metrics, provenance,
+                                           data.shape.coordinate_names)
+        elif family.data == TRAJECTORIES:
             report = write_acceleration_report(
                 spec.report_folder,
                 history,

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError
-from ..families import TRAJECTORIES, Family, Shape
-from .data import model_order, reorder, split_by_trajectory
+from ..families import EFFORT_RESIDUALS, TRAJECTORIES, Family, Shape
+from .data import model_order, reorder, split_by_trajectory, split_by_trial
 from .spec import RunSpec
 
 #: Samples per simulated trajectory of a nonholonomic example; sample rate of the chains' trajectories.
@@ -57,6 +57,10 @@ def load(family: Family, spec: RunSpec, say: Callable[[str], None] = print) -> R
     """The data of a resolved ``spec``."""
     if family.data == TRAJECTORIES:
         return simulated_trajectories(spec)
+    if family.data == EFFORT_RESIDUALS:  # an arm's recordings against its certain model (dac_residual)
+        from .effort_residuals import residual_data
+
+        return RunData(**residual_data(spec, say))
     if spec.system == "delan_character":
         return character_data(spec)
     return trials_data(family, spec, say)

@@ -1,0 +1,177 @@
+"""``ros-lnn train --model dac_residual``: the learned port of data-assisted control.
+
+Trained on an arm's recordings (``--bag``, a config with the ``bag:`` mapping and the certain model:
+``config/dac_residual.yaml``); the targets are the joint efforts the certain model misses,
+``τ_res = u − [H q̈ + C q̇ + g]`` (:mod:`ros_lnn.training.effort_residuals`), and the model is
+:class:`ros_lnn.models.dac_residual.DacResidual`. The exported graph ``(q, qd, qdd) -> tau_res`` is
+loaded by ``dac_controller`` (``residual_model:=``) through :mod:`ros_lnn.inference.residual`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from .base import EFFORT_RESIDUALS, Family, Given, Network, Shape, option_flags
+
+if TYPE_CHECKING:
+    from ..inference.metadata import ModelMetadata
+    from ..models.dac_residual import DacResidual
+
+NAME = "dac_residual"
+#: Float64 training: the residual has to be right to a fraction of a percent where the arm is light
+#: (on the demo arm 0.01 N m at the wrist moves the tool by a centimetre under the default gains).
+DEFAULTS = dict(epochs=300, batch=256, lr=1e-3, weight_decay=0.0, hidden=(128, 128), dtype="float64")
+#: Options of the other families that make no sense here.
+NOT_HERE = (
+    "data",
+    "with_qe",
+    "test_trials",
+    "diag_activation",
+    "epsilon",
+    "angle_features",
+    "links",
+    "trajectories",
+    "duration",
+    "exporter",
+    "servo_topic",
+    "servo_type",
+    "servo_joints",
+    "servo_effort",
+)
+COMMAND_OPTIONS = ("epochs", "batch", "lr", "seed", "activation", "dtype", "out", "export_dtype")
+
+
+def build(shape: Shape, net: Network) -> DacResidual:
+    from ..models.dac_residual import DacResidual
+
+    revolute = [unit != "m" for unit in shape.coordinate_units] or None
+    return DacResidual(
+        len(shape.coordinate_names),
+        hidden=net.hidden or DEFAULTS["hidden"],
+        activation=net.activation,
+        revolute=revolute,
+    )
+
+
+def from_config(config: dict) -> DacResidual:
+    from ..models.dac_residual import from_config as build_from_config
+
+    return build_from_config(config)
+
+
+def normalise(model: DacResidual, train: dict) -> None:
+    model.set_scales(train["q"], train["qd"], train["qdd"], train["Q"])
+
+
+def losses(model: DacResidual, with_qe: bool) -> tuple[str, ...]:
+    from ..models.dac_residual import LOSSES
+
+    return LOSSES
+
+
+def evaluate(model: DacResidual, samples: dict) -> dict:
+    """``tau_res_nmse``: mean over joints of the squared error over the target's variance;
+    ``tau_res_rms`` and ``tau_res_rel_rms`` per joint (error RMS, and over the target's RMS)."""
+    import torch
+
+    dev, dt = next(model.parameters()).device, next(model.parameters()).dtype
+    q, qd, qdd = (torch.as_tensor(np.asarray(samples[k]), device=dev, dtype=dt) for k in ("q", "qd", "qdd"))
+    with torch.no_grad():
+        pred = model(q, qd, qdd).double().cpu().numpy()
+    true = np.asarray(samples["Q"], float)
+    err = pred - true
+    rms = np.sqrt(np.mean(err**2, axis=0))
+    scale = np.sqrt(np.mean(true**2, axis=0))
+    var = np.maximum(np.var(true, axis=0), 1e-300)
+    return {
+        "tau_res_nmse": float(np.mean(np.mean(err**2, axis=0) / var)),
+        "tau_res_rms": rms.tolist(),
+        "tau_res_rel_rms": (rms / np.maximum(scale, 1e-300)).tolist(),
+        "samples": int(len(true)),
+        "non_finite": int((~np.isfinite(pred)).any(-1).sum()),
+    }
+
+
+def metadata(model: DacResidual, shape: Shape, **fields: Any) -> ModelMetadata:
+    from ..inference.metadata import ModelMetadata
+    from ..models.dac_residual import GRAPH_INPUTS, GRAPH_OUTPUTS
+
+    network = dict(model.config()) | {
+        "graph_inputs": list(GRAPH_INPUTS),
+        "graph_outputs": list(GRAPH_OUTPUTS),
+        "friction": model.friction_parameters(),
+        # the controller's default bound derives from it
+        "tau_res_max": model.tau_max.detach().cpu().tolist(),
+    }
+    return ModelMetadata(
+        family=NAME,
+        free_joints=list(shape.coordinate_names),
+        servo_joints=[],
+        coordinate_units=list(shape.coordinate_units),
+        network=network,
+        **fields,
+    )
+
+
+def export(
+    model: DacResidual,
+    path: str | Path,
+    metadata: ModelMetadata,
+    dtype: str = "float32",
+    exporter: str = "dynamo",
+) -> Path:
+    from ..models.dac_residual import export_dac_residual_onnx
+
+    return export_dac_residual_onnx(model, path, metadata, dtype=dtype)
+
+
+def test_summary(metrics: dict) -> str:
+    rel = ", ".join(f"{100 * v:.2f}" for v in metrics["tau_res_rel_rms"])
+    return (
+        f"test: τ_res RMS error per joint [{', '.join(f'{v:.2e}' for v in metrics['tau_res_rms'])}] "
+        f"(relative [{rel}] %), nMSE {metrics['tau_res_nmse']:.2e} on {metrics['samples']} samples"
+    )
+
+
+def check_options(options: Mapping[str, Any], given: Given) -> None:
+    wrong = [o for o in NOT_HERE if given(o)]
+    if wrong:
+        raise ConfigError(
+            f"--model {NAME} learns the efforts an arm's certain model misses from its recordings "
+            f"and has no {option_flags(wrong)}"
+        )
+    if not options.get("bag"):
+        raise ConfigError(
+            f"--model {NAME} trains on recordings: pass --bag BAG [BAG ...] and --config with the "
+            "bag: mapping and the certain model (config/dac_residual.yaml)"
+        )
+
+
+DAC_RESIDUAL = Family(
+    name=NAME,
+    model_family=NAME,
+    systems=("arm",),
+    defaults=DEFAULTS,
+    data=EFFORT_RESIDUALS,
+    build=build,
+    from_config=from_config,
+    normalise=normalise,
+    losses=losses,
+    evaluate=evaluate,
+    monitor="tau_res_nmse",
+    skip_non_finite=False,
+    metadata=metadata,
+    export=export,
+    exporters=("dynamo",),
+    test_summary=test_summary,
+    command_options=COMMAND_OPTIONS,
+    check_options=check_options,
+    progress_prefix=f"{NAME} ",
+)
+
+__all__ = ["DAC_RESIDUAL"]
