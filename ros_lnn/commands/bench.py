@@ -29,7 +29,7 @@ def add_arguments(parser):
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     parser.add_argument("--model", help="ONNX model (default: the shipped one)")
     parser.add_argument("--duration", type=float, default=None, help="seconds, for timed benchmarks")
-    parser.add_argument("--seeds", type=int, help="bench zoo servo-seeds: number of seeds (default 10)")
+    parser.add_argument("--seeds", type=int, help="bench zoo: number of seeds (servo-seeds 10, lnn-nh 3)")
     parser.add_argument("--epochs", type=int, help="bench zoo/delan: training epochs")
     parser.add_argument("--links", type=int, nargs="+", help="bench zoo tlnn: chain sizes (default 2 3 4)")
     parser.add_argument("--out", default="reports/zoo", help="bench zoo/delan: folder for JSON and PNG")

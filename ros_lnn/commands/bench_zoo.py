@@ -129,7 +129,8 @@ def _lnn_nh(args, out):
     )
     if args.epochs:
         kw["epochs"] = args.epochs
-    result = run_study(plot_dir=out, **kw)
+    seeds = tuple(range(args.seeds or (1 if args.quick else 3)))
+    result = run_study(seeds=seeds, plot_dir=out, **kw)
     print(format_table(result))
     return result
 
@@ -227,7 +228,7 @@ def bench_zoo(args) -> dict:
 
 
 def add_study_arguments(parser) -> None:
-    parser.add_argument("--seeds", type=int, help="number of seeds (servo-seeds; default 10)")
+    parser.add_argument("--seeds", type=int, help="number of seeds (servo-seeds: default 10, lnn-nh: 3)")
     parser.add_argument("--epochs", type=int, help="training epochs of the study's models")
     parser.add_argument("--links", type=int, nargs="+", help="chain sizes of the tlnn study (default 2 3 4)")
     parser.add_argument("--out", default="reports/zoo", help="folder for JSON and PNG (default reports/zoo)")
