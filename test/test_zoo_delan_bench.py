@@ -107,20 +107,22 @@ def test_rollouts_of_held_out_letters():
         progress=lambda s: None,
         log_every=20,
     )
-    r = rollout_letters(model, test, substeps=(1, 4))
-    keys = list(r["median_over_letters"])
+    r = rollout_letters(model, test, substeps=(1, 4), horizons=(0.2, 0.4))
+    keys = list(r["windows"])
     assert keys == [f"{m}, dt = {d:g} ms" for m in ("euler", "symplectic_euler", "rk4") for d in (40, 10)]
-    for letters in r["per_letter"].values():
-        assert set(letters) == set(TEST_LETTERS)
-        for row in letters.values():
-            # a diverged rollout counts as inf, never nan
-            assert not np.isnan(row["model"]["rms"]) and row["model"]["final"] <= row["model"]["max"]
-            assert np.isfinite(row["recorded_qdd"]["rms"])
-    floor = {k: v["recorded_qdd"]["rms"] for k, v in r["median_over_letters"].items()}
-    # integrating the recorded accelerations comes back to the recorded path: RK4 (q̈ linear in time)
-    # closest, and sub-steps help Euler, whose 25 Hz steps are the data's own
-    assert floor["rk4, dt = 40 ms"] < 0.01 and floor["rk4, dt = 40 ms"] < floor["euler, dt = 40 ms"]
+    for key in keys:
+        w, whole = r["windows"][key], r["whole"][key]
+        assert set(whole["per_letter"]) == set(TEST_LETTERS)
+        for row in whole["per_letter"].values():
+            assert 0 <= row["seconds_below"] <= row["letter_seconds"] + 0.04 and not np.isnan(row["rms"])
+        # a diverged rollout counts as inf, never nan; errors grow with the horizon
+        assert not np.isnan(w["model"]["0.2 s"]) and w["model"]["0.2 s"] <= w["model"]["0.4 s"]
+        assert 0 < w["recorded_qdd"]["0.2 s"] < w["recorded_qdd"]["0.4 s"] < 0.1
+    floor = {k: v["recorded_qdd"]["0.4 s"] for k, v in r["windows"].items()}
+    # integrating the recorded accelerations stays on the recorded path, RK4 (q̈ linear in time) closest;
+    # sub-steps help Euler, whose 25 Hz steps are the data's own
+    assert floor["rk4, dt = 40 ms"] < 0.5 * floor["euler, dt = 40 ms"]
     assert floor["euler, dt = 10 ms"] < floor["euler, dt = 40 ms"]
-    # a barely trained model drifts away from the letter far more than the integrator does
-    assert r["median_over_letters"]["rk4, dt = 40 ms"]["model"]["rms"] > 10 * floor["rk4, dt = 40 ms"]
+    # a barely trained model drifts from the letter far more than the integrator does
+    assert r["windows"]["rk4, dt = 40 ms"]["model"]["0.4 s"] > 10 * floor["rk4, dt = 40 ms"]
     assert "| rk4, dt = 40 ms |" in format_rollouts(r)

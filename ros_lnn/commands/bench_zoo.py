@@ -50,7 +50,8 @@ def _partial(args, out):
         print(f"batch {batch}: seconds per evaluation of Q (microseconds), exponents fitted over n = 3..10")
         print(format_table(r))
         result[f"batch_{batch}"] = r
-    parallel = measure_parallel(range(1, 11), min_time=0.02 if args.quick else 0.2, plot_dir=out)
+    ns = range(1, 6) if args.quick else (*range(1, 11), 12, 16, 24, 32)
+    parallel = measure_parallel(ns, min_time=0.02 if args.quick else 0.2, plot_dir=out)
     print(format_parallel(parallel))
     result["parallel"] = parallel
     return result
@@ -121,7 +122,7 @@ def _lnn_nh(args, out):
             n_trajectories=40,
             duration=5.0,
             n_samples=51,
-            epochs=60,
+            epochs=300,  # the paper's
             hidden=(128, 128),
             rollout_duration=15.0,
             n_rollouts=5,

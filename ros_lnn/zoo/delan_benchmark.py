@@ -8,12 +8,14 @@ test samples of the squared error summed over both joints, for the torque and it
 Coriolis+centrifugal and gravity parts and for the power ``q̇ᵀτ`` (the model's ``Ė = Ṫ + V̇``). Per-sample
 time: one sample, inverse mode, all outputs, torch CPU.
 
-Rollouts (:func:`rollout_letters`): each held-out letter integrated from its first recorded state under its
-recorded torques (held over a step for Euler and symplectic Euler, linear in time for RK4's midpoints) with
-explicit Euler, symplectic (semi-implicit) Euler and RK4, at the data's 25 Hz and at 10 sub-steps per
-sample; the joint-position error against the recording. The same integrators driven by the *recorded*
-accelerations (linear in time) give each method's floor at that step: the error that is the integrator's,
-not the model's.
+Rollouts (:func:`rollout_letters`): the held-out letters integrated under their recorded torques (held
+over a sample for Euler and symplectic Euler, linear in time for RK4's midpoints) with explicit Euler,
+symplectic (semi-implicit) Euler and RK4, at the data's 25 Hz and at 10 sub-steps per sample, from every
+recorded sample over horizons of 0.2, 0.5 and 1 s (the joint-position error against the recording), and
+each whole letter from its first sample (how long the error stays below 0.1 rad). The same integrators
+driven by the *recorded* accelerations give each method's floor at that step: the part of the error that
+is the integrator's and the 25 Hz data's, not the model's. (The data hold no dynamics function, so how
+fast the true arm itself would drift from a letter under its torques replayed open loop is not known.)
 """
 
 from __future__ import annotations
@@ -130,96 +132,117 @@ def train_delan(
     return model, history
 
 
-def _interpolator(t, values):
-    """``f(τ) -> (1, n)`` tensor: ``values`` (T, n) linear in the time ``τ`` since ``t[0]`` (held past the
-    ends)."""
+def _drive(t, values, starts, hold: bool):
+    """``f(τ) -> (B, n)``: ``values`` (T, n) sampled at ``t`` as seen ``τ`` after each start index (B,):
+    linear in time, or held over a sample (zero-order hold); held past the end."""
     import torch
 
-    t = np.asarray(t, float) - t[0]
+    t = np.asarray(t, float)
     values = np.asarray(values, float)
+    t0 = t[np.asarray(starts)]
+    dt = float(np.median(np.diff(t)))
 
     def at(tau):
-        return torch.as_tensor(np.array([[np.interp(tau, t, v) for v in values.T]]))
+        if hold:
+            k = np.minimum(len(t) - 1, np.asarray(starts) + int(np.floor(tau / dt + 1e-9)))
+            return torch.as_tensor(values[k])
+        return torch.as_tensor(np.stack([np.interp(t0 + tau, t, v) for v in values.T], -1))
 
     return at
 
 
-def _held(t, values, dt_data):
-    """Zero-order hold: the value of the sample at or before ``τ``."""
+def _errors(derivative, traj, starts, steps: int, method: str, sub: int, drive) -> np.ndarray:
+    """Joint-position error (steps + 1, B) of rollouts from ``starts`` over ``steps`` data samples."""
     import torch
 
-    values = np.asarray(values, float)
+    from .rollouts import rollout
 
-    def at(tau):
-        k = min(len(values) - 1, int(np.floor(tau / dt_data + 1e-9)))
-        return torch.as_tensor(values[k : k + 1])
-
-    return at
+    starts = np.asarray(starts)
+    dt = float(np.median(np.diff(traj["t"])))
+    q0, v0 = (torch.as_tensor(traj[k][starts]) for k in ("q", "qd"))
+    z = rollout(derivative, q0, v0, steps * dt, dt / sub, method, drive).numpy()[::sub, :, :2]
+    truth = np.stack([traj["q"][starts + k] for k in range(steps + 1)])
+    err = np.linalg.norm(z - truth, axis=-1)
+    return np.where(np.isfinite(err), err, np.inf)
 
 
 def rollout_letters(
-    model, test: dict, *, methods=("euler", "symplectic_euler", "rk4"), substeps=(1, 10)
+    model,
+    test: dict,
+    *,
+    methods=("euler", "symplectic_euler", "rk4"),
+    substeps=(1, 10),
+    horizons=(0.2, 0.5, 1.0),
+    diverged=0.1,
 ) -> dict:
-    """Rollouts of every held-out letter (see the module docstring): per method and step, per letter the
-    RMS and final joint-position error [rad] of the model and of the recorded-acceleration floor."""
-    import torch
+    """Rollouts of the held-out letters under their recorded torques (module docstring), for every method
+    and step (the data's and ``substeps`` finer):
 
-    from ..zoo.rollouts import rollout
-
+    * ``windows``: from every sample of every letter over ``horizons`` [s]: the median joint-position error
+      [rad] at each horizon, of the model and of the same integrator driven by the recorded q̈ (the floor);
+    * ``whole``: each whole letter from its first sample: the time until the error exceeds ``diverged`` rad
+      and the RMS error over the letter (medians over the letters)."""
     model = model.double().eval()
 
     def learned(q, v, Q):
         return v, model(q, v, None, Q)["qdd"]
 
-    out: dict = {}
-    for name, traj in letter_trajectories(test).items():
-        t, q, qd = traj["t"], traj["q"], traj["qd"]
-        dt_data = float(np.median(np.diff(t)))
-        duration = dt_data * (len(t) - 1)
-        q0, v0 = torch.as_tensor(q[:1]), torch.as_tensor(qd[:1])
-        recorded_qdd = _interpolator(t, traj["qdd"])
+    def replay(q, v, recorded):
+        return v, recorded  # driven by the recorded q̈ in place of a force
 
-        def replay(q_, v_, recorded):
-            return v_, recorded  # driven by the recorded q̈ in place of a force
-
-        for method in methods:
-            for sub in substeps:
-                dt = dt_data / sub
-                force = _interpolator(t, traj["Q"]) if method == "rk4" else _held(t, traj["Q"], dt_data)
-                acc = recorded_qdd if method == "rk4" else _held(t, traj["qdd"], dt_data)
-                rows = {}
-                for label, f, drive in (("model", learned, force), ("recorded_qdd", replay, acc)):
-                    z = rollout(f, q0, v0, duration, dt, method, drive).numpy()[::sub, 0, :2]
-                    err = np.linalg.norm(z - q, axis=-1)
-                    err = np.where(np.isfinite(err), err, np.inf)
-                    rows[label] = {
-                        "rms": float(np.sqrt(np.mean(err**2))),
-                        "final": float(err[-1]),
-                        "max": float(err.max()),
-                    }
-                out.setdefault(f"{method}, dt = {1e3 * dt:g} ms", {})[name] = rows
-    summary = {}
-    for key, letters in out.items():
-        summary[key] = {
-            label: {
-                m: float(np.median([letters[L][label][m] for L in letters])) for m in ("rms", "final", "max")
+    letters = letter_trajectories(test)
+    dt_data = float(np.median(np.diff(next(iter(letters.values()))["t"])))
+    windows: dict = {}
+    whole: dict = {}
+    for method in methods:
+        hold = method != "rk4"  # Euler's steps see the sample's torque; RK4's midpoints a linear one
+        for sub in substeps:
+            key = f"{method}, dt = {1e3 * dt_data / sub:g} ms"
+            errs = {"model": [], "recorded_qdd": []}
+            per_letter = {}
+            for name, traj in letters.items():
+                dt = float(np.median(np.diff(traj["t"])))
+                steps = int(round(max(horizons) / dt))
+                starts = np.arange(len(traj["t"]) - steps)
+                for label, f, values in (
+                    ("model", learned, traj["Q"]),
+                    ("recorded_qdd", replay, traj["qdd"]),
+                ):
+                    e = _errors(f, traj, starts, steps, method, sub, _drive(traj["t"], values, starts, hold))
+                    errs[label].append(e[[int(round(h / dt)) for h in horizons]])
+                n = len(traj["t"]) - 1
+                e = _errors(learned, traj, [0], n, method, sub, _drive(traj["t"], traj["Q"], [0], hold))[:, 0]
+                over = np.flatnonzero(e > diverged)
+                per_letter[name] = {
+                    "seconds_below": float((over[0] if len(over) else n + 1) * dt),
+                    "letter_seconds": float(n * dt),
+                    "rms": float(np.sqrt(np.mean(e**2))),
+                }
+            windows[key] = {
+                label: {
+                    f"{h:g} s": float(np.median(np.concatenate([x[i] for x in v])))
+                    for i, h in enumerate(horizons)
+                }
+                for label, v in errs.items()
             }
-            for label in ("model", "recorded_qdd")
-        }
-    return {"per_letter": out, "median_over_letters": summary}
+            whole[key] = {
+                "per_letter": per_letter,
+                "median_seconds_below": float(np.median([r["seconds_below"] for r in per_letter.values()])),
+                "median_rms": float(np.median([r["rms"] for r in per_letter.values()])),
+            }
+    return {"horizons": list(horizons), "diverged_rad": diverged, "windows": windows, "whole": whole}
 
 
 def format_rollouts(rollouts: dict) -> str:
+    hs = [f"{h:g} s" for h in rollouts["horizons"]]
     lines = [
-        "| integrator, step | model: RMS / final joint error [rad] "
-        "| recorded q̈ (integrator floor): RMS / final |",
-        "| --- | --- | --- |",
+        f"| integrator, step | model: median error at {' / '.join(hs)} [rad] | recorded q̈ (floor) at "
+        f"{' / '.join(hs)} | whole letter: s until error > {rollouts['diverged_rad']:g} rad |",
+        "| --- | --- | --- | --- |",
     ]
-    for key, s in rollouts["median_over_letters"].items():
-        lines.append(
-            f"| {key} | {s['model']['rms']:.3g} / {s['model']['final']:.3g} | "
-            f"{s['recorded_qdd']['rms']:.3g} / {s['recorded_qdd']['final']:.3g} |"
-        )
+    for key, w in rollouts["windows"].items():
+        model, floor = (" / ".join(f"{w[label][h]:.2g}" for h in hs) for label in ("model", "recorded_qdd"))
+        lines.append(f"| {key} | {model} | {floor} | {rollouts['whole'][key]['median_seconds_below']:.2f} |")
     return "\n".join(lines)
 
 
@@ -283,6 +306,7 @@ def format_errors(result: dict) -> str:
 
 
 def plot_rollouts(rollouts: dict, out) -> str:
+    """Median error against the horizon, model and recorded-q̈ floor, for every integrator and step."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -291,21 +315,15 @@ def plot_rollouts(rollouts: dict, out) -> str:
     import matplotlib.pyplot as plt
 
     Path(out).mkdir(parents=True, exist_ok=True)
-    keys = list(rollouts["median_over_letters"])
-    fig, ax = plt.subplots(figsize=(7, 4))
-    x = np.arange(len(keys))
-    for k, (label, color) in enumerate((("model", "C0"), ("recorded_qdd", "C7"))):
-        ax.bar(
-            x + 0.2 * (2 * k - 1),
-            [rollouts["median_over_letters"][key][label]["rms"] for key in keys],
-            0.4,
-            color=color,
-            label="learned DeLaN" if label == "model" else "recorded q̈ (integrator floor)",
-        )
-    ax.set_yscale("log")
-    ax.set_xticks(x, [key.replace(", ", "\n") for key in keys], fontsize=7)
-    ax.set_ylabel("RMS joint-position error [rad] (median over e, q, v)")
-    ax.legend(fontsize=8)
+    hs = rollouts["horizons"]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for i, (key, w) in enumerate(rollouts["windows"].items()):
+        ax.loglog(hs, [w["model"][f"{h:g} s"] for h in hs], "o-", color=f"C{i}", label=key)
+        ax.loglog(hs, [w["recorded_qdd"][f"{h:g} s"] for h in hs], "x:", color=f"C{i}")
+    ax.set_xlabel("horizon [s]")
+    ax.set_ylabel("median joint-position error [rad]")
+    ax.set_title("DeLaN rollouts from every held-out sample (o: model, x: recorded q̈)")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     path = Path(out) / "delan_rollouts.png"
     fig.savefig(path, dpi=110)
