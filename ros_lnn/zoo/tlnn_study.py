@@ -141,6 +141,10 @@ def _fit_and_roll(
     with torch.no_grad():
         Q_test = torch.as_tensor(test[3]) if forced else None
         pred = model(torch.as_tensor(tq), torch.as_tensor(tqd), Q_test).numpy()
+        extra = {}
+        if hasattr(model, "vector_field"):  # HNN: how well ∂H/∂p matches the observed q̇ (its coordinates)
+            qd_hat = model.vector_field(torch.as_tensor(tq), torch.as_tensor(tqd), Q_test)[0].numpy()
+            extra["qd_nmse_test"] = float(np.mean((qd_hat - tqd) ** 2) / np.var(tqd))
         if coords == "relative":
             pred = np.cumsum(pred, -1)
         q0, qd0 = starts
@@ -154,10 +158,11 @@ def _fit_and_roll(
     phi, phid = traj[..., :n], traj[..., n:]
     if coords == "relative":
         phi, phid = to_absolute(phi, phid)
-    return history, np.sum((pred - tqdd_abs) ** 2, -1), rollout_error(np.concatenate([phi, phid], -1), z_true)
+    sq_err = np.sum((pred - tqdd_abs) ** 2, -1)
+    return history, sq_err, rollout_error(np.concatenate([phi, phid], -1), z_true), extra
 
 
-def _model_entry(model, history, sq_err, err, t, rollout_hz, rollout_duration, stride, width):
+def _model_entry(model, history, sq_err, err, t, rollout_hz, rollout_duration, stride, width, extra=None):
     band = error_band(err)
     at = {
         f"E_at_{s:g}s": {k: float(v[min(len(t) - 1, int(round(s * rollout_hz)))]) for k, v in band.items()}
@@ -173,6 +178,7 @@ def _model_entry(model, history, sq_err, err, t, rollout_hz, rollout_duration, s
         "diverged_rollouts": int(np.sum(~np.isfinite(err[-1]))),
         **at,
         **{f"E_{k}": v[::stride].tolist() for k, v in band.items()},
+        **(extra or {}),
     }
 
 
@@ -249,7 +255,7 @@ def study_chain(
         family, coords = name.split(" (")[0], name.split("(")[1].rstrip(")")
         torch.manual_seed(seed)
         model = make_model(family, n_links, widths[family])
-        history, sq_err, err = _fit_and_roll(
+        history, sq_err, err, extra = _fit_and_roll(
             model,
             data[coords],
             coords,
@@ -264,7 +270,7 @@ def study_chain(
             progress=None,
         )
         r = result["models"][name] = _model_entry(
-            model, history, sq_err, err, t, rollout_hz, rollout_duration, stride, widths[family]
+            model, history, sq_err, err, t, rollout_hz, rollout_duration, stride, widths[family], extra
         )
         _say(progress, f"{n_links}-link {name}", r, rollout_duration)
     return result
@@ -365,7 +371,7 @@ def forced_study(
         name = f"{family} (absolute)"
         torch.manual_seed(seed)
         model = make_model(family, n_links, widths[family], True)
-        history, sq_err, err = _fit_and_roll(
+        history, sq_err, err, extra = _fit_and_roll(
             model,
             (train, test),
             "absolute",
@@ -381,7 +387,7 @@ def forced_study(
             forces=Q_roll,
         )
         r = result["models"][name] = _model_entry(
-            model, history, sq_err, err, t, rollout_hz, rollout_duration, stride, widths[family]
+            model, history, sq_err, err, t, rollout_hz, rollout_duration, stride, widths[family], extra
         )
         if ex is not None:
             (eq0, eqd0), z_ex, Q_ex = ex
@@ -514,6 +520,8 @@ def run_forced_study(n_links: int = 4, plot_dir=None, progress=print, **kw) -> d
 def _row(name, r, horizon):
     e = lambda k: f"{r[k]['median']:.3g} [{r[k]['p05']:.2g}, {r[k]['p95']:.2g}]"  # noqa: E731
     div = f" ({r['diverged_rollouts']} diverged)" if r["diverged_rollouts"] else ""
+    if "qd_nmse_test" in r:
+        name = f"{name} (∂H/∂p vs q̇ nMSE {r['qd_nmse_test']:.2g})"
     return (
         f"| {name} | {r['parameters']} | {r['acc_mse_test']:.3g} / {r['acc_se_test_median']:.3g} | "
         f"{e('E_at_1s')} | {e('E_at_5s')} | {e(f'E_at_{horizon:g}s')}{div} | {r['train_seconds']:.0f} |"
