@@ -162,7 +162,8 @@ def _errors(derivative, traj, starts, steps: int, method: str, sub: int, drive) 
     q0, v0 = (torch.as_tensor(traj[k][starts]) for k in ("q", "qd"))
     z = rollout(derivative, q0, v0, steps * dt, dt / sub, method, drive).numpy()[::sub, :, :2]
     truth = np.stack([traj["q"][starts + k] for k in range(steps + 1)])
-    err = np.linalg.norm(z - truth, axis=-1)
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverged rollout: inf
+        err = np.linalg.norm(z - truth, axis=-1)
     return np.where(np.isfinite(err), err, np.inf)
 
 
