@@ -16,7 +16,7 @@ from ros_lnn.models.lnn import euler_lagrange_terms  # noqa: E402
 from ros_lnn.physics.chain import PlanarChain  # noqa: E402
 from ros_lnn.physics.simulate import simulate  # noqa: E402
 from ros_lnn.physics.chain_motion import chain_trajectories, integrate, to_absolute, to_relative  # noqa: E402
-from ros_lnn.zoo.tlnn_study import make_model, parameter_count, rod_chain, study_chain  # noqa: E402
+from ros_lnn.zoo.tlnn_study import MODELS, make_model, parameter_count, rod_chain, study_chain  # noqa: E402
 
 
 def model(n=3, hidden=(16, 16)):
@@ -97,7 +97,7 @@ def test_tiny_study_compares_matched_models_on_finite_rollout_errors():
                     rollout_hz=20.0, report_every=0.1)
     assert len(r["t"]) == 6 and r["t"][-1] == pytest.approx(0.5)
     counts = [m["parameters"] for m in r["models"].values()]
-    assert len(counts) == 6 and max(counts) < 1.1 * min(counts)
+    assert len(counts) == len(MODELS) == 8 and max(counts) < 1.1 * min(counts)
     for m in r["models"].values():
         for key in ("E_median", "E_p05", "E_p95"):
             assert len(m[key]) == 6 and np.all(np.isfinite(m[key]))

@@ -17,12 +17,14 @@ BENCHES = {
     "ingest": ("ros_lnn.commands.bench_ingest", "bench_ingest", "rosbag ingest speed against the naive rosbags loop"),
     "train": ("ros_lnn.commands.bench_train", "bench_train", "training steps/s: analytic vs autograd, paper schedule"),
     "delan": ("ros_lnn.commands.bench_delan", "bench_delan",
-              "DeLaN character benchmark (test letters e, q, v) against the published figures"),
+              "DeLaN character benchmark (test letters e, q, v; --data DIR) against the published figures, "
+              "rollouts"),
     "realdata": ("ros_lnn.commands.bench_realdata", "bench_realdata",
                  "train on one robot recording, test on others: ServoLNN vs structural LS fit and zero, "
                  "ablations"),
     "zoo": ("ros_lnn.commands.bench_zoo", "bench_zoo",
-            "seed studies: partial-Lagrangian examples and cost, LNN vs LNN-nh, TLNN rollouts (PNG in reports/zoo)"),
+            "the papers' studies: zoo [servo-seeds|tlnn|tlnn-forced|lnn-nh|partial|examples|delan] "
+            "(JSON and PNG in reports/zoo)"),
 }
 
 
@@ -33,16 +35,28 @@ def add_arguments(parser):
     parser.description = "Benchmarks whose figures go into closing notes and the README:\n" + "\n".join(
         f"  {name:<10} {text}" for name, (_, _, text) in sorted(BENCHES.items()))
     parser.add_argument("what", choices=sorted(BENCHES), help="which benchmark (listed above)")
+    parser.add_argument("studies", nargs="*", metavar="STUDY",
+                        help="bench zoo: which studies (default: all; see docs/studies.md)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     parser.add_argument("--model", help="ONNX model (default: the shipped one)")
     parser.add_argument("--duration", type=float, default=None, help="seconds, for timed benchmarks")
-    parser.add_argument("--output", help="folder for the figures a benchmark writes (control: the "
-                        "closed-loop demo's, default reports/dac_demo)")
+    parser.add_argument("--output", "--out", dest="output",
+                        help="folder for the figures a benchmark writes (control: the closed-loop demo's, "
+                        "default reports/dac_demo; zoo, delan: JSON and PNG, default reports/zoo)")
+    parser.add_argument("--seeds", type=int, help="bench zoo: number of seeds (servo-seeds 10, lnn-nh 3)")
+    parser.add_argument("--epochs", type=int, help="bench zoo/delan: training epochs")
+    parser.add_argument("--links", type=int, nargs="+", help="bench zoo tlnn: chain sizes (default 2 3 4)")
+    parser.add_argument("--data", help="bench delan, zoo delan: the DeLaN character data (folder or .npz)")
 
 
 def run(args) -> int:
     module, func, _ = BENCHES[args.what]
+    if args.studies and args.what != "zoo":
+        from ..errors import ConfigError
+
+        names = " ".join(args.studies)
+        raise ConfigError(f"bench {args.what} takes no study names ({names}); only bench zoo does")
     try:
         fn = getattr(importlib.import_module(module), func)
     except (ModuleNotFoundError, AttributeError) as exc:

@@ -1,7 +1,8 @@
 """The model families and their one registry.
 
 A family is one file here that builds a :class:`~ros_lnn.families.base.Family` (ServoLNN/DeLaN in
-``servo_lnn.py``, LNN/LNN-nh in ``lnn.py``, ``tlnn.py``, ``node.py``; the acceleration families share
+``servo_lnn.py``, LNN/LNN-nh in ``lnn.py``, ``tlnn.py``, ``node.py``, ``hnn.py``; the acceleration
+families share
 ``acceleration.py``) plus its entry in :data:`FAMILIES` below. Nothing here imports torch until a model
 is built.
 """
@@ -13,13 +14,14 @@ from typing import Any
 from ..errors import ConfigError, ModelError
 from .base import EFFORT_RESIDUALS, TRAJECTORIES, TRIALS, Family, Network, Shape
 from .dac_residual import DAC_RESIDUAL
+from .hnn import HNN
 from .lnn import LNN, LNN_NH
 from .node import NODE
 from .servo_lnn import DELAN, SERVO_LNN
 from .tlnn import TLNN
 
 #: ``ros-lnn train --model NAME`` → its family, in the order the command line lists them.
-FAMILIES: dict[str, Family] = {f.name: f for f in (SERVO_LNN, DELAN, LNN, LNN_NH, TLNN, NODE, DAC_RESIDUAL)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (SERVO_LNN, DELAN, LNN, LNN_NH, TLNN, NODE, HNN, DAC_RESIDUAL)}
 #: Every reference system some family trains on (``ros-lnn train --system``).
 SYSTEMS = ("crane", "delan_character", "particle", "drone", "rolling_disk", "chain", "arm")
 #: Family tags of checkpoints and ONNX metadata (DeLaN models say ``servo_lnn``).

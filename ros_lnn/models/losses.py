@@ -13,6 +13,14 @@ Models whose forward is ``model(q, qd) -> q̈`` (LNN, LNN-nh, TLNN, neural ODE) 
 
     qdd      ‖q̈̂ − q̈‖²               acceleration fit (batch: ``q, qd, qdd``)
 
+and, trained on data with known generalised forces (the TLNN study's forced chains), its variant
+
+    qdd_forced ‖q̈̂(q, q̇, Q) − q̈‖²    (batch: ``q, qd, qdd, Q``)
+
+An HNN (``model.vector_field(q, p, Q) -> (q̇̂, ṗ̂)`` with ``p ≡ q̇``) fits both halves of its vector field:
+
+    qd_hamiltonian ‖∂H/∂p − q̇‖²    with ``qdd`` or ``qdd_forced`` for ‖ṗ̂ − q̈‖²
+
 Every term comes from the inverse residual ``r = Q̂(q, q̇, q̈) − Q`` of the shared machinery's pieces
 (:func:`~ros_lnn.physics.lagrangian.coriolis_force`, the same solve), because ``Q̂`` is affine in ``q̈``:
 
@@ -45,11 +53,22 @@ def select_losses(has_qe: bool, n_e: int = 1) -> tuple[str, ...]:
 #: The loss of the families fitted by acceleration MSE (``model(q, qd) -> q̈``); which losses a model
 #: trains with is its family's decision (:mod:`ros_lnn.families`).
 ACCELERATION_LOSSES = ("qdd",)
+#: The HNN's: both halves of its vector field.
+HAMILTONIAN_LOSSES = ("qd_hamiltonian", "qdd")
+#: Every term of the acceleration-fitted families (``qdd_forced``: ``qdd`` with the data's ``Q``).
+VECTOR_FIELD_TERMS = ("qdd", "qdd_forced", "qd_hamiltonian")
 
 
 def batch_keys(names) -> tuple[str, ...]:
     """The data tensors the named losses read."""
-    return ("q", "qd", "qdd") if set(names) <= set(ACCELERATION_LOSSES) else ("q", "qd", "qdd", "Q")
+    if set(names) <= set(VECTOR_FIELD_TERMS):
+        return ("q", "qd", "qdd", "Q") if "qdd_forced" in names else ("q", "qd", "qdd")
+    return ("q", "qd", "qdd", "Q")
+
+
+def forced(names) -> tuple[str, ...]:
+    """The acceleration losses ``names`` with the data's generalised forces as a model input."""
+    return tuple("qdd_forced" if n == "qdd" else n for n in names)
 
 
 def _sq(x):
@@ -64,6 +83,8 @@ def loss_terms(model, batch: dict, names=WITH_QE) -> dict:
         return own(batch, names)
     if names == ACCELERATION_LOSSES:
         return {"qdd": _sq(model(batch["q"], batch["qd"]) - batch["qdd"])}
+    if set(names) <= set(VECTOR_FIELD_TERMS):
+        return vector_field_terms(model, batch, names)
     unknown = set(names) - set(ALL_LOSSES)
     if unknown:
         raise ValueError(f"unknown losses {sorted(unknown)}; choose from {ALL_LOSSES}")
@@ -94,6 +115,19 @@ def loss_terms(model, batch: dict, names=WITH_QE) -> dict:
         out.setdefault("fwd", r_f.new_zeros(()))   # no free coordinate: nothing to predict
         out.setdefault("fwd_e", r_f.new_zeros(()))
     return {k: out[k] for k in names}
+
+
+def vector_field_terms(model, batch: dict, names) -> dict:
+    """``qdd`` / ``qdd_forced`` / ``qd_hamiltonian`` (an HNN's vector field is evaluated once for both)."""
+    Q = batch["Q"] if "qdd_forced" in names else None
+    if "qd_hamiltonian" in names:
+        qd_hat, qdd_hat = model.vector_field(batch["q"], batch["qd"], Q)
+    else:
+        qd_hat, qdd_hat = None, model(batch["q"], batch["qd"], Q)
+    out = {}
+    for name in names:
+        out[name] = _sq(qd_hat - batch["qd"]) if name == "qd_hamiltonian" else _sq(qdd_hat - batch["qdd"])
+    return out
 
 
 def total_loss(model, batch: dict, names=WITH_QE):

@@ -14,16 +14,19 @@ def random_states(n: int, count: int, rng, angle_range=np.pi / 2, speed=1.0):
     return rng.uniform(-angle_range, angle_range, (count, n)), speed * rng.normal(size=(count, n))
 
 
-def integrate(chain: PlanarChain, q0, qd0, duration: float, rate_hz: float, tol=1e-9):
-    """Free motion of a batch of initial states as one ODE (DOP853): ``(q, q̇, q̈)`` each (T, B, n) in
-    relative joint angles, sampled at ``rate_hz``; q̈ from the exact dynamics at each sample."""
+def integrate(chain: PlanarChain, q0, qd0, duration: float, rate_hz: float, tol=1e-9, forces=None):
+    """Motion of a batch of initial states as one ODE (DOP853): ``(q, q̇, q̈)`` each (T, B, n) in
+    relative joint angles, sampled at ``rate_hz``; q̈ from the exact dynamics at each sample. Free
+    motion, or under constant joint torques ``forces`` (B, n) (one row per initial state)."""
     from scipy.integrate import solve_ivp
 
     q0, qd0 = np.atleast_2d(q0), np.atleast_2d(qd0)
     B, n = q0.shape
+    torques = np.zeros((B, n)) if forces is None else np.broadcast_to(np.asarray(forces, float), (B, n))
 
     def acceleration(q, qd):
-        return chain.dynamics(q, qd, qdd_e=np.zeros((len(q), 0)), Q_f=np.zeros_like(q))["qdd"]
+        Q = np.broadcast_to(torques, (len(q) // B, B, n)).reshape(q.shape)
+        return chain.dynamics(q, qd, qdd_e=np.zeros((len(q), 0)), Q_f=Q)["qdd"]
 
     def rhs(t, y):
         y = y.reshape(B, 2 * n)

@@ -91,13 +91,19 @@ def training_record(family: Family, spec: RunSpec, history: dict) -> dict:
         "weight_decay": spec.weight_decay,
     }
     if family.data == TRAJECTORIES:
-        record |= {"grad_clip": spec.grad_clip, "seed": spec.seed, "loss": "qdd_mse"}
+        terms = history["losses"]
+        loss = "qdd_mse" if terms == ["qdd"] else " + ".join(f"{k}_mse" for k in terms)
+        record |= {"grad_clip": spec.grad_clip, "seed": spec.seed, "loss": loss}
     else:
         record |= {"seed": spec.seed, "with_qe": spec.with_qe, "losses": history["losses"]}
     return record | {
         "device": history["device"],
         "dtype": spec.dtype,
+        # wall-clock seconds of the whole training loop (validations and checkpoints included; a loaded
+        # machine stretches it), its process CPU seconds, and the validations' and checkpoints' share
         "seconds": round(history["seconds"], 1),
+        **{k: round(history[k], 1) for k in ("cpu_seconds", "validation_seconds", "checkpoint_seconds")
+           if k in history},
     }
 
 

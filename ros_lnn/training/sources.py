@@ -332,10 +332,10 @@ def bag_data(family: Family, spec: RunSpec, say: Callable[[str], None]) -> RunDa
 def character_data(spec: RunSpec) -> RunData:
     """The DeLaN character data set: test letters ``test_trials`` (default e, q, v), training samples all
     of the other letters' or ``n_train`` of them."""
-    from ..physics.delan_data import TEST_LETTERS, default_data_path, load_character_data
+    from ..physics.delan_data import TEST_LETTERS, find_character_data, load_character_data
 
     letters = spec.test_trials or TEST_LETTERS
-    path = Path(spec.data) if spec.data else default_data_path()
+    path = find_character_data(spec.data)  # --data: the file or its folder
     if path.is_file() and "labels" not in np.load(path).files:
         raise DataError(
             f"{path}: not the DeLaN character data (no 'labels'); pass character_data.npz, "

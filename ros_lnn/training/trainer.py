@@ -135,7 +135,11 @@ def train(model: nn.Module, train_samples: dict, val_samples: dict | None = None
         history.setdefault("resumed", []).append({"from": str(cfg.resume), "epoch": done})
         progress(f"resumed from {cfg.resume} after epoch {done}")
     step, describe = distributed.make_loss_step(model, names, dist, cfg.compile, progress)
-    start = time.perf_counter()
+    # wall time of the loop (``seconds``) and, apart, the process CPU time, validations and checkpoints in it
+    start, cpu_start = time.perf_counter(), time.process_time()
+    prior_cpu = history.get("cpu_seconds", 0.0)
+    spent = {"validation_seconds": history.get("validation_seconds", 0.0),
+             "checkpoint_seconds": history.get("checkpoint_seconds", 0.0)}
     for epoch in range(first, cfg.epochs + 1):
         perm = torch.randperm(N, generator=gen, device=device)
         for i in range(0, N, cfg.batch):
@@ -180,7 +184,9 @@ def train(model: nn.Module, train_samples: dict, val_samples: dict | None = None
                      + f"  {rate:.1f} epochs/s  eta {(cfg.epochs - epoch) / rate:.0f} s")
         if val_samples is not None and (epoch % cfg.val_every == 0 or epoch == cfg.epochs):
             model.eval()
+            t_val = time.perf_counter()
             metrics = evaluate(model, val_samples)
+            spent["validation_seconds"] += time.perf_counter() - t_val
             model.train()
             history["val"].append({"epoch": epoch, **metrics})
             progress(f"  validation @ {epoch}: {monitor} {metrics.get(monitor, float('nan')):.2e}"
@@ -188,14 +194,20 @@ def train(model: nn.Module, train_samples: dict, val_samples: dict | None = None
                      + (f"  non-finite {metrics['non_finite']}" if metrics.get("non_finite") else ""))
             stop = stopper.update(epoch, metrics, model)
         if cfg.checkpoint_dir and dist.is_main and (epoch % cfg.checkpoint_every == 0 or epoch == cfg.epochs or stop):
-            history["seconds"] = prior_seconds + time.perf_counter() - start
+            t_ckpt = time.perf_counter()
+            history["seconds"] = prior_seconds + t_ckpt - start
+            history["cpu_seconds"] = prior_cpu + time.process_time() - cpu_start
+            history.update(spent)
             save_checkpoint(Path(cfg.checkpoint_dir) / "last.pt", model, optimizer, epoch, history,
                             extra=resume_extra(gen, acc, steps_since, stopper, fingerprint, dist.world_size))
+            spent["checkpoint_seconds"] += time.perf_counter() - t_ckpt
         if stop:
             progress(f"early stop after epoch {epoch}: {stopper.monitor} did not improve by more than "
                      f"{stopper.min_delta:g} in {stopper.patience} validations (best {stopper.best:.3e} @ {stopper.best_epoch})")
             break
     history["seconds"] = prior_seconds + time.perf_counter() - start
+    history["cpu_seconds"] = prior_cpu + time.process_time() - cpu_start
+    history.update(spent)
     history["early_stopping"] = stopper.summary()
     history["run"] = describe()
     if stopper.restore_best(model):
@@ -206,15 +218,20 @@ def train(model: nn.Module, train_samples: dict, val_samples: dict | None = None
 
 def train_acceleration(model: nn.Module, data: dict, *, epochs: int = 100, batch: int = 256, lr: float = 1e-3,
                        seed: int = 0, progress: Callable[[str], None] | None = None, log_every: int = 10,
-                       dtype: torch.dtype = torch.float64, clip: float = 10.0) -> dict:
-    """Fit ``q̈`` of an acceleration-family model by mean squared error (the paper's loss), Adam,
-    through :func:`train` (on the CPU, no validation), as the zoo studies do; sets ``model.qd_scale`` from
-    the data; non-finite batches are skipped on the device. Returns the history (``epoch``, ``loss``,
-    ``seconds`` and the trainer's other keys)."""
+                       dtype: torch.dtype = torch.float64, clip: float = 10.0, forced: bool = False) -> dict:
+    """Fit ``q̈`` of an acceleration-family model by mean squared error (the paper's loss; an HNN also
+    fits ``q̇``: its family's losses), Adam, through :func:`train` (on the CPU, no validation), as the zoo
+    studies do; sets ``model.qd_scale`` from the data; non-finite batches are skipped on the device.
+    ``forced``: the data's ``Q`` (generalised forces) is a model input. Returns the history (``epoch``,
+    ``loss``, ``seconds`` and the trainer's other keys)."""
+    from ..models.losses import forced as with_forces
+
     torch.manual_seed(seed)
     set_qd_scale(model, data["qd"])
+    names = family_of(model).losses(model, False)
     cfg = TrainConfig(epochs=epochs, batch=batch, lr=lr, weight_decay=0.0, seed=seed, device="cpu",
                       dtype={torch.float32: "float32", torch.float64: "float64"}[dtype],
+                      losses=with_forces(names) if forced else names,
                       log_every=max(1, min(log_every, epochs)), grad_clip=clip, skip_non_finite=True,
                       threads=torch.get_num_threads())
     say = (lambda line: progress(f"{model.family} {line}")) if progress else (lambda line: None)

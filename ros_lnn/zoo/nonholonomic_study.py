@@ -2,6 +2,7 @@
 learn ``q̈`` from the same trajectories of each nonholonomic example; reported are the test acceleration MSE
 and, along rollouts of the learned dynamics from held-out initial states, the drift of the true energy and
 of the constraint ``Φ = A(q) q̇`` (the paper's three measures), plus the state error against the truth."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,28 +12,27 @@ from ..physics.nonholonomic import SYSTEMS, make_dataset, simulate
 
 def rk4_rollout(acceleration, q0, qd0, duration: float, dt: float):
     """Fixed-step RK4 of ``q̈ = acceleration(q, q̇)`` (torch tensors, batched); returns (steps+1, B, 2n)."""
-    import torch
+    from .rollouts import rollout
 
-    n = q0.shape[-1]
-
-    def f(y):
-        return torch.cat([y[..., n:], acceleration(y[..., :n], y[..., n:])], -1)
-
-    y = torch.cat([q0, qd0], -1)
-    out = [y]
-    for _ in range(int(round(duration / dt))):
-        k1 = f(y)
-        k2 = f(y + 0.5 * dt * k1)
-        k3 = f(y + 0.5 * dt * k2)
-        k4 = f(y + dt * k3)
-        y = y + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-        out.append(y)
-    return torch.stack(out)
+    return rollout(lambda q, v, Q: (v, acceleration(q, v)), q0, qd0, duration, dt, "rk4")
 
 
-def compare_on_system(name: str, *, n_trajectories=40, duration=5.0, n_samples=51, epochs=60, batch=256,
-                      hidden=(128, 128), lr=1e-3, n_rollouts=5, rollout_duration=15.0, dt=0.02, seed=0,
-                      progress=print) -> dict:
+def compare_on_system(
+    name: str,
+    *,
+    n_trajectories=40,
+    duration=5.0,
+    n_samples=51,
+    epochs=60,
+    batch=256,
+    hidden=(128, 128),
+    lr=1e-3,
+    n_rollouts=5,
+    rollout_duration=15.0,
+    dt=0.02,
+    seed=0,
+    progress=print,
+) -> dict:
     import torch
 
     from ..models.lnn import for_system
@@ -46,21 +46,36 @@ def compare_on_system(name: str, *, n_trajectories=40, duration=5.0, n_samples=5
     train, test = split(train_sel), split(~train_sel)
     rng = np.random.default_rng(seed + 1000)
     starts = [system.sample_state(rng) for _ in range(n_rollouts)]
-    truth = [simulate(system, q0, qd0, rollout_duration, int(round(rollout_duration / dt)) + 1) for q0, qd0 in starts]
+    truth = [
+        simulate(system, q0, qd0, rollout_duration, int(round(rollout_duration / dt)) + 1)
+        for q0, qd0 in starts
+    ]
     q0 = torch.as_tensor(np.stack([s[0] for s in starts]))
     qd0 = torch.as_tensor(np.stack([s[1] for s in starts]))
-    result = {"system": name, "n_train_samples": int(train_sel.sum()), "n_test_samples": int((~train_sel).sum())}
+    result = {
+        "system": name,
+        "n_train_samples": int(train_sel.sum()),
+        "n_test_samples": int((~train_sel).sum()),
+    }
     for label, constrained in (("LNN", False), ("LNN-nh", True)):
         torch.manual_seed(seed)
         model = for_system(system, constrained, hidden=hidden)
-        history = train_acceleration(model, train, epochs=epochs, batch=batch, lr=lr, seed=seed,
-                                     progress=progress, log_every=max(1, epochs // 5))
+        history = train_acceleration(
+            model,
+            train,
+            epochs=epochs,
+            batch=batch,
+            lr=lr,
+            seed=seed,
+            progress=progress,
+            log_every=max(1, epochs // 5),
+        )
         pred = model(torch.as_tensor(test["q"]), torch.as_tensor(test["qd"])).detach().numpy()
         traj = rk4_rollout(lambda q, qd: model(q, qd).detach(), q0, qd0, rollout_duration, dt).numpy()
-        q, qd = traj[..., :system.n], traj[..., system.n:]
-        energy = system.energy(q, qd)                                       # (T, B)
+        q, qd = traj[..., : system.n], traj[..., system.n :]
+        energy = system.energy(q, qd)  # (T, B)
         e0 = energy[0]
-        constraint = np.abs(system.constraint(q, qd)).max(-1)               # (T, B)
+        constraint = np.abs(system.constraint(q, qd)).max(-1)  # (T, B)
         z_true = np.stack([np.concatenate([t["q"], t["qd"]], -1) for t in truth], 1)
         finite = np.isfinite(traj).all(axis=(0, 2))
         result[label] = {
@@ -71,38 +86,153 @@ def compare_on_system(name: str, *, n_trajectories=40, duration=5.0, n_samples=5
             "energy_rel_drift_final_median": float(np.nanmedian(np.abs(energy[-1] - e0) / e0)),
             "constraint_max": float(np.nanmax(constraint)),
             "constraint_final_median": float(np.nanmedian(constraint[-1])),
-            "state_rel_error_final_median": float(np.nanmedian(
-                np.linalg.norm(traj[-1] - z_true[-1], axis=-1) / np.linalg.norm(z_true[-1], axis=-1))),
+            "state_rel_error_final_median": float(
+                np.nanmedian(
+                    np.linalg.norm(traj[-1] - z_true[-1], axis=-1) / np.linalg.norm(z_true[-1], axis=-1)
+                )
+            ),
             "finite_rollouts": int(finite.sum()),
             "energy_curve_median": np.nanmedian(np.abs(energy - e0) / e0, axis=1).tolist(),
             "constraint_curve_median": np.nanmedian(constraint, axis=1).tolist(),
         }
-        progress(f"{name} {label}: test q̈ MSE {result[label]['acc_mse_test']:.3e}, energy drift max "
-                 f"{result[label]['energy_rel_drift_max']:.2e}, constraint max {result[label]['constraint_max']:.2e}")
+        progress(
+            f"{name} {label}: test q̈ MSE {result[label]['acc_mse_test']:.3e}, energy drift max "
+            f"{result[label]['energy_rel_drift_max']:.2e}, "
+            f"constraint max {result[label]['constraint_max']:.2e}"
+        )
     result["t"] = (np.arange(len(result["LNN"]["energy_curve_median"])) * dt).tolist()
     return result
 
 
-def run_study(systems=tuple(SYSTEMS), plot_dir=None, progress=print, **kw) -> dict:
-    results = {name: compare_on_system(name, progress=progress, **kw) for name in systems}
+def summarise_system(runs: list[dict]) -> dict:
+    """Over the seeds of one system: the q̈ MSE ratio LNN / LNN-nh, each model's energy drift and
+    constraint violation along its rollouts, and in how many seeds LNN-nh drifts less."""
+    ratio = [r["LNN"]["acc_mse_test"] / r["LNN-nh"]["acc_mse_test"] for r in runs]
+    out = {"acc_mse_ratio": ratio, "acc_mse_ratio_median": float(np.median(ratio))}
+    for key in (
+        "acc_mse_test",
+        "energy_rel_drift_final_median",
+        "energy_rel_drift_max",
+        "constraint_max",
+        "finite_rollouts",
+        "train_seconds",
+    ):
+        for model in ("LNN", "LNN-nh"):
+            out[f"{model} {key}"] = [r[model][key] for r in runs]
+    out["seeds_nh_less_final_drift"] = int(
+        sum(
+            r["LNN-nh"]["energy_rel_drift_final_median"] < r["LNN"]["energy_rel_drift_final_median"]
+            for r in runs
+        )
+    )
+    out["seeds_nh_less_max_drift"] = int(
+        sum(r["LNN-nh"]["energy_rel_drift_max"] < r["LNN"]["energy_rel_drift_max"] for r in runs)
+    )
+    return out
+
+
+def run_study(systems=tuple(SYSTEMS), seeds=(0,), plot_dir=None, progress=print, **kw) -> dict:
+    """Every system for every seed (data, start and rollout states change with the seed); the per-seed
+    results, a summary per system and the scale."""
+    runs = {
+        name: [compare_on_system(name, seed=s, progress=progress, **kw) for s in seeds] for name in systems
+    }
+    result = {
+        "seeds": list(seeds),
+        "scale": kw,
+        "systems": {name: {"runs": r, "summary": summarise_system(r)} for name, r in runs.items()},
+    }
     if plot_dir:
-        plot_study(results, plot_dir)
-    return results
+        result["plots"] = plot_study({name: r[0] for name, r in runs.items()}, plot_dir)
+        result["plots"].append(plot_summary(result, plot_dir))
+    return result
+
+
+def format_table(result: dict) -> str:
+    """Markdown: per system, medians over the seeds (range in brackets)."""
+
+    def med(values, fmt="{:.2g}"):
+        v = np.asarray(values, float)
+        return fmt.format(np.median(v)) + (
+            f" [{fmt.format(v.min())}, {fmt.format(v.max())}]" if len(v) > 1 else ""
+        )
+
+    n = len(result["seeds"])
+    lines = [
+        f"| system ({n} seed{'s' if n > 1 else ''}) | test q̈ MSE LNN / LNN-nh | ratio LNN / LNN-nh | "
+        "energy drift at the end, median over rollouts: LNN / LNN-nh | max energy drift LNN / LNN-nh | "
+        "max constraint ‖Φ‖ LNN / LNN-nh | LNN-nh drifts less (seeds) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, entry in result["systems"].items():
+        s = entry["summary"]
+        lines.append(
+            f"| {name} | {med(s['LNN acc_mse_test'])} / {med(s['LNN-nh acc_mse_test'])} | "
+            f"{med(s['acc_mse_ratio'], '{:.3g}')}× | {med(s['LNN energy_rel_drift_final_median'])} / "
+            f"{med(s['LNN-nh energy_rel_drift_final_median'])} | {med(s['LNN energy_rel_drift_max'])} / "
+            f"{med(s['LNN-nh energy_rel_drift_max'])} | {med(s['LNN constraint_max'])} / "
+            f"{med(s['LNN-nh constraint_max'])} | final {s['seeds_nh_less_final_drift']}/{n}, "
+            f"max {s['seeds_nh_less_max_drift']}/{n} |"
+        )
+    return "\n".join(lines)
+
+
+def plot_summary(result: dict, plot_dir) -> str:
+    """Per system and seed: the q̈ MSE ratio LNN / LNN-nh, and each model's final energy drift."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    names = list(result["systems"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    x = np.arange(len(names))
+    for i, name in enumerate(names):
+        s = result["systems"][name]["summary"]
+        axes[0].scatter(np.full(len(s["acc_mse_ratio"]), i), s["acc_mse_ratio"], color="C0")
+        for k, model in enumerate(("LNN", "LNN-nh")):
+            v = s[f"{model} energy_rel_drift_final_median"]
+            axes[1].scatter(
+                np.full(len(v), i + 0.15 * (2 * k - 1)),
+                np.maximum(v, 1e-16),
+                color=f"C{k}",
+                label=model if i == 0 else None,
+            )
+    axes[0].axhline(100, color="k", ls=":", lw=0.8)
+    axes[0].set_yscale("log")
+    axes[0].set_xticks(x, names)
+    axes[0].set_title("test q̈ MSE ratio LNN / LNN-nh (dotted: the paper's ≈ 100×)")
+    axes[1].set_yscale("log")
+    axes[1].set_xticks(x, names)
+    axes[1].set_title(
+        f"|E(T) − E(0)| / E(0) at T = {result['scale'].get('rollout_duration', 15.0):g} s "
+        "(median over rollouts)"
+    )
+    axes[1].legend()
+    fig.tight_layout()
+    path = Path(plot_dir) / "nonholonomic_summary.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
 
 
 def plot_study(results: dict, plot_dir) -> list:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from pathlib import Path
+
+    import matplotlib.pyplot as plt
 
     Path(plot_dir).mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(2, len(results), figsize=(4.5 * len(results), 6), squeeze=False)
     for col, (name, r) in enumerate(results.items()):
         t = np.asarray(r["t"])
-        for row, (key, label) in enumerate((("energy_curve_median", "|E(t)−E(0)|/E(0)"),
-                                            ("constraint_curve_median", "|Φ(q, q̇)|"))):
+        for row, (key, label) in enumerate(
+            (("energy_curve_median", "|E(t)−E(0)|/E(0)"), ("constraint_curve_median", "|Φ(q, q̇)|"))
+        ):
             ax = axes[row, col]
             for model in ("LNN", "LNN-nh"):
                 ax.semilogy(t, np.maximum(np.asarray(r[model][key]), 1e-16), label=model)
@@ -116,4 +246,12 @@ def plot_study(results: dict, plot_dir) -> list:
     return [str(path)]
 
 
-__all__ = ["rk4_rollout", "compare_on_system", "run_study", "plot_study"]
+__all__ = [
+    "rk4_rollout",
+    "compare_on_system",
+    "summarise_system",
+    "run_study",
+    "format_table",
+    "plot_study",
+    "plot_summary",
+]

@@ -11,6 +11,7 @@ Two implementations are timed for n = 1..10 revolute links, each in three ways:
 differentiated in all n coordinates; partial: 𝓛_i differentiated in its own first i coordinates).
 Exponents are least-squares slopes of log(time) against log(n).
 """
+
 from __future__ import annotations
 
 import time
@@ -44,7 +45,7 @@ def torch_link_lagrangian(chain: PlanarChain, i: int):
     posture operator as the paper does: ``p_i = Σ_{j<i} l_j e(φ_j) + c_i e(φ_i)``, ``ṗ_i = Σ ... ė``."""
     import torch
 
-    links = chain.links[:i + 1]
+    links = chain.links[: i + 1]
     if any(link.kind != "revolute" for link in links):
         raise ValueError("the autograd cost model covers revolute chains only")
     reach = torch.tensor([link.length for link in links[:-1]] + [links[-1].com_offset], dtype=torch.float64)
@@ -75,13 +76,13 @@ def autograd_forces(chain: PlanarChain):
     parts = [torch_link_lagrangian(chain, i) for i in range(chain.n)]
 
     def whole_lagrangian(q, qd):
-        return sum(part(q[:i + 1], qd[:i + 1]) for i, part in enumerate(parts))
+        return sum(part(q[: i + 1], qd[: i + 1]) for i, part in enumerate(parts))
 
     def whole(q, qd, qdd):
         return torch_euler_lagrange(whole_lagrangian, q, qd, qdd)
 
     def column(i, q, qd, qdd):
-        return torch_euler_lagrange(parts[i], q[:i + 1], qd[:i + 1], qdd[:i + 1])
+        return torch_euler_lagrange(parts[i], q[: i + 1], qd[: i + 1], qdd[: i + 1])
 
     return whole, column
 
@@ -94,10 +95,12 @@ def measure(ns=range(1, 11), batch: int = 1, seed: int = 0, autograd: bool = Tru
     for n in ns:
         chain = PlanarChain.uniform(n, mass=1.0, length=0.5, com=0.25, inertia=0.02)
         q, qd, qdd = (rng.normal(size=(batch, n)) for _ in range(3))
-        row = {"n": n,
-               "numpy_whole": _time(lambda: chain.dynamics(q, qd, qdd=qdd)["Q"], min_time),
-               "numpy_partial_sum": _time(lambda: chain.partial_forces(q, qd, qdd).sum(-1), min_time),
-               "numpy_critical_path": _time(lambda: numpy_column(chain, q, qd, qdd, n - 1), min_time)}
+        row = {
+            "n": n,
+            "numpy_whole": _time(lambda: chain.dynamics(q, qd, qdd=qdd)["Q"], min_time),
+            "numpy_partial_sum": _time(lambda: chain.partial_forces(q, qd, qdd).sum(-1), min_time),
+            "numpy_critical_path": _time(lambda: numpy_column(chain, q, qd, qdd, n - 1), min_time),
+        }
         Q = chain.dynamics(q, qd, qdd=qdd)["Q"]
         row["numpy_max_diff"] = float(np.abs(chain.partial_forces(q, qd, qdd).sum(-1) - Q).max())
         if autograd:
@@ -109,14 +112,18 @@ def measure(ns=range(1, 11), batch: int = 1, seed: int = 0, autograd: bool = Tru
             def partial_sum():
                 total = torch.zeros(n, dtype=torch.float64)
                 for i in range(n):
-                    total[:i + 1] += column(i, tq, tqd, tqdd)
+                    total[: i + 1] += column(i, tq, tqd, tqdd)
                 return total
 
             row["autograd_whole"] = _time(lambda: whole(tq, tqd, tqdd), min_time)
             row["autograd_partial_sum"] = _time(partial_sum, min_time)
             row["autograd_critical_path"] = _time(lambda: column(n - 1, tq, tqd, tqdd), min_time)
-            row["autograd_max_diff"] = float(max((whole(tq, tqd, tqdd).numpy() - Q[0]).__abs__().max(),
-                                                 (partial_sum().numpy() - Q[0]).__abs__().max()))
+            row["autograd_max_diff"] = float(
+                max(
+                    (whole(tq, tqd, tqdd).numpy() - Q[0]).__abs__().max(),
+                    (partial_sum().numpy() - Q[0]).__abs__().max(),
+                )
+            )
         rows.append(row)
     return {"batch": batch, "rows": rows, "exponents": fit_exponents(rows)}
 
@@ -141,5 +148,228 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["measure", "fit_exponents", "format_table", "autograd_forces", "torch_link_lagrangian",
-           "torch_euler_lagrange", "numpy_column"]
+# -- the columns in parallel ----------------------------------------------------------------------
+#: Timed evaluations of :func:`measure_parallel`: torch.func (whole, serial, critical path, batched with
+#: vmap) and the autograd engine (serial and on threads: torch.func is not thread-safe).
+TIMED = ("whole", "serial", "critical_path", "batched", "serial_engine", "threads")
+
+
+def padded_link_parameters(chain: PlanarChain):
+    """Every link's Lagrangian written over all n coordinates (reach zero past the link), stacked:
+    ``reach`` (n, n), ``mass`` (n,), ``inertia`` (n,), ``own`` (n, n) one-hot of the link's own angle."""
+    import torch
+
+    n = chain.n
+    if any(link.kind != "revolute" for link in chain.links):
+        raise ValueError("the autograd cost model covers revolute chains only")
+    reach = torch.zeros(n, n, dtype=torch.float64)
+    for i, link in enumerate(chain.links):
+        reach[i, :i] = torch.tensor([lk.length for lk in chain.links[:i]], dtype=torch.float64)
+        reach[i, i] = link.com_offset
+    mass = torch.tensor([lk.mass for lk in chain.links], dtype=torch.float64)
+    inertia = torch.tensor([lk.inertia for lk in chain.links], dtype=torch.float64)
+    return reach, mass, inertia, torch.eye(n, dtype=torch.float64)
+
+
+def batched_columns(chain: PlanarChain):
+    """``columns(q, q̇, q̈) -> (n, n)``: row i is ``D 𝓛_i`` (zero past coordinate i), every link's column
+    in one vectorised evaluation (``torch.func.vmap`` over the links of the padded Lagrangians)."""
+    import torch
+    from torch.func import vmap
+
+    params = padded_link_parameters(chain)
+    g = chain.g
+
+    def column(reach, m, inertia, own, q, qd, qdd):
+        def lagrangian(q, qd):
+            phi, phid = torch.cumsum(q, -1), torch.cumsum(qd, -1)
+            y = -(reach * torch.cos(phi)).sum(-1)
+            vx = (reach * torch.cos(phi) * phid).sum(-1)
+            vy = (reach * torch.sin(phi) * phid).sum(-1)
+            w = (own * phid).sum(-1)
+            return 0.5 * m * (vx * vx + vy * vy) + 0.5 * inertia * w * w - m * g * y
+
+        return torch_euler_lagrange(lagrangian, q, qd, qdd)
+
+    over_links = vmap(column, in_dims=(0, 0, 0, 0, None, None, None))
+    return lambda q, qd, qdd: over_links(*params, q, qd, qdd)
+
+
+def engine_euler_lagrange(lagrangian, q, qd, qdd):
+    """:func:`torch_euler_lagrange` through ``torch.autograd.grad`` (thread-safe; ``torch.func``'s transforms
+    keep a process-global stack and fail when two threads run them): ``∂𝓛/∂q̇`` with a graph, then the
+    forward product ``(∂p/∂q) q̇ + (∂p/∂q̇) q̈`` as the derivative of the vector–Jacobian product ``Jᵀu``
+    with respect to ``u``."""
+    import torch
+
+    q, qd = q.detach().requires_grad_(True), qd.detach().requires_grad_(True)
+    L = lagrangian(q, qd)
+    dL_dq, p = torch.autograd.grad(L, (q, qd), create_graph=True)
+    u = torch.zeros_like(p, requires_grad=True)
+    Jt_u = torch.autograd.grad(p, (q, qd), grad_outputs=u, create_graph=True)
+    p_dot = torch.autograd.grad(Jt_u, u, grad_outputs=(qd.detach(), qdd))[0]
+    return (p_dot - dL_dq).detach()
+
+
+def engine_column(chain: PlanarChain):
+    """``column(i, q, q̇, q̈)``: link i's ``D 𝓛_i`` through the autograd engine (thread-safe)."""
+    parts = [torch_link_lagrangian(chain, i) for i in range(chain.n)]
+
+    def column(i, q, qd, qdd):
+        return engine_euler_lagrange(parts[i], q[: i + 1], qd[: i + 1], qdd[: i + 1])
+
+    return column
+
+
+def threaded_columns(column, n: int, pool):
+    """``columns(q, q̇, q̈) -> [D 𝓛_i]``: the serial columns submitted to a thread pool, gathered in order."""
+
+    def columns(q, qd, qdd):
+        futures = [pool.submit(column, i, q, qd, qdd) for i in range(n)]
+        return [f.result() for f in futures]
+
+    return columns
+
+
+def parallel_row(n: int, rng, pool, min_time: float) -> dict:
+    """One row of :func:`measure_parallel`: the timings and agreement checks for an n-link chain."""
+    import torch
+
+    chain = PlanarChain.uniform(n, mass=1.0, length=0.5, com=0.25, inertia=0.02)
+    q, qd, qdd = (torch.as_tensor(rng.normal(size=n)) for _ in range(3))
+    whole, column = autograd_forces(chain)
+    batched = batched_columns(chain)
+    engine = engine_column(chain)
+    threaded = threaded_columns(engine, n, pool)
+
+    def summed(columns):
+        total = torch.zeros(n, dtype=torch.float64)
+        for i, c in enumerate(columns):
+            total[: i + 1] += c
+        return total
+
+    def serial_sum(column):
+        return summed(column(i, q, qd, qdd) for i in range(n))
+
+    serial_cols = [column(i, q, qd, qdd) for i in range(n)]
+    engine_cols = [engine(i, q, qd, qdd) for i in range(n)]
+    batch_cols, thread_cols = batched(q, qd, qdd), threaded(q, qd, qdd)
+    past_own = [batch_cols[i, i + 1 :].abs().max() for i in range(n - 1)] or [torch.zeros(())]
+    return {
+        "n": n,
+        "whole": _time(lambda: whole(q, qd, qdd), min_time),
+        "serial": _time(lambda: serial_sum(column), min_time),
+        "critical_path": _time(lambda: column(n - 1, q, qd, qdd), min_time),
+        "batched": _time(lambda: batched(q, qd, qdd).sum(0), min_time),
+        "serial_engine": _time(lambda: serial_sum(engine), min_time),
+        "threads": _time(lambda: summed(threaded(q, qd, qdd)), min_time),
+        "batched_vs_serial_max_diff": float(
+            max((batch_cols[i, : i + 1] - serial_cols[i]).abs().max() for i in range(n))
+        ),
+        "batched_above_own_max": float(max(past_own)),
+        "threads_vs_serial_max_diff": float(
+            max((thread_cols[i] - engine_cols[i]).abs().max() for i in range(n))
+        ),
+        "engine_vs_func_max_diff": float(
+            max((engine_cols[i] - serial_cols[i]).abs().max() for i in range(n))
+        ),
+        "sum_vs_whole_max_diff": float((batch_cols.sum(0) - whole(q, qd, qdd)).abs().max()),
+    }
+
+
+def measure_parallel(
+    ns=(*range(1, 11), 12, 16, 24, 32),
+    *,
+    workers: int | None = None,
+    min_time=0.05,
+    seed: int = 0,
+    plot_dir=None,
+) -> dict:
+    """Seconds per evaluation of ``Q`` (one state, torch autograd, the paper's method) for each n:
+    ``whole`` (one Lagrangian), ``serial`` (columns one after the other, summed), ``critical_path`` (the
+    costliest column: the bound with one worker per link), ``batched`` (every column in one vectorised
+    evaluation, summed), and through the thread-safe autograd engine ``serial_engine`` and ``threads``
+    (the columns on a pool of ``workers`` threads, summed). Also the largest difference of the parallel
+    columns from the serial ones, and of their sum from the whole-system force."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+
+    workers = workers or os.cpu_count() or 1
+    rng = np.random.default_rng(seed)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        rows = [parallel_row(n, rng, pool, min_time) for n in ns]
+    timed = TIMED
+    result = {
+        "workers": workers,
+        "torch_threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "rows": rows,
+        "exponents": fit_exponents([{k: r[k] for k in ("n", *timed)} for r in rows]),
+        "exponents_n_ge_6": fit_exponents([{k: r[k] for k in ("n", *timed)} for r in rows], n_min=6),
+    }
+    if plot_dir:
+        result["plot"] = plot_parallel(result, plot_dir)
+    return result
+
+
+def format_parallel(result: dict) -> str:
+    timed = TIMED
+    lines = [f"| n | {' | '.join(timed)} (µs per evaluation of Q) |", "| --- |" + " --- |" * len(timed)]
+    for r in result["rows"]:
+        lines.append(f"| {r['n']} | " + " | ".join(f"{1e6 * r[k]:.0f}" for k in timed) + " |")
+    for key, label in (("exponents", "n ≥ 3"), ("exponents_n_ge_6", "n ≥ 6")):
+        if result[key]:
+            lines.append(
+                f"| exponent ({label}) | " + " | ".join(f"{result[key][k]:.2f}" for k in timed) + " |"
+            )
+    return "\n".join(lines)
+
+
+def plot_parallel(result: dict, plot_dir) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    Path(plot_dir).mkdir(parents=True, exist_ok=True)
+    n = np.asarray([r["n"] for r in result["rows"]])
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for key in TIMED:
+        ax.loglog(
+            n,
+            [1e3 * r[key] for r in result["rows"]],
+            "o-",
+            ms=3,
+            label=f"{key.replace('_', ' ')} (n^{result['exponents'].get(key, float('nan')):.2f})",
+        )
+    ax.set_xlabel("links n")
+    ax.set_ylabel("ms per evaluation of Q (torch autograd, one state)")
+    ax.set_title(f"partial Lagrangian columns in parallel ({result['workers']} threads)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(plot_dir) / "partial_lagrangian_parallel.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+
+
+__all__ = [
+    "measure",
+    "fit_exponents",
+    "format_table",
+    "autograd_forces",
+    "torch_link_lagrangian",
+    "torch_euler_lagrange",
+    "numpy_column",
+    "padded_link_parameters",
+    "batched_columns",
+    "threaded_columns",
+    "parallel_row",
+    "measure_parallel",
+    "format_parallel",
+    "plot_parallel",
+]

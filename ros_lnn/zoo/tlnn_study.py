@@ -1,11 +1,12 @@
 """The TLNN study of the TLNN paper (docs/papers.md) scaled to a 2-core CPU: planar chains of uniform rods
-(m = 1 kg, l = 1 m, J = m l²/12, g = 9.8, no joint forces) with 2, 3 and 4 links. Three families — TLNN, a
-plain LNN and a neural ODE (NODE, black box) — each learn ``q̈`` (MSE, :func:`train_acceleration`) in
-absolute body angles and in relative joint angles from the same trajectories. Rollouts (RK4 at the rollout
+(m = 1 kg, l = 1 m, J = m l²/12, g = 9.8, no joint forces) with 2, 3 and 4 links. The paper's four
+families — TLNN, a plain LNN, an HNN (:mod:`ros_lnn.models.hnn`: the observed ``q̇`` as its momentum, fitted
+on ``q̇`` and ``q̈``) and a neural ODE (NODE, black box) — each learn from the same trajectories through
+:func:`train_acceleration`, in absolute body angles and in relative joint angles. Rollouts (RK4 at the rollout
 rate) from held-out initial states give ``E(t) = ‖ẑ − z‖₂ / ‖z‖₂`` with ``z = [φ; φ̇]`` in absolute angles
 for every model (relative rollouts are converted), as median and 5–95 % band.
 
-Fairness: same data, same epochs, batch and learning rate for every model; the LNN and NODE widths
+Fairness: same data, same epochs, batch and learning rate for every model; the LNN, HNN and NODE widths
 are chosen so their parameter counts match the TLNN's (:func:`matched_width`). Starts: the TLNN's
 kinetic heads are input-convex and scaled (see :mod:`ros_lnn.models.tlnn`); the LNN's network gets
 the same input-convex start (:func:`ros_lnn.models.tlnn.convex_initialisation`) so that ``∂²𝓛/∂q̇²``
@@ -26,17 +27,20 @@ the per-sample squared norm; the mean is dominated by the few states where a lea
 singular).
 
 The paper's "four-bar" example (四连杆) starts from four independent angles and rates, so it reads as a
-4-DOF open chain under constant joint forces, not a closed four-bar linkage: the 4-link chain here
-covers it except for the forces (the neural ODE has no force input).
+4-DOF open chain under constant joint forces, not a closed four-bar linkage: :func:`forced_study` trains
+the four families on 4-link trajectories under random constant generalised forces (every model takes
+``Q``: the Lagrangian ones in their Euler–Lagrange equations, the HNN in ``ṗ``, the neural ODE as an
+input) and rolls out held-out states and the paper's example (``Q = 0.05``).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from ..physics.chain import PlanarChain, rod
-from ..physics.chain_motion import integrate, random_states, to_absolute
+from ..physics.chain_motion import integrate, random_states, to_absolute, to_relative
 
-FAMILIES = ("TLNN", "LNN", "NODE")
+FAMILIES = ("TLNN", "LNN", "HNN", "NODE")
 COORDINATES = ("absolute", "relative")
 MODELS = tuple(f"{f} ({c})" for f in FAMILIES for c in COORDINATES)
 
@@ -49,8 +53,10 @@ def parameter_count(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def make_model(family: str, n: int, width: int):
-    """A model of ``family`` with two hidden layers of ``width`` (per head for the TLNN)."""
+def make_model(family: str, n: int, width: int, forced: bool = False):
+    """A model of ``family`` with two hidden layers of ``width`` (per head for the TLNN); ``forced``: the
+    neural ODE takes ``Q`` as an input (the others take it in their equations of motion anyway)."""
+    from ..models.hnn import HNN
     from ..models.lnn import LNN
     from ..models.node_baseline import NeuralODE
     from ..models.tlnn import TLNN, convex_initialisation, serial_chain_topology
@@ -61,17 +67,19 @@ def make_model(family: str, n: int, width: int):
         model = LNN(n, hidden=(width, width), angle_coordinates=range(n))
         convex_initialisation(model.net)
         return model
+    if family == "HNN":
+        return HNN(n, hidden=(width, width), angle_coordinates=range(n))
     if family == "NODE":
-        return NeuralODE(n, hidden=(width, width))
+        return NeuralODE(n, hidden=(width, width), force_input=forced)
     raise ValueError(f"unknown family '{family}', expected one of {FAMILIES}")
 
 
-def matched_width(family: str, n: int, target: int) -> int:
+def matched_width(family: str, n: int, target: int, forced: bool = False) -> int:
     """The width whose parameter count is closest to ``target`` (counts grow with the width)."""
     best, width = 4, 4
     while True:
-        count = parameter_count(make_model(family, n, width))
-        if abs(count - target) < abs(parameter_count(make_model(family, n, best)) - target):
+        count = parameter_count(make_model(family, n, width, forced))
+        if abs(count - target) < abs(parameter_count(make_model(family, n, best, forced)) - target):
             best = width
         if count > target:
             return best
@@ -86,87 +94,326 @@ def rollout_error(z_pred, z_true):
 
 def error_band(err):
     """Median and 5/95 % percentiles over rollouts (axis 1); nearest-rank, so ``inf`` stays ``inf``."""
-    return {k: np.percentile(err, p, axis=1, method="nearest") for k, p in (("median", 50), ("p05", 5), ("p95", 95))}
+    return {
+        k: np.percentile(err, p, axis=1, method="nearest")
+        for k, p in (("median", 50), ("p05", 5), ("p95", 95))
+    }
 
 
-def _fit_and_roll(model, data, coords, starts, z_true, *, epochs, batch, lr, seed, rollout_duration, dt, progress):
+def _fit_and_roll(
+    model,
+    data,
+    coords,
+    starts,
+    z_true,
+    *,
+    epochs,
+    batch,
+    lr,
+    seed,
+    rollout_duration,
+    dt,
+    progress,
+    forces=None,
+):
+    """Train ``model`` on ``data`` = ((q, q̇, q̈[, Q]) train, (q, q̇, q̈_abs[, Q]) test) and roll it out from
+    ``starts`` (relative angles) under constant ``forces`` (B, n) in the model's coordinates."""
     import torch
 
     from ..training.trainer import train_acceleration
-    from .nonholonomic_study import rk4_rollout
+    from .rollouts import model_rollout
 
-    (q, qd, qdd), (tq, tqd, tqdd_abs) = data
-    history = train_acceleration(model, {"q": q, "qd": qd, "qdd": qdd}, epochs=epochs, batch=batch, lr=lr,
-                                 seed=seed, progress=progress, log_every=max(1, epochs // 5))
+    train, test = data
+    forced = len(train) == 4
+    samples = dict(zip(("q", "qd", "qdd", "Q"), train))
+    history = train_acceleration(
+        model,
+        samples,
+        epochs=epochs,
+        batch=batch,
+        lr=lr,
+        seed=seed,
+        progress=progress,
+        log_every=max(1, epochs // 5),
+        forced=forced,
+    )
+    tq, tqd, tqdd_abs = test[:3]
     with torch.no_grad():
-        pred = model(torch.as_tensor(tq), torch.as_tensor(tqd)).numpy()
+        Q_test = torch.as_tensor(test[3]) if forced else None
+        pred = model(torch.as_tensor(tq), torch.as_tensor(tqd), Q_test).numpy()
+        extra = {}
+        if hasattr(model, "vector_field"):  # HNN: how well ∂H/∂p matches the observed q̇ (its coordinates)
+            qd_hat = model.vector_field(torch.as_tensor(tq), torch.as_tensor(tqd), Q_test)[0].numpy()
+            extra["qd_nmse_test"] = float(np.mean((qd_hat - tqd) ** 2) / np.var(tqd))
         if coords == "relative":
             pred = np.cumsum(pred, -1)
         q0, qd0 = starts
         if coords == "absolute":
             q0, qd0 = to_absolute(q0, qd0)
-        traj = rk4_rollout(lambda a, b: model(a, b), torch.as_tensor(q0), torch.as_tensor(qd0),
-                           rollout_duration, dt).numpy()
+        force = None if forces is None else torch.as_tensor(forces)
+        traj = model_rollout(
+            model, torch.as_tensor(q0), torch.as_tensor(qd0), rollout_duration, dt, "rk4", force
+        ).numpy()
     n = q0.shape[-1]
     phi, phid = traj[..., :n], traj[..., n:]
     if coords == "relative":
         phi, phid = to_absolute(phi, phid)
-    return history, np.sum((pred - tqdd_abs) ** 2, -1), rollout_error(np.concatenate([phi, phid], -1), z_true)
+    sq_err = np.sum((pred - tqdd_abs) ** 2, -1)
+    return history, sq_err, rollout_error(np.concatenate([phi, phid], -1), z_true), extra
 
 
-def study_chain(n_links: int, *, n_ic=40, duration=10.0, rate_hz=25.0, epochs=150, batch=256, lr=3e-3,
-                tlnn_width=32, n_rollouts=100, rollout_duration=10.0, rollout_hz=100.0, report_every=0.1, seed=0,
-                angle_range=np.pi / 4, speed=0.5, models=MODELS, progress=print) -> dict:
+def _model_entry(model, history, sq_err, err, t, rollout_hz, rollout_duration, stride, width, extra=None):
+    band = error_band(err)
+    at = {
+        f"E_at_{s:g}s": {k: float(v[min(len(t) - 1, int(round(s * rollout_hz)))]) for k, v in band.items()}
+        for s in (1.0, 5.0, rollout_duration)
+    }
+    return {
+        "width": width,
+        "parameters": parameter_count(model),
+        "train_seconds": history["seconds"],
+        "acc_mse_train_final": history["loss"][-1],
+        "acc_mse_test": float(np.mean(sq_err)),
+        "acc_se_test_median": float(np.median(sq_err)),
+        "diverged_rollouts": int(np.sum(~np.isfinite(err[-1]))),
+        **at,
+        **{f"E_{k}": v[::stride].tolist() for k, v in band.items()},
+        **(extra or {}),
+    }
+
+
+def _say(progress, label, r, rollout_duration):
+    keys = [k for k in r if k.startswith("E_at_")]
+    progress(
+        f"{label}: {r['parameters']} parameters, {r['train_seconds']:.0f} s training, test q̈ MSE "
+        f"{r['acc_mse_test']:.3g} (median {r['acc_se_test_median']:.3g}), "
+        f"median E at 1/5/{rollout_duration:g} s "
+        + " / ".join(f"{r[k]['median']:.3g}" for k in keys)
+        + (f", {r['diverged_rollouts']} diverged" if r["diverged_rollouts"] else "")
+    )
+
+
+def study_chain(
+    n_links: int,
+    *,
+    n_ic=40,
+    duration=10.0,
+    rate_hz=25.0,
+    epochs=150,
+    batch=256,
+    lr=3e-3,
+    tlnn_width=32,
+    n_rollouts=100,
+    rollout_duration=10.0,
+    rollout_hz=100.0,
+    report_every=0.1,
+    seed=0,
+    angle_range=np.pi / 4,
+    speed=0.5,
+    models=MODELS,
+    progress=print,
+) -> dict:
     """Train every model of ``models`` (names of :data:`MODELS`) on one chain and roll it out."""
     import torch
 
     chain = rod_chain(n_links)
     rng = np.random.default_rng(seed)
     q0, qd0 = random_states(n_links, n_ic, rng, angle_range, speed)
-    q, qd, qdd = integrate(chain, q0, qd0, duration, rate_hz)                   # (T, n_ic, n)
+    q, qd, qdd = integrate(chain, q0, qd0, duration, rate_hz)  # (T, n_ic, n)
     n_train = int(round(0.7 * n_ic))
     flat = lambda x: x.reshape(-1, n_links)  # noqa: E731
     rel_train = [flat(x[:, :n_train]) for x in (q, qd, qdd)]
     rel_test = [flat(x[:, n_train:]) for x in (q, qd, qdd)]
     abs_test = to_absolute(*rel_test)
-    data = {"relative": (rel_train, (rel_test[0], rel_test[1], abs_test[2])),
-            "absolute": (list(to_absolute(*rel_train)), abs_test)}
+    data = {
+        "relative": (rel_train, (rel_test[0], rel_test[1], abs_test[2])),
+        "absolute": (list(to_absolute(*rel_train)), abs_test),
+    }
     starts = random_states(n_links, n_rollouts, rng, angle_range, speed)
     rq, rqd, _ = integrate(chain, *starts, rollout_duration, rollout_hz)
-    z_true = np.concatenate(to_absolute(rq, rqd), -1)                            # (T, B, 2n)
+    z_true = np.concatenate(to_absolute(rq, rqd), -1)  # (T, B, 2n)
     stride = max(1, int(round(report_every * rollout_hz)))
     t = np.arange(len(z_true)) / rollout_hz
     widths = {"TLNN": tlnn_width}
     target = parameter_count(make_model("TLNN", n_links, tlnn_width))
-    for family in ("LNN", "NODE"):
+    for family in FAMILIES[1:]:
         widths[family] = matched_width(family, n_links, target)
-    result = {"n_links": n_links, "n_train_samples": len(rel_train[0]), "n_test_samples": len(rel_test[0]),
-              "acc_variance_test": float(np.sum(np.var(abs_test[2], 0))),
-              "epochs": epochs, "batch": batch, "lr": lr, "t": t[::stride].tolist(), "models": {}}
+    result = {
+        "n_links": n_links,
+        "n_train_samples": len(rel_train[0]),
+        "n_test_samples": len(rel_test[0]),
+        "acc_variance_test": float(np.sum(np.var(abs_test[2], 0))),
+        "epochs": epochs,
+        "batch": batch,
+        "lr": lr,
+        "seed": seed,
+        "n_rollouts": n_rollouts,
+        "t": t[::stride].tolist(),
+        "models": {},
+    }
     for name in models:
         family, coords = name.split(" (")[0], name.split("(")[1].rstrip(")")
         torch.manual_seed(seed)
         model = make_model(family, n_links, widths[family])
-        history, sq_err, err = _fit_and_roll(model, data[coords], coords, starts, z_true, epochs=epochs, batch=batch,
-                                          lr=lr, seed=seed, rollout_duration=rollout_duration, dt=1.0 / rollout_hz,
-                                          progress=None)
-        band = error_band(err)
-        at = {f"E_at_{s:g}s": {k: float(v[min(len(t) - 1, int(round(s * rollout_hz)))]) for k, v in band.items()}
-              for s in (1.0, 5.0, rollout_duration)}
-        result["models"][name] = {
-            "width": widths[family], "parameters": parameter_count(model), "train_seconds": history["seconds"],
-            "acc_mse_train_final": history["loss"][-1], "acc_mse_test": float(np.mean(sq_err)),
-            "acc_se_test_median": float(np.median(sq_err)),
-            "diverged_rollouts": int(np.sum(~np.isfinite(err[-1]))), **at,
-            **{f"E_{k}": v[::stride].tolist() for k, v in band.items()}}
-        r = result["models"][name]
-        progress(f"{n_links}-link {name}: {r['parameters']} parameters, {r['train_seconds']:.0f} s training, "
-                 f"test q̈ MSE {r['acc_mse_test']:.3g} (median {r['acc_se_test_median']:.3g}), median E at 1/5/{rollout_duration:g} s "
-                 + " / ".join(f"{r[k]['median']:.3g}" for k in at))
+        history, sq_err, err, extra = _fit_and_roll(
+            model,
+            data[coords],
+            coords,
+            starts,
+            z_true,
+            epochs=epochs,
+            batch=batch,
+            lr=lr,
+            seed=seed,
+            rollout_duration=rollout_duration,
+            dt=1.0 / rollout_hz,
+            progress=None,
+        )
+        r = result["models"][name] = _model_entry(
+            model, history, sq_err, err, t, rollout_hz, rollout_duration, stride, widths[family], extra
+        )
+        _say(progress, f"{n_links}-link {name}", r, rollout_duration)
     return result
 
 
-def plot_chain_study(result: dict, plot_dir) -> str:
+#: The TLNN paper's 4-link example (its Fig. 6): absolute body angles and rates, constant generalised forces.
+PAPER_EXAMPLE = {"phi": [-2.06, -0.08, 0.12, -0.36], "phid": [-0.14, 0.017, -0.019, 0.095], "Q": [0.05] * 4}
+
+
+def joint_torques(Q_abs):
+    """Joint torques (the chain's relative coordinates) doing the work of generalised forces ``Q_abs`` in
+    absolute angles: ``q_rel = D φ`` gives ``Q_abs = Dᵀ τ``, so ``τ_j = Σ_{k ≥ j} Q_abs,k``."""
+    return np.cumsum(np.asarray(Q_abs)[..., ::-1], -1)[..., ::-1]
+
+
+def forced_study(
+    n_links: int = 4,
+    *,
+    n_ic=40,
+    duration=10.0,
+    rate_hz=25.0,
+    epochs=150,
+    batch=256,
+    lr=3e-3,
+    tlnn_width=32,
+    n_rollouts=100,
+    rollout_duration=10.0,
+    rollout_hz=100.0,
+    report_every=0.1,
+    seed=0,
+    angle_range=np.pi / 4,
+    speed=0.5,
+    force_range=0.1,
+    example=PAPER_EXAMPLE,
+    families=FAMILIES,
+    progress=print,
+) -> dict:
+    """The four families in absolute angles on an ``n_links`` chain under constant generalised forces:
+    each trajectory (training and rollout) has its own ``Q`` uniform in ±``force_range`` (absolute-angle
+    coordinates; the paper's ``Q = 0.05`` lies inside), the models take ``Q`` as an input; then the paper's
+    example state rolled out under its ``Q``."""
+    import torch
+
+    chain = rod_chain(n_links)
+    rng = np.random.default_rng(seed)
+    q0, qd0 = random_states(n_links, n_ic, rng, angle_range, speed)
+    Q_ic = rng.uniform(-force_range, force_range, (n_ic, n_links))
+    q, qd, qdd = integrate(chain, q0, qd0, duration, rate_hz, forces=joint_torques(Q_ic))
+    Q = np.broadcast_to(Q_ic, q.shape)
+    n_train = int(round(0.7 * n_ic))
+    flat = lambda x: np.ascontiguousarray(x).reshape(-1, n_links)  # noqa: E731
+    train = [*to_absolute(*(flat(x[:, :n_train]) for x in (q, qd, qdd))), flat(Q[:, :n_train])]
+    test = [*to_absolute(*(flat(x[:, n_train:]) for x in (q, qd, qdd))), flat(Q[:, n_train:])]
+    starts = random_states(n_links, n_rollouts, rng, angle_range, speed)
+    Q_roll = rng.uniform(-force_range, force_range, (n_rollouts, n_links))
+    rq, rqd, _ = integrate(chain, *starts, rollout_duration, rollout_hz, forces=joint_torques(Q_roll))
+    z_true = np.concatenate(to_absolute(rq, rqd), -1)
+    ex = None
+    if example is not None and len(example["phi"]) == n_links:
+        ex_start = to_relative(np.asarray([example["phi"]], float), np.asarray([example["phid"]], float))
+        eq, eqd, _ = integrate(
+            chain,
+            *ex_start,
+            rollout_duration,
+            rollout_hz,
+            forces=joint_torques(np.asarray([example["Q"]], float)),
+        )
+        ex = (ex_start, np.concatenate(to_absolute(eq, eqd), -1), np.asarray([example["Q"]], float))
+    stride = max(1, int(round(report_every * rollout_hz)))
+    t = np.arange(len(z_true)) / rollout_hz
+    widths = {"TLNN": tlnn_width}
+    target = parameter_count(make_model("TLNN", n_links, tlnn_width, True))
+    for family in FAMILIES[1:]:
+        widths[family] = matched_width(family, n_links, target, True)
+    result = {
+        "n_links": n_links,
+        "n_train_samples": len(train[0]),
+        "n_test_samples": len(test[0]),
+        "acc_variance_test": float(np.sum(np.var(test[2], 0))),
+        "force_range": force_range,
+        "epochs": epochs,
+        "batch": batch,
+        "lr": lr,
+        "seed": seed,
+        "n_rollouts": n_rollouts,
+        "t": t[::stride].tolist(),
+        "example": example,
+        "models": {},
+    }
+    if ex is not None:
+        result["example_truth_phi"] = ex[1][::stride, 0, :n_links].tolist()
+        phi_dd = to_absolute(
+            *integrate(chain, *ex[0], rollout_duration, rollout_hz, forces=joint_torques(ex[2]))
+        )[2]
+        result["example_max_abs_phidd"] = float(np.abs(phi_dd).max())
+        result["train_max_abs_phidd"] = float(np.abs(train[2]).max())
+    for family in families:
+        name = f"{family} (absolute)"
+        torch.manual_seed(seed)
+        model = make_model(family, n_links, widths[family], True)
+        history, sq_err, err, extra = _fit_and_roll(
+            model,
+            (train, test),
+            "absolute",
+            starts,
+            z_true,
+            epochs=epochs,
+            batch=batch,
+            lr=lr,
+            seed=seed,
+            rollout_duration=rollout_duration,
+            dt=1.0 / rollout_hz,
+            progress=None,
+            forces=Q_roll,
+        )
+        r = result["models"][name] = _model_entry(
+            model, history, sq_err, err, t, rollout_hz, rollout_duration, stride, widths[family], extra
+        )
+        if ex is not None:
+            (eq0, eqd0), z_ex, Q_ex = ex
+            with torch.no_grad():
+                from .rollouts import model_rollout
+
+                phi0, phid0 = to_absolute(eq0, eqd0)
+                traj = model_rollout(
+                    model,
+                    torch.as_tensor(phi0),
+                    torch.as_tensor(phid0),
+                    rollout_duration,
+                    1.0 / rollout_hz,
+                    "rk4",
+                    torch.as_tensor(Q_ex),
+                ).numpy()
+            e = rollout_error(traj, z_ex)[:, 0]
+            r["example_E"] = e[::stride].tolist()
+            r["example_phi"] = traj[::stride, 0, :n_links].tolist()
+            for s in (1.0, 5.0, rollout_duration):
+                r[f"example_E_at_{s:g}s"] = float(e[min(len(e) - 1, int(round(s * rollout_hz)))])
+        _say(progress, f"{n_links}-link forced {name}", r, rollout_duration)
+    return result
+
+
+def plot_chain_study(result: dict, plot_dir, suffix: str = "") -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -175,24 +422,78 @@ def plot_chain_study(result: dict, plot_dir) -> str:
     import matplotlib.pyplot as plt
 
     Path(plot_dir).mkdir(parents=True, exist_ok=True)
-    t = np.asarray(result["t"])[1:]              # E(0) = 0: every rollout starts on the true state
-    colors = dict(zip(FAMILIES, ("C0", "C1", "C2")))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    for ax, coords in zip(axes, COORDINATES):
+    t = np.asarray(result["t"])[1:]  # E(0) = 0: every rollout starts on the true state
+    colors = dict(zip(FAMILIES, ("C0", "C1", "C3", "C2")))
+    coordinates = [c for c in COORDINATES if any(name.endswith(f"({c})") for name in result["models"])]
+    fig, axes = plt.subplots(
+        1, len(coordinates), figsize=(5.5 * len(coordinates), 4.2), sharey=True, squeeze=False
+    )
+    for ax, coords in zip(axes[0], coordinates):
         for name, r in result["models"].items():
             if not name.endswith(f"({coords})"):
                 continue
             color = colors[name.split(" ")[0]]
-            ax.semilogy(t, np.clip(r["E_median"][1:], 1e-6, 1e3), color=color,
-                        label=f"{name}, {r['parameters']} par.")
-            ax.fill_between(t, np.clip(r["E_p05"][1:], 1e-6, 1e3), np.clip(r["E_p95"][1:], 1e-6, 1e3),
-                            color=color, alpha=0.15)
+            ax.semilogy(
+                t, np.clip(r["E_median"][1:], 1e-6, 1e3), color=color, label=f"{name}, {r['parameters']} par."
+            )
+            ax.fill_between(
+                t,
+                np.clip(r["E_p05"][1:], 1e-6, 1e3),
+                np.clip(r["E_p95"][1:], 1e-6, 1e3),
+                color=color,
+                alpha=0.15,
+            )
         ax.set_xlabel("t [s]")
-        ax.set_title(f"{result['n_links']}-link chain, {coords} angles")
+        ax.set_title(f"{result['n_links']}-link chain{suffix}, {coords} angles")
         ax.legend(fontsize=8)
-    axes[0].set_ylabel("E(t) = |ẑ − z| / |z|  (median, 5–95 %)")
+    axes[0, 0].set_ylabel("E(t) = |ẑ − z| / |z|  (median, 5–95 %)")
     fig.tight_layout()
-    path = Path(plot_dir) / f"tlnn_{result['n_links']}link_rollout_error.png"
+    tag = "_forced" if suffix else ""
+    path = Path(plot_dir) / f"tlnn_{result['n_links']}link{tag}_rollout_error.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+
+
+def plot_example(result: dict, plot_dir) -> str:
+    """The paper's Fig. 6: each body angle of the example, truth and every model, and E(t)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    t = np.asarray(result["t"])
+    truth = np.asarray(result["example_truth_phi"])
+    n = truth.shape[1]
+    colors = dict(zip(FAMILIES, ("C0", "C1", "C3", "C2")))
+    fig, axes = plt.subplots(1, n + 1, figsize=(3.6 * (n + 1), 3.6))
+    for j in range(n):
+        axes[j].plot(t, truth[:, j], "k", lw=2, label="truth")
+        for name, r in result["models"].items():
+            phi = np.asarray(r["example_phi"])[:, j]
+            axes[j].plot(
+                t,
+                np.where(np.abs(phi) < 50, phi, np.nan),
+                color=colors[name.split(" ")[0]],
+                lw=1,
+                label=name.split(" ")[0],
+            )
+        axes[j].set_title(f"φ_{j + 1} [rad]")
+        axes[j].set_xlabel("t [s]")
+    axes[0].legend(fontsize=7)
+    for name, r in result["models"].items():
+        axes[n].semilogy(
+            t[1:],
+            np.clip(r["example_E"][1:], 1e-6, 1e3),
+            color=colors[name.split(" ")[0]],
+            label=name.split(" ")[0],
+        )
+    axes[n].set_title("E(t)")
+    axes[n].set_xlabel("t [s]")
+    fig.tight_layout()
+    path = Path(plot_dir) / f"tlnn_{n}link_paper_example.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return str(path)
@@ -207,5 +508,81 @@ def run_study(links=(2, 3, 4), plot_dir=None, progress=print, **kw) -> dict:
     return results
 
 
-__all__ = ["FAMILIES", "COORDINATES", "MODELS", "rod_chain", "parameter_count", "make_model", "matched_width",
-           "rollout_error", "error_band", "study_chain", "plot_chain_study", "run_study"]
+def run_forced_study(n_links: int = 4, plot_dir=None, progress=print, **kw) -> dict:
+    result = forced_study(n_links, progress=progress, **kw)
+    if plot_dir:
+        result["plots"] = [plot_chain_study(result, plot_dir, suffix=" under constant forces")]
+        if "example_truth_phi" in result:
+            result["plots"].append(plot_example(result, plot_dir))
+    return result
+
+
+def _row(name, r, horizon):
+    e = lambda k: f"{r[k]['median']:.3g} [{r[k]['p05']:.2g}, {r[k]['p95']:.2g}]"  # noqa: E731
+    div = f" ({r['diverged_rollouts']} diverged)" if r["diverged_rollouts"] else ""
+    if "qd_nmse_test" in r:
+        name = f"{name} (∂H/∂p vs q̇ nMSE {r['qd_nmse_test']:.2g})"
+    return (
+        f"| {name} | {r['parameters']} | {r['acc_mse_test']:.3g} / {r['acc_se_test_median']:.3g} | "
+        f"{e('E_at_1s')} | {e('E_at_5s')} | {e(f'E_at_{horizon:g}s')}{div} | {r['train_seconds']:.0f} |"
+    )
+
+
+def format_table(results: dict) -> str:
+    """Markdown: per chain and model, test q̈ MSE (mean / median) and median [5 %, 95 %] of E(t)."""
+    lines = []
+    for n, res in results.items():
+        horizon = res["t"][-1]
+        lines += [
+            f"\n{n}-link chain ({res['n_train_samples']} training samples, {res['epochs']} epochs, "
+            f"{res['n_rollouts']} rollouts; test q̈ variance {res['acc_variance_test']:.3g})\n",
+            f"| model | parameters | test q̈ MSE mean / median | E(1 s) | E(5 s) | E({horizon:g} s) | "
+            "training s |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        lines += [_row(name, r, horizon) for name, r in res["models"].items()]
+    return "\n".join(lines)
+
+
+def format_forced_table(result: dict) -> str:
+    horizon = result["t"][-1]
+    lines = [
+        f"{result['n_links']}-link chain under constant forces |Q_i| ≤ {result['force_range']:g} "
+        f"({result['n_train_samples']} training samples, {result['epochs']} epochs, {result['n_rollouts']} "
+        "rollouts)\n",
+        f"| model | parameters | test q̈ MSE mean / median | E(1 s) | E(5 s) | E({horizon:g} s) "
+        "| training s | "
+        f"paper example E(1 s) / E(5 s) / E({horizon:g} s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, r in result["models"].items():
+        ex = (
+            " / ".join(f"{r[f'example_E_at_{s:g}s']:.3g}" for s in (1.0, 5.0, horizon))
+            if "example_E" in r
+            else "—"
+        )
+        lines.append(_row(name, r, horizon) + f" {ex} |")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "FAMILIES",
+    "COORDINATES",
+    "MODELS",
+    "PAPER_EXAMPLE",
+    "rod_chain",
+    "parameter_count",
+    "make_model",
+    "matched_width",
+    "rollout_error",
+    "error_band",
+    "joint_torques",
+    "study_chain",
+    "forced_study",
+    "plot_chain_study",
+    "plot_example",
+    "run_study",
+    "run_forced_study",
+    "format_table",
+    "format_forced_table",
+]

@@ -1,0 +1,172 @@
+"""Hamiltonian neural network (Greydanus, Dzamba, Yosinski, NeurIPS 2019), the HNN of the TLNN paper's
+comparison set (docs/papers.md): one MLP ``H_θ(q, p)`` and Hamilton's equations
+
+    q̇ = ∂H/∂p,    ṗ = −∂H/∂q + Q.
+
+The data of this package are ``(q, q̇, q̈)``; their canonical momenta ``p = ∂𝓛/∂q̇`` are unknown to a
+learner. As in the HNN baseline of the LNN paper (Cranmer et al.) and, as far as it says, of the
+TLNN paper, the observed pair ``(q, q̇)`` is taken as the network's canonical pair, ``p ≡ q̇``: the model
+fits both halves of the vector field, ``∂H/∂p`` to ``q̇`` and ``−∂H/∂q + Q`` to ``q̈``
+(:data:`~ros_lnn.models.losses.HAMILTONIAN_LOSSES`). Its flow conserves ``H`` exactly (``Q = 0``) but
+is area-preserving in ``(q, q̇)``, which the true flow of a system with a configuration-dependent mass
+matrix is not; that is the baseline's known limit, and what the study measures.
+
+Angles enter as ``[sin q, cos q]``; ``p`` is scaled by ``qd_scale`` (the spread of the training ``q̇``),
+like the other acceleration families' ``q̇``. ``forward(q, q̇, Q) = ṗ`` is the acceleration-family
+interface (evaluation, metrics, ONNX ``qdd``); rollouts integrate :meth:`HNN.vector_field`.
+
+ONNX: the gradient of ``H`` is carried through the layers as a first-order jet (the second-order jets of
+the Lagrangian families are not needed); outputs ``qdd = −∂H/∂q`` and ``qd_h = ∂H/∂p``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+FAMILY = "hnn"
+GRAPH_OUTPUTS = ("qdd", "qd_h")
+
+
+class HNN(nn.Module):
+    family = FAMILY
+
+    def __init__(
+        self,
+        n: int,
+        hidden: Sequence[int] = (128, 128),
+        activation: str = "softplus",
+        angle_coordinates: Sequence[int] = (),
+        coordinate_names: Sequence[str] = (),
+    ):
+        super().__init__()
+        self.n, self.hidden_widths, self.activation = n, list(hidden), activation
+        self.angle_coordinates = sorted(int(i) for i in angle_coordinates)
+        self.coordinate_names = list(coordinate_names) or [f"q{i + 1}" for i in range(n)]
+        act = {"softplus": nn.Softplus, "tanh": nn.Tanh}[activation]
+        layers, width = [], 2 * n + len(self.angle_coordinates)
+        for h in hidden:
+            layers += [nn.Linear(width, h), act()]
+            width = h
+        layers.append(nn.Linear(width, 1))
+        self.net = nn.Sequential(*layers)
+        self.register_buffer("qd_scale", torch.ones(n))
+
+    def config(self) -> dict:
+        return {
+            "family": self.family,
+            "n": self.n,
+            "hidden": self.hidden_widths,
+            "activation": self.activation,
+            "angle_coordinates": self.angle_coordinates,
+            "coordinate_names": self.coordinate_names,
+        }
+
+    def features(self, q, p):
+        a = self.angle_coordinates
+        if a:
+            lin = [i for i in range(self.n) if i not in a]
+            q = torch.cat([q[..., lin], torch.sin(q[..., a]), torch.cos(q[..., a])], -1)
+        return torch.cat([q, p / self.qd_scale], -1)
+
+    def hamiltonian(self, q, p):
+        """``H`` (...) at any batch shape."""
+        return self.net(self.features(q, p))[..., 0]
+
+    def gradients(self, q, p):
+        """``(∂H/∂q, ∂H/∂p)`` each (B, n); the graph is kept when grad mode is on (training)."""
+        keep = torch.is_grad_enabled()
+        with torch.enable_grad():
+            q_ = q if q.requires_grad else q.detach().requires_grad_(True)
+            p_ = p if p.requires_grad else p.detach().requires_grad_(True)
+            dq, dp = torch.autograd.grad(self.hamiltonian(q_, p_).sum(), (q_, p_), create_graph=keep)
+        return (dq, dp) if keep else (dq.detach(), dp.detach())
+
+    def vector_field(self, q, p, Q=None):
+        """Hamilton's equations: ``(q̇, ṗ) = (∂H/∂p, −∂H/∂q + Q)``."""
+        dq, dp = self.gradients(q, p)
+        return dp, (-dq if Q is None else Q - dq)
+
+    def forward(self, q, qd, Q=None):
+        """``ṗ`` at ``p = q̇``: the model's ``q̈`` (the acceleration families' interface)."""
+        return self.vector_field(q, qd, Q)[1]
+
+
+def gradient_jet(net: nn.Sequential, x, J):
+    """``(y, ∂y/∂z)`` through a Sequential of Linear layers and smooth activations (first order only)."""
+    for layer in net:
+        if isinstance(layer, nn.Linear):
+            x, J = layer(x), layer.weight @ J
+        elif isinstance(layer, nn.Softplus):
+            J = torch.sigmoid(x).unsqueeze(-1) * J
+            x = nn.functional.softplus(x)
+        elif isinstance(layer, nn.Tanh):
+            x = torch.tanh(x)
+            J = (1 - x * x).unsqueeze(-1) * J
+        else:
+            raise NotImplementedError(f"no jet for {type(layer).__name__}")
+    return x, J
+
+
+class HamiltonianGraph(nn.Module):
+    """``(q, q̇) → (ṗ, ∂H/∂p)`` of an :class:`HNN` without autograd in the forward (exportable)."""
+
+    def __init__(self, model: HNN):
+        super().__init__()
+        self.model = model
+
+    def forward(self, q, qd):
+        from .family_export import feature_jet
+
+        m, n = self.model, self.model.n
+        z = torch.cat([q, qd], -1)
+        a = m.angle_coordinates
+        lin = [i for i in range(n) if i not in a]
+        coords = lin + a + a + [n + i for i in range(n)]
+        kinds = [0] * len(lin) + [1] * len(a) + [2] * len(a) + [0] * n
+        scale = torch.cat([z.new_ones(len(lin) + 2 * len(a)), 1.0 / m.qd_scale])
+        x, J, _ = feature_jet(z, coords, kinds, scale)
+        _, J = gradient_jet(m.net, x, J)
+        grad = J[..., 0, :]
+        return -grad[..., :n], grad[..., n:]
+
+
+def export_hnn_onnx(model: HNN, path, metadata, dtype: str = "float32"):
+    """Write an HNN as ONNX (inputs ``q, qd``; outputs ``qdd``, ``qd_h``) with its metadata, atomically."""
+    import copy
+    import warnings
+
+    from .export import write_model
+    from .family_export import DTYPES, OPSET
+
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    net = copy.deepcopy(model).to(device="cpu", dtype=DTYPES[dtype]).eval()
+    for p in net.parameters():
+        p.requires_grad_(False)
+    metadata = copy.deepcopy(metadata)
+    metadata.dtype = dtype
+    if not metadata.package_version:
+        from .. import __version__
+
+        metadata.package_version = __version__
+    args = tuple(torch.zeros(2, net.n, dtype=DTYPES[dtype]) for _ in range(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(
+            HamiltonianGraph(net),
+            args,
+            dynamo=True,
+            input_names=["q", "qd"],
+            output_names=list(GRAPH_OUTPUTS),
+            opset_version=OPSET,
+            optimize=True,
+            dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in ("q", "qd")},
+            verbose=False,
+        )
+    return write_model(program.model_proto, metadata, path)
+
+
+__all__ = ["HNN", "FAMILY", "GRAPH_OUTPUTS", "HamiltonianGraph", "gradient_jet", "export_hnn_onnx"]
