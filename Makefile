@@ -73,8 +73,8 @@ test-jazzy: $(JAZZY_VENV)/.msgs-installed
 
 # ruff (lint + format check) and mypy, configured in pyproject.toml
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check ros_lnn test
-	$(VENV)/bin/ruff format --check ros_lnn test
+	$(VENV)/bin/ruff check ros_lnn test launch
+	$(VENV)/bin/ruff format --check ros_lnn test launch
 	$(VENV)/bin/mypy ros_lnn
 
 bench: $(VENV)/.installed

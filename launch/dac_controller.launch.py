@@ -12,7 +12,6 @@ autostart     true: launch_ros configures and activates the lifecycle node; a fa
               unconfigured (one error line) and running
 """
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition, UnlessCondition
 from launch.substitutions import (
@@ -25,6 +24,8 @@ from launch.substitutions import (
 from launch_ros.actions import LifecycleNode
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+from launch import LaunchDescription
 
 SHARE = FindPackageShare("ros_lnn")
 ARG = LaunchConfiguration

@@ -9,13 +9,14 @@ launch_ros) makes the tool trace a circle while the null-space potential keeps t
 target and the obstacle (~/markers).
 """
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction
 from launch.conditions import IfCondition
 from launch.substitutions import FileContent, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import LifecycleNode, Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+from launch import LaunchDescription
 
 SHARE = FindPackageShare("ros_lnn")
 ARG = LaunchConfiguration

@@ -16,13 +16,14 @@ Topics: /joint_states (joint_state_broadcaster) -> dac_controller -> /dac_contro
 -> effort_watchdog -> /effort_controller/commands. Needs ROS_LNN_BRINGUP=1 rosdep keys (package.xml).
 """
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
 from launch.substitutions import FileContent, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import LifecycleNode, Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+from launch import LaunchDescription
 
 SHARE = FindPackageShare("ros_lnn")
 ARG = LaunchConfiguration

@@ -11,7 +11,6 @@ The chain needs a chain model (model:=...); the crane uses the shipped model. Th
 estimator.launch.py (lifecycle autostart through launch_ros).
 """
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription
 from launch.conditions import IfCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
@@ -19,6 +18,8 @@ from launch.substitutions import FileContent, IfElseSubstitution, LaunchConfigur
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+from launch import LaunchDescription
 
 SHARE = FindPackageShare("ros_lnn")
 ARG = LaunchConfiguration

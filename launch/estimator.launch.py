@@ -11,7 +11,6 @@ servo_commands  the topic the estimator takes servo commands from
 rviz            also start RViz with config/ros_lnn.rviz and robot_state_publisher with ``urdf``
 """
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction
 from launch.conditions import IfCondition
 from launch.substitutions import (
@@ -25,6 +24,8 @@ from launch.substitutions import (
 from launch_ros.actions import LifecycleNode, Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+from launch import LaunchDescription
 
 SHARE = FindPackageShare("ros_lnn")
 ARG = LaunchConfiguration

@@ -1,6 +1,7 @@
 """The ``ros-lnn`` command. Each subcommand lives in ``ros_lnn/commands/<name>.py`` with
 ``add_arguments(parser)`` and ``run(args) -> int``; modules are imported only when their subcommand
 runs, so the deployment commands never import torch."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,13 +11,15 @@ import sys
 from . import __version__
 from .errors import RosLnnError
 
-DESCRIPTION = ("Physics-structured learned dynamics for ROS 2: the live estimator demo, simulators, rosbag2 "
-               "recording, training and export of ServoLNN/DeLaN and the model zoo, evaluation and benchmarks. "
-               "'ros-lnn COMMAND --help' describes each command.")
+DESCRIPTION = (
+    "Physics-structured learned dynamics for ROS 2: the live estimator demo, simulators, rosbag2 "
+    "recording, training and export of ServoLNN/DeLaN and the model zoo, evaluation and benchmarks. "
+    "'ros-lnn COMMAND --help' describes each command."
+)
 
 COMMANDS = {
     "demo": "live: crane simulator + servo_lnn estimator as ROS 2 nodes in one process, estimated vs true "
-            "(--offline: the model on a held-out trial; --dac: the controller demo)",
+    "(--offline: the model on a held-out trial; --dac: the controller demo)",
     "simulate": "simulate the reference systems and write trials (npz or rosbag2)",
     "record": "record the configured topics to rosbag2 through rclpy",
     "train": "train a model (ServoLNN by default) and export it to ONNX",

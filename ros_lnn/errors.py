@@ -1,4 +1,5 @@
-"""One exception hierarchy for the package. Messages are for people: name the thing at fault and what to do."""
+"""One exception hierarchy for the package. Messages are for people: name the thing at fault and what
+to do."""
 
 
 class RosLnnError(Exception):

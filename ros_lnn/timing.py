@@ -1,4 +1,5 @@
 """Latency statistics for benchmarks (no timed assertions live in tests)."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,12 @@ def time_calls(fn, n: int, warmup: int = 50) -> np.ndarray:
 
 def summary_us(times) -> dict:
     t = np.asarray(times) * 1e6
-    return {"median_us": float(np.median(t)), "p99_us": float(np.percentile(t, 99)),
-            "mean_us": float(t.mean()), "n": int(t.size)}
+    return {
+        "median_us": float(np.median(t)),
+        "p99_us": float(np.percentile(t, 99)),
+        "mean_us": float(t.mean()),
+        "n": int(t.size),
+    }
 
 
 def machine_description() -> str:

@@ -64,8 +64,10 @@ class LaunchConfiguration(Substitution):
 class PathJoinSubstitution(Substitution):
     def __init__(self, parts):
         if any(not isinstance(p, (str, Substitution)) for p in parts):
-            raise LaunchError("PathJoinSubstitution takes strings and substitutions: launch cannot normalize "
-                              "a list in it (concatenate outside: [PathJoinSubstitution([...]), '.yaml'])")
+            raise LaunchError(
+                "PathJoinSubstitution takes strings and substitutions: launch cannot normalize "
+                "a list in it (concatenate outside: [PathJoinSubstitution([...]), '.yaml'])"
+            )
         self.parts = parts
 
     def perform(self, context):

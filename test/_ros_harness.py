@@ -1,5 +1,6 @@
 """A test process's view of the ROS graph: nodes under test and a probe node spun by one executor in
 a background thread, with helpers to publish and to wait for messages over real DDS."""
+
 from __future__ import annotations
 
 import threading
@@ -41,13 +42,15 @@ class Harness:
         def cb(msg):
             with self.lock:
                 box.append(msg)
+
         self.probe.create_subscription(msg_type, topic, cb, qos)
         return box
 
     def publisher(self, msg_type, topic, qos, wait_for_subscribers: int = 1, timeout: float = 10.0):
         pub = self.probe.create_publisher(msg_type, topic, qos)
-        self.wait(lambda: pub.get_subscription_count() >= wait_for_subscribers, timeout,
-                  f"no subscriber on {topic}")
+        self.wait(
+            lambda: pub.get_subscription_count() >= wait_for_subscribers, timeout, f"no subscriber on {topic}"
+        )
         return pub
 
     def wait(self, predicate, timeout: float = 10.0, what: str = "condition"):

@@ -1,14 +1,15 @@
 """Shared by test/test_bag_*.py: short crane trials sampled at a fixed rate, as a robot records."""
+
 from __future__ import annotations
 
 import functools
 
 import numpy as np
 
+from ros_lnn.bags.mapping import CRANE, BagMapping
 from ros_lnn.physics.crane import Crane
 from ros_lnn.physics.datasets import PAPER_TRIALS, position_servo
 from ros_lnn.physics.simulate import simulate
-from ros_lnn.bags.mapping import CRANE, BagMapping
 
 RATE_HZ = 200.0
 DURATION = 3.0
@@ -17,8 +18,9 @@ DURATION = 3.0
 def crane_trial(spec_index: int, t_eval=None, duration=DURATION):
     spec = PAPER_TRIALS[spec_index]
     t_eval = np.arange(0.0, duration, 1.0 / RATE_HZ) if t_eval is None else t_eval
-    return simulate(Crane(), duration, [spec.theta0], [0.0], servo=position_servo(spec), t_eval=t_eval,
-                    name=spec.name)
+    return simulate(
+        Crane(), duration, [spec.theta0], [0.0], servo=position_servo(spec), t_eval=t_eval, name=spec.name
+    )
 
 
 @functools.lru_cache(maxsize=1)

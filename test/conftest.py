@@ -4,6 +4,7 @@ ROS tests talk over real DDS: each pytest session takes its own random ROS_DOMAI
 localhost, so parallel runs on one machine never hear each other. Math libraries run single-threaded
 so timings and results do not depend on the machine's load.
 """
+
 import os
 import random
 
@@ -12,7 +13,7 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-import pytest  # noqa: E402
+import pytest
 
 
 def _importable(name: str) -> bool:
@@ -33,7 +34,9 @@ if HAVE_TORCH:
 
 
 requires_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed (pip install '.[train]')")
-requires_rclpy = pytest.mark.skipif(not HAVE_RCLPY, reason="rclpy is not importable (pip install '.[ros]' or source ROS 2)")
+requires_rclpy = pytest.mark.skipif(
+    not HAVE_RCLPY, reason="rclpy is not importable (pip install '.[ros]' or source ROS 2)"
+)
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,14 @@
 """Bad input: one clear line naming the bag/topic/joint at fault, and exit code 2 from the CLI."""
+
 import numpy as np
 import pytest
 
 from bag_helpers import crane_trials, mapping
-from ros_lnn.cli import main
-from ros_lnn.errors import ConfigError, DataError
 from ros_lnn.bags.dataset import load_bag_dataset
 from ros_lnn.bags.mapping import BagMapping
 from ros_lnn.bags.writer import START_NS, BagWriter, write_trials_bag
+from ros_lnn.cli import main
+from ros_lnn.errors import ConfigError, DataError
 
 pytest.importorskip("rosbags")
 
@@ -65,8 +66,14 @@ def test_no_overlap_and_too_few_samples(tmp_path):
     stamps = START_NS + np.round(trial.t * 1e9).astype(np.int64)
     with BagWriter(tmp_path / "late", "sqlite3") as w:
         w.joint_states("/joint_states", stamps, trial.coordinate_names, trial.q, trial.qd, trial.Q)
-        w.joint_trajectory("/servo_commands", stamps + 3_600 * 10**9, trial.servo_joints, trial.q[:, 1:],
-                           trial.qd[:, 1:], trial.qdd[:, 1:])
+        w.joint_trajectory(
+            "/servo_commands",
+            stamps + 3_600 * 10**9,
+            trial.servo_joints,
+            trial.q[:, 1:],
+            trial.qd[:, 1:],
+            trial.qdd[:, 1:],
+        )
     with pytest.raises(DataError) as exc:
         load_bag_dataset(tmp_path / "late", mapping())
     _one_line(exc, "/servo_commands", "no data overlapping")
@@ -80,7 +87,7 @@ def test_no_overlap_and_too_few_samples(tmp_path):
 def test_bad_mapping_config(tmp_path):
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("bag:\n  free_joints: [pendulum_joint]\n  joint_state_topic: /js\n")
-    with pytest.raises(ConfigError, match="unknown bag setting.*joint_state_topic"):
+    with pytest.raises(ConfigError, match=r"unknown bag setting.*joint_state_topic"):
         BagMapping.from_yaml(cfg)
     cfg.write_text("bag:\n  free_joints: [pendulum_joint]\n  savgol_window: eleven\n")
     with pytest.raises(ConfigError, match="savgol_window"):
@@ -89,11 +96,24 @@ def test_bad_mapping_config(tmp_path):
 
 def test_cli_exit_code_2_on_bad_bag(tmp_path, capsys, bags):
     pytest.importorskip("torch")
-    code = main(["train", "--bag", str(tmp_path / "missing_bag"), "--epochs", "1", "--out", str(tmp_path / "m.onnx")])
+    code = main(
+        ["train", "--bag", str(tmp_path / "missing_bag"), "--epochs", "1", "--out", str(tmp_path / "m.onnx")]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "missing_bag" in err[0]
-    code = main(["train", "--bag", str(bags["mcap"]), "--free-joints", "bob_joint", "--epochs", "1",
-                 "--out", str(tmp_path / "m.onnx")])
+    code = main(
+        [
+            "train",
+            "--bag",
+            str(bags["mcap"]),
+            "--free-joints",
+            "bob_joint",
+            "--epochs",
+            "1",
+            "--out",
+            str(tmp_path / "m.onnx"),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "bob_joint" in err[-1]
     assert not (tmp_path / "m.onnx").exists()
@@ -104,8 +124,10 @@ def test_config_without_bag_section(tmp_path):
     cfg.write_text("servo_lnn:\n  ros__parameters:\n    rate_hz: 100.0\n")
     with pytest.raises(ConfigError, match="no 'bag:' section"):
         BagMapping.from_yaml(cfg)
-    cfg.write_text("servo_lnn:\n  ros__parameters: {}\nbag:\n  free_joints: [pendulum_joint]\n"
-                   "  servo_joints: [cart_joint]\n  servo_topic: ''\n")
+    cfg.write_text(
+        "servo_lnn:\n  ros__parameters: {}\nbag:\n  free_joints: [pendulum_joint]\n"
+        "  servo_joints: [cart_joint]\n  servo_topic: ''\n"
+    )
     m = BagMapping.from_yaml(cfg, {"savgol_window": 7})
     assert m.servo_topic == "" and m.savgol_window == 7 and m.free_joints == ("pendulum_joint",)
 
@@ -115,7 +137,7 @@ def test_undecodable_message(tmp_path):
     stamps = START_NS + np.round(trial.t * 1e9).astype(np.int64)
     with BagWriter(tmp_path / "garbage", "mcap") as w:
         w.joint_states("/joint_states", stamps, trial.coordinate_names, trial.q, trial.qd)
-        w.streams[0][3][5] = b"\x00\x01\x00\x00" + b"\xff" * 40      # one damaged message
+        w.streams[0][3][5] = b"\x00\x01\x00\x00" + b"\xff" * 40  # one damaged message
     with pytest.raises(DataError) as exc:
         load_bag_dataset(tmp_path / "garbage", mapping(servo_topic=""))
     _one_line(exc, "/joint_states", "undecodable", "corrupt")
@@ -141,8 +163,13 @@ def test_joint_lists_of_the_wrong_type_and_an_all_nan_bag(tmp_path):
     trial = crane_trials()[0]
     stamps = START_NS + np.round(trial.t * 1e9).astype(np.int64)
     with BagWriter(tmp_path / "nan", "mcap") as w:
-        w.joint_states("/joint_states", stamps, trial.coordinate_names, np.full_like(trial.q, np.nan),
-                       np.full_like(trial.qd, np.nan))
+        w.joint_states(
+            "/joint_states",
+            stamps,
+            trial.coordinate_names,
+            np.full_like(trial.q, np.nan),
+            np.full_like(trial.qd, np.nan),
+        )
     with pytest.raises(DataError) as exc:
         load_bag_dataset(tmp_path / "nan", mapping(servo_topic=""))
     _one_line(exc, "/joint_states", "NaN or inf positions")

@@ -1,4 +1,5 @@
 """``ros-lnn record``: real rclpy publish/subscribe into a bag, read back by the dataset reader."""
+
 import os
 import signal
 import subprocess
@@ -35,12 +36,24 @@ def _messages(trial):
     for k in range(len(trial)):
         ns = base + int(round(trial.t[k] * 1e9))
         stamp = Time(sec=ns // 10**9, nanosec=ns % 10**9)
-        js = JointState(name=list(trial.coordinate_names), position=trial.q[k].tolist(),
-                        velocity=trial.qd[k].tolist(), effort=trial.Q[k].tolist())
+        js = JointState(
+            name=list(trial.coordinate_names),
+            position=trial.q[k].tolist(),
+            velocity=trial.qd[k].tolist(),
+            effort=trial.Q[k].tolist(),
+        )
         js.header.stamp = stamp
-        cmd = JointTrajectory(joint_names=list(trial.servo_joints), points=[JointTrajectoryPoint(
-            positions=trial.q[k, 1:].tolist(), velocities=trial.qd[k, 1:].tolist(),
-            accelerations=trial.qdd[k, 1:].tolist(), time_from_start=Duration())])
+        cmd = JointTrajectory(
+            joint_names=list(trial.servo_joints),
+            points=[
+                JointTrajectoryPoint(
+                    positions=trial.q[k, 1:].tolist(),
+                    velocities=trial.qd[k, 1:].tolist(),
+                    accelerations=trial.qdd[k, 1:].tolist(),
+                    time_from_start=Duration(),
+                )
+            ],
+        )
         cmd.header.stamp = stamp
         yield js, cmd
 
@@ -54,8 +67,10 @@ def publisher():
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node("bag_test_publisher", context=context)
-    pubs = (node.create_publisher(JointState, "/joint_states", 1000),
-            node.create_publisher(JointTrajectory, "/servo_commands", 1000))
+    pubs = (
+        node.create_publisher(JointState, "/joint_states", 1000),
+        node.create_publisher(JointTrajectory, "/servo_commands", 1000),
+    )
     yield pubs
     node.destroy_node()
     context.try_shutdown()
@@ -67,16 +82,29 @@ def test_record_publish_subscribe_roundtrip(tmp_path, publisher, storage):
 
     trial = crane_trials()[0]
     out, stop, counts, result = tmp_path / "rec", threading.Event(), {}, {}
-    thread = threading.Thread(target=lambda: result.update(record(
-        out, ["/joint_states", "servo_commands", "/not_published"], storage=storage, stop=stop,
-        counts=counts, log=lambda m: None)))
+    thread = threading.Thread(
+        target=lambda: result.update(
+            record(
+                out,
+                ["/joint_states", "servo_commands", "/not_published"],
+                storage=storage,
+                stop=stop,
+                counts=counts,
+                log=lambda m: None,
+            )
+        )
+    )
     thread.start()
     try:
-        assert _wait(lambda: all(p.get_subscription_count() > 0 for p in publisher)), "recorder never subscribed"
+        assert _wait(lambda: all(p.get_subscription_count() > 0 for p in publisher)), (
+            "recorder never subscribed"
+        )
         for js, cmd in _messages(trial):
             publisher[0].publish(js)
             publisher[1].publish(cmd)
-        assert _wait(lambda: counts.get("/joint_states") == len(trial) and counts.get("/servo_commands") == len(trial))
+        assert _wait(
+            lambda: counts.get("/joint_states") == len(trial) and counts.get("/servo_commands") == len(trial)
+        )
     finally:
         stop.set()
         thread.join(10)
@@ -99,9 +127,24 @@ def test_record_publish_subscribe_roundtrip(tmp_path, publisher, storage):
 def test_record_cli_ends_cleanly_on_ctrl_c(tmp_path, publisher):
     trial = crane_trials()[0]
     out = tmp_path / "ctrlc"
-    proc = subprocess.Popen([sys.executable, "-m", "ros_lnn.cli", "record", "--out", str(out), "--storage", "mcap",
-                             "--topics", "/joint_states"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ros_lnn.cli",
+            "record",
+            "--out",
+            str(out),
+            "--storage",
+            "mcap",
+            "--topics",
+            "/joint_states",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
     try:
         assert _wait(lambda: publisher[0].get_subscription_count() > 0, 30), "ros-lnn record never subscribed"
         n = 100

@@ -1,4 +1,5 @@
 """Simulated trials -> real rosbag2 files (sqlite3 and mcap) -> trials again."""
+
 import json
 import sqlite3
 
@@ -32,10 +33,10 @@ def _assert_measured_trials_match(ds, trials):
         assert got.coordinate_names == ref.coordinate_names
         assert np.array_equal(got.q, ref.q) and np.array_equal(got.qd, ref.qd)
         assert np.max(np.abs(got.t - (ref.t - ref.t[0]))) < 1e-9
-        assert np.array_equal(got.Q_e, ref.Q_e)              # measured servo effort, exact
+        assert np.array_equal(got.Q_e, ref.Q_e)  # measured servo effort, exact
         assert np.array_equal(got.qdd[:, 1], ref.qdd[:, 1])  # servo command accelerations, exact
-        err = got.qdd[:, 0] - ref.qdd[:, 0]                  # Savitzky–Golay on q̇_f
-        assert np.sqrt(np.mean(err ** 2)) < SAVGOL_REL_RMS * np.sqrt(np.mean(ref.qdd[:, 0] ** 2))
+        err = got.qdd[:, 0] - ref.qdd[:, 0]  # Savitzky–Golay on q̇_f
+        assert np.sqrt(np.mean(err**2)) < SAVGOL_REL_RMS * np.sqrt(np.mean(ref.qdd[:, 0] ** 2))
         assert np.max(np.abs(err)) < SAVGOL_MAX_ABS
         assert np.isnan(got.E).all() and np.isnan(got.M).all()  # not measurable on a robot
         for key in ("qdd", "Q", "T", "V", "E", "M"):
@@ -71,8 +72,11 @@ def test_bag_is_standard_rosbag2(tmp_path, storage):
     assert json.loads(meta["custom_data"]["ros_lnn.trials"])[0]["name"] == trials[0].name
     with AnyReader([bag]) as reader:
         types = {c.topic: c.msgtype for c in reader.connections}
-        assert types == {"/joint_states": cdr.JOINT_STATE, "/servo_commands": cdr.JOINT_TRAJECTORY,
-                         "/ground_truth": cdr.FLOAT64_ARRAY}
+        assert types == {
+            "/joint_states": cdr.JOINT_STATE,
+            "/servo_commands": cdr.JOINT_TRAJECTORY,
+            "/ground_truth": cdr.FLOAT64_ARRAY,
+        }
         msgs = {}
         for conn, stamp, raw in reader.messages():
             msgs.setdefault(conn.topic, []).append((stamp, reader.deserialize(raw, conn.msgtype)))
@@ -97,13 +101,18 @@ def test_cdr_codec_matches_rosbags():
     T = store.types
     rng = np.random.default_rng(1)
     header = lambda k, frame: T["std_msgs/msg/Header"](  # noqa: E731
-        stamp=T["builtin_interfaces/msg/Time"](sec=1_700_000_000 + k, nanosec=997 * k), frame_id=frame)
+        stamp=T["builtin_interfaces/msg/Time"](sec=1_700_000_000 + k, nanosec=997 * k), frame_id=frame
+    )
     raws, msgs = [], []
     for k in range(120):
         n = k % 3
-        msg = T[cdr.JOINT_STATE](header=header(k, "base"[: k % 4]), name=["a", "bb", "ccc"][:n] if k % 5 else [],
-                                 position=rng.normal(size=n), velocity=rng.normal(size=n * (k % 2)),
-                                 effort=rng.normal(size=n))
+        msg = T[cdr.JOINT_STATE](
+            header=header(k, "base"[: k % 4]),
+            name=["a", "bb", "ccc"][:n] if k % 5 else [],
+            position=rng.normal(size=n),
+            velocity=rng.normal(size=n * (k % 2)),
+            effort=rng.normal(size=n),
+        )
         msgs.append(msg)
         raws.append(bytes(store.serialize_cdr(msg, cdr.JOINT_STATE)))
     groups = cdr.decode_messages(raws, cdr.JOINT_STATE)
@@ -117,31 +126,52 @@ def test_cdr_codec_matches_rosbags():
                 assert np.array_equal(g.arrays[f][row], getattr(m, f))
     # encoder: JointTrajectory, byte-identical to rosbags
     point = T["trajectory_msgs/msg/JointTrajectoryPoint"](
-        positions=np.zeros(2), velocities=np.zeros(2), accelerations=np.zeros(2), effort=np.zeros(0),
-        time_from_start=T["builtin_interfaces/msg/Duration"](sec=0, nanosec=0))
-    template = bytes(store.serialize_cdr(T[cdr.JOINT_TRAJECTORY](header=header(0, ""), joint_names=["x", "y"],
-                                                                  points=[point]), cdr.JOINT_TRAJECTORY))
+        positions=np.zeros(2),
+        velocities=np.zeros(2),
+        accelerations=np.zeros(2),
+        effort=np.zeros(0),
+        time_from_start=T["builtin_interfaces/msg/Duration"](sec=0, nanosec=0),
+    )
+    template = bytes(
+        store.serialize_cdr(
+            T[cdr.JOINT_TRAJECTORY](header=header(0, ""), joint_names=["x", "y"], points=[point]),
+            cdr.JOINT_TRAJECTORY,
+        )
+    )
     stamps = np.array([1_700_000_000_123_456_789, 42])
     P = rng.normal(size=(2, 2))
     out = cdr.encode_messages(template, cdr.JOINT_TRAJECTORY, stamps, {"positions": P, "accelerations": -P})
     for k in range(2):
         point = T["trajectory_msgs/msg/JointTrajectoryPoint"](
-            positions=P[k], velocities=np.zeros(2), accelerations=-P[k], effort=np.zeros(0),
-            time_from_start=T["builtin_interfaces/msg/Duration"](sec=0, nanosec=0))
+            positions=P[k],
+            velocities=np.zeros(2),
+            accelerations=-P[k],
+            effort=np.zeros(0),
+            time_from_start=T["builtin_interfaces/msg/Duration"](sec=0, nanosec=0),
+        )
         ref = T[cdr.JOINT_TRAJECTORY](
-            header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
-                sec=int(stamps[k] // 10**9), nanosec=int(stamps[k] % 10**9)), frame_id=""),
-            joint_names=["x", "y"], points=[point])
+            header=T["std_msgs/msg/Header"](
+                stamp=T["builtin_interfaces/msg/Time"](
+                    sec=int(stamps[k] // 10**9), nanosec=int(stamps[k] % 10**9)
+                ),
+                frame_id="",
+            ),
+            joint_names=["x", "y"],
+            points=[point],
+        )
         assert out[k] == bytes(store.serialize_cdr(ref, cdr.JOINT_TRAJECTORY))
 
 
 @pytest.mark.parametrize("storage", ["sqlite3", "mcap"])
 def test_single_storage_file_and_topics_without_slash(tmp_path, storage):
     trials = crane_trials()
-    bag = write_trials_bag(tmp_path / "b", trials, storage, joint_states_topic="joint_states",
-                           servo_topic="servo_commands")
+    bag = write_trials_bag(
+        tmp_path / "b", trials, storage, joint_states_topic="joint_states", servo_topic="servo_commands"
+    )
     storage_file = next(p for p in bag.iterdir() if p.suffix in (".db3", ".mcap"))
-    ds = load_bag_dataset(storage_file, mapping(joint_states_topic="/joint_states", servo_topic="servo_commands"))
+    ds = load_bag_dataset(
+        storage_file, mapping(joint_states_topic="/joint_states", servo_topic="servo_commands")
+    )
     # a bare storage file has no metadata.yaml (no trial names) but the same data
     assert [len(t) for t in ds.trials] == [len(t) for t in trials]
     for got, ref in zip(ds.trials, trials):
@@ -165,7 +195,9 @@ def test_float64_servo_commands_and_other_topics_skipped(tmp_path):
         stamps = 10**18 + np.round(tr.t * 1e9).astype(np.int64)
         w.joint_states("/joint_states", stamps, tr.coordinate_names, tr.q, tr.qd, tr.Q)
         store = w.store
-        text = bytes(store.serialize_cdr(store.types["std_msgs/msg/String"](data="hello"), "std_msgs/msg/String"))
+        text = bytes(
+            store.serialize_cdr(store.types["std_msgs/msg/String"](data="hello"), "std_msgs/msg/String")
+        )
         w.raw("/rosout_like", "std_msgs/msg/String", stamps[:5], [text] * 5)
     with pytest.warns(UserWarning, match="one trial only"):
         ds = load_bag_dataset(other, mapping(servo_topic=""))
@@ -197,8 +229,10 @@ def _make_humble(bag):
     _older_metadata(bag, 5)
     db = next(bag.glob("*.db3"))
     with sqlite3.connect(db) as conn:
-        conn.executescript("DROP TABLE message_definitions; ALTER TABLE topics DROP COLUMN type_description_hash;"
-                           "DROP TABLE metadata; UPDATE schema SET schema_version = 3;")
+        conn.executescript(
+            "DROP TABLE message_definitions; ALTER TABLE topics DROP COLUMN type_description_hash;"
+            "DROP TABLE metadata; UPDATE schema SET schema_version = 3;"
+        )
 
 
 def test_humble_iron_jazzy_metadata_versions(tmp_path):
@@ -226,8 +260,10 @@ def test_several_bags_make_one_dataset(tmp_path):
     assert {t.attrs["bag"] for t in ds.trials} == {str(a), str(b)}
 
 
-@pytest.mark.parametrize("storage,compression", [("sqlite3", "message"), ("sqlite3", "file"),
-                                                 ("mcap", "storage"), ("mcap", "message")])
+@pytest.mark.parametrize(
+    "storage,compression",
+    [("sqlite3", "message"), ("sqlite3", "file"), ("mcap", "storage"), ("mcap", "message")],
+)
 def test_compressed_bags(tmp_path, storage, compression):
     trials = crane_trials()
     bag = write_trials_bag(tmp_path / "z", trials, storage, compression=compression)

@@ -1,15 +1,16 @@
 """End to end on real files: simulated trials -> rosbag2 (sqlite3, mcap) -> ``ros-lnn train --bag``
 (short) -> ONNX -> the runtime evaluates the held-out bag trials, matching the metrics recorded in
 the model's metadata, with the bag's hash and split as provenance."""
+
 import numpy as np
 import pytest
 
 from bag_helpers import crane_trial, crane_trials, mapping
 from conftest import requires_torch
-from ros_lnn.cli import main
 from ros_lnn.bags.dataset import load_bag_dataset
 from ros_lnn.bags.reader import bag_files_sha256
 from ros_lnn.bags.writer import write_trials_bag
+from ros_lnn.cli import main
 
 pytestmark = requires_torch
 pytest.importorskip("rosbags")
@@ -23,9 +24,31 @@ def test_train_from_bag_to_onnx(tmp_path, storage, capsys):
     trials = list(crane_trials()) + [crane_trial(7 if storage == "mcap" else 2)]
     bag = write_trials_bag(tmp_path / "bag", trials, storage)
     out = tmp_path / "crane_from_bag.onnx"
-    code = main(["train", "--bag", str(bag), "--epochs", "20", "--n-train", "1024", "--batch", "512",
-                 "--log-every", "10", "--val-every", "10", "--dtype", "float64", "--export-dtype", "float64",
-                 "--threads", "1", "--out", str(out)])
+    code = main(
+        [
+            "train",
+            "--bag",
+            str(bag),
+            "--epochs",
+            "20",
+            "--n-train",
+            "1024",
+            "--batch",
+            "512",
+            "--log-every",
+            "10",
+            "--val-every",
+            "10",
+            "--dtype",
+            "float64",
+            "--export-dtype",
+            "float64",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "Q_e measured" in printed and "validation on ground truth" in printed

@@ -1,6 +1,7 @@
 """``ros-lnn bench train`` on a tiny budget: the analytic and autograd implementations compute the
 same loss and gradient on the same weights, the analytic step is the faster one, and the paper
 schedule figure is the trainer's measured rate scaled to 10 000 epochs."""
+
 import argparse
 
 import pytest
@@ -36,4 +37,3 @@ def test_bench_train_small(one_thread, capsys):
     assert sched["extrapolated"] and sched["epochs_run"] == 6
     assert sched["paper_schedule_s"] == pytest.approx(sched["seconds_run"] * PAPER["epochs"] / 6)
     assert "speed-up" in printed and "paper schedule (4096 samples, batch 2048, 10000 epochs)" in printed
-

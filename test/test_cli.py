@@ -1,4 +1,5 @@
 """The ``ros-lnn`` command: one-line errors with exit code 2, offline demo, evaluate, lazy imports."""
+
 import subprocess
 import sys
 import textwrap
@@ -68,7 +69,9 @@ def test_evaluate_on_npz_trials_matches_runtime(untrained_model, tmp_path, capsy
     path = tmp_path / "one.npz"
     save_trials(path, [trial])
     report = tmp_path / "m.json"
-    assert main(["evaluate", "--model", str(untrained_model), "--data", str(path), "--json", str(report)]) == 0
+    assert (
+        main(["evaluate", "--model", str(untrained_model), "--data", str(path), "--json", str(report)]) == 0
+    )
     import json
 
     got = json.loads(report.read_text())[trial.name]
@@ -78,18 +81,21 @@ def test_evaluate_on_npz_trials_matches_runtime(untrained_model, tmp_path, capsy
     assert main(["evaluate", "--model", str(untrained_model), "--data", str(path), "--trials", "nope"]) == 2
 
 
-@pytest.mark.parametrize("argv,named", [
-    (["--model", "tlnn", "--system", "particle"], "--system particle"),
-    (["--model", "lnn_nh", "--system", "chain"], "--system chain"),
-    (["--model", "servo_lnn", "--system", "chain"], "--system chain"),
-    (["--model", "node", "--epsilon", "0.1"], "--epsilon"),
-    (["--model", "lnn", "--bag", "rec"], "--bag"),
-    (["--model", "tlnn", "--exporter", "torchscript"], "--exporter"),
-    (["--model", "lnn", "--system", "drone", "--links", "3"], "--links"),
-    (["--model", "delan", "--bag", "rec"], "bags"),
-    (["--trajectories", "4"], "--trajectories"),
-    (["--model", "node", "--out", "model.txt"], "model.txt"),
-])
+@pytest.mark.parametrize(
+    "argv,named",
+    [
+        (["--model", "tlnn", "--system", "particle"], "--system particle"),
+        (["--model", "lnn_nh", "--system", "chain"], "--system chain"),
+        (["--model", "servo_lnn", "--system", "chain"], "--system chain"),
+        (["--model", "node", "--epsilon", "0.1"], "--epsilon"),
+        (["--model", "lnn", "--bag", "rec"], "--bag"),
+        (["--model", "tlnn", "--exporter", "torchscript"], "--exporter"),
+        (["--model", "lnn", "--system", "drone", "--links", "3"], "--links"),
+        (["--model", "delan", "--bag", "rec"], "bags"),
+        (["--trajectories", "4"], "--trajectories"),
+        (["--model", "node", "--out", "model.txt"], "model.txt"),
+    ],
+)
 def test_train_rejects_combinations_in_one_line(tmp_path, capsys, argv, named):
     """Checked before any data is made or torch is imported: exit code 2, one line naming the culprit."""
     assert main(["train", *argv]) == 2
@@ -107,10 +113,18 @@ def test_train_family_defaults_fill_only_what_is_not_given():
     assert "--hidden 64" in servo and "--out models/crane_servo_lnn.onnx" in servo
     tlnn = canonical_command(parse("--model", "tlnn", "--lr", "0.003"))
     assert "--system chain --trajectories 20 --duration 5.0 --links 2" in tlnn
-    assert "--epochs 60 --batch 256 --lr 0.003" in tlnn and "--hidden 128 128" in tlnn and "--dtype float64" in tlnn
+    assert (
+        "--epochs 60 --batch 256 --lr 0.003" in tlnn
+        and "--hidden 128 128" in tlnn
+        and "--dtype float64" in tlnn
+    )
     assert "--weight-decay" not in tlnn and "--out models/chain2_tlnn.onnx" in tlnn
     delan = canonical_command(parse("--model", "delan"))
-    assert "--system delan_character" in delan and "--batch 512 --lr 0.0005" in delan and "--epsilon 0.001" in delan
+    assert (
+        "--system delan_character" in delan
+        and "--batch 512 --lr 0.0005" in delan
+        and "--epsilon 0.001" in delan
+    )
 
 
 def _help(argv, capsys) -> str:
@@ -133,7 +147,7 @@ def test_help_texts_a_user_can_act_on(capsys):
     bench = _help(["bench"], capsys)
     assert all(f"  {name} " in bench for name in BENCHES) and "dac-node" in bench and "fault" in bench
     train = " ".join(_help(["train"], capsys).split())
-    data = train[train.index("--data FILE servo_lnn"):][:300]
+    data = train[train.index("--data FILE servo_lnn") :][:300]
     assert "../" not in data and "shared/" not in data and "character_data.npz" in data
 
 

@@ -1,4 +1,5 @@
 """Smoke tests of the DAC demo and benchmark entry points (short runs; the figures are real PNGs)."""
+
 import argparse
 import json
 

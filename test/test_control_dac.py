@@ -1,13 +1,21 @@
 """DAC control laws I–III (seed 004 §3) on the tensor multibody model: constraint consistency, exact
 ν̇_r, frame invariance, and closed loops in the simulator (Lyapunov decrease, exponential tracking,
 disturbance rejection, obstacle avoidance), plus the port → joint effort map."""
+
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_multibody_validation import rotate_state, rotated_model
 
 from ros_lnn.control.dac import (
-    BodyPoseTarget, DacController, EndEffector, EndEffectorTarget, Gains, VelocityTarget, end_effector_state,
+    BodyPoseTarget,
+    DacController,
+    EndEffector,
+    EndEffectorTarget,
+    Gains,
+    VelocityTarget,
+    end_effector_state,
 )
 from ros_lnn.control.effort import PortToEfforts
 from ros_lnn.control.mobility import mobility
@@ -16,12 +24,14 @@ from ros_lnn.errors import ConfigError
 from ros_lnn.physics.multibody import joint_mismatch, update
 from ros_lnn.physics.multibody_build import load_model, make_chain
 from ros_lnn.physics.multibody_kinematics import (
-    effort_map, forward_kinematics, n_rates, twist_map, twist_map_rate_times,
+    effort_map,
+    forward_kinematics,
+    n_rates,
+    twist_map,
+    twist_map_rate_times,
 )
 from ros_lnn.physics.multibody_quaternion import quat_exp, quat_mul, quat_normalize
 from ros_lnn.physics.multibody_sim import MultibodyState, simulate
-
-from test_multibody_validation import rotate_state, rotated_model
 
 ARM = Path(__file__).resolve().parents[1] / "config" / "dac_chain.urdf"
 
@@ -49,30 +59,56 @@ def _cases():
     r_d, q_d = forward_kinematics(chain, rng.normal(size=12) * 0.3)
 
     def pose_target(t):
-        w, wd = nud[3 * n:].reshape(n, 3), nudd[3 * n:].reshape(n, 3)
-        return BodyPoseTarget(r_d + (t * nud[:3 * n] + t * t / 2 * nudd[:3 * n]).reshape(n, 3),
-                              quat_mul(quat_exp(t * w + t * t / 2 * wd), q_d), nud + t * nudd, nudd)
+        w, wd = nud[3 * n :].reshape(n, 3), nudd[3 * n :].reshape(n, 3)
+        return BodyPoseTarget(
+            r_d + (t * nud[: 3 * n] + t * t / 2 * nudd[: 3 * n]).reshape(n, 3),
+            quat_mul(quat_exp(t * w + t * t / 2 * wd), q_d),
+            nud + t * nudd,
+            nudd,
+        )
 
     tw, twd = rng.normal(size=6), rng.normal(size=6)
     qe = quat_normalize(rng.normal(size=4))
 
     def ee_target(t, with_attitude=True):
-        return EndEffectorTarget(np.array([1.5, 0.3, 0.2]) + t * tw[:3] + t * t / 2 * twd[:3],
-                                 quat_mul(quat_exp(t * tw[3:]), qe) if with_attitude else None, tw + t * twd, twd)
+        return EndEffectorTarget(
+            np.array([1.5, 0.3, 0.2]) + t * tw[:3] + t * t / 2 * twd[:3],
+            quat_mul(quat_exp(t * tw[3:]), qe) if with_attitude else None,
+            tw + t * twd,
+            twd,
+        )
 
     ee = EndEffector(4, np.array([0.25, 0.0, 0.0]))
-    chain_obstacles = ObstacleField((SphereObstacle(np.array([0.8, 0.35, 0.1]), 0.1),),
-                                    *default_control_points(chain, exclude_bodies=(4,)), influence=0.6, gain=2.0)
+    chain_obstacles = ObstacleField(
+        (SphereObstacle(np.array([0.8, 0.35, 0.1]), 0.1),),
+        *default_control_points(chain, exclude_bodies=(4,)),
+        influence=0.6,
+        gain=2.0,
+    )
     arm, arm_ee = _arm()
-    arm_obstacles = ObstacleField((SphereObstacle(np.array([0.3, 0.05, 0.3]), 0.05),),
-                                  *default_control_points(arm), influence=0.3, gain=3.0)
+    arm_obstacles = ObstacleField(
+        (SphereObstacle(np.array([0.3, 0.05, 0.3]), 0.05),),
+        *default_control_points(arm),
+        influence=0.3,
+        gain=3.0,
+    )
     return [
         ("I", chain, DacController(chain, "velocity"), lambda t: VelocityTarget(nud + t * nudd, nudd)),
         ("II", chain, DacController(chain, "pose"), pose_target),
-        ("III-chain", chain, DacController(chain, "end_effector", end_effector=ee, obstacles=chain_obstacles),
-         ee_target),
-        ("III-arm", arm, DacController(arm, "end_effector", end_effector=arm_ee, obstacles=arm_obstacles,
-                                       gains=Gains(damping=0.05)), lambda t: ee_target(t, False)),
+        (
+            "III-chain",
+            chain,
+            DacController(chain, "end_effector", end_effector=ee, obstacles=chain_obstacles),
+            ee_target,
+        ),
+        (
+            "III-arm",
+            arm,
+            DacController(
+                arm, "end_effector", end_effector=arm_ee, obstacles=arm_obstacles, gains=Gains(damping=0.05)
+            ),
+            lambda t: ee_target(t, False),
+        ),
     ]
 
 
@@ -122,16 +158,24 @@ def _rotate_target(target, Q, qQ):
     if isinstance(target, BodyPoseTarget):
         n = target.r_d.shape[0]
         rot = lambda x: (x.reshape(2 * n, 3) @ Q.T).ravel()  # noqa: E731
-        return BodyPoseTarget(target.r_d @ Q.T, quat_mul(np.broadcast_to(qQ, target.quat_d.shape), target.quat_d),
-                              rot(target.nu_d), rot(target.nu_d_dot))
+        return BodyPoseTarget(
+            target.r_d @ Q.T,
+            quat_mul(np.broadcast_to(qQ, target.quat_d.shape), target.quat_d),
+            rot(target.nu_d),
+            rot(target.nu_d_dot),
+        )
     rot6 = lambda x: np.concatenate([Q @ x[:3], Q @ x[3:]])  # noqa: E731
-    return EndEffectorTarget(Q @ target.position, None if target.quat is None else quat_mul(qQ, target.quat),
-                             rot6(target.twist), rot6(target.twist_dot))
+    return EndEffectorTarget(
+        Q @ target.position,
+        None if target.quat is None else quat_mul(qQ, target.quat),
+        rot6(target.twist),
+        rot6(target.twist_dot),
+    )
 
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: c[0])
 def test_port_command_rotates_with_the_whole_problem(case):
-    name, model, ctl, target = case
+    _name, model, ctl, target = case
     rng = np.random.default_rng(3)
     r, quat, nu = _random_state(model, rng, 0.3)
     res = ctl.compute(update(model, r, quat, nu), target(0.0))
@@ -143,8 +187,13 @@ def test_port_command_rotates_with_the_whole_problem(case):
     model2 = rotated_model(model, Q)
     obstacles = ctl.obstacles
     if obstacles is not None:
-        obstacles = ObstacleField(tuple(SphereObstacle(Q @ o.center, o.radius) for o in obstacles.obstacles),
-                                  obstacles.points_body, obstacles.points_offset, obstacles.influence, obstacles.gain)
+        obstacles = ObstacleField(
+            tuple(SphereObstacle(Q @ o.center, o.radius) for o in obstacles.obstacles),
+            obstacles.points_body,
+            obstacles.points_offset,
+            obstacles.influence,
+            obstacles.gain,
+        )
     ctl2 = DacController(model2, ctl.law, ctl.gains, ctl.end_effector, obstacles)
     r2, quat2, nu2 = rotate_state(Q, qQ, r, quat, nu)
     res2 = ctl2.compute(update(model2, r2, quat2, nu2), _rotate_target(target(0.0), Q, qQ))
@@ -166,17 +215,26 @@ def chain_circle():
     model = make_chain(5)
     r, quat = forward_kinematics(model, np.tile([0.0, 0.0, 0.3], 4))
     ee = EndEffector(4, np.array([0.25, 0.0, 0.0]))
-    field = ObstacleField((SphereObstacle(np.array([0.9, 0.7, 0.0]), 0.1),),
-                          *default_control_points(model, exclude_bodies=(4,)), influence=0.3, gain=2.0)
-    ctl = DacController(model, "end_effector", Gains(K_D, K_D, LAMBDA, LAMBDA), end_effector=ee, obstacles=field)
+    field = ObstacleField(
+        (SphereObstacle(np.array([0.9, 0.7, 0.0]), 0.1),),
+        *default_control_points(model, exclude_bodies=(4,)),
+        influence=0.3,
+        gain=2.0,
+    )
+    ctl = DacController(
+        model, "end_effector", Gains(K_D, K_D, LAMBDA, LAMBDA), end_effector=ee, obstacles=field
+    )
     p0, q0, _, _ = end_effector_state(model, update(model, r, quat, np.zeros(30)), ee)
     centre, radius, w = p0 + np.array([0.0, -0.15, 0.0]), 0.15, 2 * np.pi / 4
 
     def target(t):
         ph = w * t
-        return EndEffectorTarget(centre + radius * np.array([np.sin(ph), np.cos(ph), 0.0]), q0,
-                                 np.r_[radius * w * np.cos(ph), -radius * w * np.sin(ph), 0, 0, 0, 0],
-                                 np.r_[-radius * w * w * np.sin(ph), -radius * w * w * np.cos(ph), 0, 0, 0, 0])
+        return EndEffectorTarget(
+            centre + radius * np.array([np.sin(ph), np.cos(ph), 0.0]),
+            q0,
+            np.r_[radius * w * np.cos(ph), -radius * w * np.sin(ph), 0, 0, 0, 0],
+            np.r_[-radius * w * w * np.sin(ph), -radius * w * w * np.cos(ph), 0, 0, 0, 0],
+        )
 
     def port(t, data):
         tau = ctl.compute(data, target(t)).tau_c
@@ -187,11 +245,17 @@ def chain_circle():
 
     def observe(state, data, f_j, tau):
         res = ctl.compute(data, target(state.t))
-        return {"V": res.lyapunov, "e": np.linalg.norm(res.task_error[:3]), "ea": np.linalg.norm(res.task_error[3:]),
-                "clr": clearances(field, data).min(), "Jnu_r": np.abs(data.J @ res.nu_r).max()}
+        return {
+            "V": res.lyapunov,
+            "e": np.linalg.norm(res.task_error[:3]),
+            "ea": np.linalg.norm(res.task_error[3:]),
+            "clr": clearances(field, data).min(),
+            "Jnu_r": np.abs(data.J @ res.nu_r).max(),
+        }
 
-    return simulate(model, MultibodyState(r, quat, np.zeros(30)), 3.0, 4e-3, port, baumgarte=(10.0, 10.0),
-                    observe=observe)
+    return simulate(
+        model, MultibodyState(r, quat, np.zeros(30)), 3.0, 4e-3, port, baumgarte=(10.0, 10.0), observe=observe
+    )
 
 
 def test_lyapunov_function_decays_as_designed(chain_circle):
@@ -200,7 +264,8 @@ def test_lyapunov_function_decays_as_designed(chain_circle):
     quiet = t < DISTURBANCE[0]
     # K_d = k 𝓜 ⇒ V̇ = −2k V: V decays exactly exponentially. Tolerance: 1e-6 relative per step (RK4,
     # dt = 4 ms; measured ratio per step 0.85214384 vs e^{-2k dt} = 0.85214379) and an absolute floor of
-    # 1e-12 V(0) (integration error of the s-dynamics when obstacle-field points enter; V bottoms out ~1e-17 V(0))
+    # 1e-12 V(0) (integration error of the s-dynamics when obstacle-field points enter; V bottoms out ~1e-17
+    # V(0))
     floor = 1e-12 * V[0]
     bound = V[0] * np.exp(-2 * K_D * t[quiet]) * (1 + 1e-3) + floor
     assert np.all(V[quiet] <= bound)
@@ -221,12 +286,20 @@ def test_end_effector_error_decays_exponentially_and_rejects_the_disturbance(cha
     during = (t >= DISTURBANCE[0]) & (t < DISTURBANCE[1] + 0.1)
     assert e[during].max() > 10 * e[i1]  # the push is felt …
     assert e[-1] < 0.02 * e[during].max() and ea[-1] < 0.05 * ea[during].max()  # … and rejected
-    assert out["clr"].min() > 0.15  # the obstacle beside the chain stays clear (measured 0.200 m, field 0.3 m)
+    assert (
+        out["clr"].min() > 0.15
+    )  # the obstacle beside the chain stays clear (measured 0.200 m, field 0.3 m)
 
 
 def test_law_II_tracks_feasible_body_poses():
-    model = make_chain(3, joint="revolute", base="fixed", axes=[[0, 0, 1], [0, 1, 0], [0, 1, 0]],
-                       gravity=(0, 0, -9.81), stiffness=[0.0])
+    model = make_chain(
+        3,
+        joint="revolute",
+        base="fixed",
+        axes=[[0, 0, 1], [0, 1, 0], [0, 1, 0]],
+        gravity=(0, 0, -9.81),
+        stiffness=[0.0],
+    )
     ctl = DacController(model, "pose", Gains(K_D, K_D, LAMBDA, LAMBDA))
     amp, w = np.array([0.4, 0.3, -0.5]), 2.0
 
@@ -239,10 +312,18 @@ def test_law_II_tracks_feasible_body_poses():
         return BodyPoseTarget(r, quat, G @ qd, G @ qdd + twist_map_rate_times(model, data, qd))
 
     r0, q0 = forward_kinematics(model, np.array([0.3, -0.2, 0.4]))
-    out = simulate(model, MultibodyState(r0, q0, np.zeros(18)), 1.5, 5e-3,
-                   lambda t, d: ctl.compute(d, target(t)).tau_c, baumgarte=(10.0, 10.0),
-                   observe=lambda s, d, f, p: {"V": (res := ctl.compute(d, target(s.t))).lyapunov,
-                                               "e": np.linalg.norm(res.task_error)})
+    out = simulate(
+        model,
+        MultibodyState(r0, q0, np.zeros(18)),
+        1.5,
+        5e-3,
+        lambda t, d: ctl.compute(d, target(t)).tau_c,
+        baumgarte=(10.0, 10.0),
+        observe=lambda s, d, f, p: {
+            "V": (res := ctl.compute(d, target(s.t))).lyapunov,
+            "e": np.linalg.norm(res.task_error),
+        },
+    )
     V, e, t = out["V"], out["e"], out["t"]
     assert np.all(np.diff(V) <= 1e-15 + 1e-6 * V[:-1])
     assert e[-1] < e[0] * np.exp(-0.8 * LAMBDA * t[-1])
@@ -260,9 +341,15 @@ def test_law_I_tracks_a_feasible_velocity_field():
     def target(data):  # a feasible desired twist field ν_d = G(x) q̇_des and its rate along the motion
         return VelocityTarget(twist_map(model, data) @ qd_des, twist_map_rate_times(model, data, qd_des))
 
-    out = simulate(model, MultibodyState(r0, q0, np.zeros(24)), 0.6, 4e-3,
-                   lambda t, d: ctl.compute(d, target(d)).tau_c, baumgarte=(10.0, 10.0),
-                   observe=lambda s, d, f, p: {"V": ctl.compute(d, target(d)).lyapunov})
+    out = simulate(
+        model,
+        MultibodyState(r0, q0, np.zeros(24)),
+        0.6,
+        4e-3,
+        lambda t, d: ctl.compute(d, target(d)).tau_c,
+        baumgarte=(10.0, 10.0),
+        observe=lambda s, d, f, p: {"V": ctl.compute(d, target(d)).lyapunov},
+    )
     V = out["V"]
     assert np.all(np.diff(V) <= 1e-15 + 1e-6 * V[:-1]) and V[-1] < 1e-6 * V[0]
 
@@ -272,22 +359,37 @@ def test_null_space_potential_keeps_the_arm_off_an_obstacle_on_its_path(eta):
     """The demo arm traces a circle; the obstacle sits on the path its wrist takes without avoidance."""
     arm, ee = _arm()
     r, quat = forward_kinematics(arm, np.array([0.0, -0.8, 1.4, 0.6, 0.4]))
-    field = ObstacleField((SphereObstacle(np.array([0.4636, 0.0991, 0.1080]), 0.02),),
-                          *default_control_points(arm), influence=0.1, gain=eta)
+    field = ObstacleField(
+        (SphereObstacle(np.array([0.4636, 0.0991, 0.1080]), 0.02),),
+        *default_control_points(arm),
+        influence=0.1,
+        gain=eta,
+    )
     ctl = DacController(arm, "end_effector", Gains(lambda_position=5.0), end_effector=ee, obstacles=field)
     p0 = end_effector_state(arm, update(arm, r, quat, np.zeros(30)), ee)[0]
     centre, radius, w = p0 - np.array([0, 0, 0.12]), 0.12, 2 * np.pi / 4
 
     def target(t):
         ph = w * t
-        return EndEffectorTarget(centre + radius * np.array([0, np.sin(ph), np.cos(ph)]), None,
-                                 np.r_[0, radius * w * np.cos(ph), -radius * w * np.sin(ph), 0, 0, 0],
-                                 np.r_[0, -radius * w * w * np.sin(ph), -radius * w * w * np.cos(ph), 0, 0, 0])
+        return EndEffectorTarget(
+            centre + radius * np.array([0, np.sin(ph), np.cos(ph)]),
+            None,
+            np.r_[0, radius * w * np.cos(ph), -radius * w * np.sin(ph), 0, 0, 0],
+            np.r_[0, -radius * w * w * np.sin(ph), -radius * w * w * np.cos(ph), 0, 0, 0],
+        )
 
-    out = simulate(arm, MultibodyState(r, quat, np.zeros(30)), 2.0, 4e-3,
-                   lambda t, d: ctl.compute(d, target(t)).tau_c, baumgarte=(20.0, 20.0),
-                   observe=lambda s, d, f, p: {"clr": clearances(field, d).min(),
-                                               "e": np.linalg.norm(ctl.compute(d, target(s.t)).task_error)})
+    out = simulate(
+        arm,
+        MultibodyState(r, quat, np.zeros(30)),
+        2.0,
+        4e-3,
+        lambda t, d: ctl.compute(d, target(t)).tau_c,
+        baumgarte=(20.0, 20.0),
+        observe=lambda s, d, f, p: {
+            "clr": clearances(field, d).min(),
+            "e": np.linalg.norm(ctl.compute(d, target(s.t)).task_error),
+        },
+    )
     if eta == 0:
         assert out["clr"].min() < 0  # the path goes through the obstacle
     else:
@@ -302,11 +404,19 @@ def test_joint_efforts_reproduce_the_port_closed_loop():
     ctl = DacController(arm, "end_effector", Gains(), end_effector=ee)
     target = EndEffectorTarget(np.array([0.45, 0.15, 0.1]))
     to_efforts = PortToEfforts(arm, effort_limits=[1e6] * 5)
+
     # the two ports differ by Jᵀ y, which the constraint forces absorb exactly on the constraint manifold;
     # off it (the integration drift of the joint gaps) they differ at the drift level
     def run(port):
-        return simulate(arm, MultibodyState(r, quat, np.zeros(30)), 0.2, 1e-3, port, baumgarte=(20.0, 20.0),
-                        observe=lambda s, d, f, p: {"gap": joint_mismatch(arm, d).max()})
+        return simulate(
+            arm,
+            MultibodyState(r, quat, np.zeros(30)),
+            0.2,
+            1e-3,
+            port,
+            baumgarte=(20.0, 20.0),
+            observe=lambda s, d, f, p: {"gap": joint_mismatch(arm, d).max()},
+        )
 
     via_port = run(lambda t, d: ctl.compute(d, target).tau_c)
     via_efforts = run(lambda t, d: effort_map(arm, d) @ to_efforts(d, ctl.compute(d, target).tau_c).effort)
@@ -320,7 +430,11 @@ def test_effort_limits_saturation_and_residual_hook():
     arm, ee = _arm()
     r, quat = forward_kinematics(arm, np.array([0.2, -0.6, 1.0, 0.5, 0.2]))
     data = update(arm, r, quat, np.zeros(30))
-    tau = DacController(arm, "end_effector", end_effector=ee).compute(data, EndEffectorTarget(np.zeros(3))).tau_c
+    tau = (
+        DacController(arm, "end_effector", end_effector=ee)
+        .compute(data, EndEffectorTarget(np.zeros(3)))
+        .tau_c
+    )
     names = ["joint5", "joint4", "joint3", "joint2", "joint1"]  # the configured order, not the model's
     full = PortToEfforts(arm, names, effort_limits=[1e6] * 5)(data, tau)
     G = twist_map(arm, data)
@@ -329,7 +443,8 @@ def test_effort_limits_saturation_and_residual_hook():
     assert np.all(np.abs(limited.effort) <= 0.5) and limited.saturated.any() and limited.saturation_ratio > 1
     assert np.allclose(limited.effort[~limited.saturated], full.effort[~limited.saturated])
     friction = PortToEfforts(arm, names, [1e6] * 5, residual=lambda q, qd, u: 0.1 * np.sign(qd))(
-        data, tau, q=np.zeros(5), qd=np.array([1.0, -1, 1, -1, 1]))
+        data, tau, q=np.zeros(5), qd=np.array([1.0, -1, 1, -1, 1])
+    )
     assert np.allclose(friction.effort - full.effort, [0.1, -0.1, 0.1, -0.1, 0.1])
     broken = PortToEfforts(arm, names, [1e6] * 5, residual=lambda q, qd, u: np.full(5, np.nan))(data, tau)
     assert np.allclose(broken.effort, full.effort)  # a failing learned part never poisons the command

@@ -1,5 +1,6 @@
 """The dac_controller lifecycle node over real DDS: outputs equal the library evaluated directly,
 lifecycle transitions, stale inputs, bad inputs, effort limits."""
+
 from __future__ import annotations
 
 import itertools
@@ -10,6 +11,9 @@ import numpy as np
 import pytest
 
 from conftest import HAVE_RCLPY, requires_rclpy
+from ros_lnn.control.dac import Gains
+from ros_lnn.control.pipeline import DacPipeline
+from ros_lnn.physics.multibody_build import load_model
 
 pytestmark = [requires_rclpy, pytest.mark.ros]
 
@@ -29,9 +33,6 @@ if HAVE_RCLPY:
     from ros_lnn.nodes.serialized import SerializedTemplate
     from ros_lnn.nodes.stamps import ns_to_stamp
 
-from ros_lnn.control.dac import Gains
-from ros_lnn.control.pipeline import DacPipeline
-from ros_lnn.physics.multibody_build import load_model
 
 URDF = Path(__file__).resolve().parents[1] / "config" / "dac_chain.urdf"
 JOINTS = ["joint1", "joint2", "joint3", "joint4", "joint5"]
@@ -70,8 +71,15 @@ def _library(**kw):
     model = load_model(URDF)
     limits = [j.effort_limit for j in model.joints]
     # the node's documented defaults, by keyword
-    gains = Gains(kd_linear=20.0, kd_angular=20.0, mass_weighted=True, lambda_position=5.0,
-                  lambda_attitude=5.0, obstacle_gain=1.0, damping=0.05)
+    gains = Gains(
+        kd_linear=20.0,
+        kd_angular=20.0,
+        mass_weighted=True,
+        lambda_position=5.0,
+        lambda_attitude=5.0,
+        obstacle_gain=1.0,
+        damping=0.05,
+    )
     args = dict(gains=gains, ee_link="tool0", effort_limits=limits)
     args.update(kw)
     return DacPipeline(model, **args)
@@ -110,7 +118,7 @@ def test_outputs_equal_the_library_for_an_end_effector_target(make):
 
 
 def test_markers_and_diagnostics(make):
-    node, h, ns = make({"diagnostics_period_s": 0.1, "obstacles": [0.3, 0.0, 0.4, 0.05]})
+    _node, h, ns = make({"diagnostics_period_s": 0.1, "obstacles": [0.3, 0.0, 0.4, 0.05]})
     markers = h.collect(MarkerArray, f"{ns}/dac_controller/markers", COMMAND_QOS)
     diags = h.collect(DiagnosticArray, "/diagnostics", COMMAND_QOS)
     _, efforts, states = _io(h, ns)
@@ -118,8 +126,14 @@ def test_markers_and_diagnostics(make):
     h.wait(lambda: markers and efforts, what="markers")
     kinds = {m.ns for m in markers[-1].markers}
     assert {"body_force", "end_effector", "target", "obstacle"} <= kinds
-    h.wait(lambda: any(s.name.endswith("dac_controller") and s.hardware_id == "dac_chain"
-                       for d in diags for s in d.status), what="diagnostics")
+    h.wait(
+        lambda: any(
+            s.name.endswith("dac_controller") and s.hardware_id == "dac_chain"
+            for d in diags
+            for s in d.status
+        ),
+        what="diagnostics",
+    )
 
 
 def test_hold_policy_without_a_target_and_trajectory_for_law_II(make):
@@ -159,9 +173,18 @@ def test_stale_joint_states_give_zero_efforts(make):
     live = lambda: sum(np.abs(e.data).max() > 0 for e in list(efforts))  # noqa: E731
     states.publish(_joint_state(JOINTS, Q0, QD0))
     h.wait(lambda: live() >= 1, what="effort")
-    h.wait(lambda: node.stale and np.all(np.asarray(efforts[-1].data) == 0.0), timeout=3.0, what="zero efforts")
-    h.wait(lambda: any(s.level == DiagnosticStatus.ERROR for d in diags for s in d.status
-                       if s.name.endswith("dac_controller")), what="ERROR diagnostics")
+    h.wait(
+        lambda: node.stale and np.all(np.asarray(efforts[-1].data) == 0.0), timeout=3.0, what="zero efforts"
+    )
+    h.wait(
+        lambda: any(
+            s.level == DiagnosticStatus.ERROR
+            for d in diags
+            for s in d.status
+            if s.name.endswith("dac_controller")
+        ),
+        what="ERROR diagnostics",
+    )
     before = live()
     states.publish(_joint_state(JOINTS, Q0, QD0))  # resumes (and goes stale again 50 ms later)
     h.wait(lambda: live() > before, what="resume")
@@ -211,7 +234,7 @@ def test_lifecycle_transitions(make, ctx):
     node.trigger_deactivate()
     node.trigger_cleanup()
     assert node.pipeline is None
-    bad, hb, _ = make({"robot_description": "<robot name='x'><link name='a'"}, autostart=False)
+    bad, _hb, _ = make({"robot_description": "<robot name='x'><link name='a'"}, autostart=False)
     bad.trigger_configure()
     assert bad.pipeline is None and "not valid URDF" in bad.last_error
     bad2, _, _ = make({"law": "jedi"}, autostart=False)
@@ -227,12 +250,24 @@ def test_closed_loop_over_topics_with_the_chain_simulator(ctx):
     ns = f"/loop{next(_ns)}"
     urdf = URDF.read_text()
     q_init = [0.0, -0.8, 1.4, 0.6, 0.4]
-    sim = DacChainSim(namespace=ns, context=ctx, parameter_overrides=[
-        Parameter("robot_description", value=urdf), Parameter("initial_positions", value=q_init),
-        Parameter("rate_hz", value=250.0)],
-        cli_args=["--ros-args", "-r", f"effort_commands:={ns}/dac_controller/joint_effort_command"])
-    ctl = DacControllerNode(namespace=ns, context=ctx, parameter_overrides=[
-        Parameter("robot_description", value=urdf), Parameter("lambda_position", value=3.0)])
+    sim = DacChainSim(
+        namespace=ns,
+        context=ctx,
+        parameter_overrides=[
+            Parameter("robot_description", value=urdf),
+            Parameter("initial_positions", value=q_init),
+            Parameter("rate_hz", value=250.0),
+        ],
+        cli_args=["--ros-args", "-r", f"effort_commands:={ns}/dac_controller/joint_effort_command"],
+    )
+    ctl = DacControllerNode(
+        namespace=ns,
+        context=ctx,
+        parameter_overrides=[
+            Parameter("robot_description", value=urdf),
+            Parameter("lambda_position", value=3.0),
+        ],
+    )
     assert start(ctl), ctl.last_error
     h = Harness(sim, ctl, context=ctx)
     try:
@@ -295,8 +330,9 @@ def test_rate_bench_with_the_feeder_in_another_process():
 
 def test_commands_are_published_from_serialized_templates():
     """The per-sample path publishes bytes: they must be the ordinary message for any values."""
-    from ros_lnn.nodes.dac_controller import array_msg, port_layout
     from rclpy.serialization import deserialize_message
+
+    from ros_lnn.nodes.dac_controller import array_msg, port_layout
 
     layout = port_layout(["a", "b"])
     template = SerializedTemplate(lambda _, v: array_msg(v, layout), (12,), stamp_format=None)

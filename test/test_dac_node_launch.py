@@ -3,8 +3,12 @@ controller as a lifecycle node brought up by launch_ros, and its efforts where t
 
 import pytest
 import yaml
-
-from test_launch_files import ROOT, evaluate_launch_file, install_prefix, setup_kwargs  # noqa: F401 (fixtures)
+from test_launch_files import (  # noqa: F401 (fixtures)
+    ROOT,
+    evaluate_launch_file,
+    install_prefix,
+    setup_kwargs,
+)
 
 CASES = [
     ("dac_controller.launch.py", {}),
@@ -44,6 +48,6 @@ def test_dac_launch_files(name, overrides, install_prefix, setup_kwargs, monkeyp
         assert sim["namespace"] == controller["namespace"] == overrides.get("namespace", "")
         assert sim["remappings"] == [("effort_commands", f"{controller['name']}/joint_effort_command")]
     if overrides.get("rviz") == "true":
-        rviz = [n for n in nodes if n["executable"] == "rviz2"][0]
+        rviz = next(n for n in nodes if n["executable"] == "rviz2")
         assert (install_prefix / "share" / "ros_lnn" / "config" / "dac_demo.rviz").is_file()
         assert str(rviz["arguments"][-1]).endswith("dac_demo.rviz")

@@ -389,9 +389,16 @@ def test_an_ee_target_in_a_listed_frame_is_carried_into_the_world_frame(ctx):
     from scipy.spatial.transform import Rotation
 
     pose = [0.3, -0.2, 0.5, 0.1, 0.2, -0.3, 0.9]  # x, y, z, qx, qy, qz, qw
-    node = DacControllerNode(namespace=f"/frames{next(_ns)}", context=ctx, parameter_overrides=[
-        Parameter("robot_description", value=URDF.read_text()), Parameter("ee_attitude", value=True),
-        Parameter("target_frames", value=["camera"]), Parameter("target_frame_poses", value=pose)])
+    node = DacControllerNode(
+        namespace=f"/frames{next(_ns)}",
+        context=ctx,
+        parameter_overrides=[
+            Parameter("robot_description", value=URDF.read_text()),
+            Parameter("ee_attitude", value=True),
+            Parameter("target_frames", value=["camera"]),
+            Parameter("target_frame_poses", value=pose),
+        ],
+    )
     assert start(node), node.last_error
     h = Harness(node, context=ctx)
     try:
@@ -413,9 +420,15 @@ def test_an_ee_target_in_a_listed_frame_is_carried_into_the_world_frame(ctx):
         h.wait(lambda: node.counts["bad_target"] > before, what="unknown frame refused")
     finally:
         h.close()
-    bad = DacControllerNode(namespace=f"/frames{next(_ns)}", context=ctx, parameter_overrides=[
-        Parameter("robot_description", value=URDF.read_text()), Parameter("target_frames", value=["camera"]),
-        Parameter("target_frame_poses", value=pose[:6])])
+    bad = DacControllerNode(
+        namespace=f"/frames{next(_ns)}",
+        context=ctx,
+        parameter_overrides=[
+            Parameter("robot_description", value=URDF.read_text()),
+            Parameter("target_frames", value=["camera"]),
+            Parameter("target_frame_poses", value=pose[:6]),
+        ],
+    )
     try:
         bad.trigger_configure()
         assert bad.pipeline is None and "target_frame_poses needs 7" in bad.last_error

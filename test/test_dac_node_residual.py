@@ -361,6 +361,7 @@ def test_recording_the_loop_over_topics_gives_the_training_targets(ctx, tmp_path
     train = data["train"]
     exact = np.array([plant.residual(q, qd, a) for q, qd, a in zip(train["q"], train["qd"], train["qdd"])])
     rel = np.sqrt(np.mean((train["Q"] - exact) ** 2, axis=0)) / np.sqrt(np.mean(exact**2, axis=0))
-    # a late timer tick beyond RESYNC_S re-anchors the sim's stamps (one jump): accuracy against the offline bags
+    # a late timer tick beyond RESYNC_S re-anchors the sim's stamps (one jump): accuracy against the offline
+    # bags
     print("relative error of the targets from the recorded loop:", rel.round(4))
     assert rel.max() < 0.2, rel

@@ -1,5 +1,6 @@
 """ONNX export: contract of ros_lnn.inference.metadata, parity with torch in onnxruntime (float32:
 relative 1e-5 of each output's scale; float64: 1e-10), dynamic batch, DeLaN and feature-map variants."""
+
 import json
 
 import numpy as np
@@ -38,8 +39,12 @@ def _session(path):
 
 def _inputs(model, batch, seed=0):
     rng = np.random.default_rng(seed)
-    x = {"q": rng.uniform(-1.2, 1.2, (batch, model.n)), "qd": rng.uniform(-2, 2, (batch, model.n)),
-         "qdd_e": rng.uniform(-3, 3, (batch, model.n_e)), "Q_f": rng.uniform(-1, 1, (batch, model.n_f))}
+    x = {
+        "q": rng.uniform(-1.2, 1.2, (batch, model.n)),
+        "qd": rng.uniform(-2, 2, (batch, model.n)),
+        "qdd_e": rng.uniform(-3, 3, (batch, model.n_e)),
+        "Q_f": rng.uniform(-1, 1, (batch, model.n_f)),
+    }
     return x if model.n_e else {k: v for k, v in x.items() if k != "qdd_e"}
 
 
@@ -48,11 +53,13 @@ def _check_parity(model, path, dtype, rtol, batches=(1, 7)):
     error is measured relative to the output's largest magnitude over the 7-sample batch."""
     sess = _session(path)
     names = [o.name for o in sess.get_outputs()]
-    assert names[:len(OUTPUT_NAMES)] == list(OUTPUT_NAMES) and "qdd_f" in names
+    assert names[: len(OUTPUT_NAMES)] == list(OUTPUT_NAMES) and "qdd_f" in names
     np_dtype = np.float32 if dtype == "float32" else np.float64
     x_all = _inputs(model, max(batches))
     with torch.no_grad():
-        ref_all = model(*(torch.as_tensor(x_all[k]) if k in x_all else None for k in ("q", "qd", "qdd_e", "Q_f")))
+        ref_all = model(
+            *(torch.as_tensor(x_all[k]) if k in x_all else None for k in ("q", "qd", "qdd_e", "Q_f"))
+        )
     for batch in batches:
         x = {k: v[:batch] for k, v in x_all.items()}
         got = dict(zip(names, sess.run(None, {k: v.astype(np_dtype) for k, v in x.items()})))
@@ -62,20 +69,25 @@ def _check_parity(model, path, dtype, rtol, batches=(1, 7)):
             if r.size == 0:
                 continue
             scale = np.max(np.abs(ref_all[name].numpy())) + 1e-12
-            assert np.max(np.abs(got[name] - r)) <= rtol * scale, (name, np.max(np.abs(got[name] - r)) / scale)
+            assert np.max(np.abs(got[name] - r)) <= rtol * scale, (
+                name,
+                np.max(np.abs(got[name] - r)) / scale,
+            )
 
 
 @pytest.fixture(scope="module")
 def crane_onnx(tmp_path_factory):
     model = _crane_model()
     path = tmp_path_factory.mktemp("export") / "crane.onnx"
-    meta = default_metadata(model, system="crane", metrics={"qdd_f_nmse": 1e-4}, provenance={"data_hash": "ab" * 32})
+    meta = default_metadata(
+        model, system="crane", metrics={"qdd_f_nmse": 1e-4}, provenance={"data_hash": "ab" * 32}
+    )
     export_onnx(model, path, meta)
     return model, path
 
 
 def test_graph_contract_and_metadata(crane_onnx):
-    model, path = crane_onnx
+    _model, path = crane_onnx
     proto = onnx.load(str(path))
     onnx.checker.check_model(proto, full_check=True)
     inputs = {i.name: i for i in proto.graph.input}
@@ -114,16 +126,25 @@ def test_delan_and_feature_map_variants(tmp_path):
     assert [i.name for i in _session(path).get_inputs()] == ["q", "qd", "Q_f"]
     _check_parity(delan, path, "float64", rtol=1e-10)
     torch.manual_seed(3)
-    chain = ServoLNN(["j1", "j2"], ["j3"], hidden=(16,), angle_joints=["j1", "j2", "j3"],
-                     diag_activation="softplus").double().eval()
+    chain = (
+        ServoLNN(
+            ["j1", "j2"], ["j3"], hidden=(16,), angle_joints=["j1", "j2", "j3"], diag_activation="softplus"
+        )
+        .double()
+        .eval()
+    )
     path = export_onnx(chain, tmp_path / "chain.onnx", dtype="float64", dynamo=False)
     _check_parity(chain, path, "float64", rtol=1e-10, batches=(3,))
 
 
 def test_refuses_metadata_of_other_joints(tmp_path):
     model = _crane_model()
-    wrong = ModelMetadata(family="servo_lnn", free_joints=["cart_joint"], servo_joints=["pendulum_joint"],
-                          coordinate_units=["m", "rad"])
+    wrong = ModelMetadata(
+        family="servo_lnn",
+        free_joints=["cart_joint"],
+        servo_joints=["pendulum_joint"],
+        coordinate_units=["m", "rad"],
+    )
     with pytest.raises(ValueError, match="do not match"):
         export_onnx(model, tmp_path / "x.onnx", wrong)
     assert not (tmp_path / "x.onnx").exists()

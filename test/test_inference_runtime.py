@@ -1,4 +1,5 @@
 """ONNX runtime: parity with the torch model, refusal of bad models, and no torch on the deploy path."""
+
 import subprocess
 import sys
 import textwrap
@@ -29,13 +30,20 @@ def exported(tmp_path_factory, torch_model):
     from ros_lnn.models.export import export_onnx
 
     folder = tmp_path_factory.mktemp("models")
-    return {dtype: export_onnx(torch_model, folder / f"m_{dtype}.onnx", dtype=dtype)
-            for dtype in ("float32", "float64")}
+    return {
+        dtype: export_onnx(torch_model, folder / f"m_{dtype}.onnx", dtype=dtype)
+        for dtype in ("float32", "float64")
+    }
 
 
 def _samples(n, seed=0):
     rng = np.random.default_rng(seed)
-    return rng.uniform(-1, 1, (n, 2)), rng.uniform(-1, 1, (n, 2)), rng.uniform(-1, 1, (n, 1)), rng.uniform(-1, 1, (n, 1))
+    return (
+        rng.uniform(-1, 1, (n, 2)),
+        rng.uniform(-1, 1, (n, 2)),
+        rng.uniform(-1, 1, (n, 1)),
+        rng.uniform(-1, 1, (n, 1)),
+    )
 
 
 def _torch_outputs(model, q, qd, qdd_e, Q_f):
@@ -81,7 +89,9 @@ def test_inverse_mode_recovers_the_applied_force(exported):
     inv = rt.inverse(q, qd, fwd["qdd"])
     np.testing.assert_allclose(inv["Q"][:, :1], Q_f, atol=1e-9)
     np.testing.assert_allclose(inv["Q_e"], fwd["Q_e"], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(inv["E_dot"], inv["power"], rtol=1e-9, atol=1e-12)  # first law, by construction
+    np.testing.assert_allclose(
+        inv["E_dot"], inv["power"], rtol=1e-9, atol=1e-12
+    )  # first law, by construction
     one = rt.inverse(q[0], qd[0], fwd["qdd"][0])
     np.testing.assert_allclose(one["Q_e"], fwd["Q_e"][0], rtol=1e-9)
 
@@ -93,7 +103,9 @@ def test_metadata_round_trip_and_joint_check(exported):
     ServoLnnRuntime(exported["float32"], free_joints=FREE, servo_joints=SERVO)
     with pytest.raises(ModelError, match="configured but not in model: \\['theta'\\]"):
         ServoLnnRuntime(exported["float32"], free_joints=["theta"], servo_joints=SERVO)
-    two = ModelMetadata(family="servo_lnn", free_joints=["a", "b"], servo_joints=[], coordinate_units=["rad", "rad"])
+    two = ModelMetadata(
+        family="servo_lnn", free_joints=["a", "b"], servo_joints=[], coordinate_units=["rad", "rad"]
+    )
     with pytest.raises(ModelError, match="order differs"):
         two.check_joints(["b", "a"], [])
 
@@ -141,7 +153,7 @@ def test_runtime_runs_with_torch_absent(exported):
         sys.modules['torch'] = None          # any 'import torch' now raises ImportError
         import numpy as np
         from ros_lnn.inference.runtime import ServoLnnRuntime
-        rt = ServoLnnRuntime({str(exported['float32'])!r})
+        rt = ServoLnnRuntime({str(exported["float32"])!r})
         out = rt.evaluate(np.zeros(2), np.zeros(2), np.zeros(1), np.zeros(1))
         assert np.isfinite(out['Q_e']).all()
         assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]
@@ -179,26 +191,44 @@ def _with_metadata(tmp_path, text, name="forged.onnx"):
     return path
 
 
-@pytest.mark.parametrize("text,message", [
-    ("[1, 2]", "is a JSON array, not an object"),
-    ("42", "is a JSON number, not an object"),
-    ("null", "is a JSON null, not an object"),
-    ('"crane"', "is a JSON string, not an object"),
-    ("{not json", "is not valid JSON"),
-    ('{"family": 3, "free_joints": ["p"], "servo_joints": ["c"], "coordinate_units": []}', "family is 3"),
-    ('{"family": "servo_lnn", "free_joints": "p", "servo_joints": ["c"], "coordinate_units": []}',
-     "free_joints is \"p\", not a list"),
-    ('{"family": "servo_lnn", "free_joints": [1], "servo_joints": ["c"], "coordinate_units": []}',
-     "free_joints"),
-    ('{"family": "servo_lnn", "free_joints": ["p"], "servo_joints": ["p"], "coordinate_units": []}',
-     "more than once"),
-    ('{"family": "servo_lnn", "free_joints": ["p"], "servo_joints": ["c"], "coordinate_units": [],'
-     ' "provenance": [1]}', "provenance is [1], not an object"),
-    ('{"family": "servo_lnn", "free_joints": ["p"], "servo_joints": ["c"], "coordinate_units": [],'
-     ' "format_version": "1"}', "format_version"),
-    ('{"family": "servo_lnn", "free_joints": ["p", "x"], "servo_joints": ["c"], "coordinate_units": []}',
-     "graph does not match its metadata"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("[1, 2]", "is a JSON array, not an object"),
+        ("42", "is a JSON number, not an object"),
+        ("null", "is a JSON null, not an object"),
+        ('"crane"', "is a JSON string, not an object"),
+        ("{not json", "is not valid JSON"),
+        ('{"family": 3, "free_joints": ["p"], "servo_joints": ["c"], "coordinate_units": []}', "family is 3"),
+        (
+            '{"family": "servo_lnn", "free_joints": "p", "servo_joints": ["c"], "coordinate_units": []}',
+            'free_joints is "p", not a list',
+        ),
+        (
+            '{"family": "servo_lnn", "free_joints": [1], "servo_joints": ["c"], "coordinate_units": []}',
+            "free_joints",
+        ),
+        (
+            '{"family": "servo_lnn", "free_joints": ["p"], "servo_joints": ["p"], "coordinate_units": []}',
+            "more than once",
+        ),
+        (
+            '{"family": "servo_lnn", "free_joints": ["p"], "servo_joints": ["c"], "coordinate_units": [],'
+            ' "provenance": [1]}',
+            "provenance is [1], not an object",
+        ),
+        (
+            '{"family": "servo_lnn", "free_joints": ["p"], "servo_joints": ["c"], "coordinate_units": [],'
+            ' "format_version": "1"}',
+            "format_version",
+        ),
+        (
+            '{"family": "servo_lnn", "free_joints": ["p", "x"], "servo_joints": ["c"], '
+            '"coordinate_units": []}',
+            "graph does not match its metadata",
+        ),
+    ],
+)
 def test_forged_metadata_gives_one_line_model_errors(tmp_path, text, message):
     path = _with_metadata(tmp_path, text)
     with pytest.raises(ModelError) as info:

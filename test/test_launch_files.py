@@ -19,10 +19,10 @@ import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import _launch_stand_in as stand_in
 import pytest
 import yaml
 
-import _launch_stand_in as stand_in
 from conftest import HAVE_RCLPY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,8 +32,9 @@ MY_LAUNCH_FILES = [p for p in LAUNCH_FILES if not p.name.startswith("dac_")]
 
 def _real_launch_available() -> bool:
     try:
-        import launch
         import launch_ros.actions
+
+        import launch
 
         return hasattr(launch, "LaunchDescription") and hasattr(launch_ros.actions, "LifecycleNode")
     except Exception:  # noqa: BLE001

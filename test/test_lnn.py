@@ -1,6 +1,7 @@
 """Plain LNN and LNN-nh (nonholonomic-LNN paper): the torch.func Euler–Lagrange terms reproduce exact
 physics for a known Lagrangian, LNN-nh keeps the constraint for any network, training lowers the loss,
 save/load."""
+
 import numpy as np
 import pytest
 
@@ -24,7 +25,7 @@ def test_euler_lagrange_terms_of_the_exact_chain_lagrangian_give_the_chain_dynam
     parts = [torch_link_lagrangian(chain, i) for i in range(3)]
 
     def lagrangian(q, qd):
-        return sum(p(q[..., :i + 1], qd[..., :i + 1]) for i, p in enumerate(parts))
+        return sum(p(q[..., : i + 1], qd[..., : i + 1]) for i, p in enumerate(parts))
 
     q, qd = RNG.normal(size=(6, 3)), RNG.normal(size=(6, 3))
     with torch.no_grad():

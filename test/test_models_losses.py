@@ -1,4 +1,5 @@
 """Losses of eqs 33–38: zero on exact data, each sensitive to what it should see, the corrected eq 38."""
+
 import numpy as np
 import pytest
 
@@ -35,8 +36,10 @@ def _batch(n=200, seed=0, torque=False):
     qd, x_dd = rng.normal(size=(n, 2)), rng.normal(size=(n, 1))
     Q_f = rng.normal(size=(n, 1)) if torque else np.zeros((n, 1))
     out = crane.dynamics(q, qd, qdd_e=x_dd, Q_f=Q_f)
-    return {k: torch.as_tensor(v, dtype=torch.float64) for k, v in
-            {"q": q, "qd": qd, "qdd": out["qdd"], "Q": out["Q"]}.items()}
+    return {
+        k: torch.as_tensor(v, dtype=torch.float64)
+        for k, v in {"q": q, "qd": qd, "qdd": out["qdd"], "Q": out["Q"]}.items()
+    }
 
 
 @pytest.mark.parametrize("torque", [False, True])
@@ -106,10 +109,14 @@ def _terms_from_dynamics(model, batch, names):
     inv = dynamics(TORCH, M, dM, V, dV, qd, model.partition, qdd=qdd)
     fwd = dynamics(TORCH, M, dM, V, dV, qd, model.partition, qdd_e=qdd[:, n_f:], Q_f=Q[:, :n_f])
     sq = lambda x: (x * x).sum(-1).mean()  # noqa: E731
-    full = {"inv": sq(inv["Q"][:, :n_f] - Q[:, :n_f]), "inv_e": sq(inv["Q_e"] - Q[:, n_f:]),
-            "power": ((inv["E_dot"] - (qd * Q).sum(-1)) ** 2).mean(),
-            "power_est": ((qd[:, :n_f] * (inv["Q"][:, :n_f] - Q[:, :n_f])).sum(-1) ** 2).mean(),
-            "fwd": sq(fwd["qdd_f"] - qdd[:, :n_f]), "fwd_e": sq(fwd["Q_e"] - Q[:, n_f:])}
+    full = {
+        "inv": sq(inv["Q"][:, :n_f] - Q[:, :n_f]),
+        "inv_e": sq(inv["Q_e"] - Q[:, n_f:]),
+        "power": ((inv["E_dot"] - (qd * Q).sum(-1)) ** 2).mean(),
+        "power_est": ((qd[:, :n_f] * (inv["Q"][:, :n_f] - Q[:, :n_f])).sum(-1) ** 2).mean(),
+        "fwd": sq(fwd["qdd_f"] - qdd[:, :n_f]),
+        "fwd_e": sq(fwd["Q_e"] - Q[:, n_f:]),
+    }
     return {k: full[k] for k in names}
 
 

@@ -1,5 +1,6 @@
 """ServoLNN: analytic derivatives against torch.autograd, M positive definite, the shared machinery
 on the analytic crane (torch) reproducing the exact Q_e, forward/inverse consistency."""
+
 import numpy as np
 import pytest
 
@@ -16,11 +17,11 @@ from ros_lnn.physics.crane import Crane  # noqa: E402
 from ros_lnn.physics.lagrangian import NUMPY, dynamics  # noqa: E402
 
 CASES = [
-    dict(),                                                                   # default: softplus diagonal
-    dict(diag_activation="relu"),                                             # the paper's ReLU diagonal
+    dict(),  # default: softplus diagonal
+    dict(diag_activation="relu"),  # the paper's ReLU diagonal
     dict(activation="tanh", hidden=(16, 16)),
     dict(activation="sin", hidden=(12,), diag_activation="softplus"),
-    dict(activation="softplus", hidden=(8, 8, 8), angle_joints=["a"]),      # sin/cos feature map
+    dict(activation="softplus", hidden=(8, 8, 8), angle_joints=["a"]),  # sin/cos feature map
     dict(activation="elu", hidden=(10, 10), angle_joints=["a", "c"], diag_activation="softplus"),
 ]
 
@@ -50,7 +51,7 @@ def test_analytic_derivatives_match_autograd(kw):
 def test_analytic_derivatives_match_finite_differences():
     m = _model(2)
     q = torch.randn(16, 3, dtype=torch.float64)
-    M, dM, V, dV = m.terms(q)
+    _M, dM, _V, dV = m.terms(q)
     h = 1e-6
     for k in range(3):
         e = torch.zeros(3, dtype=torch.float64)
@@ -65,8 +66,14 @@ def test_full_outputs_match_autograd_path():
     m = _model(3, hidden=(16, 16))
     ref = AutogradServoLNN.from_model(m)
     g = torch.Generator().manual_seed(0)
-    q, qd = torch.randn(32, 3, generator=g, dtype=torch.float64), torch.randn(32, 3, generator=g, dtype=torch.float64)
-    qdd_e, Q_f = torch.randn(32, 1, generator=g, dtype=torch.float64), torch.randn(32, 2, generator=g, dtype=torch.float64)
+    q, qd = (
+        torch.randn(32, 3, generator=g, dtype=torch.float64),
+        torch.randn(32, 3, generator=g, dtype=torch.float64),
+    )
+    qdd_e, Q_f = (
+        torch.randn(32, 1, generator=g, dtype=torch.float64),
+        torch.randn(32, 2, generator=g, dtype=torch.float64),
+    )
     a, r = m(q, qd, qdd_e, Q_f), ref(q, qd, qdd_e, Q_f)
     for key in a:
         assert torch.allclose(a[key], r[key].detach(), atol=1e-6), key
@@ -86,15 +93,21 @@ def test_mass_matrix_positive_definite_with_dead_diagonal():
 def test_forward_and_inverse_modes_agree():
     m = _model(6, hidden=(16,))
     g = torch.Generator().manual_seed(1)
-    q, qd = torch.randn(20, 3, generator=g, dtype=torch.float64), torch.randn(20, 3, generator=g, dtype=torch.float64)
-    qdd_e, Q_f = torch.randn(20, 1, generator=g, dtype=torch.float64), torch.randn(20, 2, generator=g, dtype=torch.float64)
+    q, qd = (
+        torch.randn(20, 3, generator=g, dtype=torch.float64),
+        torch.randn(20, 3, generator=g, dtype=torch.float64),
+    )
+    qdd_e, Q_f = (
+        torch.randn(20, 1, generator=g, dtype=torch.float64),
+        torch.randn(20, 2, generator=g, dtype=torch.float64),
+    )
     fwd = m(q, qd, qdd_e, Q_f)
     assert torch.allclose(fwd["qdd"][:, 2:], qdd_e)
-    assert torch.allclose(fwd["Q"][:, :2], Q_f, atol=1e-10)          # free rows reproduce the applied force
+    assert torch.allclose(fwd["Q"][:, :2], Q_f, atol=1e-10)  # free rows reproduce the applied force
     inv = m.inverse(q, qd, fwd["qdd"])
     for key in ("Q", "Q_e", "T", "V", "E", "E_dot", "power", "M"):
         assert torch.allclose(inv[key], fwd[key], atol=1e-10), key
-    assert torch.allclose(fwd["E_dot"], fwd["power"], atol=1e-10)    # first law holds by construction
+    assert torch.allclose(fwd["E_dot"], fwd["power"], atol=1e-10)  # first law holds by construction
 
 
 def test_without_servo_joints_is_delan():
@@ -126,9 +139,17 @@ def test_machinery_on_torch_reproduces_exact_crane_driving_force():
     q = np.column_stack([rng.uniform(-1.5, 1.5, 50), rng.uniform(-1, 1, 50)])
     qd, x_dd = rng.normal(size=(50, 2)), rng.normal(size=50)
     t = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
-    out = dynamics(TORCH, t(crane.mass_matrix(q)), t(crane.mass_matrix_partials(q)), t(crane.potential(q)),
-                   t(crane.potential_gradient(q)), t(qd), crane.partition, qdd_e=t(x_dd[:, None]),
-                   Q_f=t(np.zeros((50, 1))))
+    out = dynamics(
+        TORCH,
+        t(crane.mass_matrix(q)),
+        t(crane.mass_matrix_partials(q)),
+        t(crane.potential(q)),
+        t(crane.potential_gradient(q)),
+        t(qd),
+        crane.partition,
+        qdd_e=t(x_dd[:, None]),
+        Q_f=t(np.zeros((50, 1))),
+    )
     theta_dd, force = crane.closed_form_acceleration(q[:, 0], qd[:, 0], x_dd)
     np.testing.assert_allclose(out["qdd"][:, 0].numpy(), theta_dd, atol=1e-12)
     np.testing.assert_allclose(out["Q_e"][:, 0].numpy(), force, atol=1e-12)

@@ -42,7 +42,7 @@ ENERGY_FIELDS = {
 def test_energy_has_a_header_and_one_named_float64_per_published_energy_entry():
     fields = Energy.get_fields_and_field_types()
     assert fields.pop("header") == "std_msgs/Header"
-    assert fields == {name: "double" for name in ENERGY_FIELDS.values()}
+    assert fields == dict.fromkeys(ENERGY_FIELDS.values(), "double")
     assert tuple(ENERGY_FIELDS) == ENERGY_LABELS[:7]  # every entry ~/energy publishes has its field
 
 

@@ -2,6 +2,7 @@
 and against physics where the numpy model has no counterpart (prismatic joints): kinematics, twist map
 and its rate, joint-space inertia, Coriolis factorisation, gravity, port ↔ joint maps, forward dynamics
 and the joint-space simulator, on random states."""
+
 import subprocess
 import sys
 import textwrap
@@ -54,35 +55,122 @@ def _tree():
 
     bodies = [Body(f"b{i}", float(0.5 + rng.random()), inertia()) for i in range(10)]
     joints = [
-        Joint("yaw", "revolute", -1, 0, np.array([0.0, 0.0, 0.1]), np.array([0.0, 0.0, -0.05]), axis=np.array([0, 0, 1.0]),
-              stiffness=np.array([0.8]), damping=0.1),
-        Joint("left", "revolute", 0, 1, np.array([0.05, 0.1, 0.05]), np.array([-0.1, 0.0, 0.0]),
-              rest=rot_axis([1.0, 0.2, 0.0], 0.4), axis=np.array([0.0, 0.6, 0.8]), damping=0.05),
-        Joint("left2", "revolute", 1, 2, np.array([0.1, 0.0, 0.0]), np.array([-0.08, 0.01, 0.0]),
-              axis=np.array([0.3, 1.0, 0.0]), stiffness=np.array([0.5])),
-        Joint("flange", "fixed", 2, 3, np.array([0.08, 0.0, 0.0]), np.array([-0.02, 0.0, 0.0]),
-              rest=rot_axis([0.0, 0.0, 1.0], 0.7)),
-        Joint("right", "revolute", 0, 4, np.array([0.05, -0.1, 0.05]), np.array([-0.1, 0.0, 0.0]),
-              axis=np.array([0, 1.0, 0])),
-        Joint("right2", "revolute", 4, 5, np.array([0.1, 0.0, 0.0]), np.array([-0.1, 0.0, 0.0]),
-              rest=rot_axis([0.0, 1.0, 0.0], -0.3), axis=np.array([1.0, 0, 0])),
-        Joint("wrist1", "revolute", 3, 6, np.array([0.03, 0.0, 0.0]), np.array([-0.04, 0.0, 0.0]),
-              axis=np.array([1.0, 0.0, 0.0]), damping=0.02),
-        Joint("wrist2", "revolute", 6, 7, np.array([0.04, 0.0, 0.0]), np.array([-0.03, 0.0, 0.01]),
-              axis=np.array([0.0, 0.0, 1.0]), stiffness=np.array([0.3])),
-        Joint("wrist3", "revolute", 7, 8, np.array([0.03, 0.0, 0.0]), np.array([-0.02, 0.0, 0.0]),
-              rest=rot_axis([1.0, 1.0, 0.0], 0.2), axis=np.array([0.2, 1.0, 0.1])),
-        Joint("tool", "fixed", 8, 9, np.array([0.02, 0.0, 0.0]), np.array([-0.03, 0.01, 0.0]),
-              rest=rot_axis([0.0, 1.0, 0.0], 0.9)),
+        Joint(
+            "yaw",
+            "revolute",
+            -1,
+            0,
+            np.array([0.0, 0.0, 0.1]),
+            np.array([0.0, 0.0, -0.05]),
+            axis=np.array([0, 0, 1.0]),
+            stiffness=np.array([0.8]),
+            damping=0.1,
+        ),
+        Joint(
+            "left",
+            "revolute",
+            0,
+            1,
+            np.array([0.05, 0.1, 0.05]),
+            np.array([-0.1, 0.0, 0.0]),
+            rest=rot_axis([1.0, 0.2, 0.0], 0.4),
+            axis=np.array([0.0, 0.6, 0.8]),
+            damping=0.05,
+        ),
+        Joint(
+            "left2",
+            "revolute",
+            1,
+            2,
+            np.array([0.1, 0.0, 0.0]),
+            np.array([-0.08, 0.01, 0.0]),
+            axis=np.array([0.3, 1.0, 0.0]),
+            stiffness=np.array([0.5]),
+        ),
+        Joint(
+            "flange",
+            "fixed",
+            2,
+            3,
+            np.array([0.08, 0.0, 0.0]),
+            np.array([-0.02, 0.0, 0.0]),
+            rest=rot_axis([0.0, 0.0, 1.0], 0.7),
+        ),
+        Joint(
+            "right",
+            "revolute",
+            0,
+            4,
+            np.array([0.05, -0.1, 0.05]),
+            np.array([-0.1, 0.0, 0.0]),
+            axis=np.array([0, 1.0, 0]),
+        ),
+        Joint(
+            "right2",
+            "revolute",
+            4,
+            5,
+            np.array([0.1, 0.0, 0.0]),
+            np.array([-0.1, 0.0, 0.0]),
+            rest=rot_axis([0.0, 1.0, 0.0], -0.3),
+            axis=np.array([1.0, 0, 0]),
+        ),
+        Joint(
+            "wrist1",
+            "revolute",
+            3,
+            6,
+            np.array([0.03, 0.0, 0.0]),
+            np.array([-0.04, 0.0, 0.0]),
+            axis=np.array([1.0, 0.0, 0.0]),
+            damping=0.02,
+        ),
+        Joint(
+            "wrist2",
+            "revolute",
+            6,
+            7,
+            np.array([0.04, 0.0, 0.0]),
+            np.array([-0.03, 0.0, 0.01]),
+            axis=np.array([0.0, 0.0, 1.0]),
+            stiffness=np.array([0.3]),
+        ),
+        Joint(
+            "wrist3",
+            "revolute",
+            7,
+            8,
+            np.array([0.03, 0.0, 0.0]),
+            np.array([-0.02, 0.0, 0.0]),
+            rest=rot_axis([1.0, 1.0, 0.0], 0.2),
+            axis=np.array([0.2, 1.0, 0.1]),
+        ),
+        Joint(
+            "tool",
+            "fixed",
+            8,
+            9,
+            np.array([0.02, 0.0, 0.0]),
+            np.array([-0.03, 0.01, 0.0]),
+            rest=rot_axis([0.0, 1.0, 0.0], 0.9),
+        ),
     ]
     return MultibodyModel(bodies, joints, gravity=(0.3, -0.2, -9.81), name="tree")
 
 
 MODELS = {
     "urdf_arm": lambda: load_model(CONFIG / "dac_chain.urdf"),
-    "chain_unaligned_springs": lambda: make_chain(6, joint="revolute", base="fixed", stiffness=[0.7], damping=0.2,
-                                                  axes=[[0, 0, 1], [0.3, 1, 0.2], [0, 1, 0], [1, 0, 0.1], [0, 1, 0],
-                                                        [1, 0.2, 0]], gravity=(0, 0, -9.81), length=0.12, mass=0.6),
+    "chain_unaligned_springs": lambda: make_chain(
+        6,
+        joint="revolute",
+        base="fixed",
+        stiffness=[0.7],
+        damping=0.2,
+        axes=[[0, 0, 1], [0.3, 1, 0.2], [0, 1, 0], [1, 0, 0.1], [0, 1, 0], [1, 0.2, 0]],
+        gravity=(0, 0, -9.81),
+        length=0.12,
+        mass=0.6,
+    ),
     "tree_fixed_flange": _tree,
 }
 
@@ -120,14 +208,21 @@ def test_every_quantity_equals_the_maximal_coordinate_model(name):
         for i in range(n):
             (w1, w2, w3), k = ref.omega[i], 3 * n + 3 * i
             Om = np.array([[0, -w3, w2], [w3, 0, -w1], [-w2, w1, 0]])
-            coriolis[k:k + 3, k:k + 3] = Om @ ref.inertia[i]
-            M_dot[k:k + 3, k:k + 3] = Om @ ref.inertia[i] - ref.inertia[i] @ Om
+            coriolis[k : k + 3, k : k + 3] = Om @ ref.inertia[i]
+            M_dot[k : k + 3, k : k + 3] = Om @ ref.inertia[i] - ref.inertia[i] @ Om
         checks = {
-            "r": (d.r, ref.r), "R": (d.R, ref.R), "quat": (d.quat, ref.quat), "nu": (d.nu, ref.nu),
-            "inertia": (d.inertia, ref.inertia), "G": (d.G, G), "G_dot": (d.G_dot, G_dot),
-            "H": (d.H, G.T @ M @ G), "C q̇": (d.C @ qd, G.T @ (M @ G_dot + coriolis @ G) @ qd),
+            "r": (d.r, ref.r),
+            "R": (d.R, ref.R),
+            "quat": (d.quat, ref.quat),
+            "nu": (d.nu, ref.nu),
+            "inertia": (d.inertia, ref.inertia),
+            "G": (d.G, G),
+            "G_dot": (d.G_dot, G_dot),
+            "H": (d.H, G.T @ M @ G),
+            "C q̇": (d.C @ qd, G.T @ (M @ G_dot + coriolis @ G) @ qd),
             "C + Cᵀ = Ḣ": (d.C + d.C.T, G_dot.T @ M @ G + G.T @ M_dot @ G + G.T @ M @ G_dot),
-            "g": (d.g, -G.T @ gravity_port(model)), "G^T tau": (port_to_joint(d, tau), G.T @ tau),
+            "g": (d.g, -G.T @ gravity_port(model)),
+            "G^T tau": (port_to_joint(d, tau), G.T @ tau),
             "E u": (effort_port(d, u), E @ u),
             "joint moments": (d.joint_moment_port, ref.joint_moment_port),
         }
@@ -179,8 +274,10 @@ RP_URDF = """<robot name="rp">
   <joint name="spin" type="continuous"><parent link="base"/><child link="turret"/><axis xyz="0 0 1"/>
     <dynamics damping="0.05"/></joint>
   <joint name="reach" type="prismatic"><parent link="turret"/><child link="slider"/>
-    <origin xyz="0 0 0.2" rpy="0 0.3 0"/><axis xyz="1 0 0"/><limit lower="0" upper="0.5" effort="20" velocity="1"/></joint>
-  <joint name="tip_joint" type="fixed"><parent link="slider"/><child link="tip"/><origin xyz="0.2 0 0"/></joint>
+    <origin xyz="0 0 0.2" rpy="0 0.3 0"/><axis xyz="1 0 0"/>
+    <limit lower="0" upper="0.5" effort="20" velocity="1"/></joint>
+  <joint name="tip_joint" type="fixed"><parent link="slider"/><child link="tip"/>
+    <origin xyz="0.2 0 0"/></joint>
 </robot>"""
 
 
@@ -203,7 +300,9 @@ def test_a_prismatic_arm_reads_and_behaves_like_physics_says():
     blocks[:6, :6] = np.kron(np.diag(model.masses), np.eye(3))
     blocks[6:9, 6:9], blocks[9:, 9:] = d.inertia
     assert _rel(d.H, d.G.T @ blocks @ d.G) < TOL
-    assert np.allclose(d.G[3:6, 1], slide_axis) and not d.G[9:, 1].any()  # the slide only translates the slider
+    assert (
+        np.allclose(d.G[3:6, 1], slide_axis) and not d.G[9:, 1].any()
+    )  # the slide only translates the slider
     # joint efforts as a port: a moment pair (spin) and a force pair at the joint point (reach), Gᵀ E u = u
     u = np.array([0.7, -1.3])
     assert np.allclose(d.G.T @ effort_port(d, u), u, rtol=0, atol=1e-14)
@@ -213,7 +312,9 @@ def test_a_prismatic_arm_reads_and_behaves_like_physics_says():
     assert np.allclose(slide[0, 1], -1.3 * slide_axis)
 
     for damping in (0.0, 0.05):
-        arm = PinocchioModel(model_from_urdf(RP_URDF.replace('damping="0.05"', f'damping="{damping}"'), "rp.urdf"))
+        arm = PinocchioModel(
+            model_from_urdf(RP_URDF.replace('damping="0.05"', f'damping="{damping}"'), "rp.urdf")
+        )
 
         def energy(q, qd, arm=arm):
             k = kinematics(arm, q, qd)
@@ -279,8 +380,14 @@ def test_joint_space_simulator_follows_the_maximal_coordinate_one_and_keeps_ener
     pm = PinocchioModel(model)
     q0 = np.array([0.0, -0.8, 1.4, 0.6, 0.4])
     r, quat = forward_kinematics(model, q0)
-    out = simulate(model, MultibodyState(r, quat, np.zeros(30)), 0.3, 1e-3, every=300,
-                   observe=lambda s, d, f, p: {"gap": joint_mismatch(model, d).max(), "E": energy(model, d)["total"]})
+    out = simulate(
+        model,
+        MultibodyState(r, quat, np.zeros(30)),
+        0.3,
+        1e-3,
+        every=300,
+        observe=lambda s, d, f, p: {"gap": joint_mismatch(model, d).max(), "E": energy(model, d)["total"]},
+    )
     q, qd = q0.copy(), np.zeros(5)
     for _ in range(300):
         q, qd = rk4_step(pm, q, qd, 1e-3)
@@ -301,7 +408,7 @@ def test_the_dac_path_runs_without_torch():
         from ros_lnn.control.pipeline import DacPipeline
         from ros_lnn.physics.multibody_build import load_model
         from ros_lnn.physics.multibody_pin_sim import rk4_step
-        arm = load_model({str(CONFIG / 'dac_chain.urdf')!r})
+        arm = load_model({str(CONFIG / "dac_chain.urdf")!r})
         pipe = DacPipeline(arm, obstacles=[([0.3, 0.1, 0.2], 0.05)])
         q0 = np.array([0.0, -0.8, 1.4, 0.6, 0.4])
         out = pipe.step(q0, np.zeros(5))
@@ -309,5 +416,7 @@ def test_the_dac_path_runs_without_torch():
         assert np.isfinite(q).all() and 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]
         print('ok')
     """)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr

@@ -1,15 +1,27 @@
 """Validation of the tensor multibody model the way seed 004 §4.1 does it (5-body chain), plus an
 independent planar Lagrangian and frame invariance."""
+
 import numpy as np
 import pytest
 
 from ros_lnn.physics.multibody import (
-    MultibodyModel, Joint, forward_dynamics, joint_mismatch, kkt_matrix, generalized_force, momentum,
-    energy, update,
+    Joint,
+    MultibodyModel,
+    energy,
+    forward_dynamics,
+    generalized_force,
+    joint_mismatch,
+    kkt_matrix,
+    momentum,
+    update,
 )
 from ros_lnn.physics.multibody_build import make_chain
 from ros_lnn.physics.multibody_kinematics import (
-    effort_map, forward_kinematics, n_rates, twist_map, twist_map_rate_times,
+    effort_map,
+    forward_kinematics,
+    n_rates,
+    twist_map,
+    twist_map_rate_times,
 )
 from ros_lnn.physics.multibody_quaternion import quat_mul, quat_to_matrix
 from ros_lnn.physics.multibody_sim import MultibodyState, simulate
@@ -26,15 +38,28 @@ def _pulses(moment_axis):
         elif FORCE_START <= t < FORCE_END:
             tau[3:6] = [0.0, 2.0, 1.0]  # force on body 2 (through its CoM)
         return tau
+
     return port
 
 
 def _run(moment_axis, baumgarte=None):
-    model = make_chain(5)  # paper: free-floating 5-body chain, spherical joints with torsional springs, g compensated
+    model = make_chain(
+        5
+    )  # paper: free-floating 5-body chain, spherical joints with torsional springs, g compensated
     r, q = forward_kinematics(model, np.zeros(12))
-    out = simulate(model, MultibodyState(r, q, np.zeros(30)), T_END, DT, _pulses(moment_axis), baumgarte,
-                   observe=lambda s, d, f, p: {"P": momentum(model, d)[0], "L": momentum(model, d)[1],
-                                               "gap": joint_mismatch(model, d).max()})
+    out = simulate(
+        model,
+        MultibodyState(r, q, np.zeros(30)),
+        T_END,
+        DT,
+        _pulses(moment_axis),
+        baumgarte,
+        observe=lambda s, d, f, p: {
+            "P": momentum(model, d)[0],
+            "L": momentum(model, d)[1],
+            "gap": joint_mismatch(model, d).max(),
+        },
+    )
     return model, out
 
 
@@ -73,7 +98,7 @@ def test_joint_mismatch_stays_at_integration_error_level(oblique_pulse, twist_pu
 
 
 def test_baumgarte_keeps_the_gap_bounded_without_changing_momentum():
-    model, out = _run(np.array([0.0, 0.6, 0.8]), baumgarte=(20.0, 20.0))
+    _model, out = _run(np.array([0.0, 0.6, 0.8]), baumgarte=(20.0, 20.0))
     t = out["t"]
     assert out["gap"].max() < 1e-8
     w = t >= FORCE_END
@@ -103,8 +128,8 @@ def test_joint_force_balances_the_subchain_momentum_rate(oblique_pulse):
     nu_dot, f_j = forward_dynamics(model, data, port)
     acc = model.masses[:, None] * nu_dot[:15].reshape(5, 3)
     for j in range(4):
-        external = port[:15].reshape(5, 3)[j + 1:].sum(axis=0)
-        assert np.allclose(acc[j + 1:].sum(axis=0), external - f_j[3 * j:3 * j + 3], atol=1e-12)
+        external = port[:15].reshape(5, 3)[j + 1 :].sum(axis=0)
+        assert np.allclose(acc[j + 1 :].sum(axis=0), external - f_j[3 * j : 3 * j + 3], atol=1e-12)
 
 
 def _planar_lagrangian_qdd(masses, lengths, inertias, theta, theta_dot, u, g):
@@ -118,7 +143,7 @@ def _planar_lagrangian_qdd(masses, lengths, inertias, theta, theta_dot, u, g):
     c = np.cos(phi[:, None] - phi[None, :])
     s = np.sin(phi[:, None] - phi[None, :])
     Mphi = np.einsum("k,ki,kj->ij", masses, a, a) * c + np.diag(inertias)
-    h = np.einsum("k,ki,kj,ij,j->i", masses, a, a, s, phid ** 2)
+    h = np.einsum("k,ki,kj,ij,j->i", masses, a, a, s, phid**2)
     Qg = -g * np.einsum("k,ki->i", masses, a) * np.cos(phi)
     Qu = u - np.append(u[1:], 0.0)
     phidd = np.linalg.solve(Mphi, Qg + Qu - h)
@@ -129,8 +154,15 @@ def _planar_lagrangian_qdd(masses, lengths, inertias, theta, theta_dot, u, g):
 def test_accelerations_match_a_planar_lagrangian(n):
     rng = np.random.default_rng(n)
     masses, lengths = rng.uniform(0.5, 2.0, n), rng.uniform(0.3, 0.8, n)
-    model = make_chain(n, joint="revolute", base="fixed", masses=masses, lengths=lengths,
-                       stiffness=[0.0], gravity=(0.0, -9.81, 0.0))
+    model = make_chain(
+        n,
+        joint="revolute",
+        base="fixed",
+        masses=masses,
+        lengths=lengths,
+        stiffness=[0.0],
+        gravity=(0.0, -9.81, 0.0),
+    )
     theta, theta_dot, u = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)
     r, quat = forward_kinematics(model, theta)
     data = update(model, r, quat, np.zeros(6 * n))
@@ -138,23 +170,31 @@ def test_accelerations_match_a_planar_lagrangian(n):
     data = update(model, r, quat, nu)
     port = effort_map(model, data) @ u
     nu_dot, _ = forward_dynamics(model, data, port)
-    phidd = nu_dot[3 * n:].reshape(n, 3)[:, 2]
+    phidd = nu_dot[3 * n :].reshape(n, 3)[:, 2]
     expected = _planar_lagrangian_qdd(masses, lengths, model.inertia_body[:, 2, 2], theta, theta_dot, u, 9.81)
     theta_dd = np.diff(np.concatenate([[0.0], phidd]))
     assert np.allclose(theta_dd, expected, rtol=0, atol=1e-9 * max(1, np.abs(expected).max()))
-    assert np.abs(nu_dot[3 * n:].reshape(n, 3)[:, :2]).max() < 1e-12  # stays planar
+    assert np.abs(nu_dot[3 * n :].reshape(n, 3)[:, :2]).max() < 1e-12  # stays planar
 
 
 def test_schur_solution_equals_the_dense_kkt_solve():
-    model = make_chain(4, joint="revolute", base="fixed", axes=[[0, 0, 1], [0, 1, 0], [0, 1, 0], [1, 0, 0]],
-                       stiffness=[0.5], gravity=(0, 0, -9.81))
+    model = make_chain(
+        4,
+        joint="revolute",
+        base="fixed",
+        axes=[[0, 0, 1], [0, 1, 0], [0, 1, 0], [1, 0, 0]],
+        stiffness=[0.5],
+        gravity=(0, 0, -9.81),
+    )
     rng = np.random.default_rng(1)
     r, quat = forward_kinematics(model, rng.normal(size=4))
     data = update(model, r, quat, np.zeros(24))
     data = update(model, r, quat, twist_map(model, data) @ rng.normal(size=4))
     port = rng.normal(size=24)
     nu_dot, f_j = forward_dynamics(model, data, port)
-    x = np.linalg.solve(kkt_matrix(model, data), np.concatenate([generalized_force(model, data, port), data.gamma]))
+    x = np.linalg.solve(
+        kkt_matrix(model, data), np.concatenate([generalized_force(model, data, port), data.gamma])
+    )
     assert np.allclose(x[:24], nu_dot, atol=1e-10) and np.allclose(x[24:], f_j, atol=1e-10)
 
 
@@ -165,16 +205,27 @@ def _random_rotation(rng):
 
 def rotated_model(model: MultibodyModel, Q):
     """The same mechanism with the world (gravity, world anchors, base attitude) turned by Q."""
-    joints = [Joint(j.name, j.kind, j.parent, j.child, Q @ j.anchor_parent if j.parent < 0 else j.anchor_parent,
-                    j.anchor_child, Q @ j.rest if j.parent < 0 else j.rest, j.axis, j.stiffness, j.damping)
-              for j in model.joints]
+    joints = [
+        Joint(
+            j.name,
+            j.kind,
+            j.parent,
+            j.child,
+            Q @ j.anchor_parent if j.parent < 0 else j.anchor_parent,
+            j.anchor_child,
+            Q @ j.rest if j.parent < 0 else j.rest,
+            j.axis,
+            j.stiffness,
+            j.damping,
+        )
+        for j in model.joints
+    ]
     return MultibodyModel(model.bodies, joints, Q @ model.gravity, model.spring_law, model.name)
 
 
 def rotate_state(Q, qQ, r, quat, vec6n):
     n = r.shape[0]
-    return (r @ Q.T, quat_mul(np.broadcast_to(qQ, quat.shape), quat),
-            (vec6n.reshape(2 * n, 3) @ Q.T).ravel())
+    return (r @ Q.T, quat_mul(np.broadcast_to(qQ, quat.shape), quat), (vec6n.reshape(2 * n, 3) @ Q.T).ravel())
 
 
 @pytest.mark.parametrize("kind", ["free_spherical", "fixed_revolute"])
@@ -184,8 +235,14 @@ def test_frame_invariance_of_accelerations_and_joint_forces(kind):
         model = make_chain(5, gravity=(0, 0, -9.81), damping=0.1)
         qj = rng.normal(size=12) * 0.4
     else:
-        model = make_chain(4, joint="revolute", base="fixed", axes=[[0, 0, 1], [0, 1, 0], [0, 1, 0], [1, 0, 0]],
-                           stiffness=[0.3], gravity=(0, 0, -9.81))
+        model = make_chain(
+            4,
+            joint="revolute",
+            base="fixed",
+            axes=[[0, 0, 1], [0, 1, 0], [0, 1, 0], [1, 0, 0]],
+            stiffness=[0.3],
+            gravity=(0, 0, -9.81),
+        )
         qj = rng.normal(size=4)
     n = model.n_bodies
     r, quat = forward_kinematics(model, qj)
@@ -250,8 +307,13 @@ def test_energy_is_conserved_with_the_potential_spring_law():
     r, quat = forward_kinematics(model, rng.normal(size=9) * 0.5)
     data = update(model, r, quat, np.zeros(24))
     nu = twist_map(model, data) @ rng.normal(size=n_rates(model))
-    out = simulate(model, MultibodyState(r, quat, nu), 0.5, 5e-4,
-                   observe=lambda s, d, f, p: {"E": energy(model, d)["total"]})
+    out = simulate(
+        model,
+        MultibodyState(r, quat, nu),
+        0.5,
+        5e-4,
+        observe=lambda s, d, f, p: {"E": energy(model, d)["total"]},
+    )
     drift = np.abs(out["E"] - out["E"][0]).max()
     assert drift < 1e-7 * max(1.0, abs(out["E"][0])), drift
 
@@ -267,8 +329,15 @@ def test_baumgarte_bounds_the_drift_that_plain_integration_accumulates():
     nu = twist_map(model, update(model, r, quat, np.zeros(30))) @ rng.normal(size=n_rates(model))
     gaps = {}
     for bg in (None, (5.0, 5.0)):
-        out = simulate(model, MultibodyState(r, quat, nu), 2.0, 5e-3, baumgarte=bg, every=100,
-                       observe=lambda s, d, f, p: {"gap": joint_mismatch(model, d).max()})
+        out = simulate(
+            model,
+            MultibodyState(r, quat, nu),
+            2.0,
+            5e-3,
+            baumgarte=bg,
+            every=100,
+            observe=lambda s, d, f, p: {"gap": joint_mismatch(model, d).max()},
+        )
         gaps[bg] = out["gap"]
     assert gaps[None][-1] > 1e-5 and gaps[None][-1] > gaps[None][len(gaps[None]) // 2]  # accumulates
     assert gaps[(5.0, 5.0)].max() < 2e-5 and gaps[(5.0, 5.0)][-1] < 0.1 * gaps[None][-1]
@@ -283,8 +352,16 @@ def test_spring_moments_equal_the_joint_by_joint_formula_of_eq_19(law):
     base = make_chain(4, stiffness=(2.0, 3.0, 5.0), damping=0.0, spring_law=law)
     joints = list(base.joints)
     j = joints[1]
-    joints[1] = Joint(j.name, j.kind, j.parent, j.child, j.anchor_parent, j.anchor_child,
-                      rest=rot_axis([0.3, 0.5, 0.8], 0.4), stiffness=j.stiffness)
+    joints[1] = Joint(
+        j.name,
+        j.kind,
+        j.parent,
+        j.child,
+        j.anchor_parent,
+        j.anchor_child,
+        rest=rot_axis([0.3, 0.5, 0.8], 0.4),
+        stiffness=j.stiffness,
+    )
     model = MultibodyModel(base.bodies, joints, spring_law=law)
     rng = np.random.default_rng(12)
     r, quat = forward_kinematics(model, rng.normal(size=9) * 0.5)

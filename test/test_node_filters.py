@@ -1,4 +1,5 @@
 """ROS-free pieces of the estimator: the causal derivative filter and servo-plan interpolation."""
+
 import numpy as np
 import pytest
 
@@ -13,8 +14,8 @@ def irregular_times(n, dt=0.002, seed=0):
 
 def test_filter_is_exact_on_polynomials_of_its_degree():
     t = irregular_times(30)
-    v = lambda s: np.array([1.0 - 2.0 * s + 3.5 * s**2, 0.5 * s**2])      # noqa: E731
-    dv = lambda s: np.array([-2.0 + 7.0 * s, 1.0 * s])                     # noqa: E731
+    v = lambda s: np.array([1.0 - 2.0 * s + 3.5 * s**2, 0.5 * s**2])  # noqa: E731
+    dv = lambda s: np.array([-2.0 + 7.0 * s, 1.0 * s])  # noqa: E731
     f = CausalPolyDerivative(window=9, degree=2, order=1)
     results = [(ti, f.update(ti, v(ti))) for ti in t]
     assert all(r is None for _, r in results[:2]) and all(r is not None for _, r in results[2:])
@@ -39,7 +40,7 @@ def test_filter_error_on_smooth_signals_falls_with_the_window_length(window, deg
 
     def error(dt):
         f = CausalPolyDerivative(window=window, degree=degree, order=order)
-        t = 0.3 - np.arange(40)[::-1] * dt          # same newest time for every spacing
+        t = 0.3 - np.arange(40)[::-1] * dt  # same newest time for every spacing
         for ti in t:
             d = f.update(ti, [np.sin(w * ti)])
         exact = -w * w * np.sin(w * ti) if order == 2 else w * np.cos(w * ti)
@@ -71,8 +72,11 @@ def test_servo_estimator_uses_velocities_when_present_else_positions():
 
 
 def quintic(c, t):
-    return (sum(ci * t**i for i, ci in enumerate(c)), sum(i * ci * t ** (i - 1) for i, ci in enumerate(c) if i),
-            sum(i * (i - 1) * ci * t ** (i - 2) for i, ci in enumerate(c) if i > 1))
+    return (
+        sum(ci * t**i for i, ci in enumerate(c)),
+        sum(i * ci * t ** (i - 1) for i, ci in enumerate(c) if i),
+        sum(i * (i - 1) * ci * t ** (i - 2) for i, ci in enumerate(c) if i > 1),
+    )
 
 
 def test_plan_interpolation_reproduces_polynomials_of_its_order():
@@ -124,7 +128,7 @@ def test_spliced_plan_keeps_the_running_plan_until_the_new_one_starts():
     assert spliced.sample(0.25).q[0] == pytest.approx(0.25)
     assert spliced.sample(0.5).q[0] == pytest.approx(5.0)
     chain = None
-    for k in range(20):        # a long command stream stays shallow
+    for k in range(20):  # a long command stream stays shallow
         chain = SplicedPlan(chain, ServoPlan([k, k + 2.0], [[k], [k + 2.0]]))
     depth, node = 0, chain
     while isinstance(node, SplicedPlan):
@@ -136,7 +140,7 @@ def test_spliced_plan_keeps_the_running_plan_until_the_new_one_starts():
 def test_critically_damped_servo_solves_its_ode_and_is_continuous_at_commands():
     servo = CriticallyDampedServo([0.2], [0.0], 0.0, bandwidth=15.0)
     servo.command(0.1, [1.0])
-    before = servo(0.1)
+    servo(0.1)
     servo.command(0.3, [-0.5])
     w = 15.0
     for t in (0.35, 0.5, 1.0):
@@ -160,7 +164,7 @@ def test_filter_equals_a_least_squares_polynomial_fit_of_the_last_window(window,
     rng = np.random.default_rng(7)
     steady = 0.002 * np.arange(1, 25)
     jitter = steady[-1] + np.cumsum(0.002 * (1 + 0.3 * rng.uniform(-1, 1, 15)))
-    times = np.concatenate([steady, jitter, 0.01 + 0.002 * np.arange(12)])       # then a restart
+    times = np.concatenate([steady, jitter, 0.01 + 0.002 * np.arange(12)])  # then a restart
     f = CausalPolyDerivative(window=window, degree=degree, order=order)
     held_t, held_x = [], []
     for t in times:

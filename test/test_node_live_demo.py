@@ -1,4 +1,5 @@
 """The one-process live demo (simulator + estimator on one executor) runs, prints its table, exits 0."""
+
 import io
 
 import pytest
@@ -22,8 +23,14 @@ def test_live_demo_compares_estimates_with_the_truth(exact_model, estimate_qdd):
     from ros_lnn.nodes.live_demo import run_live_demo
 
     out, summary = io.StringIO(), {}
-    code = run_live_demo(duration_s=3.0, model_path=exact_model, rate_hz=250.0, estimate_qdd=estimate_qdd,
-                         out=out, summary=summary)
+    code = run_live_demo(
+        duration_s=3.0,
+        model_path=exact_model,
+        rate_hz=250.0,
+        estimate_qdd=estimate_qdd,
+        out=out,
+        summary=summary,
+    )
     text = out.getvalue()
     assert code == 0, text
     assert "Q_e est" in text and "done:" in text and summary["rows"] >= 1 and summary["compared"] > 50

@@ -1,5 +1,6 @@
 """~/markers come from a timer at marker_rate_hz (off the per-sample path): markers of the newest
 processed sample, none while no new sample arrived, none at rate 0, and the rate is live."""
+
 from __future__ import annotations
 
 import time
@@ -28,9 +29,16 @@ def test_marker_timer_follows_samples_and_live_rate():
 
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
-    node = ServoLnnNode(namespace="/markers_t", context=context, parameter_overrides=[
-        Parameter("model_path", value=str(default_model_path())), Parameter("servo_command_type", value="none"),
-        Parameter("marker_rate_hz", value=0.0), Parameter("force_scale", value=0.1)])
+    node = ServoLnnNode(
+        namespace="/markers_t",
+        context=context,
+        parameter_overrides=[
+            Parameter("model_path", value=str(default_model_path())),
+            Parameter("servo_command_type", value="none"),
+            Parameter("marker_rate_hz", value=0.0),
+            Parameter("force_scale", value=0.1),
+        ],
+    )
     assert start(node), node.last_error
     h = Harness(node, context=context)
     try:
@@ -42,8 +50,11 @@ def test_marker_timer_follows_samples_and_live_rate():
         def send(k0, n):
             for k in range(k0, k0 + n):
                 t = k * 0.002
-                msg = JointState(name=["pendulum_joint", "cart_joint"], position=[0.1 * np.sin(t), 0.2 * t],
-                                 velocity=[0.1 * np.cos(t), 0.2])
+                msg = JointState(
+                    name=["pendulum_joint", "cart_joint"],
+                    position=[0.1 * np.sin(t), 0.2 * t],
+                    velocity=[0.1 * np.cos(t), 0.2],
+                )
                 msg.header.stamp = ns_to_stamp(base + k * 2_000_000)
                 js.publish(msg)
                 time.sleep(0.003)
@@ -51,16 +62,16 @@ def test_marker_timer_follows_samples_and_live_rate():
         send(0, 20)
         h.wait(lambda: len(force) >= 15, 10, "driving_force")
         time.sleep(0.3)
-        assert markers == []                                     # rate 0: no markers
+        assert markers == []  # rate 0: no markers
         assert node.set_parameters([Parameter("marker_rate_hz", value=200.0)])[0].successful
         send(20, 20)
         h.wait(lambda: len(markers) >= 1, 10, "markers after the rate was set")
         time.sleep(0.2)
         n = len(markers)
         time.sleep(0.3)
-        assert len(markers) == n                                 # no new sample, no new markers
+        assert len(markers) == n  # no new sample, no new markers
         last = markers[-1]
-        arrow = [m for m in last.markers if m.type == Marker.ARROW][0]
+        arrow = next(m for m in last.markers if m.type == Marker.ARROW)
         newest = max(force, key=lambda m: stamp_ns(m.header.stamp))
         assert stamp_ns(arrow.header.stamp) == stamp_ns(newest.header.stamp)  # the newest sample's
         assert arrow.points[1].x == pytest.approx(0.1 * newest.effort[0], rel=1e-12)

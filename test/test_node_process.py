@@ -1,6 +1,7 @@
 """servo_lnn as its own process (`python -m`, default executor) managed through its lifecycle services
 from this process over DDS: subscriptions created at activation, after the node was added to the
 executor, deliver; deactivate/re-activate works; SIGINT exits 0."""
+
 from __future__ import annotations
 
 import os
@@ -18,9 +19,9 @@ pytestmark = [requires_rclpy, pytest.mark.ros]
 
 if HAVE_RCLPY:
     import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
     from lifecycle_msgs.msg import Transition
     from lifecycle_msgs.srv import ChangeState
-    from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState
 
     from _ros_harness import Harness
@@ -42,9 +43,23 @@ def test_lifecycle_services_drive_a_node_process(ctx, executor):
     model = default_model_path()
     ns = f"/proc{os.getpid()}{executor}"
     env = dict(os.environ, ROS_LNN_EXECUTOR=executor)
-    proc = subprocess.Popen([sys.executable, "-m", "ros_lnn.nodes.servo_lnn", "--ros-args", "-r", f"__ns:={ns}",
-                             "-p", f"model_path:={model}", "-p", "servo_command_type:=none"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ros_lnn.nodes.servo_lnn",
+            "--ros-args",
+            "-r",
+            f"__ns:={ns}",
+            "-p",
+            f"model_path:={model}",
+            "-p",
+            "servo_command_type:=none",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     h = Harness(context=ctx)
     try:
         force = h.collect(JointState, f"{ns}/servo_lnn/driving_force", SENSOR_QOS)
@@ -66,8 +81,9 @@ def test_lifecycle_services_drive_a_node_process(ctx, executor):
             for k in range(n):
                 q, qd = motion(k)
                 ns_stamp = stamp0[0] + k * 2_000_000
-                msg = JointState(name=["cart_joint", "pendulum_joint"], position=[q[1], q[0]],
-                                 velocity=[qd[1], qd[0]])
+                msg = JointState(
+                    name=["cart_joint", "pendulum_joint"], position=[q[1], q[0]], velocity=[qd[1], qd[0]]
+                )
                 msg.header.stamp = ns_to_stamp(ns_stamp)
                 expected[ns_stamp] = (q, qd)
                 js.publish(msg)
@@ -84,14 +100,18 @@ def test_lifecycle_services_drive_a_node_process(ctx, executor):
             sent = stream(40)
             h.wait(lambda: len(force) - before >= 25, 20, f"driving_force from the process ({executor})")
             n_diag = len(ours())
-            h.wait(lambda: len(ours()) > n_diag, 20, f"/diagnostics from the timer made at activation ({executor})")
+            h.wait(
+                lambda: len(ours()) > n_diag,
+                20,
+                f"/diagnostics from the timer made at activation ({executor})",
+            )
             for m in force[before:]:
                 q, qd = sent[stamp_ns(m.header.stamp)]
                 assert m.name == ["cart_joint"] and np.isfinite(m.effort).all()
                 assert list(m.position) == [q[1]] and list(m.velocity) == [qd[1]]
             assert transition(Transition.TRANSITION_DEACTIVATE)
             h.wait(lambda: js.get_subscription_count() == 0, 20, "the subscription to go")
-        assert len({stamp_ns(m.header.stamp) for m in force}) == len(force)      # one output per input
+        assert len({stamp_ns(m.header.stamp) for m in force}) == len(force)  # one output per input
     finally:
         h.close()
         proc.send_signal(signal.SIGINT)

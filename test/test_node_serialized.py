@@ -1,6 +1,7 @@
 """The nodes publish per-sample outputs from pre-serialized bytes: the bytes must read back (rclpy's
 deserializer) as the message built the ordinary way, for every layout and fresh values each time
 (bytes themselves are not compared: the serializer leaves CDR alignment padding undefined)."""
+
 import numpy as np
 import pytest
 
@@ -9,8 +10,15 @@ from conftest import requires_rclpy
 pytestmark = requires_rclpy
 
 from ros_lnn.nodes.messages import (  # noqa: E402
-    ENERGY_FIELDS, ENERGY_TYPE, HAVE_INTERFACES, driving_force_msg, energy_dict, energy_msg, energy_values_msg,
-    prediction_arrays, prediction_msg,
+    ENERGY_FIELDS,
+    ENERGY_TYPE,
+    HAVE_INTERFACES,
+    driving_force_msg,
+    energy_dict,
+    energy_msg,
+    energy_values_msg,
+    prediction_arrays,
+    prediction_msg,
 )
 from ros_lnn.nodes.serialized import PackedMessages, SerializedTemplate  # noqa: E402
 

@@ -1,5 +1,6 @@
 """The servo_lnn lifecycle node over real DDS: outputs equal the runtime evaluated directly, lifecycle
 transitions through the standard services, remapping, parameters, and every bad-input case."""
+
 from __future__ import annotations
 
 import itertools
@@ -9,6 +10,9 @@ import numpy as np
 import pytest
 
 from conftest import HAVE_RCLPY, HAVE_TORCH, requires_rclpy
+from ros_lnn.estimation.derivative import CausalPolyDerivative
+from ros_lnn.estimation.rollout import rollout_free
+from ros_lnn.estimation.trajectory import ServoPlan
 
 pytestmark = [requires_rclpy, pytest.mark.ros]
 
@@ -29,11 +33,8 @@ if HAVE_RCLPY:
     from ros_lnn.nodes.servo_lnn import ServoLnnNode, start
     from ros_lnn.nodes.stamps import duration_ns, ns_to_stamp, seconds_to_duration, stamp_ns
 
-from ros_lnn.estimation.derivative import CausalPolyDerivative
-from ros_lnn.estimation.rollout import rollout_free
-from ros_lnn.estimation.trajectory import ServoPlan
 
-DT_NS = 2_000_000          # 500 Hz stamps
+DT_NS = 2_000_000  # 500 Hz stamps
 _ns_counter = itertools.count()
 
 
@@ -210,7 +211,7 @@ def test_estimated_acceleration_from_velocity_stream(make):
         d = filt.update((s - base) * 1e-9, qd[1:])
         if d is not None:
             expected[s] = rt.evaluate(q, qd, d[0], np.zeros(1))
-        msgs.append(joint_state(s, q, qd))          # no efforts: Q_f from the parameter (zero)
+        msgs.append(joint_state(s, q, qd))  # no efforts: Q_f from the parameter (zero)
     send(h, js, msgs)
     wait_count(h, out["force"], len(expected), "driving_force")
     assert len(expected) == 13 and node.counts["warming_up"] == 2
@@ -277,8 +278,9 @@ def test_lifecycle_through_services(make, model_path, tmp_path):
     from ros_lnn.inference.runtime import read_metadata
 
     model = model_path
-    node.set_parameters([Parameter("model_path", value=str(model)),
-                         Parameter("servo_joints", value=["trolley_joint"])])
+    node.set_parameters(
+        [Parameter("model_path", value=str(model)), Parameter("servo_joints", value=["trolley_joint"])]
+    )
     assert not transition(Transition.TRANSITION_CONFIGURE)
     assert state() == "unconfigured" and "trolley_joint" in node.last_error
     meta = read_metadata(model)
@@ -341,14 +343,17 @@ def test_bad_inputs_are_skipped_counted_and_never_crash(make):
     m = joint_state(s, [0.1, 0.1], [0.0, 0.0])
     m.effort = [1.0]
     cases["bad_effort_size"] = (s, m)
-    s = last[0]                                   # a stamp already processed
+    s = last[0]  # a stamp already processed
     cases["out_of_order"] = (s, joint_state(s, [0.1, 0.1], [0.0, 0.0]))
-    s = base - 5_000_000_000                      # 5 s old
+    s = base - 5_000_000_000  # 5 s old
     cases["stale"] = (s, joint_state(s, [0.1, 0.1], [0.0, 0.0]))
     expected_counts = {"non_finite": 2, "missing_joint": 1, "bad_size": 2, "out_of_order": 1, "stale": 1}
     before = len(out["force"])
     send(h, js, [m for _, m in cases.values()])
-    h.wait(lambda: all(node.counts[r] == c for r, c in expected_counts.items()), what=f"counts {expected_counts}, have {node.counts}")
+    h.wait(
+        lambda: all(node.counts[r] == c for r, c in expected_counts.items()),
+        what=f"counts {expected_counts}, have {node.counts}",
+    )
     after = good_batch(3)
     wait_count(h, out["force"], before + 3, "driving_force after bad inputs")
     bad_stamps = {s for s, _ in cases.values()}
@@ -360,10 +365,10 @@ def test_bad_inputs_are_skipped_counted_and_never_crash(make):
     cmd.publish(plan_msg(base, [0.0, 0.1], [0.0, 0.1], [0.0, 0.0], [0.0, 0.0], joints=("trolley",)))
     cmd.publish(plan_msg(base, [0.0, 0.1], [0.0, math.nan], [0.0, 0.0], [0.0, 0.0]))
     h.wait(lambda: node.counts["invalid_command"] == 2, what="two rejected commands")
-    cmd.publish(plan_msg(base, [0.0, 0.01], [0.0, 0.0], [0.0, 0.0], [5.0, 5.0]))   # ends at base + 10 ms
+    cmd.publish(plan_msg(base, [0.0, 0.01], [0.0, 0.0], [0.0, 0.0], [5.0, 5.0]))  # ends at base + 10 ms
     h.wait(lambda: node.counts["commands"] == 1, what="the command")
     n = len(out["force"])
-    later = base + 400_000_000                    # 0.4 s later: the plan ended 0.39 s ago (timeout 0.1 s)
+    later = base + 400_000_000  # 0.4 s later: the plan ended 0.39 s ago (timeout 0.1 s)
     msgs = [joint_state(later + i * DT_NS, *crane_motion(0.4 + i * 0.002)) for i in range(3)]
     send(h, js, msgs)
     wait_count(h, out["force"], n + 3, "driving_force with a stale plan")
@@ -373,15 +378,18 @@ def test_bad_inputs_are_skipped_counted_and_never_crash(make):
     for m in out["force"]:
         assert np.all(np.isfinite(m.effort))
     for m in out["pred"]:
-        assert all(np.all(np.isfinite(v)) for k, v in prediction_arrays(m).items() if k not in ("names", "n_free"))
+        assert all(
+            np.all(np.isfinite(v)) for k, v in prediction_arrays(m).items() if k not in ("names", "n_free")
+        )
     for m in out["energy"]:
         assert all(math.isfinite(v) for v in energy_dict(m).values())
     del rt
 
 
 def test_namespace_and_remapping(make):
-    node, h, ns = make(name="servo_lnn", namespace="/robot_a",
-                       remap=["joint_states:=/elsewhere/states", "__node:=estimator"])
+    node, h, _ns = make(
+        name="servo_lnn", namespace="/robot_a", remap=["joint_states:=/elsewhere/states", "__node:=estimator"]
+    )
     out = outputs(h, "/robot_a", name="estimator")
     assert node.get_fully_qualified_name() == "/robot_a/estimator"
     js = h.publisher(JointState, "/elsewhere/states", SENSOR_QOS)
@@ -398,11 +406,19 @@ def test_parameter_changes(make):
     out = outputs(h, ns)
     js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     client = h.probe.create_client(SetParameters, f"{ns}/servo_lnn/set_parameters")
-    reply = _call(h, client, SetParameters.Request(
-        parameters=[Parameter("free_joint_forces", value=[0.7]).to_parameter_msg()]))
+    reply = _call(
+        h,
+        client,
+        SetParameters.Request(parameters=[Parameter("free_joint_forces", value=[0.7]).to_parameter_msg()]),
+    )
     assert reply.results[0].successful
-    bad = _call(h, client, SetParameters.Request(
-        parameters=[Parameter("free_joint_forces", value=[0.7, 1.0]).to_parameter_msg()]))
+    bad = _call(
+        h,
+        client,
+        SetParameters.Request(
+            parameters=[Parameter("free_joint_forces", value=[0.7, 1.0]).to_parameter_msg()]
+        ),
+    )
     assert not bad.results[0].successful and "pendulum_joint" in bad.results[0].reason
     assert not node.set_parameters([Parameter("command_timeout_s", value=-1.0)])[0].successful
     base = node.get_clock().now().nanoseconds
@@ -434,9 +450,12 @@ def test_diagnostics_report_rate_latency_counts_and_model(make):
     def status():
         for arr in reversed(list(diags)):
             for st in arr.status:
-                if st.name == f"{ns}/servo_lnn" and st.hardware_id == node.runtime.model_id and \
-                        any(kv.key == "processed" and kv.value == "8" for kv in st.values) and \
-                        any(kv.key == "non_finite" and kv.value == "1" for kv in st.values):
+                if (
+                    st.name == f"{ns}/servo_lnn"
+                    and st.hardware_id == node.runtime.model_id
+                    and any(kv.key == "processed" and kv.value == "8" for kv in st.values)
+                    and any(kv.key == "non_finite" and kv.value == "1" for kv in st.values)
+                ):
                     return st
         return None
 
@@ -445,7 +464,7 @@ def test_diagnostics_report_rate_latency_counts_and_model(make):
     values = {kv.key: kv.value for kv in st.values}
     assert values["model_id"] == node.runtime.model_id
     assert float(values["latency_median_us"]) > 0 and float(values["input_rate_hz"]) > 0
-    assert st.level == b"\x01"   # WARN: an input was skipped
+    assert st.level == b"\x01"  # WARN: an input was skipped
 
 
 def test_array_commands_with_accelerations(make):
@@ -453,8 +472,8 @@ def test_array_commands_with_accelerations(make):
     rt = node.runtime
     out = outputs(h, ns)
     cmd = h.publisher(Float64MultiArray, f"{ns}/servo_commands", COMMAND_QOS)
-    cmd.publish(Float64MultiArray(data=[0.1, 0.2, -1.5]))          # q, q̇, q̈ of cart_joint
-    cmd.publish(Float64MultiArray(data=[0.1, 0.2, -1.5, 7.0]))     # wrong size: rejected
+    cmd.publish(Float64MultiArray(data=[0.1, 0.2, -1.5]))  # q, q̇, q̈ of cart_joint
+    cmd.publish(Float64MultiArray(data=[0.1, 0.2, -1.5, 7.0]))  # wrong size: rejected
     h.wait(lambda: node.counts["commands"] == 1 and node.counts["invalid_command"] == 1, what="commands")
     js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     base = node.get_clock().now().nanoseconds
@@ -523,11 +542,26 @@ def test_process_whose_autostart_fails_stays_unconfigured_and_can_be_configured_
 
     missing = tmp_path / "missing.onnx"
     ns = f"/failing{os.getpid()}"
-    proc = subprocess.Popen([sys.executable, "-m", "ros_lnn.nodes.servo_lnn", "--ros-args", "-r", f"__ns:={ns}",
-                             "-p", f"model_path:={missing}", "-p", "autostart:=true"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ros_lnn.nodes.servo_lnn",
+            "--ros-args",
+            "-r",
+            f"__ns:={ns}",
+            "-p",
+            f"model_path:={missing}",
+            "-p",
+            "autostart:=true",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     h = Harness(context=ctx)
     try:
+
         def call(srv_type, name, request):
             client = h.probe.create_client(srv_type, f"{ns}/servo_lnn/{name}")
             assert client.wait_for_service(timeout_sec=30), f"the node process offers no {name} service"
@@ -535,15 +569,23 @@ def test_process_whose_autostart_fails_stays_unconfigured_and_can_be_configured_
             h.wait(future.done, 20, name)
             return future.result()
 
-        assert call(GetState, "get_state", GetState.Request()).current_state.id == State.PRIMARY_STATE_UNCONFIGURED
+        assert (
+            call(GetState, "get_state", GetState.Request()).current_state.id
+            == State.PRIMARY_STATE_UNCONFIGURED
+        )
         assert proc.poll() is None, "the process exited after a failed autostart"
         value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=str(default_model_path()))
-        result = call(SetParameters, "set_parameters",
-                      SetParameters.Request(parameters=[ParameterMsg(name="model_path", value=value)]))
+        result = call(
+            SetParameters,
+            "set_parameters",
+            SetParameters.Request(parameters=[ParameterMsg(name="model_path", value=value)]),
+        )
         assert result.results[0].successful
         configure = ChangeState.Request(transition=Transition(id=Transition.TRANSITION_CONFIGURE))
         assert call(ChangeState, "change_state", configure).success
-        assert call(GetState, "get_state", GetState.Request()).current_state.id == State.PRIMARY_STATE_INACTIVE
+        assert (
+            call(GetState, "get_state", GetState.Request()).current_state.id == State.PRIMARY_STATE_INACTIVE
+        )
     finally:
         h.close()
         proc.send_signal(signal.SIGTERM)

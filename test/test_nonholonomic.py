@@ -1,10 +1,18 @@
 """Nonholonomic reference systems (nonholonomic-LNN paper): the Lagrange–d'Alembert law keeps the
 constraint, the constraint forces do no work, energy is conserved, and two examples match their closed
 forms."""
+
 import numpy as np
 import pytest
 
-from ros_lnn.physics.nonholonomic import SYSTEMS, lagrange_dalembert, make_dataset, particle, rolling_disk, simulate
+from ros_lnn.physics.nonholonomic import (
+    SYSTEMS,
+    lagrange_dalembert,
+    make_dataset,
+    particle,
+    rolling_disk,
+    simulate,
+)
 
 
 def random_states(system, k=30, seed=0):
@@ -24,7 +32,9 @@ def test_constraint_derivative_vanishes_and_multipliers_do_no_work(name):
     np.testing.assert_allclose(system.constraint_drift(q, qd), fd, atol=1e-8)
     qdd, lam = system.acceleration(q, qd)
     A = system.constraint_matrix(q)
-    np.testing.assert_allclose(np.einsum("kij,kj->ki", A, qdd) + system.constraint_drift(q, qd), 0.0, atol=1e-12)
+    np.testing.assert_allclose(
+        np.einsum("kij,kj->ki", A, qdd) + system.constraint_drift(q, qd), 0.0, atol=1e-12
+    )
     constraint_power = np.einsum("ki,kij,kj->k", qd, np.swapaxes(A, -1, -2), lam)
     np.testing.assert_allclose(constraint_power, 0.0, atol=1e-12)
     # the unconstrained law would break the constraint: the multipliers are not trivially zero

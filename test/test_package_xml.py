@@ -167,4 +167,9 @@ def test_the_ros_wheels_extras_match_the_declared_ros_packages():
     # ros_lnn_msgs: built from interfaces/ (colcon build, or make msgs into the environment), no wheel
     # tf2_ros_py: no wheel on PyPI, dac_controller uses it only where it is installed
     assert wheels - {"rmw_fastrtps_cpp"} == ros_runtime - {
-        "launch", "launch_ros", "pinocchio", "ros_lnn_msgs", "tf2_ros_py"}
+        "launch",
+        "launch_ros",
+        "pinocchio",
+        "ros_lnn_msgs",
+        "tf2_ros_py",
+    }

@@ -1,5 +1,6 @@
 """Planar chain from partial Lagrangians: analytic partials, closed forms, Table 1 structure,
 extension and reconstruction, energy conservation."""
+
 import numpy as np
 import pytest
 
@@ -11,9 +12,15 @@ RNG = np.random.default_rng(3)
 
 
 def mixed_chain():
-    return PlanarChain([rod("shoulder", 3.0, 2.0), Link("slide", "prismatic", 1.0, 1.0, 0.4, 0.05),
-                        Link("elbow", mass=0.5, length=0.7, com=0.3, inertia=0.02),
-                        Link("wrist", mass=0.2, length=0.4)], servo_joints=("slide",))
+    return PlanarChain(
+        [
+            rod("shoulder", 3.0, 2.0),
+            Link("slide", "prismatic", 1.0, 1.0, 0.4, 0.05),
+            Link("elbow", mass=0.5, length=0.7, com=0.3, inertia=0.02),
+            Link("wrist", mass=0.2, length=0.4),
+        ],
+        servo_joints=("slide",),
+    )
 
 
 def states(n, batch=20):
@@ -28,8 +35,9 @@ def central_difference(f, q, h=1e-6):
 def test_partials_match_finite_differences_per_link_and_whole():
     chain = mixed_chain()
     q, _, _ = states(chain.n)
-    np.testing.assert_allclose(chain.mass_matrix_partials(q), central_difference(chain.mass_matrix, q),
-                               atol=1e-7)
+    np.testing.assert_allclose(
+        chain.mass_matrix_partials(q), central_difference(chain.mass_matrix, q), atol=1e-7
+    )
     np.testing.assert_allclose(chain.potential_gradient(q), central_difference(chain.potential, q), atol=1e-7)
     for i in range(len(chain.links)):
         M_i = lambda x, i=i: chain.link_terms(x, i)[0]  # noqa: E731
@@ -40,9 +48,9 @@ def test_link_terms_depend_only_on_earlier_coordinates():
     chain = mixed_chain()
     q, _, _ = states(chain.n)
     for i in range(chain.n):
-        M, dM, V, dV = chain.link_terms(q, i)
-        assert np.all(dM[:, i + 1:] == 0) and np.all(dV[:, i + 1:] == 0)
-        assert np.all(M[:, i + 1:, :] == 0) and np.all(M[:, :, i + 1:] == 0)
+        M, dM, _V, dV = chain.link_terms(q, i)
+        assert np.all(dM[:, i + 1 :] == 0) and np.all(dV[:, i + 1 :] == 0)
+        assert np.all(M[:, i + 1 :, :] == 0) and np.all(M[:, :, i + 1 :] == 0)
 
 
 def test_mass_matrix_is_symmetric_positive_definite():
@@ -77,8 +85,9 @@ def test_double_pendulum_matches_textbook_mass_matrix_and_gravity():
 
 def test_prismatic_last_link_is_the_variable_length_pendulum():
     m, l, g = 0.7, 1.2, 9.8
-    chain = PlanarChain([Link("swing", mass=1e-3, length=0.0, com=0.0),
-                         Link("reel", "prismatic", mass=m, length=l)], g=g)
+    chain = PlanarChain(
+        [Link("swing", mass=1e-3, length=0.0, com=0.0), Link("reel", "prismatic", mass=m, length=l)], g=g
+    )
     # The first link is a (nearly) massless zero-length hub: the body is a point mass m at distance
     # r = l + d from the pivot at angle θ. Closed form with the hub's tiny mass at the origin.
     q, qd, qdd = states(2)
@@ -113,7 +122,7 @@ def test_extension_adds_one_column_and_reuses_the_others():
     P_base = base.partial_forces(q[:, :-1], qd[:, :-1], qdd[:, :-1])
     assert P_ext.shape[-1] == P_base.shape[-1] + 1
     np.testing.assert_array_equal(P_ext[:, :-1, :-1], P_base)  # reused columns: identical
-    assert np.all(P_ext[:, -1, :-1] == 0)                        # old links ignore the new coordinate
+    assert np.all(P_ext[:, -1, :-1] == 0)  # old links ignore the new coordinate
     np.testing.assert_allclose(P_ext[:, :-1, :].sum(-1), P_base.sum(-1) + P_ext[:, :-1, -1], rtol=1e-13)
     # the new column is not zero: the new link loads every joint below it
     assert np.all(np.abs(P_ext[:, :, -1]).max(axis=0) > 1e-3)
@@ -125,8 +134,8 @@ def test_reconstruction_replaces_columns_from_the_changed_link_on():
     assert rebuilt.coordinate_units == ("rad", "m", "rad")
     q, qd, qdd = states(3)
     P0, P1 = base.partial_forces(q, qd, qdd), rebuilt.partial_forces(q, qd, qdd)
-    np.testing.assert_array_equal(P0[..., 0], P1[..., 0])      # links before the change: reused
-    for i in (1, 2):                                            # the changed link and those beyond
+    np.testing.assert_array_equal(P0[..., 0], P1[..., 0])  # links before the change: reused
+    for i in (1, 2):  # the changed link and those beyond
         assert np.abs(P0[..., i] - P1[..., i]).max() > 1e-3
     np.testing.assert_allclose(P1.sum(-1), rebuilt.dynamics(q, qd, qdd=qdd)["Q"], rtol=1e-12, atol=1e-12)
 
@@ -167,8 +176,9 @@ def test_servo_driven_chain_energy_balance():
 
 def test_free_chain_with_sprung_prismatic_link_conserves_energy_plus_spring_energy():
     """A spring force −k d on the prismatic joint, applied as Q_f: E + ½ k d² stays constant."""
-    chain = PlanarChain([rod("a", 1.0, 1.0), Link("b", "prismatic", 0.8, 0.9, 0.45, 0.05),
-                         Link("c", mass=0.5, length=0.6)])
+    chain = PlanarChain(
+        [rod("a", 1.0, 1.0), Link("b", "prismatic", 0.8, 0.9, 0.45, 0.05), Link("c", mass=0.5, length=0.6)]
+    )
     k = 40.0
     spring = lambda t, q, qd: [0.0, -k * q[1], 0.0]  # noqa: E731
     trial = simulate(chain, 3.0, [1.2, 0.0, 0.8], [0.0, 0.3, 0.0], force=spring)

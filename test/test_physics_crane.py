@@ -1,4 +1,5 @@
 """Crane (pendulum cart): analytic partials, closed-form equations vs the shared machinery."""
+
 import numpy as np
 import pytest
 
@@ -26,10 +27,10 @@ def central_difference(f, q, h=1e-6):
 def test_mass_matrix_and_potential_partials_match_finite_differences():
     crane = Crane()
     q, _ = random_states()
-    np.testing.assert_allclose(crane.mass_matrix_partials(q), central_difference(crane.mass_matrix, q),
-                               atol=1e-8)
-    np.testing.assert_allclose(crane.potential_gradient(q), central_difference(crane.potential, q),
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        crane.mass_matrix_partials(q), central_difference(crane.mass_matrix, q), atol=1e-8
+    )
+    np.testing.assert_allclose(crane.potential_gradient(q), central_difference(crane.potential, q), atol=1e-8)
 
 
 def test_kinetic_energy_matches_paper_expression():
@@ -74,8 +75,12 @@ def test_force_driven_crane_recovers_servo_acceleration():
     q, qd = random_states()
     x_dd = RNG.normal(size=(len(q), 1))
     servo_view = crane.dynamics(q, qd, qdd_e=x_dd, Q_f=np.zeros((len(q), 1)))
-    force_view = free.dynamics(q, qd, qdd_e=np.zeros((len(q), 0)),
-                               Q_f=np.concatenate([np.zeros((len(q), 1)), servo_view["Q_e"]], axis=-1))
+    force_view = free.dynamics(
+        q,
+        qd,
+        qdd_e=np.zeros((len(q), 0)),
+        Q_f=np.concatenate([np.zeros((len(q), 1)), servo_view["Q_e"]], axis=-1),
+    )
     np.testing.assert_allclose(force_view["qdd"], servo_view["qdd"], atol=1e-11)
 
 

@@ -1,5 +1,6 @@
 """Simulator, Trial storage and the paper data set: energy balance along trajectories, sampling,
 force-driven replay, split."""
+
 import numpy as np
 import pytest
 
@@ -7,8 +8,16 @@ from ros_lnn.errors import DataError
 from ros_lnn.physics.chain import PlanarChain
 from ros_lnn.physics.crane import Crane
 from ros_lnn.physics.datasets import (
-    PAPER_TEST_TRIALS, PAPER_TRAIN_TRIALS, PAPER_TRIALS, chain_trials, crane_trial, force_function,
-    paper_crane_trials, paper_split, position_servo)
+    PAPER_TEST_TRIALS,
+    PAPER_TRAIN_TRIALS,
+    PAPER_TRIALS,
+    chain_trials,
+    crane_trial,
+    force_function,
+    paper_crane_trials,
+    paper_split,
+    position_servo,
+)
 from ros_lnn.physics.simulate import CosineServo, SimulationError, simulate, stationary_servo
 from ros_lnn.physics.trials import Trial, load_trials, save_trials
 
@@ -60,11 +69,12 @@ def test_applied_force_on_free_coordinate_appears_in_Q_and_energy_balance():
     torque = lambda t, q, qd: [-0.05 * qd[0] + 0.02 * np.sin(3 * t)]  # noqa: E731  damper + drive
     t = np.linspace(0, 4, 2001)
     trial = simulate(Crane(), 4.0, [0.5], [0.0], servo=stationary_servo([0.0]), force=torque, t_eval=t)
-    np.testing.assert_allclose(trial.Q_f[:, 0], [torque(ti, q, qd)[0] for ti, q, qd in
-                                                  zip(trial.t, trial.q, trial.qd)], atol=1e-14)
+    np.testing.assert_allclose(
+        trial.Q_f[:, 0], [torque(ti, q, qd)[0] for ti, q, qd in zip(trial.t, trial.q, trial.qd)], atol=1e-14
+    )
     P = power(trial)
     work = np.concatenate([[0.0], np.cumsum(0.5 * (P[1:] + P[:-1]) * np.diff(t))])
-    assert np.abs(trial.E - trial.E[0]).max() > 1e-2            # the drive really changes E
+    assert np.abs(trial.E - trial.E[0]).max() > 1e-2  # the drive really changes E
     np.testing.assert_allclose(trial.E - trial.E[0], work, atol=1e-6)
 
 
@@ -90,10 +100,15 @@ def test_set_up_errors_name_the_joints():
 
 
 def test_cosine_servo_derivatives_are_exact():
-    servo = CosineServo(amplitude=[[0.3, -0.1], [0.2, 0.0]], omega=[[1.0, 4.0], [2.0, 1.0]],
-                        phase=[[0.1, 0.2], [0.0, 0.0]], decay=[[0.2, 0.0], [0.5, 0.0]], offset=[1.0, -1.0])
+    servo = CosineServo(
+        amplitude=[[0.3, -0.1], [0.2, 0.0]],
+        omega=[[1.0, 4.0], [2.0, 1.0]],
+        phase=[[0.1, 0.2], [0.0, 0.0]],
+        decay=[[0.2, 0.0], [0.5, 0.0]],
+        offset=[1.0, -1.0],
+    )
     t, h = 0.7, 1e-5
-    q, qd, qdd = servo(t)
+    _q, qd, qdd = servo(t)
     np.testing.assert_allclose(qd, (servo(t + h)[0] - servo(t - h)[0]) / (2 * h), atol=1e-9)
     np.testing.assert_allclose(qdd, (servo(t + h)[1] - servo(t - h)[1]) / (2 * h), atol=1e-9)
 
@@ -105,23 +120,39 @@ def test_trials_round_trip_and_bad_files(tmp_path):
     back = load_trials(path)
     assert [t.name for t in back] == ["chain_0", "chain_1"]
     for a, b in zip(trials, back):
-        assert (a.coordinate_names, a.free_joints, a.servo_joints) == (b.coordinate_names, b.free_joints,
-                                                                       b.servo_joints)
+        assert (a.coordinate_names, a.free_joints, a.servo_joints) == (
+            b.coordinate_names,
+            b.free_joints,
+            b.servo_joints,
+        )
         for key in ("t", "q", "qd", "qdd", "Q", "T", "V", "E", "M"):
             np.testing.assert_array_equal(getattr(a, key), getattr(b, key))
         assert b.attrs["links"][0]["joint"] == "joint_1"
     (tmp_path / "junk.npz").write_bytes(b"not a zip file")
-    with pytest.raises(DataError, match="junk.npz"):
+    with pytest.raises(DataError, match=r"junk\.npz"):
         load_trials(tmp_path / "junk.npz")
     np.savez(tmp_path / "other.npz", x=np.zeros(3))
-    with pytest.raises(DataError, match="other.npz"):
+    with pytest.raises(DataError, match=r"other\.npz"):
         load_trials(tmp_path / "other.npz")
-    with pytest.raises(DataError, match="missing.npz"):
+    with pytest.raises(DataError, match=r"missing\.npz"):
         load_trials(tmp_path / "missing.npz")
     with pytest.raises(DataError, match="shape"):
-        Trial(name="bad", system="crane", coordinate_names=("a",), free_joints=("a",), servo_joints=(),
-              t=np.zeros(3), q=np.zeros((3, 2)), qd=np.zeros((3, 1)), qdd=np.zeros((3, 1)),
-              Q=np.zeros((3, 1)), T=np.zeros(3), V=np.zeros(3), E=np.zeros(3), M=np.zeros((3, 1, 1)))
+        Trial(
+            name="bad",
+            system="crane",
+            coordinate_names=("a",),
+            free_joints=("a",),
+            servo_joints=(),
+            t=np.zeros(3),
+            q=np.zeros((3, 2)),
+            qd=np.zeros((3, 1)),
+            qdd=np.zeros((3, 1)),
+            Q=np.zeros((3, 1)),
+            T=np.zeros(3),
+            V=np.zeros(3),
+            E=np.zeros(3),
+            M=np.zeros((3, 1, 1)),
+        )
 
 
 def test_paper_trials_follow_the_paper_setup(paper_trials):
@@ -132,7 +163,7 @@ def test_paper_trials_follow_the_paper_setup(paper_trials):
         assert trial.t[0] == 0.0 and trial.t[-1] == 20.0
         assert trial.q[0, 1] == pytest.approx(0.0, abs=1e-15) and trial.q[0, 0] in (0.0, 1.0)
         np.testing.assert_allclose(trial.Q_f, 0.0, atol=1e-13)  # the pendulum is unforced
-    stationary = [t for t in paper_trials if t.name == "stationary"][0]
+    stationary = next(t for t in paper_trials if t.name == "stationary")
     assert np.all(stationary.q[:, 1] == 0) and np.all(stationary.qd[:, 1] == 0)
     assert sum(t.attrs.get("force_driven", False) for t in paper_trials) == 4
     assert {t.q[0, 0] for t in paper_trials} == {0.0, 1.0}
@@ -142,7 +173,7 @@ def test_force_driven_replay_reproduces_the_applied_force(paper_trials):
     """Sec. 3.4: replaying the cart motion of a force-driven run as position input, the exact Q_e of
     the servo view is the applied force. Residual = the replay's re-integration error."""
     for spec in [s for s in PAPER_TRIALS if s.kind == "force"]:
-        trial = [t for t in paper_trials if t.name == spec.name][0]
+        trial = next(t for t in paper_trials if t.name == spec.name)
         applied = np.array([force_function(spec)(t) for t in trial.t])
         assert np.abs(applied).max() > 0.1
         np.testing.assert_allclose(trial.Q_e[:, 0], applied, atol=1e-7)
@@ -164,7 +195,7 @@ def test_paper_split(paper_trials):
 
 
 def test_test_trials_lie_inside_the_training_ranges(paper_trials):
-    train, test = paper_split(paper_trials)
+    _train, test = paper_split(paper_trials)
     train_all = [t for t in paper_trials if t.name in PAPER_TRAIN_TRIALS]
     for key in ("q", "qd", "qdd"):
         lo = np.min([getattr(t, key).min(0) for t in train_all], axis=0)
@@ -201,8 +232,26 @@ def test_simulate_command_writes_trials(tmp_path, capsys):
     from ros_lnn.cli import main
 
     out = tmp_path / "chain.npz"
-    assert main(["simulate", "--system", "chain", "--links", "3", "--servo", "joint_1,joint_3",
-                 "--trials", "2", "--duration", "0.5", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--system",
+                "chain",
+                "--links",
+                "3",
+                "--servo",
+                "joint_1,joint_3",
+                "--trials",
+                "2",
+                "--duration",
+                "0.5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     trials = load_trials(out)
     assert len(trials) == 2 and trials[0].servo_joints == ("joint_1", "joint_3")
     assert trials[0].coordinate_names == ("joint_1", "joint_2", "joint_3")

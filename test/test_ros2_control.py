@@ -10,9 +10,14 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import yaml
+from test_launch_files import (  # noqa: F401 (fixtures)
+    ROOT,
+    evaluate_launch_file,
+    install_prefix,
+    setup_kwargs,
+)
 
 from conftest import HAVE_RCLPY, requires_rclpy
-from test_launch_files import ROOT, evaluate_launch_file, install_prefix, setup_kwargs  # noqa: F401 (fixtures)
 
 PLAIN = ROOT / "config" / "dac_chain.urdf"
 CONTROL = ROOT / "config" / "dac_chain_ros2_control.urdf"

@@ -1,5 +1,6 @@
 """The sim node over real DDS: joint states at a fixed step with exact ground truth, servo and effort
 commands, /clock, the chain, and a cross-process run of simulator + estimator."""
+
 from __future__ import annotations
 
 import os
@@ -11,6 +12,10 @@ import numpy as np
 import pytest
 
 from conftest import HAVE_RCLPY, HAVE_TORCH, requires_rclpy
+from ros_lnn.errors import ConfigError
+from ros_lnn.estimation.trajectory import ServoPlan
+from ros_lnn.physics.chain import PlanarChain
+from ros_lnn.physics.crane import Crane
 
 pytestmark = [requires_rclpy, pytest.mark.ros]
 
@@ -27,11 +32,6 @@ if HAVE_RCLPY:
     from ros_lnn.nodes.sim import SimNode
     from ros_lnn.nodes.stamps import ns_to_stamp, seconds_to_duration, stamp_ns
 
-from ros_lnn.errors import ConfigError
-from ros_lnn.estimation.trajectory import ServoPlan
-from ros_lnn.physics.chain import PlanarChain
-from ros_lnn.physics.crane import Crane
-
 
 @pytest.fixture
 def make(ctx):
@@ -40,8 +40,11 @@ def make(ctx):
 
     def _make(params=None):
         ns = f"/s{next(counter)}_{os.getpid()}"
-        node = SimNode(namespace=ns, context=ctx,
-                       parameter_overrides=[Parameter(k, value=v) for k, v in (params or {}).items()])
+        node = SimNode(
+            namespace=ns,
+            context=ctx,
+            parameter_overrides=[Parameter(k, value=v) for k, v in (params or {}).items()],
+        )
         h = Harness(node, context=ctx)
         made.append(h)
         return node, h, ns
@@ -52,16 +55,20 @@ def make(ctx):
 
 
 def ground_truth(h, ns):
-    return {"js": h.collect(JointState, f"{ns}/joint_states", SENSOR_QOS),
-            "force": h.collect(JointState, f"{ns}/sim/ground_truth/driving_force", SENSOR_QOS),
-            "pred": h.collect(PREDICTION_TYPE, f"{ns}/sim/ground_truth/prediction", SENSOR_QOS),
-            "energy": h.collect(ENERGY_TYPE, f"{ns}/sim/ground_truth/energy", SENSOR_QOS)}
+    return {
+        "js": h.collect(JointState, f"{ns}/joint_states", SENSOR_QOS),
+        "force": h.collect(JointState, f"{ns}/sim/ground_truth/driving_force", SENSOR_QOS),
+        "pred": h.collect(PREDICTION_TYPE, f"{ns}/sim/ground_truth/prediction", SENSOR_QOS),
+        "energy": h.collect(ENERGY_TYPE, f"{ns}/sim/ground_truth/energy", SENSOR_QOS),
+    }
 
 
 def by_stamp(msgs):
     """Messages by stamp; predictions read into arrays (q, qd, qdd, Q) whichever type carries them."""
-    return {stamp_ns(m.header.stamp): prediction_arrays(m) if isinstance(m, PREDICTION_TYPE) else m
-            for m in list(msgs)}
+    return {
+        stamp_ns(m.header.stamp): prediction_arrays(m) if isinstance(m, PREDICTION_TYPE) else m
+        for m in list(msgs)
+    }
 
 
 def test_joint_states_at_fixed_steps_with_exact_ground_truth(make):
@@ -71,7 +78,7 @@ def test_joint_states_at_fixed_steps_with_exact_ground_truth(make):
     js, force, pred = by_stamp(topics["js"]), by_stamp(topics["force"]), by_stamp(topics["pred"])
     stamps = sorted(js)
     gaps = np.diff(stamps)
-    assert np.all(gaps > 0) and np.all(gaps % 1_000_000 == 0)     # whole steps of 1 ms (gaps when overloaded)
+    assert np.all(gaps > 0) and np.all(gaps % 1_000_000 == 0)  # whole steps of 1 ms (gaps when overloaded)
     crane = Crane()
     checked = 0
     for s in stamps:
@@ -103,15 +110,18 @@ def test_servo_follows_trajectory_commands_and_efforts_act_on_free_joints(make):
     cmd = h.publisher(JointTrajectory, f"{ns}/servo_commands", COMMAND_QOS)
     eff = h.publisher(Float64MultiArray, f"{ns}/effort_commands", COMMAND_QOS)
     eff.publish(Float64MultiArray(data=[0.25]))
-    eff.publish(Float64MultiArray(data=[0.25, 1.0]))          # wrong size: rejected
-    h.wait(lambda: len(topics["js"]) > 0, what="the first joint state")   # stamps are set by the first step
+    eff.publish(Float64MultiArray(data=[0.25, 1.0]))  # wrong size: rejected
+    h.wait(lambda: len(topics["js"]) > 0, what="the first joint state")  # stamps are set by the first step
     start_ns = node.sim_time_ns() + 50_000_000
     msg = JointTrajectory(joint_names=["cart_joint"])
     msg.header.stamp = ns_to_stamp(start_ns)
     times, pos = [0.0, 0.2, 0.4], [0.0, 0.1, 0.05]
     for t, p in zip(times, pos):
-        msg.points.append(JointTrajectoryPoint(positions=[p], velocities=[0.0], accelerations=[0.0],
-                                               time_from_start=seconds_to_duration(t)))
+        msg.points.append(
+            JointTrajectoryPoint(
+                positions=[p], velocities=[0.0], accelerations=[0.0], time_from_start=seconds_to_duration(t)
+            )
+        )
     cmd.publish(msg)
     h.wait(lambda: node.counts["commands"] == 1 and node.counts["invalid_command"] == 1, what="commands")
     h.wait(lambda: node.sim_time_ns() > start_ns + 500_000_000, timeout=15, what="the plan to run out")
@@ -120,9 +130,11 @@ def test_servo_follows_trajectory_commands_and_efforts_act_on_free_joints(make):
     js = by_stamp(topics["js"])
     inside = [s for s in js if start_ns + 10_000_000 <= s <= start_ns + 390_000_000]
     after = [s for s in js if s > start_ns + 450_000_000]
-    assert len(inside) >= 5 and after        # (a loaded machine skips publishes, never steps)
+    assert len(inside) >= 5 and after  # (a loaded machine skips publishes, never steps)
     for s in inside:
-        np.testing.assert_allclose(js[s].position[1], plan.sample((s - node.origin_ns) * 1e-9).q[0], rtol=0, atol=1e-15)
+        np.testing.assert_allclose(
+            js[s].position[1], plan.sample((s - node.origin_ns) * 1e-9).q[0], rtol=0, atol=1e-15
+        )
     assert js[after[-1]].position[1] == pytest.approx(0.05, abs=1e-15)
     # the applied force shows in the free joint's effort and in the ground truth Q
     late = [js[s] for s in js if s > start_ns]
@@ -142,7 +154,7 @@ def test_array_commands_drive_a_critically_damped_servo(make):
     h.wait(lambda: node.sim.t > t_cmd + 0.6, timeout=15, what="the servo to settle")
     js = by_stamp(topics["js"])
     last = js[max(js)]
-    assert last.position[1] == pytest.approx(0.2, abs=0.2 * 19 * np.exp(-30 * 0.5))   # (1 + ωτ) e^{-ωτ} bound
+    assert last.position[1] == pytest.approx(0.2, abs=0.2 * 19 * np.exp(-30 * 0.5))  # (1 + ωτ) e^{-ωτ} bound
     # the ground truth uses the servo's exact acceleration: q̈ = ω²(c − q) − 2ω q̇
     pred = by_stamp(topics["pred"])
     s = max(set(pred) & set(js))
@@ -157,14 +169,20 @@ def test_publishes_clock_and_stamps_with_simulated_time(make):
     h.wait(lambda: len(js) >= 20 and len(clocks) >= 20, what="clock and joint states")
     mine = [stamp_ns(c.clock) for c in clocks]
     stamps = [stamp_ns(m.header.stamp) for m in js]
-    assert node.origin_ns == 0 and min(stamps) < 1_000_000_000          # simulated time starts at 0
+    assert node.origin_ns == 0 and min(stamps) < 1_000_000_000  # simulated time starts at 0
     assert all(s % 5_000_000 == 0 for s in stamps)
-    assert len(set(stamps) & set(mine)) >= 0.8 * len(stamps)     # each state is stamped with its /clock time
+    assert len(set(stamps) & set(mine)) >= 0.8 * len(stamps)  # each state is stamped with its /clock time
 
 
 def test_chain_with_a_servo_joint_in_the_middle(make):
-    node, h, ns = make({"system": "chain", "chain_servo_joints": ["joint_2"], "rate_hz": 100.0,
-                        "initial_positions": [0.2, -0.1]})
+    node, h, ns = make(
+        {
+            "system": "chain",
+            "chain_servo_joints": ["joint_2"],
+            "rate_hz": 100.0,
+            "initial_positions": [0.2, -0.1],
+        }
+    )
     topics = ground_truth(h, ns)
     h.wait(lambda: len(topics["pred"]) >= 10 and len(topics["js"]) >= 10, what="chain samples")
     chain = PlanarChain.uniform(3, servo_joints=["joint_2"])
@@ -172,7 +190,7 @@ def test_chain_with_a_servo_joint_in_the_middle(make):
     s = max(set(js) & set(pred) & set(force))
     m = js[s]
     assert m.name == ["joint_1", "joint_2", "joint_3"] and force[s].name == ["joint_2"]
-    assert pred[s]["names"] == ["joint_1", "joint_3", "joint_2"]          # model order: free, then servo
+    assert pred[s]["names"] == ["joint_1", "joint_3", "joint_2"]  # model order: free, then servo
     _, _, qdd_e = node.excitation((s - node.origin_ns) * 1e-9)
     want = chain.dynamics(np.array(m.position), np.array(m.velocity), qdd_e=qdd_e, Q_f=np.zeros(2))
     np.testing.assert_allclose(force[s].effort, want["Q_e"], rtol=1e-12)
@@ -183,11 +201,17 @@ def test_bad_configuration_names_the_parameter(ctx):
     with pytest.raises(ConfigError, match="parameter system: must be one of crane, chain, got 'boat'"):
         SimNode(namespace="/bad1", context=ctx, parameter_overrides=[Parameter("system", value="boat")])
     with pytest.raises(ConfigError, match="chain_masses"):
-        SimNode(namespace="/bad2", context=ctx, parameter_overrides=[
-            Parameter("system", value="chain"), Parameter("chain_masses", value=[1.0])])
+        SimNode(
+            namespace="/bad2",
+            context=ctx,
+            parameter_overrides=[Parameter("system", value="chain"), Parameter("chain_masses", value=[1.0])],
+        )
     with pytest.raises(ConfigError, match="effort_joints"):
-        SimNode(namespace="/bad3", context=ctx, parameter_overrides=[
-            Parameter("effort_joints", value=["cart_joint"])])
+        SimNode(
+            namespace="/bad3",
+            context=ctx,
+            parameter_overrides=[Parameter("effort_joints", value=["cart_joint"])],
+        )
 
 
 @pytest.fixture(scope="module")
@@ -204,12 +228,28 @@ def test_cross_process_simulator_and_estimator(ctx, exact_model):
     ns = f"/xp{os.getpid()}"
     base = [sys.executable, "-m"]
     procs = [
-        subprocess.Popen(base + ["ros_lnn.nodes.sim", "--ros-args", "-r", f"__ns:={ns}", "-p", "rate_hz:=250.0"],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
-        subprocess.Popen(base + ["ros_lnn.nodes.servo_lnn", "--ros-args", "-r", f"__ns:={ns}",
-                                 "-p", f"model_path:={exact_model}", "-p", "autostart:=true",
-                                 "-r", "servo_commands:=sim/servo_plan"],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
+        subprocess.Popen(
+            base + ["ros_lnn.nodes.sim", "--ros-args", "-r", f"__ns:={ns}", "-p", "rate_hz:=250.0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        ),
+        subprocess.Popen(
+            base
+            + [
+                "ros_lnn.nodes.servo_lnn",
+                "--ros-args",
+                "-r",
+                f"__ns:={ns}",
+                "-p",
+                f"model_path:={exact_model}",
+                "-p",
+                "autostart:=true",
+                "-r",
+                "servo_commands:=sim/servo_plan",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        ),
     ]
     h = Harness(context=ctx)
     failure = None
@@ -218,21 +258,28 @@ def test_cross_process_simulator_and_estimator(ctx, exact_model):
         true = h.collect(JointState, f"{ns}/sim/ground_truth/driving_force", SENSOR_QOS)
         est_pred = h.collect(PREDICTION_TYPE, f"{ns}/servo_lnn/prediction", SENSOR_QOS)
         true_pred = h.collect(PREDICTION_TYPE, f"{ns}/sim/ground_truth/prediction", SENSOR_QOS)
-        h.wait(lambda: len(est) >= 150 and len(true) >= 150, timeout=40,
-               what="estimator outputs and ground truth from the other processes")
+        h.wait(
+            lambda: len(est) >= 150 and len(true) >= 150,
+            timeout=40,
+            what="estimator outputs and ground truth from the other processes",
+        )
         e, t, ep, tp = by_stamp(est), by_stamp(true), by_stamp(est_pred), by_stamp(true_pred)
         common = sorted(set(e) & set(t) & set(ep) & set(tp))
         assert len(common) >= 100, f"{len(e)} estimates and {len(t)} truths share only {len(common)} stamps"
         # Samples where the estimator used the commanded servo acceleration (from /sim/servo_plan,
         # once the first plan has arrived; before that it estimates q̈_e from the stream):
-        commanded = [s for s in common if abs(ep[s]["qdd"][1] - tp[s]["qdd"][1])
-                     <= 1e-6 * max(1.0, abs(tp[s]["qdd"][1]))]
+        commanded = [
+            s
+            for s in common
+            if abs(ep[s]["qdd"][1] - tp[s]["qdd"][1]) <= 1e-6 * max(1.0, abs(tp[s]["qdd"][1]))
+        ]
         assert len(commanded) >= 0.8 * len(common)
         # There the estimator, the analytic crane in float32, equals the truth to single precision.
         for s in commanded:
             assert e[s].effort[0] == pytest.approx(t[s].effort[0], abs=2e-6 * max(1.0, abs(t[s].effort[0])))
-            np.testing.assert_allclose(ep[s]["qdd"][0], tp[s]["qdd"][0],
-                                       atol=2e-6 * max(1.0, abs(tp[s]["qdd"][0])))
+            np.testing.assert_allclose(
+                ep[s]["qdd"][0], tp[s]["qdd"][0], atol=2e-6 * max(1.0, abs(tp[s]["qdd"][0]))
+            )
     except AssertionError as exc:
         failure = exc
     finally:
@@ -246,7 +293,9 @@ def test_cross_process_simulator_and_estimator(ctx, exact_model):
             except subprocess.TimeoutExpired:
                 p.kill()
                 outs.append(p.communicate()[0].decode(errors="replace"))
-    logs = "\n".join(f"--- process {i} (rc {p.returncode}):\n{o[-3000:]}" for i, (p, o) in enumerate(zip(procs, outs)))
+    logs = "\n".join(
+        f"--- process {i} (rc {p.returncode}):\n{o[-3000:]}" for i, (p, o) in enumerate(zip(procs, outs))
+    )
     if failure is not None:
         raise AssertionError(f"{failure}\n{logs}")
     assert [p.returncode for p in procs] == [0, 0], logs
@@ -255,18 +304,28 @@ def test_cross_process_simulator_and_estimator(ctx, exact_model):
 def test_force_driven_chain_takes_joint_efforts_by_topic(make):
     """All joints free (chain_servo_joints: []): efforts on every joint from effort_commands, as a
     torque controller (e.g. the DAC node) would send them."""
-    node, h, ns = make({"system": "chain", "chain_servo_joints": [], "rate_hz": 100.0,
-                        "initial_positions": [0.1, 0.0, -0.1], "effort_joints": ["joint_3", "joint_1"],
-                        "effort_timeout_s": 0.0})
+    _node, h, ns = make(
+        {
+            "system": "chain",
+            "chain_servo_joints": [],
+            "rate_hz": 100.0,
+            "initial_positions": [0.1, 0.0, -0.1],
+            "effort_joints": ["joint_3", "joint_1"],
+            "effort_timeout_s": 0.0,
+        }
+    )
     topics = ground_truth(h, ns)
     eff = h.publisher(Float64MultiArray, f"{ns}/effort_commands", COMMAND_QOS)
-    eff.publish(Float64MultiArray(data=[0.5, -2.0]))                # joint_3, joint_1
-    h.wait(lambda: any(list(m.effort) == [-2.0, 0.0, 0.5] for m in list(topics["js"])), what="applied efforts")
+    eff.publish(Float64MultiArray(data=[0.5, -2.0]))  # joint_3, joint_1
+    h.wait(
+        lambda: any(list(m.effort) == [-2.0, 0.0, 0.5] for m in list(topics["js"])), what="applied efforts"
+    )
     js, pred = by_stamp(topics["js"]), by_stamp(topics["pred"])
     s = max(s for s in set(js) & set(pred) if list(js[s].effort) == [-2.0, 0.0, 0.5])
     chain = PlanarChain.uniform(3)
     m = js[s]
-    want = chain.dynamics(np.array(m.position), np.array(m.velocity), qdd_e=np.zeros(0),
-                          Q_f=np.array([-2.0, 0.0, 0.5]))
+    want = chain.dynamics(
+        np.array(m.position), np.array(m.velocity), qdd_e=np.zeros(0), Q_f=np.array([-2.0, 0.0, 0.5])
+    )
     np.testing.assert_allclose(pred[s]["qdd"], want["qdd"], rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(pred[s]["Q"], [-2.0, 0.0, 0.5], atol=1e-12)

@@ -1,23 +1,27 @@
 """ROS-free pieces of the simulator node: excitations, the fixed-step RK4 integrator and the rollout."""
+
 import numpy as np
 import pytest
 
-from ros_lnn.physics.excitation import CosineSweep, MultiSine, make_excitation
 from ros_lnn.estimation.rollout import rollout_free
-from ros_lnn.physics.stepper import FixedStepSimulator
 from ros_lnn.physics.chain import PlanarChain
 from ros_lnn.physics.crane import Crane
+from ros_lnn.physics.excitation import CosineSweep, MultiSine, make_excitation
 from ros_lnn.physics.simulate import simulate
+from ros_lnn.physics.stepper import FixedStepSimulator
 
 
-@pytest.mark.parametrize("excitation", [
-    MultiSine(np.array([[0.1, 0.05], [0.2, 0.01]]), np.array([[0.3, 0.9], [0.5, 1.7]]), 0.4, [0.1, -0.2]),
-    CosineSweep(np.array([0.1, 0.2]), 0.2, 1.5, 4.0, 0.05),
-])
+@pytest.mark.parametrize(
+    "excitation",
+    [
+        MultiSine(np.array([[0.1, 0.05], [0.2, 0.01]]), np.array([[0.3, 0.9], [0.5, 1.7]]), 0.4, [0.1, -0.2]),
+        CosineSweep(np.array([0.1, 0.2]), 0.2, 1.5, 4.0, 0.05),
+    ],
+)
 def test_excitations_have_exact_derivatives(excitation):
     h = 1e-5
     for t in (0.0, 0.7, 3.1, 11.0):
-        q, qd, qdd = excitation(t)
+        _q, qd, qdd = excitation(t)
         qp, qdp, _ = excitation(t + h)
         qm, qdm, _ = excitation(t - h)
         # central differences: error h²·q'''/6 ≈ 1e-10·(2π·1.7)³ ≪ 1e-7
@@ -90,11 +94,12 @@ def test_rollout_with_exact_dynamics_matches_the_simulator():
     sim = FixedStepSimulator(crane, servo, [0.25], [0.1], t0=0.5)
 
     def accel(x, v, q_e, qd_e, qdd_e):
-        return crane.dynamics(np.concatenate([x, q_e]), np.concatenate([v, qd_e]), qdd_e=qdd_e,
-                              Q_f=np.zeros(1))["qdd"][:1]
+        return crane.dynamics(
+            np.concatenate([x, q_e]), np.concatenate([v, qd_e]), qdd_e=qdd_e, Q_f=np.zeros(1)
+        )["qdd"][:1]
 
-    taus, xs, vs, accs = rollout_free(accel, servo, 0.5, [0.25], [0.1], 0.2, 0.01)
+    taus, xs, vs, _accs = rollout_free(accel, servo, 0.5, [0.25], [0.1], 0.2, 0.01)
     assert len(taus) == 21
-    for k in range(20):
+    for _k in range(20):
         sim.step(0.01)
     np.testing.assert_allclose([xs[-1, 0], vs[-1, 0]], [sim.q_f[0], sim.qd_f[0]], rtol=1e-12, atol=1e-14)

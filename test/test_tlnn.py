@@ -1,6 +1,7 @@
 """TLNN (TLNN paper): topology masks, periodic angle inputs, exact second derivatives against an
 independent autograd Hessian, the positive-definite start, training on chain data; the study's data,
 coordinate conversions and a tiny end-to-end run."""
+
 import numpy as np
 import pytest
 
@@ -9,13 +10,13 @@ from conftest import requires_torch
 pytestmark = requires_torch
 torch = pytest.importorskip("torch")
 
-from ros_lnn.training.trainer import train_acceleration  # noqa: E402
+from ros_lnn.models.lnn import euler_lagrange_terms  # noqa: E402
 from ros_lnn.models.node_baseline import NeuralODE  # noqa: E402
 from ros_lnn.models.tlnn import TLNN, serial_chain_topology  # noqa: E402
-from ros_lnn.models.lnn import euler_lagrange_terms  # noqa: E402
 from ros_lnn.physics.chain import PlanarChain  # noqa: E402
-from ros_lnn.physics.simulate import simulate  # noqa: E402
 from ros_lnn.physics.chain_motion import chain_trajectories, integrate, to_absolute, to_relative  # noqa: E402
+from ros_lnn.physics.simulate import simulate  # noqa: E402
+from ros_lnn.training.trainer import train_acceleration  # noqa: E402
 from ros_lnn.zoo.tlnn_study import MODELS, make_model, parameter_count, rod_chain, study_chain  # noqa: E402
 
 
@@ -52,8 +53,12 @@ def test_accelerations_use_exact_second_derivatives():
     with torch.no_grad():
         qdd = net(q, qd)
     for b in range(3):
-        H = torch.autograd.functional.hessian(lambda x: net.lagrangian(x[:3], x[3:]), torch.cat([q[b], qd[b]]))
-        g = torch.autograd.functional.jacobian(lambda x: net.lagrangian(x[:3], x[3:]), torch.cat([q[b], qd[b]]))
+        H = torch.autograd.functional.hessian(
+            lambda x: net.lagrangian(x[:3], x[3:]), torch.cat([q[b], qd[b]])
+        )
+        g = torch.autograd.functional.jacobian(
+            lambda x: net.lagrangian(x[:3], x[3:]), torch.cat([q[b], qd[b]])
+        )
         W, mixed = H[3:, 3:], H[3:, :3]
         ref = torch.linalg.solve(W, g[:3] - mixed @ qd[b])
         torch.testing.assert_close(qdd[b], ref, rtol=1e-9, atol=1e-10)
@@ -88,20 +93,29 @@ def test_batched_integration_matches_the_simulator_and_conserves_energy():
     np.testing.assert_allclose(qdd[:, 1], ref.qdd, atol=1e-5)
     E = chain.dynamics(q.reshape(-1, 3), qd.reshape(-1, 3), qdd=qdd.reshape(-1, 3))["E"].reshape(51, 2)
     assert np.abs(E - E[0]).max() < 1e-7 * np.abs(E).max()
-    (tq, _, _), = chain_trajectories(chain, 1, 1.0, 25.0, seed=0)
+    ((tq, _, _),) = chain_trajectories(chain, 1, 1.0, 25.0, seed=0)
     assert tq.shape == (26, 3)
 
 
 def test_tiny_study_compares_matched_models_on_finite_rollout_errors():
-    r = study_chain(2, n_ic=4, duration=1.0, epochs=1, tlnn_width=8, n_rollouts=3, rollout_duration=0.5,
-                    rollout_hz=20.0, report_every=0.1)
+    r = study_chain(
+        2,
+        n_ic=4,
+        duration=1.0,
+        epochs=1,
+        tlnn_width=8,
+        n_rollouts=3,
+        rollout_duration=0.5,
+        rollout_hz=20.0,
+        report_every=0.1,
+    )
     assert len(r["t"]) == 6 and r["t"][-1] == pytest.approx(0.5)
     counts = [m["parameters"] for m in r["models"].values()]
     assert len(counts) == len(MODELS) == 8 and max(counts) < 1.1 * min(counts)
     for m in r["models"].values():
         for key in ("E_median", "E_p05", "E_p95"):
             assert len(m[key]) == 6 and np.all(np.isfinite(m[key]))
-        assert m["E_median"][0] == 0.0 and m["E_median"][-1] > 0          # same start, then the models drift
+        assert m["E_median"][0] == 0.0 and m["E_median"][-1] > 0  # same start, then the models drift
         assert m["E_p05"][-1] <= m["E_median"][-1] <= m["E_p95"][-1]
     assert counts[0] == parameter_count(make_model("TLNN", 2, 8))
 

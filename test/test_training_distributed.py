@@ -1,6 +1,7 @@
 """DDP through torchrun: 2 CPU processes (gloo) train a few epochs; both ranks end with the same
 weights, which equal a single-process run on the whole batch (DDP averages the equal shards'
 gradients) to round-off; only rank 0 writes the model, checkpoints and report."""
+
 import json
 import os
 import runpy
@@ -30,7 +31,8 @@ SCRIPT = textwrap.dedent("""
     trials = paper_crane_trials(Crane())
     tr, _ = paper_split(trials, n_train_samples=512, seed=0)
     tr = reorder(tr, model_order(trials[0].coordinate_names, trials[0].free_joints, trials[0].servo_joints))
-    torch.manual_seed(int(os.environ.get("RANK", "0")))  # different init per rank: DDP must broadcast rank 0's
+    # different init per rank: DDP must broadcast rank 0's
+    torch.manual_seed(int(os.environ.get("RANK", "0")))
     model = ServoLNN(["pendulum_joint"], ["cart_joint"], hidden=[8], coordinate_units=["rad", "m"])
     model.set_normalisation(*normalisation(tr["q"]))
     cfg = TrainConfig(epochs=6, batch=128, lr=1e-3, seed=1, device="cpu", dtype="float64", log_every=3,
@@ -57,24 +59,46 @@ def test_two_process_gloo_equals_single_process(tmp_path, monkeypatch):
     script.write_text(SCRIPT)
     ddp, single = tmp_path / "ddp", tmp_path / "single"
     ddp.mkdir(), single.mkdir()
-    res = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                          "--master_port", "0", "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:0",
-                          str(script), str(ddp)], env=_env(), cwd=tmp_path, capture_output=True, text=True,
-                         timeout=180)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            "0",
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            "localhost:0",
+            str(script),
+            str(ddp),
+        ],
+        env=_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     monkeypatch.setattr(sys, "argv", [str(script), str(single)])  # the same script in one process, here
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
         monkeypatch.delenv(k, raising=False)
     runpy.run_path(str(script), run_name="__main__")
 
-    r0, r1, s = (torch.load(p, weights_only=True) for p in (ddp / "rank0.pt", ddp / "rank1.pt", single / "rank0.pt"))
+    r0, r1, s = (
+        torch.load(p, weights_only=True) for p in (ddp / "rank0.pt", ddp / "rank1.pt", single / "rank0.pt")
+    )
     info0, info1 = (json.loads((ddp / f"rank{r}.json").read_text()) for r in (0, 1))
     assert info0["run"]["world_size"] == info1["run"]["world_size"] == 2
     assert info0["run"]["backend"] == "gloo"
     for k in r0:
         assert torch.equal(r0[k], r1[k]), k  # the ranks hold identical weights
     # each rank saw half of every batch; averaged gradients equal the whole batch's: same as 1 process
-    worst = max(float((r0[k] - s[k]).abs().max() / (s[k].abs().max() + 1e-300)) for k in s if s[k].is_floating_point())
+    worst = max(
+        float((r0[k] - s[k]).abs().max() / (s[k].abs().max() + 1e-300)) for k in s if s[k].is_floating_point()
+    )
     assert worst < 1e-9, worst
     assert info0["loss"] == pytest.approx(info1["loss"], rel=1e-12)  # logged losses are the all-reduced means
     ref = json.loads((single / "rank0.json").read_text())["loss"]
@@ -89,10 +113,10 @@ def test_two_process_gloo_equals_single_process(tmp_path, monkeypatch):
 def _small(seed=0):
     import torch
 
+    from ros_lnn.models.normalisation import normalisation
     from ros_lnn.models.servo_lnn import ServoLNN
     from ros_lnn.physics.crane import Crane
     from ros_lnn.physics.datasets import paper_crane_trials, paper_split
-    from ros_lnn.models.normalisation import normalisation
     from ros_lnn.training.data import model_order, reorder
 
     trials = paper_crane_trials(Crane())
@@ -107,8 +131,21 @@ def _small(seed=0):
 def _cfg(**kw):
     from ros_lnn.training.trainer import TrainConfig
 
-    return TrainConfig(**(dict(epochs=4, batch=128, lr=1e-3, device="cpu", dtype="float64", log_every=1,
-                               val_every=100, threads=1) | kw))
+    return TrainConfig(
+        **(
+            dict(
+                epochs=4,
+                batch=128,
+                lr=1e-3,
+                device="cpu",
+                dtype="float64",
+                log_every=1,
+                val_every=100,
+                threads=1,
+            )
+            | kw
+        )
+    )
 
 
 def test_compile_failure_falls_back_to_eager_with_warning():
@@ -151,11 +188,43 @@ def test_torchrun_cli_only_rank0_writes(tmp_path):
     from ros_lnn.inference.runtime import ServoLnnRuntime
 
     out = tmp_path / "ddp.onnx"
-    res = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                          "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:0", "-m", "ros_lnn.cli", "train",
-                          "--epochs", "4", "--n-train", "256", "--batch", "128", "--hidden", "8", "--log-every", "2",
-                          "--val-every", "2", "--exporter", "torchscript", "--out", str(out)],
-                         env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            "localhost:0",
+            "-m",
+            "ros_lnn.cli",
+            "train",
+            "--epochs",
+            "4",
+            "--n-train",
+            "256",
+            "--batch",
+            "128",
+            "--hidden",
+            "8",
+            "--log-every",
+            "2",
+            "--val-every",
+            "2",
+            "--exporter",
+            "torchscript",
+            "--out",
+            str(out),
+        ],
+        env=_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ddp.onnx", "ddp_checkpoints", "ddp_report"]
     assert sorted(p.name for p in (tmp_path / "ddp_checkpoints").iterdir()) == ["final.pt", "last.pt"]

@@ -1,6 +1,7 @@
 """``ros-lnn train`` end to end on the CLI: report folder (loss curves, validation plots, metrics.json
 agreeing with the model's metadata), provenance in the ONNX metadata, default checkpoint folder,
 ``--resume`` continuing a finished run with more epochs."""
+
 import json
 
 import numpy as np
@@ -13,8 +14,27 @@ pytestmark = requires_torch
 pytest.importorskip("onnxruntime")
 pytest.importorskip("matplotlib")
 
-COMMON = ["train", "--exporter", "torchscript", "--n-train", "512", "--batch", "256", "--hidden", "8", "--threads", "1", "--log-every", "10",
-          "--val-every", "10", "--dtype", "float64", "--export-dtype", "float64"]
+COMMON = [
+    "train",
+    "--exporter",
+    "torchscript",
+    "--n-train",
+    "512",
+    "--batch",
+    "256",
+    "--hidden",
+    "8",
+    "--threads",
+    "1",
+    "--log-every",
+    "10",
+    "--val-every",
+    "10",
+    "--dtype",
+    "float64",
+    "--export-dtype",
+    "float64",
+]
 
 
 def _png_ok(path, min_px=300):
@@ -52,7 +72,8 @@ def test_train_writes_report_provenance_and_resumes(tmp_path, capsys):
     assert set(doc["per_trial_nmse"]["force_c"]) == {"q̈ pendulum_joint", "Q_e cart_joint", "E (mean aligned)"}
     # the per-trial q̈ score of the plot is the trainer's per-trial metric
     assert doc["per_trial_nmse"]["force_c"]["q̈ pendulum_joint"] == pytest.approx(
-        meta.metrics["qdd_f_nmse_per_trial"]["force_c"], rel=1e-9)
+        meta.metrics["qdd_f_nmse_per_trial"]["force_c"], rel=1e-9
+    )
 
     prov = meta.provenance
     assert len(prov["data_hash"]) == 64 and prov["data"]["kind"] == "simulated"
@@ -72,7 +93,11 @@ def test_train_writes_report_provenance_and_resumes(tmp_path, capsys):
     before = (report / "metrics.json").read_text()
     assert main([*COMMON, "--epochs", "50", "--resume", "--no-report", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert f"resumed from {ck} after epoch 30" in printed and "epoch 40/50" in printed and "epoch 10/" not in printed
+    assert (
+        f"resumed from {ck} after epoch 30" in printed
+        and "epoch 40/50" in printed
+        and "epoch 10/" not in printed
+    )
     run = ServoLnnRuntime(out).metadata.provenance["run"]
     assert run["epochs_run"] == 50 and run["resumed"] == [{"from": str(ck), "epoch": 30}]
     assert (report / "metrics.json").read_text() == before
@@ -98,17 +123,30 @@ def test_report_without_truth_or_measured_qe(tmp_path):
 
     rng = np.random.default_rng(0)
     n = 300
-    val = {"t": np.tile(np.arange(150) * 0.01, 2), "q": rng.normal(size=(n, 2)), "qd": rng.normal(size=(n, 2)),
-           "qdd": rng.normal(size=(n, 2)), "Q": rng.normal(size=(n, 2)), "trial": np.repeat([3, 8], 150),
-           "names": ["run a", "run/b"]}
+    val = {
+        "t": np.tile(np.arange(150) * 0.01, 2),
+        "q": rng.normal(size=(n, 2)),
+        "qd": rng.normal(size=(n, 2)),
+        "qdd": rng.normal(size=(n, 2)),
+        "Q": rng.normal(size=(n, 2)),
+        "trial": np.repeat([3, 8], 150),
+        "names": ["run a", "run/b"],
+    }
     torch.manual_seed(0)
     model = ServoLNN(["pendulum_joint"], ["cart_joint"], hidden=[8]).double()
-    history = {"epoch": [1, 2], "loss": [2.0, 1.0], "terms": {"inv": [1.0, 0.5], "fwd": [1.0, 0.5]}, "val": []}
+    history = {
+        "epoch": [1, 2],
+        "loss": [2.0, 1.0],
+        "terms": {"inv": [1.0, 0.5], "fwd": [1.0, 0.5]},
+        "val": [],
+    }
     res = write_report(tmp_path / "r", history, model, val, {"qdd_f_nmse": 1.0}, qe_measured=False)
     assert res["files"] == ["loss_curves.png", "validation_run_a.png", "validation_run_b.png", "metrics.json"]
     doc = json.loads((tmp_path / "r" / "metrics.json").read_text())
-    assert {k: set(v) for k, v in doc["per_trial_nmse"].items()} == {"run a": {"q̈ pendulum_joint"},
-                                                                    "run/b": {"q̈ pendulum_joint"}}
+    assert {k: set(v) for k, v in doc["per_trial_nmse"].items()} == {
+        "run a": {"q̈ pendulum_joint"},
+        "run/b": {"q̈ pendulum_joint"},
+    }
     for f in res["files"][:-1]:
         _png_ok(tmp_path / "r" / f, min_px=250)
     # the score is the nMSE of the forward prediction on that trial's samples
@@ -117,16 +155,33 @@ def test_report_without_truth_or_measured_qe(tmp_path):
         pred = model(t["q"], t["qd"], t["qdd"][:, 1:], t["Q"][:, :1])["qdd"][:150, 0].numpy()
     truth = val["qdd"][:150, 0]
     assert doc["per_trial_nmse"]["run a"]["q̈ pendulum_joint"] == pytest.approx(
-        np.mean((pred - truth) ** 2) / np.var(truth), rel=1e-12)
+        np.mean((pred - truth) ** 2) / np.var(truth), rel=1e-12
+    )
 
 
 def test_command_in_provenance_names_bags_config_and_early_stopping():
     from ros_lnn.cli import build_parser
     from ros_lnn.commands.train import canonical_command
 
-    args = build_parser(only="train").parse_args(["train", "--bag", "rec_a", "rec_b", "--config", "crane.yaml",
-                                                   "--patience", "3", "--min-delta", "1e-4"])
+    args = build_parser(only="train").parse_args(
+        [
+            "train",
+            "--bag",
+            "rec_a",
+            "rec_b",
+            "--config",
+            "crane.yaml",
+            "--patience",
+            "3",
+            "--min-delta",
+            "1e-4",
+        ]
+    )
     cmd = canonical_command(args)
-    assert "--bag rec_a rec_b" in cmd and "--config crane.yaml" in cmd and "--patience 3 --min-delta 0.0001" in cmd
+    assert (
+        "--bag rec_a rec_b" in cmd
+        and "--config crane.yaml" in cmd
+        and "--patience 3 --min-delta 0.0001" in cmd
+    )
     plain = canonical_command(build_parser(only="train").parse_args(["train"]))
     assert "--bag" not in plain and "--patience" not in plain

@@ -1,6 +1,7 @@
 """Resume: an interrupted run continued with ``--resume`` gives the same weights as an uninterrupted
 one (bitwise on CPU, same thread count); an interrupted run leaves its last good checkpoint and no
 half-written model; early stopping keeps the best weights."""
+
 import os
 import signal
 import subprocess
@@ -33,8 +34,8 @@ def data():
 def fresh_model(train_s, seed=0):
     import torch
 
-    from ros_lnn.models.servo_lnn import ServoLNN
     from ros_lnn.models.normalisation import normalisation
+    from ros_lnn.models.servo_lnn import ServoLNN
 
     torch.manual_seed(seed)
     model = ServoLNN(["pendulum_joint"], ["cart_joint"], hidden=[16], coordinate_units=["rad", "m"])
@@ -45,8 +46,19 @@ def fresh_model(train_s, seed=0):
 def config(tmp, epochs=20, **kw):
     from ros_lnn.training.trainer import TrainConfig
 
-    base = dict(epochs=epochs, batch=128, lr=1e-3, seed=3, device="cpu", dtype="float64", log_every=5,
-                val_every=5, checkpoint_every=5, checkpoint_dir=str(tmp), threads=1)
+    base = dict(
+        epochs=epochs,
+        batch=128,
+        lr=1e-3,
+        seed=3,
+        device="cpu",
+        dtype="float64",
+        log_every=5,
+        val_every=5,
+        checkpoint_every=5,
+        checkpoint_dir=str(tmp),
+        threads=1,
+    )
     return TrainConfig(**(base | kw))
 
 
@@ -78,8 +90,9 @@ def test_interrupted_then_resumed_equals_straight_run_bitwise(tmp_path, data):
 
     resumed = fresh_model(train_s, seed=99)  # different init: everything must come from the checkpoint
     lines = []
-    h_resumed = train(resumed, train_s, val, config(tmp_path / "b", resume=str(tmp_path / "b")),
-                      progress=lines.append)
+    h_resumed = train(
+        resumed, train_s, val, config(tmp_path / "b", resume=str(tmp_path / "b")), progress=lines.append
+    )
     assert lines[0].startswith("resumed from") and "after epoch 10" in lines[0]
     a, b = straight.state_dict(), resumed.state_dict()
     assert a.keys() == b.keys()
@@ -100,7 +113,7 @@ def test_resume_without_optimizer_state_would_differ(tmp_path, data):
 
     from ros_lnn.training.trainer import train
 
-    train_s, test_s = data
+    train_s, _test_s = data
     straight = fresh_model(train_s)
     train(straight, train_s, None, config(tmp_path / "a"), progress=lambda line: None)
     half = fresh_model(train_s)
@@ -109,10 +122,18 @@ def test_resume_without_optimizer_state_would_differ(tmp_path, data):
     ckpt["optimizer_state"]["state"] = {}
     torch.save(ckpt, tmp_path / "b" / "weights_only.pt")
     resumed = fresh_model(train_s)
-    train(resumed, train_s, None, config(tmp_path / "c", resume=str(tmp_path / "b" / "weights_only.pt")),
-          progress=lambda line: None)
-    diff = max(float((straight.state_dict()[k] - v).abs().max()) for k, v in resumed.state_dict().items()
-               if v.is_floating_point())
+    train(
+        resumed,
+        train_s,
+        None,
+        config(tmp_path / "c", resume=str(tmp_path / "b" / "weights_only.pt")),
+        progress=lambda line: None,
+    )
+    diff = max(
+        float((straight.state_dict()[k] - v).abs().max())
+        for k, v in resumed.state_dict().items()
+        if v.is_floating_point()
+    )
     assert diff > 1e-6
 
 
@@ -123,14 +144,30 @@ def test_resume_refuses_other_settings_or_data(tmp_path, data):
     train_s, _ = data
     train(fresh_model(train_s), train_s, None, config(tmp_path, epochs=5), progress=lambda line: None)
     with pytest.raises(ModelError, match="batch was 128, now 64"):
-        train(fresh_model(train_s), train_s, None, config(tmp_path, batch=64, resume=str(tmp_path)),
-              progress=lambda line: None)
+        train(
+            fresh_model(train_s),
+            train_s,
+            None,
+            config(tmp_path, batch=64, resume=str(tmp_path)),
+            progress=lambda line: None,
+        )
     other = {k: (v * 1.01 if k == "q" else v) for k, v in train_s.items()}
     with pytest.raises(ModelError, match="training data differ"):
-        train(fresh_model(train_s), other, None, config(tmp_path, resume=str(tmp_path)), progress=lambda line: None)
+        train(
+            fresh_model(train_s),
+            other,
+            None,
+            config(tmp_path, resume=str(tmp_path)),
+            progress=lambda line: None,
+        )
     with pytest.raises(ModelError, match="no checkpoint at"):
-        train(fresh_model(train_s), train_s, None, config(tmp_path, resume=str(tmp_path / "nothing.pt")),
-              progress=lambda line: None)
+        train(
+            fresh_model(train_s),
+            train_s,
+            None,
+            config(tmp_path, resume=str(tmp_path / "nothing.pt")),
+            progress=lambda line: None,
+        )
 
 
 def test_early_stopping_keeps_best_weights(tmp_path, data):
@@ -142,8 +179,13 @@ def test_early_stopping_keeps_best_weights(tmp_path, data):
     val = val_subset(test_s)
     # lr large enough that validation worsens at some point; patience 2 validations
     model = fresh_model(train_s)
-    h = train(model, train_s, val, config(tmp_path, epochs=400, lr=3e-2, val_every=4, log_every=4,
-                                          checkpoint_every=400, patience=2), progress=lambda line: None)
+    h = train(
+        model,
+        train_s,
+        val,
+        config(tmp_path, epochs=400, lr=3e-2, val_every=4, log_every=4, checkpoint_every=400, patience=2),
+        progress=lambda line: None,
+    )
     es = h["early_stopping"]
     vals = [v["qdd_f_nmse"] for v in h["val"]]
     assert es["enabled"] and es["stopped_epoch"] is not None and es["stopped_epoch"] < 400
@@ -156,20 +198,51 @@ def test_early_stopping_keeps_best_weights(tmp_path, data):
     with torch.no_grad():
         assert evaluate(model, val)["qdd_f_nmse"] == pytest.approx(es["best"], rel=1e-12)
     # off by default: the full schedule runs
-    h2 = train(fresh_model(train_s), train_s, val, config(tmp_path / "off", epochs=12, val_every=4),
-               progress=lambda line: None)
+    h2 = train(
+        fresh_model(train_s),
+        train_s,
+        val,
+        config(tmp_path / "off", epochs=12, val_every=4),
+        progress=lambda line: None,
+    )
     assert h2["epoch"][-1] == 12 and not h2["early_stopping"]["enabled"]
 
 
 def _cli_train(tmp_path, extra=()):
     out = tmp_path / "m.onnx"
-    cmd = [sys.executable, "-m", "ros_lnn.cli", "train", "--epochs", "1000000", "--n-train", "512",
-           "--batch", "256", "--hidden", "8", "--threads", "1", "--log-every", "20", "--val-every", "100000",
-           "--checkpoint-dir", str(tmp_path / "ck"), "--checkpoint-every", "20", "--exporter", "torchscript",
-           "--out", str(out), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ros_lnn.cli",
+        "train",
+        "--epochs",
+        "1000000",
+        "--n-train",
+        "512",
+        "--batch",
+        "256",
+        "--hidden",
+        "8",
+        "--threads",
+        "1",
+        "--log-every",
+        "20",
+        "--val-every",
+        "100000",
+        "--checkpoint-dir",
+        str(tmp_path / "ck"),
+        "--checkpoint-every",
+        "20",
+        "--exporter",
+        "torchscript",
+        "--out",
+        str(out),
+        *extra,
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
-    return out, subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 text=True)
+    return out, subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -182,7 +255,9 @@ def test_signal_leaves_last_checkpoint_and_no_model(tmp_path, sig):
         deadline = time.monotonic() + 90
         while not ck.exists() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
-        assert ck.exists(), proc.communicate(timeout=5)[0] if proc.poll() is not None else "no checkpoint in 90 s"
+        assert ck.exists(), (
+            proc.communicate(timeout=5)[0] if proc.poll() is not None else "no checkpoint in 90 s"
+        )
         time.sleep(0.5)
         proc.send_signal(sig)
         printed, _ = proc.communicate(timeout=60)
@@ -219,10 +294,21 @@ def test_resume_keeps_early_stopping_state(tmp_path, data):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        train(fresh_model(train_s), train_s, val, config(tmp_path / "b", **(kw | {"log_every": 1})), progress=interrupt)
+        train(
+            fresh_model(train_s),
+            train_s,
+            val,
+            config(tmp_path / "b", **(kw | {"log_every": 1})),
+            progress=interrupt,
+        )
     resumed = fresh_model(train_s)
-    h2 = train(resumed, train_s, val, config(tmp_path / "b", resume=str(tmp_path / "b"), **(kw | {"log_every": 1})),
-               progress=lambda line: None)
+    h2 = train(
+        resumed,
+        train_s,
+        val,
+        config(tmp_path / "b", resume=str(tmp_path / "b"), **(kw | {"log_every": 1})),
+        progress=lambda line: None,
+    )
     assert h2["resumed"][0]["epoch"] == cut + 0 and h2["early_stopping"] == h["early_stopping"]
     for k, v in straight.state_dict().items():
         assert torch.equal(v, resumed.state_dict()[k]), k

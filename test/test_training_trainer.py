@@ -1,5 +1,6 @@
 """Trainer on the crane (short real runs): the loss falls, same seed → same weights, checkpoints
 round-trip atomically; ``ros-lnn train``/``export`` end to end on a trials file."""
+
 import json
 
 import numpy as np
@@ -12,10 +13,10 @@ pytestmark = requires_torch
 torch = pytest.importorskip("torch")
 
 from ros_lnn.errors import ModelError  # noqa: E402
+from ros_lnn.models.normalisation import normalisation  # noqa: E402
 from ros_lnn.models.servo_lnn import ServoLNN  # noqa: E402
 from ros_lnn.physics.crane import Crane  # noqa: E402
 from ros_lnn.physics.datasets import paper_crane_trials, paper_split  # noqa: E402
-from ros_lnn.models.normalisation import normalisation  # noqa: E402
 from ros_lnn.training.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from ros_lnn.training.data import model_order, reorder  # noqa: E402
 from ros_lnn.training.trainer import TrainConfig, evaluate, seed_everything, train  # noqa: E402
@@ -57,19 +58,32 @@ def test_short_training_reduces_loss_and_test_error(split):
 
 
 def test_without_qe_uses_the_estimated_power_loss(split):
-    history = train(_model(split), *split, TrainConfig(epochs=2, batch=512, with_qe=False, log_every=1,
-                                                       device="cpu"), progress=lambda _: None)
+    history = train(
+        _model(split),
+        *split,
+        TrainConfig(epochs=2, batch=512, with_qe=False, log_every=1, device="cpu"),
+        progress=lambda _: None,
+    )
     assert history["losses"] == ["inv", "fwd", "power_est"]
     with pytest.raises(ValueError, match="need measured Q_e"):
-        train(_model(split), *split, TrainConfig(epochs=1, with_qe=False, losses=("inv", "power")),
-              progress=lambda _: None)
+        train(
+            _model(split),
+            *split,
+            TrainConfig(epochs=1, with_qe=False, losses=("inv", "power")),
+            progress=lambda _: None,
+        )
 
 
 def test_same_seed_same_weights(split):
     def run(seed):
         m = _model(split, seed)
-        train(m, split[0], None, TrainConfig(epochs=3, batch=256, seed=seed, log_every=3, device="cpu"),
-              progress=lambda _: None)
+        train(
+            m,
+            split[0],
+            None,
+            TrainConfig(epochs=3, batch=256, seed=seed, log_every=3, device="cpu"),
+            progress=lambda _: None,
+        )
         return m.state_dict()
 
     a, b, c = run(0), run(0), run(1)
@@ -79,8 +93,9 @@ def test_same_seed_same_weights(split):
 
 def test_checkpoint_round_trip(split, tmp_path):
     model = _model(split)
-    cfg = TrainConfig(epochs=2, batch=512, log_every=1, checkpoint_dir=str(tmp_path), checkpoint_every=1,
-                      device="cpu")
+    cfg = TrainConfig(
+        epochs=2, batch=512, log_every=1, checkpoint_dir=str(tmp_path), checkpoint_every=1, device="cpu"
+    )
     train(model, split[0], None, cfg, progress=lambda _: None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["last.pt"]
     loaded, ckpt = load_checkpoint(tmp_path / "last.pt")
@@ -89,7 +104,7 @@ def test_checkpoint_round_trip(split, tmp_path):
     assert torch.equal(loaded.terms(q)[0], model.terms(q)[0])
     save_checkpoint(tmp_path / "again.pt", loaded, None, 2, {})
     (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(ModelError, match="bad.pt"):
+    with pytest.raises(ModelError, match=r"bad\.pt"):
         load_checkpoint(tmp_path / "bad.pt")
     with pytest.raises(ModelError, match="not found"):
         load_checkpoint(tmp_path / "missing.pt")
@@ -104,9 +119,29 @@ def test_train_and_export_commands_end_to_end(trials, tmp_path):
     save_trials(data, [trials[1], trials[3], trials[2]])
     names = [trials[1].name, trials[3].name, trials[2].name]
     out = tmp_path / "m.onnx"
-    rc = main(["train", "--data", str(data), "--test-trials", names[2], "--epochs", "3", "--batch", "512",
-               "--n-train", "1024", "--out", str(out), "--checkpoint-dir", str(tmp_path / "ck"), "--log-every", "1",
-               "--exporter", "torchscript"])  # the dynamo exporter is covered in test_export_onnx
+    rc = main(
+        [
+            "train",
+            "--data",
+            str(data),
+            "--test-trials",
+            names[2],
+            "--epochs",
+            "3",
+            "--batch",
+            "512",
+            "--n-train",
+            "1024",
+            "--out",
+            str(out),
+            "--checkpoint-dir",
+            str(tmp_path / "ck"),
+            "--log-every",
+            "1",
+            "--exporter",
+            "torchscript",
+        ]
+    )  # the dynamo exporter is covered in test_export_onnx
     assert rc == 0 and out.is_file()
     rt = ServoLnnRuntime(out, free_joints=["pendulum_joint"], servo_joints=["cart_joint"])
     meta = rt.metadata
@@ -120,7 +155,10 @@ def test_train_and_export_commands_end_to_end(trials, tmp_path):
     assert "--epochs 3" in prov["command"] and f"--test-trials {names[2]}" in prov["command"]
     # export from the final checkpoint: same metadata, same numbers
     out2 = tmp_path / "again.onnx"
-    assert main(["export", str(tmp_path / "ck" / "final.pt"), "--out", str(out2), "--exporter", "torchscript"]) == 0
+    assert (
+        main(["export", str(tmp_path / "ck" / "final.pt"), "--out", str(out2), "--exporter", "torchscript"])
+        == 0
+    )
     rt2 = ServoLnnRuntime(out2)
     assert json.loads(rt2.metadata.to_json())["metrics"] == json.loads(meta.to_json())["metrics"]
     q, qd = np.array([[0.3, 0.1]]), np.array([[0.5, -0.2]])
@@ -135,8 +173,10 @@ def test_fused_adam_takes_the_steps_of_plain_adam():
     torch.manual_seed(0)
     w0 = torch.randn(64, 3)
     runs = {}
-    for name, make in (("fused", lambda p: make_adam(p, 1e-2, 1e-5)),
-                       ("plain", lambda p: torch.optim.Adam(p, lr=1e-2, weight_decay=1e-5))):
+    for name, make in (
+        ("fused", lambda p: make_adam(p, 1e-2, 1e-5)),
+        ("plain", lambda p: torch.optim.Adam(p, lr=1e-2, weight_decay=1e-5)),
+    ):
         w = torch.nn.Parameter(w0.clone())
         opt = make([w])
         for i in range(50):

@@ -1,20 +1,28 @@
 """Partial-Lagrangian paper examples (docs/papers.md): damping obeys the first law, PD settles at the
 gravity-shifted rest point, PID removes the offset, the prismatic reconstruction reaches its length,
 the 10-link chain grown by extension is the uniform chain, and the cost model's three evaluations agree."""
+
 import numpy as np
-import pytest
 
 from conftest import requires_torch
 from ros_lnn.physics.chain import Link, PlanarChain
 from ros_lnn.zoo.partial_cost import fit_exponents, measure
-from ros_lnn.zoo.partial_lagrangian_examples import (JointPID, one_link, pd_equilibrium, prismatic_reconstruction,
-                                                     simulate_chain, ten_links, two_links)
+from ros_lnn.zoo.partial_lagrangian_examples import (
+    JointPID,
+    one_link,
+    pd_equilibrium,
+    prismatic_reconstruction,
+    simulate_chain,
+    ten_links,
+    two_links,
+)
 
 
 def test_damping_dissipates_energy_at_the_rate_qd_dot_q_damping():
     chain, damping, _ = two_links()
-    sim = simulate_chain(chain, 4.0, [1.0, -0.5], [0.5, 0.0], damping=damping, n_samples=401, rtol=1e-11,
-                         atol=1e-11)
+    sim = simulate_chain(
+        chain, 4.0, [1.0, -0.5], [0.5, 0.0], damping=damping, n_samples=401, rtol=1e-11, atol=1e-11
+    )
     # E(t) − E(0) = ∫ q̇ᵀ Q_damp dt with Q_damp = −d q̇, so E never rises and loses energy steadily
     np.testing.assert_allclose(sim["E"] - sim["E"][0], sim["work"], atol=1e-8)
     np.testing.assert_allclose(sim["Q_damp"], -damping * sim["qd"], rtol=0, atol=0)
@@ -49,8 +57,9 @@ def test_pd_settles_at_the_gravity_shifted_rest_point_and_pid_at_the_target():
 def test_prismatic_reconstruction_shortens_link_2_to_its_target_length():
     chain, damping, pid = prismatic_reconstruction()
     assert [link.kind for link in chain.links] == ["revolute", "prismatic", "revolute"]
-    sim = simulate_chain(chain, 20.0, [0.3, 0.0, 0.3], damping=damping, controller=pid, n_samples=11,
-                         method="LSODA")
+    sim = simulate_chain(
+        chain, 20.0, [0.3, 0.0, 0.3], damping=damping, controller=pid, n_samples=11, method="LSODA"
+    )
     joints = chain.joint_positions(sim["q"][-1])
     np.testing.assert_allclose(np.linalg.norm(joints[2] - joints[1]), 0.1, atol=1e-3)
     np.testing.assert_allclose(np.linalg.norm(joints[1] - joints[0]), 2.0, atol=1e-12)

@@ -1,5 +1,6 @@
 """``ros-lnn train`` for the zoo families: the checkpoint loads back into a working model, and a
 family/system mismatch is one line (exit code 2) before anything is written."""
+
 import pytest
 
 from conftest import requires_torch
@@ -18,8 +19,27 @@ def main(argv):
 @pytest.mark.parametrize("model,system", [("lnn_nh", "particle"), ("tlnn", "chain"), ("node", "chain")])
 def test_train_save_load(tmp_path, model, system):
     out = tmp_path / f"{model}.pt"
-    assert main(["--model", model, "--system", system, "--trajectories", "2", "--duration", "1", "--epochs", "1",
-                 "--hidden", "8", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "--model",
+                model,
+                "--system",
+                system,
+                "--trajectories",
+                "2",
+                "--duration",
+                "1",
+                "--epochs",
+                "1",
+                "--hidden",
+                "8",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     net = load_checkpoint(out)[0].double()
     assert net.family == model
     q, qd = torch.zeros(2, net.n, dtype=torch.float64), torch.ones(2, net.n, dtype=torch.float64)

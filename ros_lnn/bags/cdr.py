@@ -8,6 +8,7 @@ one message is parsed in Python (its *layout*: where the stamp and the float64 a
 message of the same length whose non-numeric bytes match it is decoded at once as a row of a
 ``(messages, bytes)`` matrix, and any other message gets a layout of its own.
 """
+
 from __future__ import annotations
 
 import struct
@@ -41,9 +42,9 @@ class Layout:
         mask = np.ones(self.size, dtype=bool)
         mask[2:HEADER_BYTES] = False  # encapsulation options may differ between writers
         if self.stamp is not None:
-            mask[self.stamp:self.stamp + 8] = False
+            mask[self.stamp : self.stamp + 8] = False
         for offset, count in self.arrays.values():
-            mask[offset:offset + 8 * count] = False
+            mask[offset : offset + 8 * count] = False
         return mask
 
 
@@ -68,7 +69,7 @@ class _Cursor:
         length = self.u32()
         if length == 0 or self.pos + length > len(self.raw):
             raise CdrError("bad string length")
-        text = bytes(self.raw[self.pos:self.pos + length - 1]).decode("utf-8", "replace")
+        text = bytes(self.raw[self.pos : self.pos + length - 1]).decode("utf-8", "replace")
         self.pos += length
         return text
 
@@ -120,8 +121,11 @@ def float64_array_layout(raw: bytes) -> Layout:
     return Layout(len(raw), tuple(dims), {"data": cur.f64_seq()}, None)
 
 
-LAYOUTS = {JOINT_STATE: joint_state_layout, JOINT_TRAJECTORY: joint_trajectory_layout,
-           FLOAT64_ARRAY: float64_array_layout}
+LAYOUTS = {
+    JOINT_STATE: joint_state_layout,
+    JOINT_TRAJECTORY: joint_trajectory_layout,
+    FLOAT64_ARRAY: float64_array_layout,
+}
 
 
 @dataclass
@@ -129,20 +133,22 @@ class Group:
     """Messages (by index into the input list) that share one layout, decoded."""
 
     layout: Layout
-    index: np.ndarray            # (m,) positions in the input list
+    index: np.ndarray  # (m,) positions in the input list
     stamp_ns: np.ndarray | None  # (m,) int64
-    arrays: dict                 # field -> (m, count) float64
+    arrays: dict  # field -> (m, count) float64
 
 
 def _decode_rows(rows: np.ndarray, layout: Layout):
     stamp = None
     if layout.stamp is not None:
         s = layout.stamp
-        sec = np.ascontiguousarray(rows[:, s:s + 4]).view("<i4")[:, 0].astype(np.int64)
-        nsec = np.ascontiguousarray(rows[:, s + 4:s + 8]).view("<u4")[:, 0].astype(np.int64)
+        sec = np.ascontiguousarray(rows[:, s : s + 4]).view("<i4")[:, 0].astype(np.int64)
+        nsec = np.ascontiguousarray(rows[:, s + 4 : s + 8]).view("<u4")[:, 0].astype(np.int64)
         stamp = sec * 1_000_000_000 + nsec
-    arrays = {field: np.ascontiguousarray(rows[:, off:off + 8 * cnt]).view("<f8").reshape(len(rows), cnt)
-              for field, (off, cnt) in layout.arrays.items()}
+    arrays = {
+        field: np.ascontiguousarray(rows[:, off : off + 8 * cnt]).view("<f8").reshape(len(rows), cnt)
+        for field, (off, cnt) in layout.arrays.items()
+    }
     return stamp, arrays
 
 
@@ -180,12 +186,12 @@ def encode_messages(template: bytes, msgtype: str, stamp_ns=None, arrays=None) -
     if stamp_ns is not None:
         stamp_ns = np.asarray(stamp_ns, dtype=np.int64)
         s = layout.stamp
-        rows[:, s:s + 4] = (stamp_ns // 1_000_000_000).astype("<i4").view(np.uint8).reshape(count, 4)
-        rows[:, s + 4:s + 8] = (stamp_ns % 1_000_000_000).astype("<u4").view(np.uint8).reshape(count, 4)
+        rows[:, s : s + 4] = (stamp_ns // 1_000_000_000).astype("<i4").view(np.uint8).reshape(count, 4)
+        rows[:, s + 4 : s + 8] = (stamp_ns % 1_000_000_000).astype("<u4").view(np.uint8).reshape(count, 4)
     for field, values in arrays.items():
         off, cnt = layout.arrays[field]
         values = np.ascontiguousarray(values, dtype="<f8").reshape(count, cnt)
-        rows[:, off:off + 8 * cnt] = values.view(np.uint8).reshape(count, 8 * cnt)
+        rows[:, off : off + 8 * cnt] = values.view(np.uint8).reshape(count, 8 * cnt)
     flat = rows.tobytes()
     size = layout.size
-    return [flat[i:i + size] for i in range(0, count * size, size)]
+    return [flat[i : i + size] for i in range(0, count * size, size)]

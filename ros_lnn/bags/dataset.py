@@ -7,8 +7,10 @@ twice when velocities are missing); ``Q`` = measured efforts (NaN = not measured
 ``T, V, E, M`` are NaN (a robot does not record them). When the bag holds the simulator's
 ``/ground_truth`` the exact values come back as a parallel ``truth`` trial, for evaluation only.
 """
+
 from __future__ import annotations
 
+import itertools
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -18,18 +20,24 @@ import numpy as np
 
 from ..errors import DataError
 from ..physics.trials import Trial
-from . import timebase as tb
 from . import cdr
+from . import timebase as tb
 from .mapping import BagMapping
-from .reader import (bag_files_sha256, normalise_topic, open_bag, read_float64_array, read_named_arrays,
-                     topic_types)
+from .reader import (
+    bag_files_sha256,
+    normalise_topic,
+    open_bag,
+    read_float64_array,
+    read_named_arrays,
+    topic_types,
+)
 from .writer import TRIALS_KEY
 
 
 @dataclass
 class BagDataset:
-    trials: list                 # measured trials (what training sees)
-    truth: list                  # exact trials from /ground_truth, or None each
+    trials: list  # measured trials (what training sees)
+    truth: list  # exact trials from /ground_truth, or None each
     summary: dict
     train: list = field(default_factory=list)
     validation: list = field(default_factory=list)
@@ -66,13 +74,21 @@ def _clean(stream, mapping, summary, quiet=False):
 def _align(t_ns, src_ns, values, topic):
     """Values of another stream at the joint-state stamps: linear between its samples, exact where
     stamps coincide, NaN outside its time range."""
-    lo, hi = max(t_ns[0], src_ns[0] if len(src_ns) else t_ns[-1]), min(t_ns[-1], src_ns[-1] if len(src_ns) else 0)
+    lo, hi = (
+        max(t_ns[0], src_ns[0] if len(src_ns) else t_ns[-1]),
+        min(t_ns[-1], src_ns[-1] if len(src_ns) else 0),
+    )
     if len(src_ns) < 2 or hi <= lo:
-        raise DataError(f"{topic} has no data overlapping the joint states in time; check that both "
-                        "were recorded together (or set bag.stamps: receive)")
+        raise DataError(
+            f"{topic} has no data overlapping the joint states in time; check that both "
+            "were recorded together (or set bag.stamps: receive)"
+        )
     t, s = (t_ns - t_ns[0]) * 1e-9, (src_ns - t_ns[0]) * 1e-9
-    return np.column_stack([np.interp(t, s, v, left=np.nan, right=np.nan) for v in values.T]) \
-        if values.shape[1] else np.zeros((len(t), 0))
+    return (
+        np.column_stack([np.interp(t, s, v, left=np.nan, right=np.nan) for v in values.T])
+        if values.shape[1]
+        else np.zeros((len(t), 0))
+    )
 
 
 def _effort(reader, source, joints, js, mapping, summary, name):
@@ -88,7 +104,7 @@ def _effort(reader, source, joints, js, mapping, summary, name):
         if msgtype == cdr.FLOAT64_ARRAY:
             s = read_float64_array(reader, source, bag_name=name)
             src_ns, vals = _clean(s, mapping, summary)
-            vals = vals["data"][:, :len(joints)]
+            vals = vals["data"][:, : len(joints)]
         else:
             s = read_named_arrays(reader, source, joints, {"effort": "effort"}, bag_name=name)
             src_ns, vals = _clean(s, mapping, summary)
@@ -106,9 +122,14 @@ def _read_bag(path, mapping: BagMapping, summary) -> list:
     try:
         types = topic_types(reader)
         joints = _coordinate_order(mapping)
-        js_stream = read_named_arrays(reader, mapping.joint_states_topic, joints,
-                                      {"position": "position", "velocity": "velocity", "effort": "effort"},
-                                      index_order=mapping.joint_order, bag_name=name)
+        js_stream = read_named_arrays(
+            reader,
+            mapping.joint_states_topic,
+            joints,
+            {"position": "position", "velocity": "velocity", "effort": "effort"},
+            index_order=mapping.joint_order,
+            bag_name=name,
+        )
         finite = np.isfinite(js_stream.values["position"])
         bad = ~finite.all(axis=1)
         # messages of another publisher on the same topic (other joints only) vs. incomplete ones
@@ -118,8 +139,10 @@ def _read_bag(path, mapping: BagMapping, summary) -> list:
             setattr(js_stream, key, getattr(js_stream, key)[~bad])
         js_stream.values = {k: v[~bad] for k, v in js_stream.values.items()}
         if not len(js_stream.stamp_ns):
-            raise DataError(f"{name}: every message on {js_stream.topic} has NaN or inf positions for the joints "
-                            f"{list(joints)} (or names none of them); nothing to train on")
+            raise DataError(
+                f"{name}: every message on {js_stream.topic} has NaN or inf positions for the joints "
+                f"{list(joints)} (or names none of them); nothing to train on"
+            )
         t_ns, vals = _clean(js_stream, mapping, summary)
         js = {"t_ns": t_ns, "joints": joints, **vals}
         entry = summary["streams"][js_stream.topic]
@@ -152,7 +175,9 @@ def _coordinate_order(mapping):
     if mapping.joint_order:
         unknown = [j for j in mapping.free_joints + mapping.servo_joints if j not in mapping.joint_order]
         if unknown:
-            raise DataError(f"bag.joint_order {list(mapping.joint_order)} lacks joint(s) {', '.join(unknown)}")
+            raise DataError(
+                f"bag.joint_order {list(mapping.joint_order)} lacks joint(s) {', '.join(unknown)}"
+            )
         return tuple(j for j in mapping.joint_order if j in mapping.free_joints + mapping.servo_joints)
     return mapping.free_joints + mapping.servo_joints
 
@@ -161,8 +186,10 @@ def _servo_accelerations(reader, mapping, js, types, summary, name):
     topic = normalise_topic(mapping.servo_topic)
     have = types.get(topic, {}).get("type")
     if have is None:
-        raise DataError(f"{name}: servo command topic {topic} is not in the bag (topics: "
-                        f"{', '.join(sorted(types))}); set bag.servo_topic, or '' for none")
+        raise DataError(
+            f"{name}: servo command topic {topic} is not in the bag (topics: "
+            f"{', '.join(sorted(types))}); set bag.servo_topic, or '' for none"
+        )
     want = mapping.servo_msgtype
     if want != "auto" and have != want:
         raise DataError(f"{name}: {topic} has type {have}, the mapping says {want}")
@@ -170,17 +197,22 @@ def _servo_accelerations(reader, mapping, js, types, summary, name):
     if have == cdr.FLOAT64_ARRAY:
         s = read_float64_array(reader, topic, bag_name=name)
         if s.values["data"].shape[1] != 3 * n_e:
-            raise DataError(f"{name}: {topic} Float64MultiArray has {s.values['data'].shape[1]} entries; "
-                            f"expected 3 × {n_e} servo joints ([q_e..., q̇_e..., q̈_e...])")
+            raise DataError(
+                f"{name}: {topic} Float64MultiArray has {s.values['data'].shape[1]} entries; "
+                f"expected 3 × {n_e} servo joints ([q_e..., q̇_e..., q̈_e...])"
+            )
         src_ns, vals = _clean(s, mapping, summary)
-        acc = vals["data"][:, 2 * n_e:]
+        acc = vals["data"][:, 2 * n_e :]
     elif have == cdr.JOINT_TRAJECTORY:
-        s = read_named_arrays(reader, topic, mapping.servo_joints, {"accelerations": "accelerations"},
-                              bag_name=name)
+        s = read_named_arrays(
+            reader, topic, mapping.servo_joints, {"accelerations": "accelerations"}, bag_name=name
+        )
         src_ns, vals = _clean(s, mapping, summary)
         acc = vals["accelerations"]
     else:
-        raise DataError(f"{name}: {topic} has type {have}; expected {cdr.JOINT_TRAJECTORY} or {cdr.FLOAT64_ARRAY}")
+        raise DataError(
+            f"{name}: {topic} has type {have}; expected {cdr.JOINT_TRAJECTORY} or {cdr.FLOAT64_ARRAY}"
+        )
     out = _align(js["t_ns"], src_ns, acc, topic)
     return None if np.isnan(out).all() else out
 
@@ -196,9 +228,16 @@ def _ground_truth(reader, topic, js, mapping, summary, name):
     joints = js["joints"]
     try:
         pick = lambda prefix: data[:, [col[f"{prefix}:{j}"] for j in joints]]  # noqa: E731
-        return {"qdd": pick("qdd"), "Q": pick("Q"), "T": data[:, col["T"]], "V": data[:, col["V"]],
-                "E": data[:, col["E"]],
-                "M": data[:, [col[f"M:{a}:{b}"] for a in joints for b in joints]].reshape(-1, len(joints), len(joints))}
+        return {
+            "qdd": pick("qdd"),
+            "Q": pick("Q"),
+            "T": data[:, col["T"]],
+            "V": data[:, col["V"]],
+            "E": data[:, col["E"]],
+            "M": data[:, [col[f"M:{a}:{b}"] for a in joints for b in joints]].reshape(
+                -1, len(joints), len(joints)
+            ),
+        }
     except KeyError as exc:
         _warn(summary, f"{topic}: layout lacks {exc}; ground truth ignored")
         return None
@@ -218,13 +257,17 @@ def _segments(js, mapping, summary, path, named):
     out = []
     for k, (a, b) in enumerate(ranges):
         start_ns = int(js["t_ns"][a])
-        label = next((d["name"] for d in named if abs(d.get("start_ns", -1) - start_ns) < 1000),
-                     f"{path.name}_{k}")
+        label = next(
+            (d["name"] for d in named if abs(d.get("start_ns", -1) - start_ns) < 1000), f"{path.name}_{k}"
+        )
         if b - a < mapping.min_samples:
             summary["dropped_segments"].append({"name": label, "samples": b - a})
             continue
-        seg = {key: (v[a:b] if isinstance(v, np.ndarray) else v) for key, v in js.items()
-               if key not in ("truth", "joints")}
+        seg = {
+            key: (v[a:b] if isinstance(v, np.ndarray) else v)
+            for key, v in js.items()
+            if key not in ("truth", "joints")
+        }
         seg["truth"] = {key: v[a:b] for key, v in js["truth"].items()} if js["truth"] else None
         seg.update(name=label, joints=js["joints"], t=t_all[a:b] - t_all[a], start_ns=start_ns, bag=str(path))
         out.append(seg)
@@ -237,8 +280,13 @@ def _to_trial(seg, mapping, summary):
     free = [joints.index(j) for j in mapping.free_joints]
     servo = [joints.index(j) for j in mapping.servo_joints]
     spread, worst = tb.jitter(t)
-    info = {"name": seg["name"], "samples_in": len(t), "jitter": spread, "max_step_deviation": worst,
-            "resampled": False}
+    info = {
+        "name": seg["name"],
+        "samples_in": len(t),
+        "jitter": spread,
+        "max_step_deviation": worst,
+        "resampled": False,
+    }
     fields = {"q": seg["position"], "qd": seg["velocity"], "effort": seg["effort"]}
     extra = {k: seg[k] for k in ("servo_acc", "Q_e", "Q_f") if seg[k] is not None}
     truth = seg["truth"]
@@ -247,8 +295,12 @@ def _to_trial(seg, mapping, summary):
         fields = {k: tb.resample(t, v, grid, smooth=k != "effort") for k, v in fields.items()}
         extra = {k: tb.resample(t, v, grid, smooth=False) for k, v in extra.items()}
         if truth:
-            truth = {k: tb.resample(t, v.reshape(len(t), -1), grid, smooth=True).reshape((len(grid),) + v.shape[1:])
-                     for k, v in truth.items()}
+            truth = {
+                k: tb.resample(t, v.reshape(len(t), -1), grid, smooth=True).reshape(
+                    (len(grid),) + v.shape[1:]
+                )
+                for k, v in truth.items()
+            }
         t = grid
         info["resampled"] = True
     dt = float(np.median(np.diff(t)))
@@ -275,11 +327,27 @@ def _to_trial(seg, mapping, summary):
     info["Q_e_measured"] = "Q_e" in extra
     info["masked_Q_samples"] = int(np.isnan(Q[:, servo]).any(axis=1).sum()) if info["Q_e_measured"] else 0
     nan = np.full(N, np.nan)
-    attrs = {"source": "rosbag", "bag": seg["bag"], "start_ns": seg["start_ns"],
-             "measured": {"Q_e": info["Q_e_measured"], "Q_f": mapping.free_effort,
-                          "qdd_e": info["qdd_e"], "qdd_f": info["qdd_f"]}}
-    common = dict(name=seg["name"], system=mapping.system or "unknown", coordinate_names=joints,
-                  free_joints=mapping.free_joints, servo_joints=mapping.servo_joints, t=t, q=q, qd=qd)
+    attrs = {
+        "source": "rosbag",
+        "bag": seg["bag"],
+        "start_ns": seg["start_ns"],
+        "measured": {
+            "Q_e": info["Q_e_measured"],
+            "Q_f": mapping.free_effort,
+            "qdd_e": info["qdd_e"],
+            "qdd_f": info["qdd_f"],
+        },
+    }
+    common = dict(
+        name=seg["name"],
+        system=mapping.system or "unknown",
+        coordinate_names=joints,
+        free_joints=mapping.free_joints,
+        servo_joints=mapping.servo_joints,
+        t=t,
+        q=q,
+        qd=qd,
+    )
     trial = Trial(**common, qdd=qdd, Q=Q, T=nan, V=nan, E=nan, M=np.full((N, n, n), np.nan), attrs=attrs)
     exact = Trial(**common, **truth, attrs={**attrs, "ground_truth": True}) if truth else None
     info["samples"] = N
@@ -294,18 +362,30 @@ def split_trials(trials, val_fraction: float, seed: int = 0):
         return list(trials), []
     n_val = min(len(trials) - 1, max(1, int(round(val_fraction * len(trials)))))
     pick = set(np.random.default_rng(seed).choice(len(trials), n_val, replace=False).tolist())
-    return ([tr for i, tr in enumerate(trials) if i not in pick], [tr for i, tr in enumerate(trials) if i in pick])
+    return (
+        [tr for i, tr in enumerate(trials) if i not in pick],
+        [tr for i, tr in enumerate(trials) if i in pick],
+    )
 
 
 def chop_trial(trial, pieces: int):
     """Split one long trial into ``pieces`` contiguous trials (for a train/validation split)."""
     bounds = np.linspace(0, len(trial), pieces + 1).astype(int)
     out = []
-    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+    for k, (a, b) in enumerate(itertools.pairwise(bounds)):
         arrays = {key: getattr(trial, key)[a:b] for key in ("q", "qd", "qdd", "Q", "T", "V", "E", "M")}
-        out.append(Trial(name=f"{trial.name}_part{k}", system=trial.system, coordinate_names=trial.coordinate_names,
-                         free_joints=trial.free_joints, servo_joints=trial.servo_joints,
-                         t=trial.t[a:b] - trial.t[a], attrs=dict(trial.attrs), **arrays))
+        out.append(
+            Trial(
+                name=f"{trial.name}_part{k}",
+                system=trial.system,
+                coordinate_names=trial.coordinate_names,
+                free_joints=trial.free_joints,
+                servo_joints=trial.servo_joints,
+                t=trial.t[a:b] - trial.t[a],
+                attrs=dict(trial.attrs),
+                **arrays,
+            )
+        )
     return out
 
 
@@ -314,16 +394,25 @@ def load_bag_dataset(paths, mapping: BagMapping) -> BagDataset:
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not paths:
         raise DataError("no bag given; pass --bag PATH")
-    summary = {"bags": [], "streams": {}, "skipped_topics": {}, "warnings": [], "gaps_s": [],
-               "dropped_segments": [], "trials": [], "mapping": {k: (list(v) if isinstance(v, tuple) else v)
-                                                                  for k, v in mapping.__dict__.items()}}
+    summary = {
+        "bags": [],
+        "streams": {},
+        "skipped_topics": {},
+        "warnings": [],
+        "gaps_s": [],
+        "dropped_segments": [],
+        "trials": [],
+        "mapping": {k: (list(v) if isinstance(v, tuple) else v) for k, v in mapping.__dict__.items()},
+    }
     segments = []
     for path in paths:
         segments += _read_bag(path, mapping, summary)
         summary["bags"].append({"path": str(path), "sha256": bag_files_sha256(path)})
     if not segments:
-        raise DataError(f"{', '.join(map(str, paths))}: too few samples: no stretch of joint states without "
-                        f"gaps holds {mapping.min_samples} samples (bag.min_samples)")
+        raise DataError(
+            f"{', '.join(map(str, paths))}: too few samples: no stretch of joint states without "
+            f"gaps holds {mapping.min_samples} samples (bag.min_samples)"
+        )
     trials, truth = [], []
     for seg in segments:
         trial, exact, info = _to_trial(seg, mapping, summary)
@@ -341,8 +430,16 @@ def load_bag_dataset(paths, mapping: BagMapping) -> BagDataset:
     return BagDataset(trials, truth, summary, train, val)
 
 
-REPAIRS = ("nameless", "other_joints_only", "nan_positions", "nan_efforts", "duplicates", "out_of_order",
-           "short_arrays", "no_point")
+REPAIRS = (
+    "nameless",
+    "other_joints_only",
+    "nan_positions",
+    "nan_efforts",
+    "duplicates",
+    "out_of_order",
+    "short_arrays",
+    "no_point",
+)
 
 
 def describe(summary: dict) -> list[str]:
@@ -350,16 +447,24 @@ def describe(summary: dict) -> list[str]:
     lines = []
     for topic, info in summary["streams"].items():
         fixes = ", ".join(f"{k.replace('_', ' ')} {info[k]}" for k in REPAIRS if info.get(k))
-        lines.append(f"{topic} ({info['type'].split('/')[-1]}): {info['messages']} messages, stamps "
-                     f"{info['stamps']}" + (f"; {fixes}" if fixes else ""))
+        lines.append(
+            f"{topic} ({info['type'].split('/')[-1]}): {info['messages']} messages, stamps "
+            f"{info['stamps']}" + (f"; {fixes}" if fixes else "")
+        )
     if summary["skipped_topics"]:
         lines.append("skipped topics: " + ", ".join(sorted(summary["skipped_topics"])))
     trials = summary["trials"]
     resampled = [t["name"] for t in trials if t["resampled"]]
-    lines.append(f"{len(trials)} trials, {sum(t['samples'] for t in trials)} samples"
-                 + (f"; {len(summary['gaps_s'])} gap(s) split the recording" if summary["gaps_s"] else "")
-                 + (f"; {len(summary['dropped_segments'])} short stretch(es) dropped" if summary["dropped_segments"] else "")
-                 + (f"; resampled to a uniform grid: {', '.join(resampled)}" if resampled else ""))
+    lines.append(
+        f"{len(trials)} trials, {sum(t['samples'] for t in trials)} samples"
+        + (f"; {len(summary['gaps_s'])} gap(s) split the recording" if summary["gaps_s"] else "")
+        + (
+            f"; {len(summary['dropped_segments'])} short stretch(es) dropped"
+            if summary["dropped_segments"]
+            else ""
+        )
+        + (f"; resampled to a uniform grid: {', '.join(resampled)}" if resampled else "")
+    )
     lines += [f"warning: {w}" for w in summary["warnings"]]
     return lines
 

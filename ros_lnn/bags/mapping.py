@@ -1,5 +1,6 @@
 """Which topics and joints of a bag make the dataset: the ``bag:`` section of a config YAML, with
 overrides (the command line's)."""
+
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields, replace
@@ -11,8 +12,11 @@ from ..errors import ConfigError
 #: Kinds of joint a mapping may declare (``joint_kinds``).
 JOINT_KINDS = ("revolute", "continuous", "prismatic", "cyclic")
 
-SERVO_TYPES = {"auto": "auto", "JointTrajectory": "trajectory_msgs/msg/JointTrajectory",
-               "Float64MultiArray": "std_msgs/msg/Float64MultiArray"}
+SERVO_TYPES = {
+    "auto": "auto",
+    "JointTrajectory": "trajectory_msgs/msg/JointTrajectory",
+    "Float64MultiArray": "std_msgs/msg/Float64MultiArray",
+}
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,9 @@ class BagMapping:
             value = getattr(self, key)
             value = [value] if isinstance(value, str) else value or ()
             if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
-                raise ConfigError(f"bag.{key} = {getattr(self, key)!r}: give a joint name or a list of joint names")
+                raise ConfigError(
+                    f"bag.{key} = {getattr(self, key)!r}: give a joint name or a list of joint names"
+                )
             object.__setattr__(self, key, tuple(value))
         if self.servo_type not in SERVO_TYPES and self.servo_type not in SERVO_TYPES.values():
             raise ConfigError(f"bag.servo_type '{self.servo_type}': choose one of {', '.join(SERVO_TYPES)}")
@@ -78,8 +84,10 @@ class BagMapping:
         if not self.free_joints:
             raise ConfigError("bag.free_joints is empty: name the free (unactuated) joints")
         if set(self.free_joints) & set(self.servo_joints):
-            raise ConfigError(f"joints {sorted(set(self.free_joints) & set(self.servo_joints))} are listed "
-                              "as both free and servo")
+            raise ConfigError(
+                f"joints {sorted(set(self.free_joints) & set(self.servo_joints))} are listed "
+                "as both free and servo"
+            )
         if not 0.0 <= self.val_fraction < 1.0:
             raise ConfigError(f"bag.val_fraction {self.val_fraction} must be in [0, 1)")
         if self.split not in ("by_trial", "by_bag"):
@@ -90,12 +98,15 @@ class BagMapping:
         joints = set(self.free_joints) | set(self.servo_joints)
         for joint, kind in kinds.items():
             if joint not in joints:
-                raise ConfigError(f"bag.joint_kinds/cyclic_joints: '{joint}' is neither a free nor a servo "
-                                  f"joint "
-                                  f"({', '.join(sorted(joints))})")
+                raise ConfigError(
+                    f"bag.joint_kinds/cyclic_joints: '{joint}' is neither a free nor a servo "
+                    f"joint "
+                    f"({', '.join(sorted(joints))})"
+                )
             if kind not in JOINT_KINDS:
                 raise ConfigError(
-                    f"bag.joint_kinds: '{joint}: {kind}': choose one of {', '.join(JOINT_KINDS)}")
+                    f"bag.joint_kinds: '{joint}: {kind}': choose one of {', '.join(JOINT_KINDS)}"
+                )
         object.__setattr__(self, "joint_kinds", kinds)
 
     def kind(self, joint: str) -> str:
@@ -110,28 +121,34 @@ class BagMapping:
         return SERVO_TYPES.get(self.servo_type, self.servo_type)
 
     @classmethod
-    def from_dict(cls, values: dict, source: str = "mapping") -> "BagMapping":
+    def from_dict(cls, values: dict, source: str = "mapping") -> BagMapping:
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(values) - set(known))
         if unknown:
-            raise ConfigError(f"{source}: unknown bag setting(s) {', '.join(unknown)} "
-                              f"(known: {', '.join(known)})")
+            raise ConfigError(
+                f"{source}: unknown bag setting(s) {', '.join(unknown)} (known: {', '.join(known)})"
+            )
         typed: dict[str, Any] = {}
         for key, value in values.items():
             default = known[key].default
             if default is MISSING:  # dict fields
                 default = known[key].default_factory()  # type: ignore[misc,operator]
             try:
-                typed[key] = type(default)(value) if isinstance(default, (int, float)) and value is not None \
+                typed[key] = (
+                    type(default)(value)
+                    if isinstance(default, (int, float)) and value is not None
                     else ({} if value is None and isinstance(default, dict) else value)
+                )
             except (TypeError, ValueError):
-                raise ConfigError(f"{source}: bag.{key} = {value!r} is not a {type(default).__name__}") from None
+                raise ConfigError(
+                    f"{source}: bag.{key} = {value!r} is not a {type(default).__name__}"
+                ) from None
             if typed[key] is None and isinstance(default, str):
                 typed[key] = ""
         return cls(**typed)
 
     @classmethod
-    def from_yaml(cls, path, overrides: dict | None = None) -> "BagMapping":
+    def from_yaml(cls, path, overrides: dict | None = None) -> BagMapping:
         """Read the ``bag:`` section of ``path`` (or the whole file when it has none)."""
         import yaml
 
@@ -149,11 +166,13 @@ class BagMapping:
         if urdf and not Path(urdf).is_absolute():  # a URDF named in the config: relative to the config
             section = {**section, "robot_description": str(path.parent / urdf)}
         if "bag" not in doc and not set(section) & {f.name for f in fields(cls)}:
-            raise ConfigError(f"{path}: no 'bag:' section (topics and joints of the recording); "
-                              "see config/bag_mapping_crane.yaml")
+            raise ConfigError(
+                f"{path}: no 'bag:' section (topics and joints of the recording); "
+                "see config/bag_mapping_crane.yaml"
+            )
         return cls.from_dict({**section, **(overrides or {})}, str(path))
 
-    def with_overrides(self, **overrides) -> "BagMapping":
+    def with_overrides(self, **overrides) -> BagMapping:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -161,9 +180,21 @@ CRANE = dict(free_joints=("pendulum_joint",), servo_joints=("cart_joint",), syst
 
 
 #: Mapping settings the command line may override (``ros-lnn train --free-joints ...``).
-OVERRIDABLE = ("joint_states_topic", "servo_topic", "servo_type", "free_joints", "servo_joints",
-               "servo_effort", "free_effort", "savgol_window", "savgol_order", "val_fraction", "split", "cyclic_joints",
-               "robot_description")
+OVERRIDABLE = (
+    "joint_states_topic",
+    "servo_topic",
+    "servo_type",
+    "free_joints",
+    "servo_joints",
+    "servo_effort",
+    "free_effort",
+    "savgol_window",
+    "savgol_order",
+    "val_fraction",
+    "split",
+    "cyclic_joints",
+    "robot_description",
+)
 
 
 def mapping_from_options(config=None, overrides: dict | None = None) -> BagMapping:

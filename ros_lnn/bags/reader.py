@@ -4,6 +4,7 @@ metadata versions Humble → Kilted) into arrays, with the pure-Python ``rosbags
 Messages are fetched raw and decoded in bulk by :mod:`ros_lnn.bags.cdr`; every failure becomes a
 ``DataError`` that names the bag or topic and says what to do.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,7 +32,9 @@ def open_bag(path):
         hint = "it holds no metadata.yaml" if path.is_dir() and not (path / "metadata.yaml").exists() else exc
         raise DataError(f"{path}: not a readable rosbag2 ({hint}); check the path, or re-record it") from None
     except Exception as exc:  # noqa: BLE001 - sqlite/mcap libraries raise their own types on corrupt files
-        raise DataError(f"{path}: corrupt or truncated bag ({type(exc).__name__}: {exc}); re-record it") from None
+        raise DataError(
+            f"{path}: corrupt or truncated bag ({type(exc).__name__}: {exc}); re-record it"
+        ) from None
     return reader
 
 
@@ -66,8 +69,10 @@ def connections_of(reader, topic: str, bag_name: str = "bag"):
     conns = [c for c in reader.connections if normalise_topic(c.topic) == want]
     if not conns:
         have = ", ".join(sorted(topic_types(reader))) or "none"
-        raise DataError(f"{bag_name}: topic {want} is not in the bag (topics: {have}); "
-                        "set the topic in the bag mapping (--config or --joint-states-topic/--servo-topic)")
+        raise DataError(
+            f"{bag_name}: topic {want} is not in the bag (topics: {have}); "
+            "set the topic in the bag mapping (--config or --joint-states-topic/--servo-topic)"
+        )
     return conns
 
 
@@ -82,8 +87,10 @@ def read_raw(reader, conns, bag_name: str = "bag"):
             return fast
         rows = list(reader.messages(connections=conns))
     except Exception as exc:  # noqa: BLE001 - storage back ends raise many types on damaged files
-        raise DataError(f"{bag_name}: corrupt or truncated bag while reading {topic} "
-                        f"({type(exc).__name__}: {exc}); re-record it") from None
+        raise DataError(
+            f"{bag_name}: corrupt or truncated bag while reading {topic} "
+            f"({type(exc).__name__}: {exc}); re-record it"
+        ) from None
     recv = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
     return recv, [r[2] for r in rows]
 
@@ -107,8 +114,10 @@ def _decode(raws, msgtype, topic, bag_name):
     try:
         return cdr.decode_messages(raws, msgtype)
     except cdr.CdrError as exc:
-        raise DataError(f"{bag_name}: {topic}: undecodable {msgtype} ({exc}); the bag is corrupt "
-                        "or the topic type is wrong") from None
+        raise DataError(
+            f"{bag_name}: {topic}: undecodable {msgtype} ({exc}); the bag is corrupt "
+            "or the topic type is wrong"
+        ) from None
 
 
 def read_named_arrays(reader, topic, joints, fields, *, index_order=(), bag_name="bag") -> Stream:
@@ -119,11 +128,14 @@ def read_named_arrays(reader, topic, joints, fields, *, index_order=(), bag_name
     conns = connections_of(reader, topic, bag_name)
     msgtype = conns[0].msgtype
     if msgtype not in (cdr.JOINT_STATE, cdr.JOINT_TRAJECTORY):
-        raise DataError(f"{bag_name}: {topic} has type {msgtype}; expected {cdr.JOINT_STATE} or "
-                        f"{cdr.JOINT_TRAJECTORY}")
+        raise DataError(
+            f"{bag_name}: {topic} has type {msgtype}; expected {cdr.JOINT_STATE} or {cdr.JOINT_TRAJECTORY}"
+        )
     recv, raws = read_raw(reader, conns, bag_name)
     if not raws:
-        raise DataError(f"{bag_name}: {normalise_topic(topic)} holds no messages; was it published while recording?")
+        raise DataError(
+            f"{bag_name}: {normalise_topic(topic)} holds no messages; was it published while recording?"
+        )
     groups = _decode(raws, msgtype, topic, bag_name)
     N, n = len(raws), len(joints)
     values = {f: np.full((N, n), np.nan) for f in fields}
@@ -141,8 +153,10 @@ def read_named_arrays(reader, topic, joints, fields, *, index_order=(), bag_name
         if not names:
             counts["nameless"] += len(g.index)
             if not order:
-                raise DataError(f"{bag_name}: {topic} messages have empty name fields and no message names "
-                                "its joints; set bag.joint_order (joint names in array order)")
+                raise DataError(
+                    f"{bag_name}: {topic} messages have empty name fields and no message names "
+                    "its joints; set bag.joint_order (joint names in array order)"
+                )
             names = order
         seen.update(names)
         for f, name_field in fields.items():
@@ -157,8 +171,10 @@ def read_named_arrays(reader, topic, joints, fields, *, index_order=(), bag_name
                     values[f][g.index, j] = arr[:, names.index(joint)]
     missing = [j for j in joints if j not in seen]
     if missing:
-        raise DataError(f"{bag_name}: joint(s) {', '.join(missing)} not found on {topic} (joints there: "
-                        f"{', '.join(sorted(seen)) or 'none'}); fix free_joints/servo_joints in the bag mapping")
+        raise DataError(
+            f"{bag_name}: joint(s) {', '.join(missing)} not found on {topic} (joints there: "
+            f"{', '.join(sorted(seen)) or 'none'}); fix free_joints/servo_joints in the bag mapping"
+        )
     return Stream(normalise_topic(topic), msgtype, tuple(joints), recv, stamp, values, order, counts)
 
 
@@ -181,9 +197,26 @@ def read_float64_array(reader, topic, *, bag_name="bag") -> Stream:
         dims = g.layout.key[:-1]
         if dims and not labels and len(dims[0][0].split(",")) == width:
             labels = tuple(dims[0][0].split(","))
-    return Stream(normalise_topic(topic), cdr.FLOAT64_ARRAY, (), recv, None, {"data": data}, labels,
-                  {"messages": len(raws)})
+    return Stream(
+        normalise_topic(topic),
+        cdr.FLOAT64_ARRAY,
+        (),
+        recv,
+        None,
+        {"data": data},
+        labels,
+        {"messages": len(raws)},
+    )
 
 
-__all__ = ["open_bag", "bag_files_sha256", "topic_types", "connections_of", "read_raw",
-           "read_named_arrays", "read_float64_array", "Stream", "normalise_topic"]
+__all__ = [
+    "open_bag",
+    "bag_files_sha256",
+    "topic_types",
+    "connections_of",
+    "read_raw",
+    "read_named_arrays",
+    "read_float64_array",
+    "Stream",
+    "normalise_topic",
+]

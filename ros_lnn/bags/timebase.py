@@ -1,6 +1,9 @@
 """Time-base repair of recorded streams: ordering, duplicates, gaps, jitter, resampling, and
 Savitzky–Golay derivatives. Each function returns what it did, for the dataset summary."""
+
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 from scipy.interpolate import CubicSpline
@@ -29,7 +32,7 @@ def split_at_gaps(t: np.ndarray, gap_factor: float):
     dt = np.diff(t)
     cut = np.flatnonzero(dt > gap_factor * np.median(dt)) + 1
     bounds = np.concatenate([[0], cut, [len(t)]])
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])], [float(dt[c - 1]) for c in cut]
+    return [(int(a), int(b)) for a, b in itertools.pairwise(bounds)], [float(dt[c - 1]) for c in cut]
 
 
 def jitter(t: np.ndarray) -> tuple[float, float]:

@@ -1,30 +1,56 @@
 """``ros-lnn bench <what>``: benchmarks whose figures go into closing notes and the README."""
+
 from __future__ import annotations
 
 import importlib
 
 # name -> (module, function, help)
 BENCHES = {
-    "inference": ("ros_lnn.commands.bench_inference", "bench_inference",
-                  "ONNX runtime vs torch (analytic) vs torch (autograd) per-sample latency, batched throughput"),
+    "inference": (
+        "ros_lnn.commands.bench_inference",
+        "bench_inference",
+        "ONNX runtime vs torch (analytic) vs torch (autograd) per-sample latency, batched throughput",
+    ),
     "node": ("ros_lnn.commands.bench_node", "bench_node", "estimator node driven at 1 kHz / 5 kHz over DDS"),
     "control": ("ros_lnn.commands.bench_control", "bench_control", "DAC controller step time for N bodies"),
-    "dac-node": ("ros_lnn.commands.bench_control", "bench_dac_node",
-                 "dac_controller node at 1 kHz over DDS, model-only and with the learned port (--model)"),
-    "fault": ("ros_lnn.commands.bench_fault", "bench_fault",
-              "fault-injection soak of servo_lnn, sim and dac_controller (--duration s, default 120; --quick: "
-              "one round)"),
-    "ingest": ("ros_lnn.commands.bench_ingest", "bench_ingest", "rosbag ingest speed against the naive rosbags loop"),
-    "train": ("ros_lnn.commands.bench_train", "bench_train", "training steps/s: analytic vs autograd, paper schedule"),
-    "delan": ("ros_lnn.commands.bench_delan", "bench_delan",
-              "DeLaN character benchmark (test letters e, q, v; --data DIR) against the published figures, "
-              "rollouts"),
-    "realdata": ("ros_lnn.commands.bench_realdata", "bench_realdata",
-                 "train on one robot recording, test on others: ServoLNN vs structural LS fit and zero, "
-                 "ablations"),
-    "zoo": ("ros_lnn.commands.bench_zoo", "bench_zoo",
-            "the papers' studies: zoo [servo-seeds|tlnn|tlnn-forced|lnn-nh|partial|examples|delan] "
-            "(JSON and PNG in reports/zoo)"),
+    "dac-node": (
+        "ros_lnn.commands.bench_control",
+        "bench_dac_node",
+        "dac_controller node at 1 kHz over DDS, model-only and with the learned port (--model)",
+    ),
+    "fault": (
+        "ros_lnn.commands.bench_fault",
+        "bench_fault",
+        "fault-injection soak of servo_lnn, sim and dac_controller (--duration s, default 120; --quick: "
+        "one round)",
+    ),
+    "ingest": (
+        "ros_lnn.commands.bench_ingest",
+        "bench_ingest",
+        "rosbag ingest speed against the naive rosbags loop",
+    ),
+    "train": (
+        "ros_lnn.commands.bench_train",
+        "bench_train",
+        "training steps/s: analytic vs autograd, paper schedule",
+    ),
+    "delan": (
+        "ros_lnn.commands.bench_delan",
+        "bench_delan",
+        "DeLaN character benchmark (test letters e, q, v; --data DIR) against the published figures, "
+        "rollouts",
+    ),
+    "realdata": (
+        "ros_lnn.commands.bench_realdata",
+        "bench_realdata",
+        "train on one robot recording, test on others: ServoLNN vs structural LS fit and zero, ablations",
+    ),
+    "zoo": (
+        "ros_lnn.commands.bench_zoo",
+        "bench_zoo",
+        "the papers' studies: zoo [servo-seeds|tlnn|tlnn-forced|lnn-nh|partial|examples|delan] "
+        "(JSON and PNG in reports/zoo)",
+    ),
 }
 
 
@@ -33,17 +59,26 @@ def add_arguments(parser):
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = "Benchmarks whose figures go into closing notes and the README:\n" + "\n".join(
-        f"  {name:<10} {text}" for name, (_, _, text) in sorted(BENCHES.items()))
+        f"  {name:<10} {text}" for name, (_, _, text) in sorted(BENCHES.items())
+    )
     parser.add_argument("what", choices=sorted(BENCHES), help="which benchmark (listed above)")
-    parser.add_argument("studies", nargs="*", metavar="STUDY",
-                        help="bench zoo: which studies (default: all; see docs/studies.md)")
+    parser.add_argument(
+        "studies",
+        nargs="*",
+        metavar="STUDY",
+        help="bench zoo: which studies (default: all; see docs/studies.md)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     parser.add_argument("--model", help="ONNX model (default: the shipped one)")
     parser.add_argument("--duration", type=float, default=None, help="seconds, for timed benchmarks")
-    parser.add_argument("--output", "--out", dest="output",
-                        help="folder for the figures a benchmark writes (control: the closed-loop demo's, "
-                        "default reports/dac_demo; zoo, delan: JSON and PNG, default reports/zoo)")
+    parser.add_argument(
+        "--output",
+        "--out",
+        dest="output",
+        help="folder for the figures a benchmark writes (control: the closed-loop demo's, "
+        "default reports/dac_demo; zoo, delan: JSON and PNG, default reports/zoo)",
+    )
     parser.add_argument("--seeds", type=int, help="bench zoo: number of seeds (servo-seeds 10, lnn-nh 3)")
     parser.add_argument("--epochs", type=int, help="bench zoo/delan: training epochs")
     parser.add_argument("--links", type=int, nargs="+", help="bench zoo tlnn: chain sizes (default 2 3 4)")

@@ -17,6 +17,7 @@ this process after checking that both give the same efforts.
 ``ros-lnn bench dac-node``: the dac_controller node alone at 1 kHz over DDS (joint states from another
 process): processed fraction, outputs per input, in-node latency and callback CPU per sample.
 """
+
 from __future__ import annotations
 
 import platform
@@ -37,8 +38,12 @@ def _timeit(fn, reps: int) -> dict:
         c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
         fn()
         wall[i], cpu[i] = time.perf_counter_ns() - t0, time.thread_time_ns() - c0
-    return {"median_us": float(np.median(wall) / 1e3), "p99_us": float(np.percentile(wall, 99) / 1e3),
-            "cpu_median_us": float(np.median(cpu) / 1e3), "cpu_p99_us": float(np.percentile(cpu, 99) / 1e3)}
+    return {
+        "median_us": float(np.median(wall) / 1e3),
+        "p99_us": float(np.percentile(wall, 99) / 1e3),
+        "cpu_median_us": float(np.median(cpu) / 1e3),
+        "cpu_p99_us": float(np.percentile(cpu, 99) / 1e3),
+    }
 
 
 def _row(stats) -> str:
@@ -46,7 +51,7 @@ def _row(stats) -> str:
 
 
 def _chain_cases(n: int, rng):
-    from ..control.dac import (BodyPoseTarget, DacController, EndEffector, EndEffectorTarget, VelocityTarget)
+    from ..control.dac import BodyPoseTarget, DacController, EndEffector, EndEffectorTarget, VelocityTarget
     from ..control.obstacles import ObstacleField, SphereObstacle, default_control_points
     from ..physics.multibody import update
     from ..physics.multibody_build import make_chain
@@ -56,13 +61,19 @@ def _chain_cases(n: int, rng):
     r, quat = forward_kinematics(model, rng.normal(size=3 * (n - 1)) * 0.3)
     nu = twist_map(model, update(model, r, quat, np.zeros(6 * n))) @ rng.normal(size=n_rates(model))
     r_d, q_d = forward_kinematics(model, rng.normal(size=3 * (n - 1)) * 0.3)
-    field = ObstacleField((SphereObstacle(np.array([0.5 * n * 0.25, 0.3, 0.0]), 0.1),),
-                          *default_control_points(model, exclude_bodies=(n - 1,)), influence=0.5, gain=2.0)
+    field = ObstacleField(
+        (SphereObstacle(np.array([0.5 * n * 0.25, 0.3, 0.0]), 0.1),),
+        *default_control_points(model, exclude_bodies=(n - 1,)),
+        influence=0.5,
+        gain=2.0,
+    )
     laws = {
         "I": (DacController(model, "velocity"), VelocityTarget(np.zeros(6 * n), np.zeros(6 * n))),
         "II": (DacController(model, "pose"), BodyPoseTarget(r_d, q_d, np.zeros(6 * n), np.zeros(6 * n))),
-        "III": (DacController(model, "end_effector", end_effector=EndEffector(n - 1), obstacles=field),
-                EndEffectorTarget(r[-1] + 0.05, quat[-1])),
+        "III": (
+            DacController(model, "end_effector", end_effector=EndEffector(n - 1), obstacles=field),
+            EndEffectorTarget(r[-1] + 0.05, quat[-1]),
+        ),
     }
     return model, (r, quat, nu), laws
 
@@ -73,10 +84,23 @@ def _arm_pipeline(n: int):
     from ..physics.multibody_build import make_chain
 
     axes = [[0, 0, 1]] + [[0, 1, 0]] * (n - 1)
-    arm = make_chain(n, joint="revolute", base="fixed", axes=axes, stiffness=[0.0], gravity=(0, 0, -9.81),
-                     length=0.6 / n, mass=3.0 / n)
-    pipe = DacPipeline(arm, "end_effector", Gains(damping=0.05), obstacles=[([0.2, 0.1, 0.2], 0.03)],
-                       effort_limits=[50.0] * n)
+    arm = make_chain(
+        n,
+        joint="revolute",
+        base="fixed",
+        axes=axes,
+        stiffness=[0.0],
+        gravity=(0, 0, -9.81),
+        length=0.6 / n,
+        mass=3.0 / n,
+    )
+    pipe = DacPipeline(
+        arm,
+        "end_effector",
+        Gains(damping=0.05),
+        obstacles=[([0.2, 0.1, 0.2], 0.03)],
+        effort_limits=[50.0] * n,
+    )
     pipe.set_ee_target([0.3, 0.1, 0.1])
     return pipe
 
@@ -86,10 +110,17 @@ def bench_control(args) -> dict:
 
     reps = 200 if getattr(args, "quick", False) else 3000
     rng = np.random.default_rng(0)
-    results = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-               "python": platform.python_version(), "numpy": np.__version__, "reps": reps, "steps": {}}
-    print(f"DAC controller step time ({reps} reps each, single thread), µs: wall median / p99, "
-          "thread-CPU median / p99")
+    results = {
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "reps": reps,
+        "steps": {},
+    }
+    print(
+        f"DAC controller step time ({reps} reps each, single thread), µs: wall median / p99, "
+        "thread-CPU median / p99"
+    )
     print(f"{'model':28s} {'N':>3s} {'law':>4s} {'median':>9s} {'p99':>9s} {'cpu med':>9s} {'cpu p99':>9s}")
     for n in SIZES:
         model, (r, quat, nu), laws = _chain_cases(n, rng)
@@ -103,8 +134,10 @@ def bench_control(args) -> dict:
         results["steps"][f"arm{n}_pipeline_lawIII"] = stats
         print(f"{'arm pipeline (q,q̇ → u)':28s} {n:3d} {'III':>4s} " + _row(stats))
     wall, cpu = (results["steps"]["chain5_lawIII"][k] for k in ("median_us", "cpu_median_us"))
-    print(f"target ≤ 200 µs median at N = 5, law III: wall {wall:.0f} µs, thread CPU {cpu:.0f} µs "
-          f"({'met' if wall <= 200 else 'not met'} in wall time on this machine now)")
+    print(
+        f"target ≤ 200 µs median at N = 5, law III: wall {wall:.0f} µs, thread CPU {cpu:.0f} µs "
+        f"({'met' if wall <= 200 else 'not met'} in wall time on this machine now)"
+    )
     results["simulator"] = simulator_rates(max(reps // 10, 50))
     if getattr(args, "duration", None) or not getattr(args, "quick", False):
         results["node"] = bench_node_rate(float(getattr(args, "duration", None) or 5.0))
@@ -138,10 +171,18 @@ def _feed_joint_states(result_queue, namespace: str, duration: float, rate_hz: f
 
     probe = rclpy.create_node("bench_dac_feeder")
     received = []
-    deep = QoSProfile(history=SENSOR_QOS.history, depth=1000, reliability=SENSOR_QOS.reliability,
-                      durability=SENSOR_QOS.durability)  # count every output, late or not
-    probe.create_subscription(Float64MultiArray, f"{namespace}/dac_controller/joint_effort_command",
-                              lambda m: received.append(time.perf_counter()), deep)
+    deep = QoSProfile(
+        history=SENSOR_QOS.history,
+        depth=1000,
+        reliability=SENSOR_QOS.reliability,
+        durability=SENSOR_QOS.durability,
+    )  # count every output, late or not
+    probe.create_subscription(
+        Float64MultiArray,
+        f"{namespace}/dac_controller/joint_effort_command",
+        lambda m: received.append(time.perf_counter()),
+        deep,
+    )
     pub = probe.create_publisher(JointState, f"{namespace}/joint_states", SENSOR_QOS)
     executor = SingleThreadedExecutor()
     executor.add_node(probe)
@@ -169,15 +210,26 @@ def _feed_joint_states(result_queue, namespace: str, duration: float, rate_hz: f
     while time.perf_counter() - t_end < 0.2:
         executor.spin_once(timeout_sec=0.02)
     n_in_window = sum(1 for t in received if t <= t_start + elapsed + 0.05)
-    result_queue.put({"sent": sent, "sent_rate_hz": sent / elapsed, "output_rate_hz": n_in_window / elapsed,
-                      "outputs_per_input": len(received) / max(sent, 1)})
+    result_queue.put(
+        {
+            "sent": sent,
+            "sent_rate_hz": sent / elapsed,
+            "output_rate_hz": n_in_window / elapsed,
+            "outputs_per_input": len(received) / max(sent, 1),
+        }
+    )
     probe.destroy_node()
     rclpy.try_shutdown()
 
 
-def bench_node_rate(duration: float, rate_hz: float = 1000.0, feeder: str = "process",
-                    executor: str | None = None, input_queue_depth: int | None = None,
-                    residual_model: str | None = None) -> dict:
+def bench_node_rate(
+    duration: float,
+    rate_hz: float = 1000.0,
+    feeder: str = "process",
+    executor: str | None = None,
+    input_queue_depth: int | None = None,
+    residual_model: str | None = None,
+) -> dict:
     """dac_controller (demo arm, law III) fed joint states at ``rate_hz`` over DDS: input and output
     rates, and the node's own processing time per message.
 
@@ -194,23 +246,29 @@ def bench_node_rate(duration: float, rate_hz: float = 1000.0, feeder: str = "pro
     return _bench_node_rate_thread(duration, rate_hz)
 
 
-def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str | None,
-                             input_queue_depth: int | None, residual_model: str | None = None) -> dict:
+def _bench_node_rate_process(
+    duration: float,
+    rate_hz: float,
+    executor_kind: str | None,
+    input_queue_depth: int | None,
+    residual_model: str | None = None,
+) -> dict:
     import multiprocessing
     import threading
 
     import rclpy
+    from rclpy.parameter import Parameter
 
     from ..nodes.dac_controller import DacControllerNode, start
     from ..nodes.params import param as C_param
     from ..nodes.process import make_executor
 
-    from rclpy.parameter import Parameter
-
     namespace = "/bench_dac"
     ctx = rclpy.Context()
     rclpy.init(args=[], context=ctx)
-    overrides = [] if input_queue_depth is None else [Parameter("input_queue_depth", value=int(input_queue_depth))]
+    overrides = (
+        [] if input_queue_depth is None else [Parameter("input_queue_depth", value=int(input_queue_depth))]
+    )
     if residual_model:
         overrides.append(Parameter("residual_model", value=str(residual_model)))
     node = DacControllerNode(namespace=namespace, context=ctx, parameter_overrides=overrides)
@@ -219,8 +277,9 @@ def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str
     executor = make_executor(ctx, executor_kind)
     executor.add_node(node)  # after start(): the EventsExecutor serves only subscriptions that exist by then
     stop = threading.Event()
-    thread = threading.Thread(target=lambda: [executor.spin_once(timeout_sec=0.01) for _ in iter(stop.is_set, True)],
-                              daemon=True)
+    thread = threading.Thread(
+        target=lambda: [executor.spin_once(timeout_sec=0.01) for _ in iter(stop.is_set, True)], daemon=True
+    )
     thread.start()
     mp = multiprocessing.get_context("spawn")
     queue = mp.Queue()
@@ -238,18 +297,28 @@ def _bench_node_rate_process(duration: float, rate_hz: float, executor_kind: str
     def q(x, p):
         return float(np.percentile(x, p)) if x.size else float("nan")
 
-    out = {"feeder": "process", "executor": type(executor).__name__, "residual_model": residual_model or "",
-           "input_queue_depth": int(C_param(node, "input_queue_depth")), "requested_rate_hz": rate_hz, **got,
-           "processed": int(node.counts["processed"]),
-           "processed_fraction": node.counts["processed"] / max(got["sent"], 1),
-           "node_step_median_us": q(lat, 50), "node_step_p99_us": q(lat, 99),
-           "node_cpu_median_us": q(cpu, 50), "node_cpu_p99_us": q(cpu, 99)}
-    print(("with learned port: " if residual_model else "")
-          + "node at {requested_rate_hz:.0f} Hz (feeder in another process, {executor}, queue "
-          "{input_queue_depth}): sent {sent_rate_hz:.0f} Hz, processed {processed_fraction:.2%}, "
-          "published {output_rate_hz:.0f} Hz ({outputs_per_input:.4f} per input); in-node latency median "
-          "{node_step_median_us:.0f} µs, p99 {node_step_p99_us:.0f} µs; callback CPU median "
-          "{node_cpu_median_us:.0f} µs, p99 {node_cpu_p99_us:.0f} µs".format(**out))
+    out = {
+        "feeder": "process",
+        "executor": type(executor).__name__,
+        "residual_model": residual_model or "",
+        "input_queue_depth": int(C_param(node, "input_queue_depth")),
+        "requested_rate_hz": rate_hz,
+        **got,
+        "processed": int(node.counts["processed"]),
+        "processed_fraction": node.counts["processed"] / max(got["sent"], 1),
+        "node_step_median_us": q(lat, 50),
+        "node_step_p99_us": q(lat, 99),
+        "node_cpu_median_us": q(cpu, 50),
+        "node_cpu_p99_us": q(cpu, 99),
+    }
+    print(
+        ("with learned port: " if residual_model else "")
+        + "node at {requested_rate_hz:.0f} Hz (feeder in another process, {executor}, queue "
+        "{input_queue_depth}): sent {sent_rate_hz:.0f} Hz, processed {processed_fraction:.2%}, "
+        "published {output_rate_hz:.0f} Hz ({outputs_per_input:.4f} per input); in-node latency median "
+        "{node_step_median_us:.0f} µs, p99 {node_step_p99_us:.0f} µs; callback CPU median "
+        "{node_cpu_median_us:.0f} µs, p99 {node_cpu_p99_us:.0f} µs".format(**out)
+    )
     node.destroy_node()
     rclpy.try_shutdown(context=ctx)
     return out
@@ -273,15 +342,23 @@ def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
         raise RuntimeError(node.last_error)
     probe = rclpy.create_node("bench_dac_probe", context=ctx)
     received = []
-    probe.create_subscription(Float64MultiArray, "/bench_dac/dac_controller/joint_effort_command",
-                              lambda m: received.append(time.perf_counter()), SENSOR_QOS)
+    probe.create_subscription(
+        Float64MultiArray,
+        "/bench_dac/dac_controller/joint_effort_command",
+        lambda m: received.append(time.perf_counter()),
+        SENSOR_QOS,
+    )
     pub = probe.create_publisher(JointState, "/bench_dac/joint_states", SENSOR_QOS)
     controller_exec, probe_exec = SingleThreadedExecutor(context=ctx), SingleThreadedExecutor(context=ctx)
     controller_exec.add_node(node)
     probe_exec.add_node(probe)
     stop = threading.Event()
-    threads = [threading.Thread(target=lambda e=e: [e.spin_once(timeout_sec=0.01) for _ in iter(stop.is_set, True)],
-                                daemon=True) for e in (controller_exec, probe_exec)]
+    threads = [
+        threading.Thread(
+            target=lambda e=e: [e.spin_once(timeout_sec=0.01) for _ in iter(stop.is_set, True)], daemon=True
+        )
+        for e in (controller_exec, probe_exec)
+    ]
     for t in threads:
         t.start()
     time.sleep(1.0)  # discovery
@@ -304,14 +381,21 @@ def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
     for t in threads:
         t.join(timeout=2)
     lat = np.array([v for _, v in node.stats.latencies]) * 1e6
-    out = {"feeder": "thread", "requested_rate_hz": rate_hz, "sent_rate_hz": sent / elapsed,
-           "output_rate_hz": len(received) / elapsed,
-           "outputs_per_input": len(received) / max(sent, 1),
-           "node_step_median_us": float(np.median(lat)) if lat.size else float("nan"),
-           "node_step_p99_us": float(np.percentile(lat, 99)) if lat.size else float("nan")}
-    print("node at {requested_rate_hz:.0f} Hz (feeder in this process): sent {sent_rate_hz:.0f} Hz, "
-          "published {output_rate_hz:.0f} Hz ({outputs_per_input:.2f} per input), per-message work median {node_step_median_us:.0f} µs, "
-          "p99 {node_step_p99_us:.0f} µs".format(**out))
+    out = {
+        "feeder": "thread",
+        "requested_rate_hz": rate_hz,
+        "sent_rate_hz": sent / elapsed,
+        "output_rate_hz": len(received) / elapsed,
+        "outputs_per_input": len(received) / max(sent, 1),
+        "node_step_median_us": float(np.median(lat)) if lat.size else float("nan"),
+        "node_step_p99_us": float(np.percentile(lat, 99)) if lat.size else float("nan"),
+    }
+    print(
+        "node at {requested_rate_hz:.0f} Hz (feeder in this process): sent {sent_rate_hz:.0f} Hz, "
+        "published {output_rate_hz:.0f} Hz ({outputs_per_input:.2f} per input), per-message work median "
+        "{node_step_median_us:.0f} µs, "
+        "p99 {node_step_p99_us:.0f} µs".format(**out)
+    )
     node.destroy_node()
     probe.destroy_node()
     rclpy.try_shutdown(context=ctx)
@@ -346,18 +430,22 @@ def bench_dac_node(args) -> dict:
     duration = float(getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 10.0))
     model = getattr(args, "model", None) or str(shipped_residual_model())
     load = os.getloadavg()
-    out = {"model_only": bench_node_rate(duration),
-           "learned_port": bench_node_rate(duration, residual_model=model),
-           "port_call": port_call_time(model, 300 if getattr(args, "quick", False) else 3000)}
+    out = {
+        "model_only": bench_node_rate(duration),
+        "learned_port": bench_node_rate(duration, residual_model=model),
+        "port_call": port_call_time(model, 300 if getattr(args, "quick", False) else 3000),
+    }
     out["loadavg_before"] = load
     out["loadavg_after"] = os.getloadavg()
     a, b = out["model_only"]["node_cpu_median_us"], out["learned_port"]["node_cpu_median_us"]
     c = out["port_call"]["cpu_median_us"]
     print("load average before {:.2f}, after {:.2f}".format(load[0], out["loadavg_after"][0]))
-    print(f"dac-node callback CPU per sample (median): model-only {a:.0f} µs, with learned port {b:.0f} µs "
-          f"(+{b - a:.0f} µs; the ONNX call alone {c:.0f} µs); 1 kHz needs < 1000 µs: "
-          f"{'met' if b < 1000.0 and out['learned_port']['processed_fraction'] > 0.99 else 'not met'} "
-          f"(processed {out['learned_port']['processed_fraction']:.2%})")
+    print(
+        f"dac-node callback CPU per sample (median): model-only {a:.0f} µs, with learned port {b:.0f} µs "
+        f"(+{b - a:.0f} µs; the ONNX call alone {c:.0f} µs); 1 kHz needs < 1000 µs: "
+        f"{'met' if b < 1000.0 and out['learned_port']['processed_fraction'] > 0.99 else 'not met'} "
+        f"(processed {out['learned_port']['processed_fraction']:.2%})"
+    )
     return out
 
 
@@ -392,14 +480,18 @@ def simulator_rates(reps: int, dt: float = 2e-3) -> dict:
     cases = {
         "present_step": lambda: body_rk4(arm, state, dt, None, (20.0, 20.0)),
         "pinocchio_step": lambda: joint_rk4(pm, q, qd, dt),
-        "present_forward_dynamics": lambda: forward_dynamics(arm, update(arm, r, quat, nu), zero_port, (20.0, 20.0)),
+        "present_forward_dynamics": lambda: forward_dynamics(
+            arm, update(arm, r, quat, nu), zero_port, (20.0, 20.0)
+        ),
         "pinocchio_forward_dynamics": lambda: aba(pm, q, qd, u),
     }
     out = {name: 1e6 / _timeit(fn, reps)["median_us"] for name, fn in cases.items()}
-    print("simulator N = 5 (demo arm, RK4 = 4 forward dynamics): present model (maximal coordinates, KKT + "
-          f"Baumgarte) {out['present_step']:.0f} steps/s, Pinocchio (pin.aba, joint coordinates) "
-          f"{out['pinocchio_step']:.0f} steps/s ({out['pinocchio_step'] / out['present_step']:.1f}x); forward "
-          f"dynamics alone {out['present_forward_dynamics']:.0f}/s vs {out['pinocchio_forward_dynamics']:.0f}/s")
+    print(
+        "simulator N = 5 (demo arm, RK4 = 4 forward dynamics): present model (maximal coordinates, KKT + "
+        f"Baumgarte) {out['present_step']:.0f} steps/s, Pinocchio (pin.aba, joint coordinates) "
+        f"{out['pinocchio_step']:.0f} steps/s ({out['pinocchio_step'] / out['present_step']:.1f}x); forward "
+        f"dynamics alone {out['present_forward_dynamics']:.0f}/s vs {out['pinocchio_forward_dynamics']:.0f}/s"
+    )
     return out
 
 
@@ -409,9 +501,9 @@ def law_iii_against_reference(reps: int) -> dict:
     each) — with an obstacle whose field holds some control points (every term of the law: the last
     line) and with one whose field holds none."""
     from ..control.dac import Gains
+    from ..control.pinocchio_reference import ReferenceLawIII
     from ..control.pipeline import DacPipeline
     from ..physics.multibody_urdf import model_from_urdf
-    from ..control.pinocchio_reference import ReferenceLawIII
 
     text = _demo_arm()
     arm = model_from_urdf(text, "demo arm")
@@ -422,16 +514,25 @@ def law_iii_against_reference(reps: int) -> dict:
     results = {}
     for case, offset in (("field_empty", 0.5), ("obstacle_in_field", 0.07)):
         obstacle = (probe.data.r[3] + np.array([0.0, offset, 0.0]), 0.02)  # off link4's CoM; d₀ = 10 cm
-        pipe = DacPipeline(arm, "end_effector", gains, ee_link="tool0", obstacles=[obstacle],
-                           obstacle_influence=0.1, obstacle_eta=5.0)
+        pipe = DacPipeline(
+            arm,
+            "end_effector",
+            gains,
+            ee_link="tool0",
+            obstacles=[obstacle],
+            obstacle_influence=0.1,
+            obstacle_eta=5.0,
+        )
         pipe.set_ee_target(target)
         ref = ReferenceLawIII(text, "tool0", target, gains, [obstacle], 0.1, 5.0, pipe.efforts.limits)
         out = pipe.step(q, qd)
         u_ref = ref(q, qd)[1]
         diff = float(np.abs(out.efforts.requested - u_ref).max() / np.abs(u_ref).max())
         if (out.result.obstacle_potential > 0) != (case == "obstacle_in_field") or diff > 1e-9:
-            raise RuntimeError(f"bench control: reference and package disagree (relative {diff:.1e}, obstacle "
-                               f"potential {out.result.obstacle_potential:.3g})")
+            raise RuntimeError(
+                f"bench control: reference and package disagree (relative {diff:.1e}, obstacle "
+                f"potential {out.result.obstacle_potential:.3g})"
+            )
         for _ in range(min(50, reps)):
             pipe.step(q, qd), ref(q, qd)
         t_pkg, t_ref = np.empty(reps), np.empty(reps)
@@ -443,14 +544,27 @@ def law_iii_against_reference(reps: int) -> dict:
             ref(q, qd)
             t_ref[i], t_pkg[i] = clock() - t1, t1 - t0
         p, r = float(np.median(t_pkg) / 1e3), float(np.median(t_ref) / 1e3)
-        results[case] = {"package_us": p, "reference_us": r, "ratio": p / r, "efforts_relative_difference": diff}
+        results[case] = {
+            "package_us": p,
+            "reference_us": r,
+            "ratio": p / r,
+            "efforts_relative_difference": diff,
+        }
     empty = results["field_empty"]
-    print(f"law III N=5, demo arm, no control point in the obstacle field ({reps} interleaved reps): package "
-          f"{empty['package_us']:.1f} us, pinocchio-reference {empty['reference_us']:.1f} us, ratio "
-          f"{empty['ratio']:.2f}; efforts agree to {empty['efforts_relative_difference']:.1e}")
+    print(
+        f"law III N=5, demo arm, no control point in the obstacle field ({reps} interleaved reps): package "
+        f"{empty['package_us']:.1f} us, pinocchio-reference {empty['reference_us']:.1f} us, ratio "
+        f"{empty['ratio']:.2f}; efforts agree to {empty['efforts_relative_difference']:.1e}"
+    )
     full = results["obstacle_in_field"]
-    print(f"(below: an obstacle 5 cm off link4, control points in its field, {reps} interleaved reps; efforts agree "
-          f"to {full['efforts_relative_difference']:.1e})")
-    print(f"law III N=5 step: package {full['package_us']:.1f} us, pinocchio-reference {full['reference_us']:.1f} us, "
-          f"ratio P/R = {full['ratio']:.2f}")
+    print(
+        f"(below: an obstacle 5 cm off link4, control points in its field, {reps} interleaved reps; "
+        "efforts agree "
+        f"to {full['efforts_relative_difference']:.1e})"
+    )
+    print(
+        f"law III N=5 step: package {full['package_us']:.1f} us, pinocchio-reference "
+        f"{full['reference_us']:.1f} us, "
+        f"ratio P/R = {full['ratio']:.2f}"
+    )
     return results

@@ -1,6 +1,7 @@
 """``ros-lnn bench ingest``: JointState ingest speed of the bag reader against the naive loop
 (rosbags deserialises every message, fields appended to lists), on the same freshly written bag, plus
 the accuracy of Savitzky–Golay accelerations against the simulator's exact ones."""
+
 from __future__ import annotations
 
 import shutil
@@ -53,8 +54,12 @@ def fast_ingest(path):
 
     reader = open_bag(path)
     try:
-        s = read_named_arrays(reader, "joint_states", JOINTS,
-                              {"position": "position", "velocity": "velocity", "effort": "effort"})
+        s = read_named_arrays(
+            reader,
+            "joint_states",
+            JOINTS,
+            {"position": "position", "velocity": "velocity", "effort": "effort"},
+        )
     finally:
         reader.close()
     return s.stamp_ns, s.values["position"], s.values["velocity"], s.values["effort"]
@@ -69,21 +74,37 @@ def _best_of(fn, path, repeats):
     return best, out
 
 
-def savgol_accuracy(windows=(5, 7, 11, 21, 31), orders=(2, 3, 4), noise=(0.0, 1e-4, 1e-3), rate_hz=200.0,
-                    duration=10.0, seed=0):
+def savgol_accuracy(
+    windows=(5, 7, 11, 21, 31),
+    orders=(2, 3, 4),
+    noise=(0.0, 1e-4, 1e-3),
+    rate_hz=200.0,
+    duration=10.0,
+    seed=0,
+):
     """RMS error of Savitzky–Golay q̈_f (from q̇_f) against the exact crane accelerations, relative
     to the RMS of q̈_f, over three paper-like trials sampled at ``rate_hz``; per velocity-noise level
     (white noise of that standard deviation, rad/s, added to q̇_f as a sensor would)."""
+    from ..bags.timebase import savgol_derivative
     from ..physics.crane import Crane
     from ..physics.datasets import PAPER_TRIALS, position_servo
     from ..physics.simulate import simulate
-    from ..bags.timebase import savgol_derivative
 
     crane, dt = Crane(), 1.0 / rate_hz
-    trials = [simulate(crane, duration, [s.theta0], [0.0], servo=position_servo(s),
-                       t_eval=np.arange(0.0, duration, dt), name=s.name) for s in PAPER_TRIALS[1:4]]
+    trials = [
+        simulate(
+            crane,
+            duration,
+            [s.theta0],
+            [0.0],
+            servo=position_servo(s),
+            t_eval=np.arange(0.0, duration, dt),
+            name=s.name,
+        )
+        for s in PAPER_TRIALS[1:4]
+    ]
     exact = np.concatenate([tr.qdd[:, 0] for tr in trials])
-    scale = np.sqrt(np.mean(exact ** 2))
+    scale = np.sqrt(np.mean(exact**2))
     rng = np.random.default_rng(seed)
     table = {}
     for sigma in noise:
@@ -129,21 +150,33 @@ def bench_ingest(args) -> dict:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # "one trial only: split into pieces"
                 pipe = pipeline_rate(path, messages)
-            row = {**pipe, "write_s": written, "fast_s": fast_s, "naive_s": naive_s,
-                   "fast_msgs_per_s": messages / fast_s, "naive_msgs_per_s": messages / naive_s,
-                   "speedup": naive_s / fast_s, "bag_mb": sum(f.stat().st_size for f in path.iterdir()) / 1e6}
+            row = {
+                **pipe,
+                "write_s": written,
+                "fast_s": fast_s,
+                "naive_s": naive_s,
+                "fast_msgs_per_s": messages / fast_s,
+                "naive_msgs_per_s": messages / naive_s,
+                "speedup": naive_s / fast_s,
+                "bag_mb": sum(f.stat().st_size for f in path.iterdir()) / 1e6,
+            }
             results["storages"][storage] = row
-            print(f"{storage:8s} {messages} JointState msgs ({row['bag_mb']:.0f} MB): fast {row['fast_msgs_per_s']:,.0f} "
-                  f"msgs/s, naive rosbags loop {row['naive_msgs_per_s']:,.0f} msgs/s -> {row['speedup']:.1f}x "
-                  f"(identical arrays); whole pipeline bag -> trials {row['pipeline_msgs_per_s']:,.0f} msgs/s",
-                  flush=True)
+            print(
+                f"{storage:8s} {messages} JointState msgs ({row['bag_mb']:.0f} MB): fast "
+                f"{row['fast_msgs_per_s']:,.0f} "
+                f"msgs/s, naive rosbags loop {row['naive_msgs_per_s']:,.0f} msgs/s -> {row['speedup']:.1f}x "
+                f"(identical arrays); whole pipeline bag -> trials {row['pipeline_msgs_per_s']:,.0f} msgs/s",
+                flush=True,
+            )
             shutil.rmtree(path)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     results["savgol"] = savgol_accuracy()
     sg = results["savgol"]
-    print(f"Savitzky-Golay q̈_f relative RMS error at {sg['rate_hz']:g} Hz (crane, rms q̈_f "
-          f"{sg['qdd_f_rms']:.2f} rad/s²), by velocity noise (rad/s):")
+    print(
+        f"Savitzky-Golay q̈_f relative RMS error at {sg['rate_hz']:g} Hz (crane, rms q̈_f "
+        f"{sg['qdd_f_rms']:.2f} rad/s²), by velocity noise (rad/s):"
+    )
     cols = list(next(iter(sg["relative_rms_error"].values())))
     print(f"  {'noise':>8s}" + "".join(f"{c:>9s}" for c in cols))
     for noise_key, row in sg["relative_rms_error"].items():

@@ -15,6 +15,7 @@ Both are measured under the same conditions (a sample every millisecond, caches 
 them between samples). The line before gives ``ServoLnnRuntime.evaluate`` timed back to back in the same
 process at the end of the run, with warm caches.
 """
+
 from __future__ import annotations
 
 import os
@@ -53,10 +54,28 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
     ns = f"/bench{os.getpid()}_{int(rate_hz)}"
     log = workdir / f"latency_{int(rate_hz)}.npz"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ros_lnn.nodes.servo_lnn", "--ros-args", "-r", f"__ns:={ns}",
-         "-p", f"model_path:={model}", "-p", "autostart:=true", "-p", f"latency_log:={log}",
-         "-p", "servo_command_type:=none", "--log-level", "warn"],
-        env=domain_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "ros_lnn.nodes.servo_lnn",
+            "--ros-args",
+            "-r",
+            f"__ns:={ns}",
+            "-p",
+            f"model_path:={model}",
+            "-p",
+            "autostart:=true",
+            "-p",
+            f"latency_log:={log}",
+            "-p",
+            "servo_command_type:=none",
+            "--log-level",
+            "warn",
+        ],
+        env=domain_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
     node = rclpy.create_node("bench_driver", namespace=ns, context=context)
@@ -76,23 +95,25 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
     rx_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE)
     node.create_subscription(JointState, "servo_lnn/driving_force", on_output, rx_qos, raw=True)
     pub = node.create_publisher(JointState, "joint_states", SENSOR_QOS)
-    executor = make_executor(context, "events")   # the driver's own receive path, kept cheap
+    executor = make_executor(context, "events")  # the driver's own receive path, kept cheap
     executor.add_node(node)
     stop = threading.Event()
 
     def spin():
         while not stop.is_set():
             executor.spin_once(timeout_sec=0.01)
+
     spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
     try:
         deadline = time.monotonic() + 30
-        while (pub.get_subscription_count() == 0 or node.count_publishers(f"{ns}/servo_lnn/driving_force") == 0) \
-                and time.monotonic() < deadline:
+        while (
+            pub.get_subscription_count() == 0 or node.count_publishers(f"{ns}/servo_lnn/driving_force") == 0
+        ) and time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise RuntimeError(f"estimator exited: {proc.stdout.read().decode(errors='replace')}")
             time.sleep(0.05)
-        time.sleep(1.0)                      # the estimator's subscription and our subscription matched
+        time.sleep(1.0)  # the estimator's subscription and our subscription matched
         names = ["pendulum_joint", "cart_joint"]
         period = 1.0 / rate_hz
         n = int(round(rate_hz * duration_s))
@@ -101,8 +122,11 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
         t_next = time.monotonic()
         for k in range(n):
             t = k * period
-            msg = JointState(name=names, position=[0.3 * np.sin(1.3 * t), 0.2 * np.sin(4.4 * t)],
-                             velocity=[0.39 * np.cos(1.3 * t), 0.88 * np.cos(4.4 * t)])
+            msg = JointState(
+                name=names,
+                position=[0.3 * np.sin(1.3 * t), 0.2 * np.sin(4.4 * t)],
+                velocity=[0.39 * np.cos(1.3 * t), 0.88 * np.cos(4.4 * t)],
+            )
             # sleep, never spin: on a 2-core machine a spinning driver takes the core the estimator
             # needs. Late wake-ups are caught up (published at once), so the mean rate holds.
             remaining = t_next - time.monotonic()
@@ -113,7 +137,7 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
             sent += 1
             t_next += period
         send_wall = time.monotonic() - wall0
-        time.sleep(0.5)                      # let the last outputs arrive
+        time.sleep(0.5)  # let the last outputs arrive
         cpu = _cpu_seconds(proc.pid) - cpu0
         wall = time.monotonic() - wall0
         driver_cpu = time.process_time() - driver0
@@ -135,22 +159,32 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
     with lock:
         pairs = np.array(received, dtype=np.int64).reshape(-1, 2)
     e2e_us = (pairs[:, 1] - pairs[:, 0]) / 1e3
-    in_node_us = data["latency_s"][10:] * 1e6          # first samples include warm-up
+    in_node_us = data["latency_s"][10:] * 1e6  # first samples include warm-up
     cpu_us = data["cpu_s"][10:] * 1e6 if "cpu_s" in data else np.array([])
     model_us = data["model_cpu_s"][10:] * 1e6 if "model_cpu_s" in data else np.array([])
     evaluate_us = data["evaluate_cpu_s"][100:] * 1e6 if "evaluate_cpu_s" in data else np.array([])
     return {
-        "rate_hz": rate_hz, "duration_s": duration_s, "sent": sent, "send_rate_hz": sent / send_wall,
-        "node_received": int(data["received"]), "node_processed": int(data["processed"]),
+        "rate_hz": rate_hz,
+        "duration_s": duration_s,
+        "sent": sent,
+        "send_rate_hz": sent / send_wall,
+        "node_received": int(data["received"]),
+        "node_processed": int(data["processed"]),
         "outputs_received": int(len(pairs)),
-        "fraction_processed": int(data["processed"]) / sent, "fraction_outputs_received": len(pairs) / sent,
+        "fraction_processed": int(data["processed"]) / sent,
+        "fraction_outputs_received": len(pairs) / sent,
         "processed_rate_hz": int(data["processed"]) / send_wall,
-        "in_node_median_us": _pct(in_node_us, 50), "in_node_p99_us": _pct(in_node_us, 99),
+        "in_node_median_us": _pct(in_node_us, 50),
+        "in_node_p99_us": _pct(in_node_us, 99),
         "in_node_max_us": float(in_node_us.max()) if in_node_us.size else float("nan"),
-        "in_node_cpu_median_us": _pct(cpu_us, 50), "in_node_cpu_p99_us": _pct(cpu_us, 99),
-        "model_cpu_median_us": _pct(model_us, 50), "runtime_evaluate_warm_cpu_median_us": _pct(evaluate_us, 50),
-        "e2e_median_us": _pct(e2e_us, 50), "e2e_p99_us": _pct(e2e_us, 99),
-        "estimator_cpu_pct_of_one_core": 100 * cpu / wall, "driver_cpu_pct_of_one_core": 100 * driver_cpu / wall,
+        "in_node_cpu_median_us": _pct(cpu_us, 50),
+        "in_node_cpu_p99_us": _pct(cpu_us, 99),
+        "model_cpu_median_us": _pct(model_us, 50),
+        "runtime_evaluate_warm_cpu_median_us": _pct(evaluate_us, 50),
+        "e2e_median_us": _pct(e2e_us, 50),
+        "e2e_p99_us": _pct(e2e_us, 99),
+        "estimator_cpu_pct_of_one_core": 100 * cpu / wall,
+        "driver_cpu_pct_of_one_core": 100 * driver_cpu / wall,
         "estimator_cpu_us_per_processed_sample": 1e6 * cpu / max(int(data["processed"]), 1),
     }
 
@@ -167,10 +201,15 @@ def callback_cost(model: str, n: int = 3000) -> dict:
 
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
-    node = ServoLnnNode(namespace=f"/bench_cb{os.getpid()}", context=context,
-                        parameter_overrides=[Parameter("model_path", value=model),
-                                             Parameter("servo_command_type", value="none"),
-                                             Parameter("max_input_age_s", value=0.0)])  # stamps run ahead
+    node = ServoLnnNode(
+        namespace=f"/bench_cb{os.getpid()}",
+        context=context,
+        parameter_overrides=[
+            Parameter("model_path", value=model),
+            Parameter("servo_command_type", value="none"),
+            Parameter("max_input_age_s", value=0.0),
+        ],
+    )  # stamps run ahead
     try:
         if not start(node):
             raise RuntimeError(node.last_error)
@@ -180,11 +219,13 @@ def callback_cost(model: str, n: int = 3000) -> dict:
         raws = []
         for k in range(n):
             t = k * 1e-3
-            msg = JointState(name=["pendulum_joint", "cart_joint"],
-                             position=[0.3 * np.sin(1.3 * t), 0.2 * np.sin(4.4 * t)],
-                             velocity=[0.39 * np.cos(1.3 * t), 0.88 * np.cos(4.4 * t)])
+            msg = JointState(
+                name=["pendulum_joint", "cart_joint"],
+                position=[0.3 * np.sin(1.3 * t), 0.2 * np.sin(4.4 * t)],
+                velocity=[0.39 * np.cos(1.3 * t), 0.88 * np.cos(4.4 * t)],
+            )
             msg.header.stamp = ns_to_stamp(base + k * 1_000_000)
-            raws.append(serialize_message(msg))     # the node subscribes to the serialized bytes
+            raws.append(serialize_message(msg))  # the node subscribes to the serialized bytes
         times = np.empty(n)
         for k, raw in enumerate(raws):
             t0 = time.perf_counter()
@@ -208,42 +249,73 @@ def bench_node(args) -> dict:
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if "ROS_DOMAIN_ID" not in os.environ:
         env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
-    rates = [(float(r), duration if i == 0 else short) for i, r in enumerate(getattr(args, "rates", None) or (1000, 2000, 5000))]
+    rates = [
+        (float(r), duration if i == 0 else short)
+        for i, r in enumerate(getattr(args, "rates", None) or (1000, 2000, 5000))
+    ]
     load = os.getloadavg()
-    print(f"estimator node benchmark: {machine_description()}; load average {load[0]:.1f}; model {Path(model).name}; "
-          f"executor {executor_kind()}")
+    print(
+        f"estimator node benchmark: {machine_description()}; load average {load[0]:.1f}; model "
+        f"{Path(model).name}; "
+        f"executor {executor_kind()}"
+    )
     direct = callback_cost(model)
-    print(f"callback called directly (no DDS/executor): median {direct['callback_median_us']:.0f} us, "
-          f"p99 {direct['callback_p99_us']:.0f} us")
-    print(f"{'rate':>6} {'sent/s':>7} {'processed':>10} {'outputs rx':>10} {'in-node med/p99 [us]':>21} "
-          f"{'cb CPU med/p99 [us]':>20} {'e2e med/p99 [us]':>18} {'CPU %':>6} {'CPU us/sample':>13} {'driver CPU %':>12}")
+    print(
+        f"callback called directly (no DDS/executor): median {direct['callback_median_us']:.0f} us, "
+        f"p99 {direct['callback_p99_us']:.0f} us"
+    )
+    print(
+        f"{'rate':>6} {'sent/s':>7} {'processed':>10} {'outputs rx':>10} {'in-node med/p99 [us]':>21} "
+        f"{'cb CPU med/p99 [us]':>20} {'e2e med/p99 [us]':>18} {'CPU %':>6} {'CPU us/sample':>13} "
+        f"{'driver CPU %':>12}"
+    )
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for rate, dur in rates:
             r = run_rate(model, rate, dur, Path(tmp), env)
             results.append(r)
-            print(f"{rate:6.0f} {r['send_rate_hz']:7.0f} {100 * r['fraction_processed']:9.2f}% "
-                  f"{100 * r['fraction_outputs_received']:9.2f}% "
-                  f"{r['in_node_median_us']:10.0f}/{r['in_node_p99_us']:<10.0f} "
-                  f"{r['in_node_cpu_median_us']:9.0f}/{r['in_node_cpu_p99_us']:<10.0f} "
-                  f"{r['e2e_median_us']:8.0f}/{r['e2e_p99_us']:<9.0f} {r['estimator_cpu_pct_of_one_core']:6.0f} "
-                  f"{r['estimator_cpu_us_per_processed_sample']:13.0f} {r['driver_cpu_pct_of_one_core']:12.0f}",
-                  flush=True)
+            print(
+                f"{rate:6.0f} {r['send_rate_hz']:7.0f} {100 * r['fraction_processed']:9.2f}% "
+                f"{100 * r['fraction_outputs_received']:9.2f}% "
+                f"{r['in_node_median_us']:10.0f}/{r['in_node_p99_us']:<10.0f} "
+                f"{r['in_node_cpu_median_us']:9.0f}/{r['in_node_cpu_p99_us']:<10.0f} "
+                f"{r['e2e_median_us']:8.0f}/{r['e2e_p99_us']:<9.0f} "
+                f"{r['estimator_cpu_pct_of_one_core']:6.0f} "
+                f"{r['estimator_cpu_us_per_processed_sample']:13.0f} {r['driver_cpu_pct_of_one_core']:12.0f}",
+                flush=True,
+            )
     first = results[0]
-    verdict = (f"{first['rate_hz']:.0f} Hz: {100 * first['fraction_processed']:.2f} % processed (target >= 99.9 % "
-               f"at 1 kHz), in-node p99 {first['in_node_p99_us']:.0f} us (target <= 1000 us)")
+    verdict = (
+        f"{first['rate_hz']:.0f} Hz: {100 * first['fraction_processed']:.2f} % processed (target >= 99.9 % "
+        f"at 1 kHz), in-node p99 {first['in_node_p99_us']:.0f} us (target <= 1000 us)"
+    )
     top = max(results, key=lambda r: r["processed_rate_hz"])
     print(verdict)
-    print(f"highest processed rate: {top['processed_rate_hz']:.0f} Hz (driven at {top['rate_hz']:.0f} Hz); "
-          f"above it inputs are dropped in the best-effort queue; load average at the end {os.getloadavg()[0]:.1f}")
+    print(
+        f"highest processed rate: {top['processed_rate_hz']:.0f} Hz (driven at {top['rate_hz']:.0f} Hz); "
+        "above it inputs are dropped in the best-effort queue; load average at the end "
+        f"{os.getloadavg()[0]:.1f}"
+    )
     callback, evaluate = first["in_node_cpu_median_us"], first["model_cpu_median_us"]
-    print(f"ServoLnnRuntime.evaluate back to back in the node process after the run (warm caches): "
-          f"{first['runtime_evaluate_warm_cpu_median_us']:.0f} us; ratio of the callback to it "
-          f"{callback / first['runtime_evaluate_warm_cpu_median_us']:.2f}")
-    print(f"per-sample CPU: callback {callback:.0f} us, runtime.evaluate {evaluate:.0f} us, "
-          f"ratio C/E = {callback / evaluate:.2f}")
-    return {"machine": machine_description(), "load_average_1min": load[0], "model": Path(model).name,
-            "callback_direct": direct, "executor": executor_kind(),
-            "load_average_1min_end": os.getloadavg()[0], "runs": results,
-            "saturation_processed_rate_hz": top["processed_rate_hz"],
-            "callback_cpu_us": callback, "runtime_evaluate_cpu_us": evaluate, "ratio": callback / evaluate}
+    print(
+        f"ServoLnnRuntime.evaluate back to back in the node process after the run (warm caches): "
+        f"{first['runtime_evaluate_warm_cpu_median_us']:.0f} us; ratio of the callback to it "
+        f"{callback / first['runtime_evaluate_warm_cpu_median_us']:.2f}"
+    )
+    print(
+        f"per-sample CPU: callback {callback:.0f} us, runtime.evaluate {evaluate:.0f} us, "
+        f"ratio C/E = {callback / evaluate:.2f}"
+    )
+    return {
+        "machine": machine_description(),
+        "load_average_1min": load[0],
+        "model": Path(model).name,
+        "callback_direct": direct,
+        "executor": executor_kind(),
+        "load_average_1min_end": os.getloadavg()[0],
+        "runs": results,
+        "saturation_processed_rate_hz": top["processed_rate_hz"],
+        "callback_cpu_us": callback,
+        "runtime_evaluate_cpu_us": evaluate,
+        "ratio": callback / evaluate,
+    }

@@ -15,6 +15,7 @@
 
 Device: cuda when available (else CPU); float32 as ``ros-lnn train`` trains by default.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,9 @@ PAPER = {"samples": 4096, "batch": 2048, "epochs": 10_000}
 
 def paper_data():
     """Training samples of the paper's crane split (model order) and the joint names."""
+    from ..models.normalisation import normalisation
     from ..physics.crane import Crane
     from ..physics.datasets import paper_crane_trials, paper_split
-    from ..models.normalisation import normalisation
     from ..training.data import model_order, reorder
 
     trials = paper_crane_trials(Crane())
@@ -70,7 +71,9 @@ def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds
     dt = {"float32": torch.float32, "float64": torch.float64}[dtype]
     model = make_model(free, servo, norm).to(device=device, dtype=dt)
     reference = AutogradServoLNN(model)  # shares the weights
-    data = {k: torch.as_tensor(np.asarray(train[k]), device=device, dtype=dt) for k in ("q", "qd", "qdd", "Q")}
+    data = {
+        k: torch.as_tensor(np.asarray(train[k]), device=device, dtype=dt) for k in ("q", "qd", "qdd", "Q")
+    }
     gen = torch.Generator(device=device)
     gen.manual_seed(0)
     idx = torch.randperm(len(train["q"]), generator=gen, device=device)[:batch]
@@ -85,8 +88,10 @@ def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds
         loss = loss.detach()
         grads[name] = (loss.item(), torch.cat([p.grad.flatten() for p in model.parameters()]).double().cpu())
     g_a, g_r = grads["analytic"][1], grads["autograd"][1]
-    agreement = {"loss_rel_diff": abs(grads["analytic"][0] - grads["autograd"][0]) / abs(grads["autograd"][0]),
-                 "grad_rel_diff": float((g_a - g_r).norm() / g_r.norm())}
+    agreement = {
+        "loss_rel_diff": abs(grads["analytic"][0] - grads["autograd"][0]) / abs(grads["autograd"][0]),
+        "grad_rel_diff": float((g_a - g_r).norm() / g_r.norm()),
+    }
 
     opt = make_adam(model.parameters(), 1e-4, 1e-5)
     state = {k: v.clone() for k, v in model.state_dict().items()}
@@ -119,11 +124,20 @@ def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds
             _sync(device)
             times[name].append(steps / (time.perf_counter() - t0))
     med = {k: float(np.median(v)) for k, v in times.items()}
-    return {"batch": batch, "steps_per_round": steps, "rounds": rounds, "dtype": dtype,
-            "analytic_steps_per_s": med["analytic"], "autograd_steps_per_s": med["autograd"],
-            "speedup": med["analytic"] / med["autograd"], "shared_steps_per_s": med["shared"],
-            "derivative_speedup": (1 / med["autograd"] - 1 / med["shared"]) / (1 / med["analytic"] - 1 / med["shared"]),
-            "rounds_steps_per_s": times, **agreement}
+    return {
+        "batch": batch,
+        "steps_per_round": steps,
+        "rounds": rounds,
+        "dtype": dtype,
+        "analytic_steps_per_s": med["analytic"],
+        "autograd_steps_per_s": med["autograd"],
+        "speedup": med["analytic"] / med["autograd"],
+        "shared_steps_per_s": med["shared"],
+        "derivative_speedup": (1 / med["autograd"] - 1 / med["shared"])
+        / (1 / med["analytic"] - 1 / med["shared"]),
+        "rounds_steps_per_s": times,
+        **agreement,
+    }
 
 
 def size_rates(n: int, device, *, steps=10, rounds=3) -> dict:
@@ -134,11 +148,17 @@ def size_rates(n: int, device, *, steps=10, rounds=3) -> dict:
     data = {k: rng.normal(size=(4096, n)) for k in ("q", "qd", "qdd", "Q")}
     names = [f"j{i}" for i in range(n)]
     r = step_rates(data, names, [], (np.zeros(n), np.ones(n)), device, steps=steps, rounds=rounds)
-    return {"n": n, "analytic_steps_per_s": r["analytic_steps_per_s"],
-            "autograd_steps_per_s": r["autograd_steps_per_s"], "speedup": r["speedup"]}
+    return {
+        "n": n,
+        "analytic_steps_per_s": r["analytic_steps_per_s"],
+        "autograd_steps_per_s": r["autograd_steps_per_s"],
+        "speedup": r["speedup"],
+    }
 
 
-def compiled_rate(train, free, servo, norm, device, *, batch=2048, steps=30, rounds=3, dtype="float32") -> dict:
+def compiled_rate(
+    train, free, servo, norm, device, *, batch=2048, steps=30, rounds=3, dtype="float32"
+) -> dict:
     """Steps/s of the analytic step with the loss under ``torch.compile`` (inductor), as ``--compile``
     trains; the compile time is reported apart. A failed compile reports the eager fallback."""
     import torch
@@ -150,7 +170,10 @@ def compiled_rate(train, free, servo, norm, device, *, batch=2048, steps=30, rou
     dt = {"float32": torch.float32, "float64": torch.float64}[dtype]
     model = make_model(free, servo, norm).to(device=device, dtype=dt)
     idx = torch.randperm(len(train["q"]), generator=torch.Generator().manual_seed(0))[:batch]
-    b = {k: torch.as_tensor(np.asarray(train[k])[idx.numpy()], device=device, dtype=dt) for k in ("q", "qd", "qdd", "Q")}
+    b = {
+        k: torch.as_tensor(np.asarray(train[k])[idx.numpy()], device=device, dtype=dt)
+        for k in ("q", "qd", "qdd", "Q")
+    }
     opt = make_adam(model.parameters(), 1e-4, 1e-5)
     step, describe = make_loss_step(model, WITH_QE, DistInfo(device=device), compile=True)
 
@@ -171,27 +194,54 @@ def compiled_rate(train, free, servo, norm, device, *, batch=2048, steps=30, rou
         run(steps)
         _sync(device)
         rates.append(steps / (time.perf_counter() - t0))
-    return {"compiled_steps_per_s": float(np.median(rates)), "compile_s": compile_s,
-            "status": describe()["compile"]}
+    return {
+        "compiled_steps_per_s": float(np.median(rates)),
+        "compile_s": compile_s,
+        "status": describe()["compile"],
+    }
 
 
-def paper_schedule(train, free, servo, norm, device, *, epochs=None, quick=False, dtype="float32",
-                   progress=None, compile=False) -> dict:
+def paper_schedule(
+    train,
+    free,
+    servo,
+    norm,
+    device,
+    *,
+    epochs=None,
+    quick=False,
+    dtype="float32",
+    progress=None,
+    compile=False,
+) -> dict:
     """Seconds for the paper schedule through the trainer (measured, or extrapolated with ``quick``)."""
     from ..training.trainer import TrainConfig
     from ..training.trainer import train as run_training
 
     run_epochs = epochs or (300 if quick else PAPER["epochs"])
     model = make_model(free, servo, norm)
-    cfg = TrainConfig(epochs=run_epochs, batch=PAPER["batch"], device=str(device), dtype=dtype,
-                      log_every=max(1, min(1000, run_epochs)), val_every=run_epochs + 1, compile=compile)
+    cfg = TrainConfig(
+        epochs=run_epochs,
+        batch=PAPER["batch"],
+        device=str(device),
+        dtype=dtype,
+        log_every=max(1, min(1000, run_epochs)),
+        val_every=run_epochs + 1,
+        compile=compile,
+    )
     lines = []
     history = run_training(model, train, None, cfg, progress=progress or lines.append)
     seconds = history["seconds"]
     full = seconds * PAPER["epochs"] / run_epochs
-    return {"epochs_run": run_epochs, "seconds_run": seconds, "epochs_per_s": run_epochs / seconds,
-            "paper_schedule_s": full, "extrapolated": run_epochs != PAPER["epochs"],
-            "final_loss": history["loss"][-1], "compile": history["run"]["compile"]}
+    return {
+        "epochs_run": run_epochs,
+        "seconds_run": seconds,
+        "epochs_per_s": run_epochs / seconds,
+        "paper_schedule_s": full,
+        "extrapolated": run_epochs != PAPER["epochs"],
+        "final_loss": history["loss"][-1],
+        "compile": history["run"]["compile"],
+    }
 
 
 def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
@@ -208,42 +258,94 @@ def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
     print(f"device: {device} ({name}); torch {torch.__version__}; intra-op threads {threads}")
     train, free, servo, norm = paper_data()
 
-    rates = step_rates(train, free, servo, norm, device, steps=steps or (10 if quick else 30),
-                       rounds=rounds or (3 if quick else 5))
+    rates = step_rates(
+        train,
+        free,
+        servo,
+        norm,
+        device,
+        steps=steps or (10 if quick else 30),
+        rounds=rounds or (3 if quick else 5),
+    )
     print(f"training step, batch {rates['batch']}, paper losses (with Q_e), {rates['dtype']}:")
     print(f"  analytic ServoLNN        {rates['analytic_steps_per_s']:9.1f} steps/s")
     print(f"  autograd (DeLaN-style)   {rates['autograd_steps_per_s']:9.1f} steps/s")
     print(f"  speed-up                 {rates['speedup']:9.1f}x   (target >= 5x)")
-    print(f"  dynamics + losses alone  {rates['shared_steps_per_s']:9.1f} steps/s (network outputs fixed; shared by both)")
+    print(
+        f"  dynamics + losses alone  {rates['shared_steps_per_s']:9.1f} steps/s (network outputs fixed; "
+        "shared by both)"
+    )
     print(f"  network + derivatives part, analytic vs autograd: {rates['derivative_speedup']:.1f}x")
-    print(f"  same loss/gradient: loss rel diff {rates['loss_rel_diff']:.1e}, gradient rel diff {rates['grad_rel_diff']:.1e}")
+    print(
+        f"  same loss/gradient: loss rel diff {rates['loss_rel_diff']:.1e}, gradient rel diff "
+        f"{rates['grad_rel_diff']:.1e}"
+    )
 
     compiled = None
     if not quick:
         compiled = compiled_rate(train, free, servo, norm, device)
-        print(f"  analytic + torch.compile {compiled['compiled_steps_per_s']:9.1f} steps/s "
-              f"({compiled['status']}; first two steps incl. compiling {compiled['compile_s']:.0f} s)")
+        print(
+            f"  analytic + torch.compile {compiled['compiled_steps_per_s']:9.1f} steps/s "
+            f"({compiled['status']}; first two steps incl. compiling {compiled['compile_s']:.0f} s)"
+        )
         compiled["speedup_vs_autograd"] = compiled["compiled_steps_per_s"] / rates["autograd_steps_per_s"]
-        print(f"  compiled analytic vs autograd (autograd cannot be compiled: double backward) "
-              f"{compiled['speedup_vs_autograd']:.1f}x")
+        print(
+            f"  compiled analytic vs autograd (autograd cannot be compiled: double backward) "
+            f"{compiled['speedup_vs_autograd']:.1f}x"
+        )
 
     sizes = []
-    for n in ((3,) if quick else (3, 4, 7)):
+    for n in (3,) if quick else (3, 4, 7):
         sizes.append(size_rates(n, device))
-        print(f"  DeLaN with n = {n} coordinates (random data): analytic {sizes[-1]['analytic_steps_per_s']:.1f}, "
-              f"autograd {sizes[-1]['autograd_steps_per_s']:.1f} steps/s -> {sizes[-1]['speedup']:.1f}x")
+        print(
+            f"  DeLaN with n = {n} coordinates (random data): analytic "
+            f"{sizes[-1]['analytic_steps_per_s']:.1f}, "
+            f"autograd {sizes[-1]['autograd_steps_per_s']:.1f} steps/s -> {sizes[-1]['speedup']:.1f}x"
+        )
 
-    sched = paper_schedule(train, free, servo, norm, device, epochs=schedule_epochs, quick=quick,
-                           progress=lambda line: print("  " + line, flush=True))
-    how = (f"extrapolated from {sched['epochs_run']} epochs ({sched['seconds_run']:.1f} s)"
-           if sched["extrapolated"] else "measured")
-    print(f"paper schedule ({PAPER['samples']} samples, batch {PAPER['batch']}, {PAPER['epochs']} epochs): "
-          f"{sched['paper_schedule_s']:.1f} s, {how}; {sched['epochs_per_s']:.1f} epochs/s (target <= 60 s on one H100)")
+    sched = paper_schedule(
+        train,
+        free,
+        servo,
+        norm,
+        device,
+        epochs=schedule_epochs,
+        quick=quick,
+        progress=lambda line: print("  " + line, flush=True),
+    )
+    how = (
+        f"extrapolated from {sched['epochs_run']} epochs ({sched['seconds_run']:.1f} s)"
+        if sched["extrapolated"]
+        else "measured"
+    )
+    print(
+        f"paper schedule ({PAPER['samples']} samples, batch {PAPER['batch']}, {PAPER['epochs']} epochs): "
+        f"{sched['paper_schedule_s']:.1f} s, {how}; {sched['epochs_per_s']:.1f} epochs/s (target <= 60 s "
+        "on one H100)"
+    )
     sched_compiled = None
     if not quick:
-        sched_compiled = paper_schedule(train, free, servo, norm, device, compile=True,
-                                        progress=lambda line: print("  " + line, flush=True))
-        print(f"paper schedule with --compile: {sched_compiled['paper_schedule_s']:.1f} s, measured, compiling "
-              f"included ({sched_compiled['compile']}); {sched_compiled['epochs_per_s']:.1f} epochs/s")
-    return {"device": str(device), "device_name": name, "threads": threads, "torch": torch.__version__,
-            "step": rates, "compiled": compiled, "sizes": sizes, "schedule": sched, "schedule_compiled": sched_compiled}
+        sched_compiled = paper_schedule(
+            train,
+            free,
+            servo,
+            norm,
+            device,
+            compile=True,
+            progress=lambda line: print("  " + line, flush=True),
+        )
+        print(
+            f"paper schedule with --compile: {sched_compiled['paper_schedule_s']:.1f} s, measured, compiling "
+            f"included ({sched_compiled['compile']}); {sched_compiled['epochs_per_s']:.1f} epochs/s"
+        )
+    return {
+        "device": str(device),
+        "device_name": name,
+        "threads": threads,
+        "torch": torch.__version__,
+        "step": rates,
+        "compiled": compiled,
+        "sizes": sizes,
+        "schedule": sched,
+        "schedule_compiled": sched_compiled,
+    }

@@ -232,8 +232,13 @@ def add_study_arguments(parser) -> None:
     parser.add_argument("--seeds", type=int, help="number of seeds (servo-seeds: default 10, lnn-nh: 3)")
     parser.add_argument("--epochs", type=int, help="training epochs of the study's models")
     parser.add_argument("--links", type=int, nargs="+", help="chain sizes of the tlnn study (default 2 3 4)")
-    parser.add_argument("--output", "--out", dest="output", default="reports/zoo",
-                        help="folder for JSON and PNG (default reports/zoo)")
+    parser.add_argument(
+        "--output",
+        "--out",
+        dest="output",
+        default="reports/zoo",
+        help="folder for JSON and PNG (default reports/zoo)",
+    )
     parser.add_argument("--data", help="DeLaN character data: its folder or character_data.npz")
 
 

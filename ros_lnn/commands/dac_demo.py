@@ -10,6 +10,7 @@ learned port on it (``ros-lnn train --model dac_residual``), export ONNX, load i
 the same trajectory three times: certain model only, certain model + learned port, certain model + the
 exact residual (the floor). Its last line: ``tracking rms [m]: model-only A, data-assisted B, exact-model C``.
 """
+
 from __future__ import annotations
 
 import time
@@ -24,14 +25,19 @@ DISTURBANCE = (2.5, 2.7, np.array([0.0, 0.0, -8.0]))  # start, end, force on the
 
 
 def add_dac_demo_arguments(parser):
-    parser.add_argument("--output", default="reports/dac_demo",
-                        help="folder for the figures and summary (default reports/dac_demo)")
+    parser.add_argument(
+        "--output",
+        default="reports/dac_demo",
+        help="folder for the figures and summary (default reports/dac_demo)",
+    )
     parser.add_argument("--duration", type=float, default=None, help="simulated seconds (default 6, quick 3)")
     parser.add_argument("--quick", action="store_true", help="shorter run")
     parser.add_argument("--no-avoidance", action="store_true", help="switch the obstacle potential off")
-    parser.add_argument("--plant-mismatch", action="store_true",
-                        help="the arm differs from its URDF: record, train the learned port, compare three "
-                        "runs")
+    parser.add_argument(
+        "--plant-mismatch",
+        action="store_true",
+        help="the arm differs from its URDF: record, train the learned port, compare three runs",
+    )
 
 
 def simulate_demo(duration: float = 6.0, dt: float = 4e-3, avoidance: bool = True, progress=None) -> dict:
@@ -46,17 +52,27 @@ def simulate_demo(duration: float = 6.0, dt: float = 4e-3, avoidance: bool = Tru
     from ..physics.multibody_pin_sim import port_efforts, rk4_step
 
     arm = load_model(shipped_model_path())
-    pipe = DacPipeline(arm, "end_effector", Gains(lambda_position=5.0, damping=0.0), ee_link="tool0",
-                       obstacles=[OBSTACLE], obstacle_influence=0.1, obstacle_eta=5.0 if avoidance else 0.0)
+    pipe = DacPipeline(
+        arm,
+        "end_effector",
+        Gains(lambda_position=5.0, damping=0.0),
+        ee_link="tool0",
+        obstacles=[OBSTACLE],
+        obstacle_influence=0.1,
+        obstacle_eta=5.0 if avoidance else 0.0,
+    )
     field, ee = pipe.controller.obstacles, pipe.controller.end_effector
     p0 = end_effector_state(arm, pipe.kinematics(Q_START, np.zeros(arm.n_bodies)), ee)[0]
-    path = circle_path(p0 - np.array([0, 0, CIRCLE_RADIUS]), CIRCLE_RADIUS, CIRCLE_PERIOD, (-1.0, 0.0, 0.0), np.pi)
+    path = circle_path(
+        p0 - np.array([0, 0, CIRCLE_RADIUS]), CIRCLE_RADIUS, CIRCLE_PERIOD, (-1.0, 0.0, 0.0), np.pi
+    )
     pipe.set_ee_path(path)
     n = arm.n_bodies
     push = np.zeros(6 * n)
-    push[3 * (n - 1):3 * n] = DISTURBANCE[2]
-    log: dict[str, list] = {k: [] for k in ("t", "ee", "target", "error", "V", "clearance", "saturation",
-                                            "effort", "step_us")}
+    push[3 * (n - 1) : 3 * n] = DISTURBANCE[2]
+    log: dict[str, list] = {
+        k: [] for k in ("t", "ee", "target", "error", "V", "clearance", "saturation", "effort", "step_us")
+    }
 
     def efforts(t, q, qd):
         u = pipe.step(q, qd, t).efforts.effort
@@ -148,10 +164,15 @@ def run_dac_demo(args) -> int:
         return run_plant_mismatch(args)
     duration = getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 6.0)
     folder = Path(getattr(args, "output", None) or "reports/dac_demo")
-    print(f"DAC demo: demo arm, law III, circle r = {CIRCLE_RADIUS} m, obstacle on the wrist path, "
-          f"{duration:.1f} s simulated")
-    out = simulate_demo(duration, avoidance=not getattr(args, "no_avoidance", False),
-                        progress=lambda i, n: print(f"  step {i}/{n}", end="\r", flush=True))
+    print(
+        f"DAC demo: demo arm, law III, circle r = {CIRCLE_RADIUS} m, obstacle on the wrist path, "
+        f"{duration:.1f} s simulated"
+    )
+    out = simulate_demo(
+        duration,
+        avoidance=not getattr(args, "no_avoidance", False),
+        progress=lambda i, n: print(f"  step {i}/{n}", end="\r", flush=True),
+    )
     print()
     summary = summarize(out)
     paths = write_figures(out, folder)
@@ -165,10 +186,15 @@ def run_dac_demo(args) -> int:
 # ------------------------------------------------------------------------------------ plant mismatch
 #: How the demo arm differs from config/dac_chain.urdf: joint friction (viscous, Coulomb), 0.3 kg at the
 #: tool (5 cm beyond link5's centre of mass) and reflected rotor inertia.
-DEMO_MISMATCH_VALUES = dict(viscous=(0.5, 0.5, 0.3, 0.2, 0.05), coulomb=(0.4, 0.4, 0.25, 0.15, 0.05),
-                            coulomb_velocity=0.05, payload_mass=0.3, payload_offset=(0.05, 0.0, 0.0),
-                            payload_inertia=(2e-4, 2e-4, 2e-4),
-                            rotor_inertia=(0.01, 0.01, 0.005, 0.003, 0.001))
+DEMO_MISMATCH_VALUES = dict(
+    viscous=(0.5, 0.5, 0.3, 0.2, 0.05),
+    coulomb=(0.4, 0.4, 0.25, 0.15, 0.05),
+    coulomb_velocity=0.05,
+    payload_mass=0.3,
+    payload_offset=(0.05, 0.0, 0.0),
+    payload_inertia=(2e-4, 2e-4, 2e-4),
+    rotor_inertia=(0.01, 0.01, 0.005, 0.003, 0.001),
+)
 SAMPLE_DT = 2e-3  # 500 Hz: the rate of dac_chain_sim in the ROS demo
 TASK_SECONDS = 8.0
 #: Recording the excitations: law II with stiffer gains, so that the arm follows the multi-sines widely.
@@ -191,14 +217,21 @@ def law_ii(arm, residual=None, **gains):
     from ..control.dac import Gains
     from ..control.pipeline import DacPipeline
 
-    pipe = DacPipeline(arm, "pose", Gains(**{"lambda_position": 5.0, "lambda_attitude": 5.0, **gains}),
-                       ee_link="tool0")
+    pipe = DacPipeline(
+        arm, "pose", Gains(**{"lambda_position": 5.0, "lambda_attitude": 5.0, **gains}), ee_link="tool0"
+    )
     pipe.set_residual(residual)
     return pipe
 
 
-def demo_task(arm, radius: float = CIRCLE_RADIUS, period: float = CIRCLE_PERIOD, shift=(0.0, 0.0, 0.0),
-              normal=(-1.0, 0.0, 0.0), posture=None):
+def demo_task(
+    arm,
+    radius: float = CIRCLE_RADIUS,
+    period: float = CIRCLE_PERIOD,
+    shift=(0.0, 0.0, 0.0),
+    normal=(-1.0, 0.0, 0.0),
+    posture=None,
+):
     """``(point(t), times, joint path)``: the demo's tool circle (from the start pose, in the y-z plane)
     and the joint path that traces it (damped least squares, the wrist held near the start posture)."""
     from ..control.closed_loop import end_effector_point, ik_joint_path
@@ -207,8 +240,13 @@ def demo_task(arm, radius: float = CIRCLE_RADIUS, period: float = CIRCLE_PERIOD,
     pipe = law_ii(arm)
     p0 = end_effector_point(pipe, Q_START)
     path = circle_path(p0 - np.array([0.0, 0.0, radius]) + np.asarray(shift), radius, period, normal, np.pi)
-    times, q = ik_joint_path(pipe, lambda t: path(t).position, TASK_SECONDS + 1.0, Q_START,
-                             posture=Q_START if posture is None else posture)
+    times, q = ik_joint_path(
+        pipe,
+        lambda t: path(t).position,
+        TASK_SECONDS + 1.0,
+        Q_START,
+        posture=Q_START if posture is None else posture,
+    )
     return (lambda t: path(t).position), times, q
 
 
@@ -225,9 +263,14 @@ def record_arm(arm, plant, quick: bool = False, seed: int = 0, progress=print) -
     logs.append(sampled_loop(pipe, q_task[0], TASK_SECONDS, SAMPLE_DT, dynamics=plant.forward_dynamics))
     for k in range(2 if quick else 6):
         radius, period = rng.uniform(0.08, 0.15), rng.uniform(3.0, 5.5)
-        _, times, q = demo_task(arm, radius, period, rng.uniform(-0.03, 0.03, 3),
-                                np.array([-1.0, 0.0, 0.0]) + 0.3 * rng.normal(size=3),
-                                Q_START + 0.1 * rng.normal(size=5))
+        _, times, q = demo_task(
+            arm,
+            radius,
+            period,
+            rng.uniform(-0.03, 0.03, 3),
+            np.array([-1.0, 0.0, 0.0]) + 0.3 * rng.normal(size=3),
+            Q_START + 0.1 * rng.normal(size=5),
+        )
         pipe = law_ii(arm)
         pipe.set_joint_trajectory(times, q)
         logs.append(sampled_loop(pipe, q[0], TASK_SECONDS, SAMPLE_DT, dynamics=plant.forward_dynamics))
@@ -241,8 +284,9 @@ def record_arm(arm, plant, quick: bool = False, seed: int = 0, progress=print) -
     return logs
 
 
-def write_recordings_bag(path, logs, joint_names, effort_topic: str = "/dac_controller/joint_effort_command",
-                         gap_s: float = 1.0) -> None:
+def write_recordings_bag(
+    path, logs, joint_names, effort_topic: str = "/dac_controller/joint_effort_command", gap_s: float = 1.0
+) -> None:
     """The recordings as one rosbag2, as the robot's ``ros2 bag record /joint_states <effort topic>``
     writes them: ``joint_states`` with position, velocity and the effort held over the step before each
     stamp (NaN before the first), and the controller's effort commands as it publishes them."""
@@ -271,9 +315,16 @@ def train_port(bag, folder: Path, epochs: int, progress=print) -> Path:
     out = folder / "arm_residual.onnx"
     config = os.path.relpath(shipped_config())  # the recorded command line stays free of this machine's paths
     config = config if not config.startswith("..") else str(shipped_config())
-    spec = RunSpec(family="dac_residual", bags=(str(bag),), bag_config=config, epochs=epochs,
-                   out=str(out), checkpoint_dir=str(folder / "arm_residual_checkpoints"),
-                   report=str(folder / "arm_residual_report"), log_every=max(1, epochs // 5))
+    spec = RunSpec(
+        family="dac_residual",
+        bags=(str(bag),),
+        bag_config=config,
+        epochs=epochs,
+        out=str(out),
+        checkpoint_dir=str(folder / "arm_residual_checkpoints"),
+        report=str(folder / "arm_residual_report"),
+        log_every=max(1, epochs // 5),
+    )
     result = run(spec, progress=progress)
     progress(result.test_summary)
     return out
@@ -288,8 +339,9 @@ def compare_three(arm, plant, residual, duration: float = TASK_SECONDS) -> dict:
     for name, port in (("model-only", None), ("data-assisted", residual), ("exact-model", plant.residual)):
         pipe = law_ii(arm, port)
         pipe.set_joint_trajectory(times, q_task)
-        log = sampled_loop(pipe, q_task[0], duration, SAMPLE_DT, dynamics=plant.forward_dynamics,
-                           target=point)
+        log = sampled_loop(
+            pipe, q_task[0], duration, SAMPLE_DT, dynamics=plant.forward_dynamics, target=point
+        )
         out[name] = {"tracking_rms_m": log.tracking_rms(1.0), "log": log}
     return out
 
@@ -305,8 +357,10 @@ def run_plant_mismatch(args) -> int:
     arm, plant = demo_plant()
     names = list(plant.certain.joint_names)
     print(f"DAC with plant mismatch: {DEMO_MISMATCH_VALUES}")
-    print("1. record the arm under the model-only controller (task, circles, excitations; 500 Hz) ...",
-          flush=True)
+    print(
+        "1. record the arm under the model-only controller (task, circles, excitations; 500 Hz) ...",
+        flush=True,
+    )
     logs = record_arm(arm, plant, quick, progress=lambda m: print(m, flush=True))
     bag = folder / "recordings"
     if bag.exists():
@@ -316,12 +370,18 @@ def run_plant_mismatch(args) -> int:
     write_recordings_bag(bag, logs, names)
     print(f"   wrote {bag} ({sum(len(g.t) for g in logs)} joint states)")
     epochs = int(getattr(args, "epochs", None) or (40 if quick else 300))
-    print(f"2. train the learned port: ros-lnn train --model dac_residual --bag {bag} "
-          f"--config config/dac_residual.yaml --epochs {epochs} ...", flush=True)
+    print(
+        f"2. train the learned port: ros-lnn train --model dac_residual --bag {bag} "
+        f"--config config/dac_residual.yaml --epochs {epochs} ...",
+        flush=True,
+    )
     model = train_port(bag, folder, epochs, progress=lambda m: print("   " + m, flush=True))
     port = ResidualRuntime(model, names)
-    print(f"3. load {model} with ONNX Runtime; the same task three times "
-          f"(law II on the tool circle's joint path, {TASK_SECONDS:.0f} s at 500 Hz) ...", flush=True)
+    print(
+        f"3. load {model} with ONNX Runtime; the same task three times "
+        f"(law II on the tool circle's joint path, {TASK_SECONDS:.0f} s at 500 Hz) ...",
+        flush=True,
+    )
     runs = compare_three(arm, plant, port)
     summary = {k: v["tracking_rms_m"] for k, v in runs.items()}
     doc = {"tracking_rms_m": summary, "mismatch": DEMO_MISMATCH_VALUES, "model": str(model)}

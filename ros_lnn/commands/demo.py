@@ -5,14 +5,15 @@ topics, printing a live table. ``--offline``: the model evaluated directly on a 
 trial of the paper's crane data set. ``--dac``: the tensor-invariant controller tracing a circle
 around an obstacle with the demo arm, figures written to ``--output``. No torch needed for any.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import ConfigError
 
-DESCRIPTION = """Live (the default, with rclpy): the crane simulator and the servo_lnn estimator run as ROS 2 nodes
-in this process, over real topics (ros2 topic echo sees them); every second a row gives the simulator's
+DESCRIPTION = """Live (the default, with rclpy): the crane simulator and the servo_lnn estimator run as ROS 2
+nodes in this process, over real topics (ros2 topic echo sees them); every second a row gives the simulator's
 published rate, the estimator's input rate and in-node latency, and estimated vs true Q_e, the free
 joint's acceleration and E - E0. At the end: the rate held (or the rate reached and why) and the mean
 errors. --offline: no ROS; the model on a held-out simulated trial. --dac: the tensor-invariant
@@ -21,28 +22,49 @@ controller demo (figures in --output)."""
 
 def add_arguments(parser):
     parser.description = DESCRIPTION
-    parser.add_argument("--offline", action="store_true",
-                        help="no ROS: evaluate the model on a held-out simulated trial (instead of the live run)")
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="no ROS: evaluate the model on a held-out simulated trial (instead of the live run)",
+    )
     parser.add_argument("--model", help="ONNX model (default: the shipped crane model)")
-    parser.add_argument("--trial", default="multi_a",
-                        help="offline: held-out paper trial to replay (default: multi_a)")
+    parser.add_argument(
+        "--trial", default="multi_a", help="offline: held-out paper trial to replay (default: multi_a)"
+    )
     parser.add_argument("--rows", type=int, default=8, help="offline: table rows to print")
-    parser.add_argument("--duration", type=float, default=None,
-                        help="seconds to run (live: wall clock, default 10; --dac: simulated, default 6)")
-    parser.add_argument("--rate", type=float, default=250.0,
-                        help="live: the simulator's joint_states rate in Hz (default 250, which holds on a loaded "
-                             "2-core machine; the run reports the rate it held)")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help="seconds to run (live: wall clock, default 10; --dac: simulated, default 6)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=250.0,
+        help="live: the simulator's joint_states rate in Hz (default 250, which holds on a loaded "
+        "2-core machine; the run reports the rate it held)",
+    )
     parser.add_argument("--dac", action="store_true", help="the DAC controller demo instead of the estimator")
-    parser.add_argument("--output", default="reports/dac_demo",
-                        help="--dac: folder for figures and summary (default reports/dac_demo)")
+    parser.add_argument(
+        "--output",
+        default="reports/dac_demo",
+        help="--dac: folder for figures and summary (default reports/dac_demo)",
+    )
     parser.add_argument("--quick", action="store_true", help="--dac: shorter run (3 s)")
-    parser.add_argument("--no-avoidance", action="store_true", help="--dac: switch the obstacle potential off")
-    parser.add_argument("--plant-mismatch", action="store_true",
-                        help="--dac: the arm differs from its URDF (friction, payload, rotor inertia): "
-                        "record it, train the learned port, run the task model-only / data-assisted / "
-                        "exact-model (needs torch)")
-    parser.add_argument("--epochs", type=int,
-                        help="--dac --plant-mismatch: training epochs (default 300, quick 40)")
+    parser.add_argument(
+        "--no-avoidance", action="store_true", help="--dac: switch the obstacle potential off"
+    )
+    parser.add_argument(
+        "--plant-mismatch",
+        action="store_true",
+        help="--dac: the arm differs from its URDF (friction, payload, rotor inertia): "
+        "record it, train the learned port, run the task model-only / data-assisted / "
+        "exact-model (needs torch)",
+    )
+    parser.add_argument(
+        "--epochs", type=int, help="--dac --plant-mismatch: training epochs (default 300, quick 40)"
+    )
 
 
 def run(args) -> int:
@@ -56,8 +78,9 @@ def run(args) -> int:
         except ImportError as exc:
             print(f"live demo unavailable ({exc}); running the offline demo instead")
         else:
-            return int(run_live_demo(duration_s=args.duration or 10.0, model_path=args.model,
-                                  rate_hz=args.rate) or 0)
+            return int(
+                run_live_demo(duration_s=args.duration or 10.0, model_path=args.model, rate_hz=args.rate) or 0
+            )
     return offline_demo(args.model, args.trial, args.rows)
 
 
@@ -79,7 +102,9 @@ def offline_demo(model_path, trial_name: str, rows: int) -> int:
 
     rt = ServoLnnRuntime(model_path)
     if rt.metadata.system not in ("", "crane"):
-        raise ConfigError(f"{rt.path.name} models '{rt.metadata.system}'; the offline demo replays crane trials")
+        raise ConfigError(
+            f"{rt.path.name} models '{rt.metadata.system}'; the offline demo replays crane trials"
+        )
     print(f"model: {rt.path} ({rt.metadata.family}, free {rt.free_joints}, servo {rt.servo_joints})")
     print(f"simulating held-out trial '{trial_name}' (20 s, RK45 at 1e-10) ...", flush=True)
     trial = held_out_trial(trial_name)
@@ -88,17 +113,24 @@ def offline_demo(model_path, trial_name: str, rows: int) -> int:
     f, e = slice(0, rt.n_f), slice(rt.n_f, rt.n)
 
     idx = np.linspace(0, len(trial.t) - 1, max(rows, 2)).astype(int)
-    header = f"{'t [s]':>7} | {'Q_e true':>9} {'Q_e est':>9} | {'qdd_f true':>10} {'qdd_f est':>10} | {'E true':>8} {'E est':>8}"
+    header = (
+        f"{'t [s]':>7} | {'Q_e true':>9} {'Q_e est':>9} | {'qdd_f true':>10} {'qdd_f est':>10} | "
+        f"{'E true':>8} {'E est':>8}"
+    )
     print(header)
     print("-" * len(header))
     offset = m["E_offset"]
     for i in idx:
-        print(f"{trial.t[i]:7.2f} | {Q[i, e][0]:9.4f} {out['Q_e'][i][0]:9.4f} | "
-              f"{qdd[i, f][0]:10.4f} {out['qdd_f'][i][0]:10.4f} | {trial.E[i]:8.4f} {out['E'][i] - offset:8.4f}")
+        print(
+            f"{trial.t[i]:7.2f} | {Q[i, e][0]:9.4f} {out['Q_e'][i][0]:9.4f} | "
+            f"{qdd[i, f][0]:10.4f} {out['qdd_f'][i][0]:10.4f} | {trial.E[i]:8.4f} {out['E'][i] - offset:8.4f}"
+        )
     print("-" * len(header))
-    print(f"samples {len(trial.t)}: Q_e relative RMS error {100 * m['Q_e_rel_rms']:.2f} %, "
-          f"q̈_f nMSE {m['qdd_f_nmse']:.2e}, E RMS error {m['E_rms']:.2e} J "
-          f"(after removing the constant {offset:+.4f} J: V is known up to a constant)")
+    print(
+        f"samples {len(trial.t)}: Q_e relative RMS error {100 * m['Q_e_rel_rms']:.2f} %, "
+        f"q̈_f nMSE {m['qdd_f_nmse']:.2e}, E RMS error {m['E_rms']:.2e} J "
+        f"(after removing the constant {offset:+.4f} J: V is known up to a constant)"
+    )
     i = 0
 
     def one_sample():
@@ -107,6 +139,8 @@ def offline_demo(model_path, trial_name: str, rows: int) -> int:
         rt.evaluate(q[i], qd[i], qdd[i, e], Q[i, f])
 
     s = summary_us(time_calls(one_sample, 2000))
-    print(f"one sample at a time, all outputs, 1 thread: median {s['median_us']:.1f} µs, p99 {s['p99_us']:.1f} µs")
+    print(
+        f"one sample at a time, all outputs, 1 thread: median {s['median_us']:.1f} µs, p99 "
+        f"{s['p99_us']:.1f} µs"
+    )
     return 0
-

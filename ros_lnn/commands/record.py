@@ -6,6 +6,7 @@ the node clock. Ctrl-C, SIGTERM or ``--duration`` end it with metadata.yaml writ
 Topics are subscribed when a publisher appears (type from the graph), reliable when every publisher
 offers reliable delivery, best effort otherwise, like ``ros2 bag record``.
 """
+
 from __future__ import annotations
 
 import signal
@@ -20,11 +21,16 @@ from ..errors import ConfigError, DataError
 def add_arguments(parser):
     parser.add_argument("--out", "-o", required=True, help="bag directory to create")
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3", help="rosbag2 storage")
-    parser.add_argument("--topics", nargs="+", help="topics to record (default: the mapping's joint "
-                                                    "states, servo commands and effort topics)")
+    parser.add_argument(
+        "--topics",
+        nargs="+",
+        help="topics to record (default: the mapping's joint states, servo commands and effort topics)",
+    )
     parser.add_argument("--config", help="YAML with a bag: mapping section (default: the crane's)")
     parser.add_argument("--duration", type=float, default=0.0, help="seconds to record (0: until Ctrl-C)")
-    parser.add_argument("--ground-truth", action="store_true", help="also record the mapping's ground-truth topic")
+    parser.add_argument(
+        "--ground-truth", action="store_true", help="also record the mapping's ground-truth topic"
+    )
 
 
 def default_topics(mapping, ground_truth=False) -> list[str]:
@@ -53,11 +59,20 @@ def offered_qos(publishers) -> list:
         ns = duration.nanoseconds
         return ri.QosTime(ns // 1_000_000_000, ns % 1_000_000_000)
 
-    return [ri.Qos(enum(ri.QosHistory, q.history), q.depth, enum(ri.QosReliability, q.reliability),
-                   enum(ri.QosDurability, q.durability), time(q.deadline), time(q.lifespan),
-                   enum(ri.QosLiveliness, q.liveliness), time(q.liveliness_lease_duration),
-                   q.avoid_ros_namespace_conventions)
-            for q in (p.qos_profile for p in publishers)]
+    return [
+        ri.Qos(
+            enum(ri.QosHistory, q.history),
+            q.depth,
+            enum(ri.QosReliability, q.reliability),
+            enum(ri.QosDurability, q.durability),
+            time(q.deadline),
+            time(q.lifespan),
+            enum(ri.QosLiveliness, q.liveliness),
+            time(q.liveliness_lease_duration),
+            q.avoid_ros_namespace_conventions,
+        )
+        for q in (p.qos_profile for p in publishers)
+    ]
 
 
 class Recorder:
@@ -84,13 +99,21 @@ class Recorder:
                 continue
             pubs = self.node.get_publishers_info_by_topic(topic)
             reliable = pubs and all(p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in pubs)
-            qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, durability=DurabilityPolicy.VOLATILE,
-                             reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT)
-            conn = self.writer.add_connection(topic, msgtype, typestore=self.store,
-                                              offered_qos_profiles=offered_qos(pubs))
+            qos = QoSProfile(
+                history=HistoryPolicy.KEEP_LAST,
+                depth=1000,
+                durability=DurabilityPolicy.VOLATILE,
+                reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+            )
+            conn = self.writer.add_connection(
+                topic, msgtype, typestore=self.store, offered_qos_profiles=offered_qos(pubs)
+            )
             self.counts[topic] = 0
-            self.subs.append(self.node.create_subscription(
-                _message_class(msgtype), topic, self._callback(topic, conn), qos, raw=True))
+            self.subs.append(
+                self.node.create_subscription(
+                    _message_class(msgtype), topic, self._callback(topic, conn), qos, raw=True
+                )
+            )
             self.log(f"record: {topic} ({msgtype}, {'reliable' if reliable else 'best effort'})")
 
     def _callback(self, topic, conn):
@@ -100,11 +123,21 @@ class Recorder:
             with self.lock:
                 self.writer.write(conn, clock.now().nanoseconds, raw)
                 self.counts[topic] += 1
+
         return write
 
 
-def record(out, topics, *, storage="sqlite3", duration=0.0, stop: threading.Event | None = None,
-           context=None, counts: dict | None = None, log=print) -> dict:
+def record(
+    out,
+    topics,
+    *,
+    storage="sqlite3",
+    duration=0.0,
+    stop: threading.Event | None = None,
+    context=None,
+    counts: dict | None = None,
+    log=print,
+) -> dict:
     """Record until ``duration`` seconds pass (0: forever), ``stop`` is set, or Ctrl-C/SIGTERM.
     Returns message counts per topic (``counts``, when given, is filled live). The bag is closed
     (metadata written) on every way out."""
@@ -158,16 +191,21 @@ def record(out, topics, *, storage="sqlite3", duration=0.0, stop: threading.Even
 
 
 def run(args) -> int:
-    from ..bags.mapping import BagMapping, CRANE
+    from ..bags.mapping import CRANE, BagMapping
 
     mapping = BagMapping.from_yaml(args.config) if args.config else BagMapping.from_dict(CRANE)
     topics = args.topics or default_topics(mapping, args.ground_truth)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(f"recording {', '.join(topics)} to {args.out} ({args.storage}); Ctrl-C to stop", file=sys.stderr)
-    counts = record(args.out, topics, storage=args.storage, duration=args.duration, stop=stop,
-                    log=lambda m: print(m, file=sys.stderr))
+    counts = record(
+        args.out,
+        topics,
+        storage=args.storage,
+        duration=args.duration,
+        stop=stop,
+        log=lambda m: print(m, file=sys.stderr),
+    )
     total = sum(counts.values())
-    print(f"wrote {args.out}: {total} messages ("
-          + ", ".join(f"{t} {n}" for t, n in counts.items()) + ")")
+    print(f"wrote {args.out}: {total} messages (" + ", ".join(f"{t} {n}" for t, n in counts.items()) + ")")
     return 0

@@ -1,4 +1,5 @@
 """``ros-lnn simulate``: simulate the reference systems and write the trials (npz)."""
+
 from __future__ import annotations
 
 import sys
@@ -9,23 +10,36 @@ from ..errors import ConfigError
 
 
 def add_arguments(parser):
-    parser.add_argument("--system", choices=("crane", "chain"), default="crane",
-                        help="crane: the 11 trials of the ServoLNN paper (default); "
-                             "chain: n-link excitation trials")
+    parser.add_argument(
+        "--system",
+        choices=("crane", "chain"),
+        default="crane",
+        help="crane: the 11 trials of the ServoLNN paper (default); chain: n-link excitation trials",
+    )
     parser.add_argument("--links", type=int, default=2, help="chain: number of links (default 2)")
-    parser.add_argument("--servo", default=None,
-                        help="comma-separated servo joints (chain default: joint_1; '' for none; "
-                             "crane: cart_joint only)")
+    parser.add_argument(
+        "--servo",
+        default=None,
+        help="comma-separated servo joints (chain default: joint_1; '' for none; crane: cart_joint only)",
+    )
     parser.add_argument("--trials", type=int, default=3, help="chain: number of trials (default 3)")
     parser.add_argument("--duration", type=float, default=5.0, help="chain: seconds per trial (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="chain: random seed of the excitations")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="crane: regenerate instead of using the cache")
+    parser.add_argument(
+        "--no-cache", action="store_true", help="crane: regenerate instead of using the cache"
+    )
     parser.add_argument("--out", help="output file (.npz)")
-    parser.add_argument("--bag", help="(also) write the trials as a rosbag2 directory: /joint_states, "
-                                      "/servo_commands, /ground_truth (see ros_lnn/bags/writer.py)")
-    parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3",
-                        help="rosbag2 storage of --bag (default sqlite3)")
+    parser.add_argument(
+        "--bag",
+        help="(also) write the trials as a rosbag2 directory: /joint_states, "
+        "/servo_commands, /ground_truth (see ros_lnn/bags/writer.py)",
+    )
+    parser.add_argument(
+        "--storage",
+        choices=("sqlite3", "mcap"),
+        default="sqlite3",
+        help="rosbag2 storage of --bag (default sqlite3)",
+    )
 
 
 def make_trials(args, progress=print):

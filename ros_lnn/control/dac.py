@@ -5,8 +5,8 @@ reference velocity ``ν_r(x, t)``:
 
 * (I)   ``ν_r = P ν_d``                                  (eq 37; ``P ν_d = ν_d`` for a feasible ν_d)
 * (II)  ``ν_r = P (ν_d − Λ e_p)``                         (eqs 42–47)
-* (III) ``ν_r = J_t^# ν_{e,r} − k_o N_t 𝓐 ∇U_o``          (eqs 51–54), ``J_t^# = 𝓐 J_tᵀ (J_t 𝓐 J_tᵀ + μ²I)⁻¹``,
-  ``N_t = I − J_t^# J_t``
+* (III) ``ν_r = J_t^# ν_{e,r} − k_o N_t 𝓐 ∇U_o``          (eqs 51–54),
+  ``J_t^# = 𝓐 J_tᵀ (J_t 𝓐 J_tᵀ + μ²I)⁻¹``, ``N_t = I − J_t^# J_t``
 
 where ``P = 𝓐𝓜`` and ``𝓐`` is the constrained mobility (:mod:`ros_lnn.control.mobility`). Built this
 way ``J ν_r = 0`` holds identically (EQUATIONS.md: ``J_t† ν_{e,r}`` of eq 54 with the plain 𝓜⁻¹ does not
@@ -22,6 +22,7 @@ Per step neither 𝓐 nor P is formed: they are applied to the few columns the l
 configuration from forward kinematics, through the joint-space inertia (:mod:`ros_lnn.control.mobility`;
 both checked against the dense KKT inverse to round-off).
 """
+
 from __future__ import annotations
 
 import math
@@ -47,6 +48,7 @@ class Gains:
     constant K_d would make bodies with a small inertia about one axis stiff for the integrator).
     Otherwise ``K_d = diag(kd_linear I, kd_angular I)`` [N s/m, N m s]. Λ = diag(lambda_position I,
     lambda_attitude I) for law II, Λ_e likewise for the end effector of law III."""
+
     kd_linear: float = 20.0
     kd_angular: float = 20.0
     mass_weighted: bool = True
@@ -56,8 +58,14 @@ class Gains:
     damping: float = 0.0  # μ of the damped task inverse (0: exact when the task is feasible)
 
     def validate(self):
-        for name in ("kd_linear", "kd_angular", "lambda_position", "lambda_attitude", "obstacle_gain",
-                     "damping"):
+        for name in (
+            "kd_linear",
+            "kd_angular",
+            "lambda_position",
+            "lambda_attitude",
+            "obstacle_gain",
+            "damping",
+        ):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ConfigError(f"DAC gain {name} = {value!r} must be a finite number")
@@ -72,6 +80,7 @@ class Gains:
 @dataclass
 class VelocityTarget:
     """Law I: desired twist of every body and its derivative (6N each)."""
+
     nu_d: np.ndarray
     nu_d_dot: np.ndarray
 
@@ -79,6 +88,7 @@ class VelocityTarget:
 @dataclass
 class BodyPoseTarget:
     """Law II: desired CoM positions (N, 3), attitudes (N, 4), twist and its derivative (6N)."""
+
     r_d: np.ndarray
     quat_d: np.ndarray
     nu_d: np.ndarray
@@ -89,6 +99,7 @@ class BodyPoseTarget:
 class EndEffectorTarget:
     """Law III: desired end-effector point, attitude (None: position-only task), twist (6) and its
     derivative (6): linear then angular, inertial coordinates."""
+
     position: np.ndarray
     quat: np.ndarray | None = None
     twist: np.ndarray = field(default_factory=lambda: np.zeros(6))
@@ -98,6 +109,7 @@ class EndEffectorTarget:
 @dataclass
 class EndEffector:
     """A point on a body (offset from its CoM, body coordinates) and the tool attitude in that body."""
+
     body: int
     offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
     rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
@@ -130,8 +142,12 @@ def _qmul(a, b):
     """Hamilton product of two single quaternions given as sequences of floats (no numpy overhead)."""
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return (aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw)
+    return (
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    )
 
 
 def _ee_tables(model, ee: EndEffector):
@@ -140,8 +156,8 @@ def _ee_tables(model, ee: EndEffector):
     cache = ee.__dict__.get("_tables")
     if cache is None or cache[0] != n:
         Jt0 = np.zeros((6, 6 * n))
-        Jt0[:3, 3 * b:3 * b + 3] = np.eye(3)
-        Jt0[3:, 3 * n + 3 * b:3 * n + 3 * b + 3] = np.eye(3)
+        Jt0[:3, 3 * b : 3 * b + 3] = np.eye(3)
+        Jt0[3:, 3 * n + 3 * b : 3 * n + 3 * b + 3] = np.eye(3)
         cache = (n, tuple(matrix_to_quat(ee.rotation)), Jt0, slice(3 * n + 3 * b, 3 * n + 3 * b + 3))
         ee.__dict__["_tables"] = cache
     return cache[1:]
@@ -174,8 +190,14 @@ def end_effector_state(model, data, ee: EndEffector):
 class DacController:
     """Evaluates one of the three laws on a :class:`MultibodyData` (the model's "certain" LHS)."""
 
-    def __init__(self, model: MultibodyModel, law: str = "end_effector", gains: Gains | None = None,
-                 end_effector: EndEffector | None = None, obstacles: ObstacleField | None = None):
+    def __init__(
+        self,
+        model: MultibodyModel,
+        law: str = "end_effector",
+        gains: Gains | None = None,
+        end_effector: EndEffector | None = None,
+        obstacles: ObstacleField | None = None,
+    ):
         if law not in LAWS:
             raise ConfigError(f"DAC law '{law}' is not one of {LAWS}")
         self.model, self.law = model, law
@@ -184,16 +206,18 @@ class DacController:
         self.obstacles = obstacles
         self.guarded = False  # the last law III step's task inverse was singular and got damped
         n = model.n_bodies
-        self._kd = np.concatenate([np.full(3 * n, float(self.gains.kd_linear)),
-                                   np.full(3 * n, float(self.gains.kd_angular))])
+        self._kd = np.concatenate(
+            [np.full(3 * n, float(self.gains.kd_linear)), np.full(3 * n, float(self.gains.kd_angular))]
+        )
         if self.gains.mass_weighted:
-            self._kd[:3 * n] *= model.masses.repeat(3)
+            self._kd[: 3 * n] *= model.masses.repeat(3)
         self._m3 = model.masses.repeat(3)
         self._kd_rate = np.repeat([float(self.gains.kd_linear), float(self.gains.kd_angular)], 3 * n)
         self._eyes = {}
         self._lam_task = np.repeat([self.gains.lambda_position, self.gains.lambda_attitude], 3)
-        self._lam = np.concatenate([np.full(3 * n, self.gains.lambda_position),
-                                    np.full(3 * n, self.gains.lambda_attitude)])
+        self._lam = np.concatenate(
+            [np.full(3 * n, self.gains.lambda_position), np.full(3 * n, self.gains.lambda_attitude)]
+        )
 
     def _damping_eye(self, m: int, mu: float) -> np.ndarray:
         """μ² I_m of the damped task inverse (kept per size and μ)."""
@@ -215,8 +239,10 @@ class DacController:
         e_p[:h] = (data.r - np.asarray(target.r_d, float).reshape(n, 3)).ravel()
         e_p[h:] = e_att.ravel()
         e_dot = data.nu - nu_d  # angular part: w (ω − ω_d) + ½ (ω + ω_d) × e, w = |scalar part|
-        e_dot[h:] = (0.5 * sign * qe[:, :1] * e_dot[h:].reshape(n, 3)
-                     + 0.5 * cross(data.omega + nu_d[h:].reshape(n, 3), e_att)).ravel()
+        e_dot[h:] = (
+            0.5 * sign * qe[:, :1] * e_dot[h:].reshape(n, 3)
+            + 0.5 * cross(data.omega + nu_d[h:].reshape(n, 3), e_att)
+        ).ravel()
         raw = nu_d - self._lam * e_p
         raw_dot = np.asarray(target.nu_d_dot, float) - self._lam * e_dot
         nu_r, nu_r_dot = ops.project(raw, raw_dot)
@@ -290,8 +316,11 @@ class DacController:
         :class:`ros_lnn.physics.multibody_pin.JointSpaceData`) ``𝓐 = G H⁻¹ Gᵀ``."""
         model = self.model
         if ops is None:
-            ops = (JointSpaceOperators(model, data, data.G, data.G_dot) if getattr(data, "joint_space", False)
-                   else ConstraintOperators(model, data))
+            ops = (
+                JointSpaceOperators(model, data, data.G, data.G_dot)
+                if getattr(data, "joint_space", False)
+                else ConstraintOperators(model, data)
+            )
         U = 0.0
         if self.law == "velocity":
             if not isinstance(target, VelocityTarget):
@@ -341,6 +370,7 @@ def lyapunov(model, data, nu_r) -> float:
     """½ (ν − ν_r)ᵀ 𝓜 (ν − ν_r)."""
     n = model.n_bodies
     s = data.nu - nu_r
-    return 0.5 * float(np.sum(model.masses.repeat(3) * s[:3 * n] ** 2)
-                       + np.einsum("ni,nij,nj->", s[3 * n:].reshape(n, 3), data.inertia, s[3 * n:].reshape(n, 3)))
-
+    return 0.5 * float(
+        np.sum(model.masses.repeat(3) * s[: 3 * n] ** 2)
+        + np.einsum("ni,nij,nj->", s[3 * n :].reshape(n, 3), data.inertia, s[3 * n :].reshape(n, 3))
+    )

@@ -19,6 +19,7 @@ For a joint-actuated arm every component of ``τ_c`` along ``Jᵀ`` is absorbed 
 (``τ = E u`` with ``Gᵀ E = I``). Rates of a floating root have no actuator: their share of ``Gᵀ τ_c`` is
 reported as ``unactuated`` instead of being sent.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,8 +58,15 @@ class PortToEfforts:
     ``coordinates``: the joint names in the order of the generalised forces given to
     :meth:`from_generalized` (Pinocchio's depth-first order); default the model's coordinate layout."""
 
-    def __init__(self, model, joint_names=None, effort_limits=None, residual: Residual | None = None,
-                 coordinates=None, residual_limit=None):
+    def __init__(
+        self,
+        model,
+        joint_names=None,
+        effort_limits=None,
+        residual: Residual | None = None,
+        coordinates=None,
+        residual_limit=None,
+    ):
         layout = coordinate_layout(model)
         self._root_cols = 6 if layout and layout[0][1] == "floating" else 0
         cols, names = [], []
@@ -67,16 +75,19 @@ class PortToEfforts:
             if kind == "floating":
                 continue
             if kind not in ("revolute", "prismatic"):
-                raise ConfigError(f"joint '{model.joints[jidx].name}' is {kind}: only revolute and prismatic joints "
-                                  "take efforts")
+                raise ConfigError(
+                    f"joint '{model.joints[jidx].name}' is {kind}: only revolute and prismatic joints "
+                    "take efforts"
+                )
             cols.append(c), names.append(model.joints[jidx].name)
             c += width
         names_model = names
         joint_names = list(joint_names or names_model)
         missing = [j for j in joint_names if j not in names_model]
         if missing or len(set(joint_names)) != len(names_model):
-            raise ConfigError(f"joint_names {joint_names} must list each actuated joint of the model once: "
-                              f"{names_model}")
+            raise ConfigError(
+                f"joint_names {joint_names} must list each actuated joint of the model once: {names_model}"
+            )
         self.model = model
         self.joint_names = joint_names
         if coordinates is not None:
@@ -86,7 +97,9 @@ class PortToEfforts:
             effort_limits = [model.joints[model.joint_names.index(j)].effort_limit for j in joint_names]
         lim = np.asarray(effort_limits, dtype=float).ravel()
         if lim.size != len(joint_names) or np.any(~(lim > 0)):
-            raise ConfigError(f"effort limits {list(lim)} must be one positive number per joint {joint_names}")
+            raise ConfigError(
+                f"effort limits {list(lim)} must be one positive number per joint {joint_names}"
+            )
         self.limits = lim
         self._neg_limits = -lim
         self._inv_limits = 1.0 / lim
@@ -103,8 +116,9 @@ class PortToEfforts:
             return
         lim = np.broadcast_to(np.asarray(limit, dtype=float).ravel(), (len(self.joint_names),)).copy()
         if np.any(~(lim >= 0)) or not np.all(np.isfinite(lim)):
-            raise ConfigError(f"residual limits {list(lim)} must be finite numbers >= 0 per joint "
-                              f"{self.joint_names}")
+            raise ConfigError(
+                f"residual limits {list(lim)} must be finite numbers >= 0 per joint {self.joint_names}"
+            )
         self.residual_limit = lim
 
     def __call__(self, data, tau_c, q=None, qd=None, G=None, qdd_r=None) -> EffortCommand:
@@ -139,5 +153,6 @@ class PortToEfforts:
         magnitude = np.abs(requested)
         ratios = (magnitude * self._inv_limits).tolist()
         ratio = max(ratios, default=0.0) if math.isfinite(sum(ratios)) else math.nan
-        return EffortCommand(effort, requested, model_part, res, magnitude > self.limits,
-                             gen[:self._root_cols], ratio, state)
+        return EffortCommand(
+            effort, requested, model_part, res, magnitude > self.limits, gen[: self._root_cols], ratio, state
+        )

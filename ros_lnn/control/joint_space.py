@@ -24,6 +24,7 @@ twist map ``G`` (``ν = G q̇``), the task Jacobian ``J_t`` (6 × 6N) and the ob
 ``test/test_control_joint_space.py`` holds every output against the coordinate-free law on the numpy
 model (to round-off, 1e-10 relative and better).
 """
+
 from __future__ import annotations
 
 import math
@@ -71,8 +72,16 @@ def _inverse3(a: np.ndarray) -> np.ndarray:
     det = a0 * m00 + b0 * m01 + c0 * m02
     if not (det != 0.0 and math.isfinite(det)):
         return small_inverse(np.ascontiguousarray(a[:3, :3]))
-    return np.array([[m00, m01, m02], [b2 * c0 - b0 * c2, a0 * c2 - a2 * c0, a2 * b0 - a0 * b2],
-                     [b0 * c1 - b1 * c0, a1 * c0 - a0 * c1, a0 * b1 - a1 * b0]]) / det
+    return (
+        np.array(
+            [
+                [m00, m01, m02],
+                [b2 * c0 - b0 * c2, a0 * c2 - a2 * c0, a2 * b0 - a0 * b2],
+                [b0 * c1 - b1 * c0, a1 * c0 - a0 * c1, a0 * b1 - a1 * b0],
+            ]
+        )
+        / det
+    )
 
 
 class EndEffectorLawJointSpace:
@@ -102,7 +111,7 @@ class EndEffectorLawJointSpace:
         self._pair = np.empty((2, n, 3, 1))
         self._com_shift = np.zeros((n, 6, 6))  # [[I, −[r_b]×], [0, I]]: world-origin twist → CoM twist
         self._com_shift[:, [0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5]] = 1.0
-        self._eye = {m: (g.damping ** 2) * np.eye(m) for m in (3, 6)}
+        self._eye = {m: (g.damping**2) * np.eye(m) for m in (3, 6)}
         # the CoMs and the obstacle field's control points as one linear map of the stacked joint placements
         field = controller.obstacles
         self._field = field if field is not None and field.obstacles and g.obstacle_gain > 0 else None
@@ -112,7 +121,9 @@ class EndEffectorLawJointSpace:
             pb = np.asarray(field.points_body, dtype=int)
             offsets = np.asarray(field.points_offset, float).reshape(-1, 3)
             body = np.concatenate([body, pb])
-            local = np.concatenate([local, pmodel.body_lever[pb] + (pmodel.body_rotation[pb] @ offsets[:, :, None])[:, :, 0]])
+            local = np.concatenate(
+                [local, pmodel.body_lever[pb] + (pmodel.body_rotation[pb] @ offsets[:, :, None])[:, :, 0]]
+            )
             self._point_support = pmodel.support[:, pb].T.copy()
         point_map = np.zeros((len(body), 3, n, 4, 4))  # x_k = T_b[:3] [local_k; 1]
         for k, (b, x) in enumerate(zip(body, local)):
@@ -120,7 +131,9 @@ class EndEffectorLawJointSpace:
                 point_map[k, i, b, i, :3], point_map[k, i, b, i, 3] = x, 1.0
         self._point_map = point_map.reshape(3 * len(body), 16 * n)
 
-    def step(self, q: np.ndarray, qd: np.ndarray, target: EndEffectorTarget | None, hold_attitude: bool = False):
+    def step(
+        self, q: np.ndarray, qd: np.ndarray, target: EndEffectorTarget | None, hold_attitude: bool = False
+    ):
         """``(DacResult, u = Gᵀ τ_c (model order), JointSpaceData, end-effector position, target)`` at the
         joint state ``(q, q̇)``; ``target=None`` holds the current end-effector position (and attitude with
         ``hold_attitude``) at rest."""
@@ -148,7 +161,9 @@ class EndEffectorLawJointSpace:
         pos = ee.translation
         nu_e = Je.dot(qd)
         if target is None:
-            target = EndEffectorTarget(pos.copy(), np.array(_matrix_quat(ee.rotation)) if hold_attitude else None)
+            target = EndEffectorTarget(
+                pos.copy(), np.array(_matrix_quat(ee.rotation)) if hold_attitude else None
+            )
         twist_d, twist_d_dot = target.twist, target.twist_dot
         if target.quat is None:
             m = 3
@@ -158,7 +173,9 @@ class EndEffectorLawJointSpace:
         else:
             m = 6
             qd_t = target.quat
-            qe = _qmul(_matrix_quat(ee.rotation), (float(qd_t[0]), -float(qd_t[1]), -float(qd_t[2]), -float(qd_t[3])))
+            qe = _qmul(
+                _matrix_quat(ee.rotation), (float(qd_t[0]), -float(qd_t[1]), -float(qd_t[2]), -float(qd_t[3]))
+            )
             sign = -2.0 if qe[0] < 0 else 2.0
             e = np.empty(6)
             e[:3] = pos - target.position
@@ -178,7 +195,7 @@ class EndEffectorLawJointSpace:
         c = m + (grad is not None)
         Je, dJe = Je[:m], dJe[:m]
         B = np.empty((nv, 2 * c))
-        B[:, :m], B[:, c:c + m] = Je.T, dJe.T
+        B[:, :m], B[:, c : c + m] = Je.T, dJe.T
         if grad is not None:
             B[:, m], B[:, c + m] = grad, grad_dot
         w = H_inv.dot(B[:, :c])
@@ -189,8 +206,9 @@ class EndEffectorLawJointSpace:
         Q += Je.dot(w_dot)
         if gains.damping:
             JeW[:, :m] += self._eye[m]
-        T_inv, self.guarded = guarded_task_inverse(np.ascontiguousarray(JeW[:, :m]),
-                                                   _inverse3 if m == 3 else None)
+        T_inv, self.guarded = guarded_task_inverse(
+            np.ascontiguousarray(JeW[:, :m]), _inverse3 if m == 3 else None
+        )
         coef = np.empty(c)
         rhs, rhs_dot = nu_er, nu_er_dot
         if grad is not None:
@@ -207,11 +225,13 @@ class EndEffectorLawJointSpace:
         v3[:, 0], v3[:, 1], v3[:, 2] = qd, qd_r, qdd_r
         np.multiply(v3[:, :, None], self._support[:, None, :], out=self._rates_top)
         X = self._rates
-        X[nv:, 2 * n:] = X[:nv, n:2 * n]
+        X[nv:, 2 * n :] = X[:nv, n : 2 * n]
         np.dot(jj, X, out=self._spatial)
         shift = self._com_shift
         shift[:, :3, 3:] = r.dot(_NEG_SKEW).reshape(n, 3, 3)
-        com = shift @ self._spatial.reshape(6, 3, n).transpose(2, 0, 1)  # (N, 6, 3): ν_b, ν_r,b, ν̇_r,b − ω_r × ṙ_b
+        com = shift @ self._spatial.reshape(6, 3, n).transpose(
+            2, 0, 1
+        )  # (N, 6, 3): ν_b, ν_r,b, ν̇_r,b − ω_r × ṙ_b
         out = com.reshape(n, 2, 3, 3).transpose(3, 1, 0, 2).copy()  # (3, 2, N, 3): ν, ν_r, ν̇_r in 6N layout
         nu, nu_r, nu_r_dot = out[0], out[1], out[2]
         s = nu - nu_r

@@ -9,6 +9,7 @@ Derivatives are analytic along the current twist: ``Ṁ = blockdiag(0, Ω I − 
 for ``𝓜⁻¹``, and ``J̇`` from :func:`ros_lnn.physics.multibody.constraint_jacobian_rate`, so that
 ``ν̇_r`` is the exact time derivative of ``ν_r(x, t)`` the feed-forward needs.
 """
+
 from __future__ import annotations
 
 import math
@@ -71,7 +72,7 @@ def _pair_index(model):
     of 𝓜⁻¹, then the N angular blocks of its rate."""
     idx = model.__dict__.get("_mobility_pair_index")
     if idx is None:
-        lin, ang, diag, _ = model._mobility_block_index
+        _lin, ang, diag, _ = model._mobility_block_index
         m = 6 * model.n_bodies
 
         def widen(flat, offset):
@@ -84,7 +85,7 @@ def _pair_index(model):
 def _mass_inverse(model, data) -> np.ndarray:
     n = model.n_bodies
     _block_index(model)
-    lin, ang, diag, inv_mass = model._mobility_block_index
+    _lin, ang, diag, inv_mass = model._mobility_block_index
     out = np.zeros(36 * n * n)
     out[diag] = inv_mass
     out[ang] = data.inertia_inv.ravel()
@@ -119,9 +120,10 @@ def mobility(model, data, with_rate: bool = True, want: str = "both") -> Mobilit
         Iinv = data.inertia_inv
         D = skew(data.omega) @ Iinv  # Ω I⁻¹; the rate block Ω I⁻¹ − I⁻¹ Ω = D + Dᵀ (I⁻¹ symmetric)
         both = np.zeros((6 * n, 12 * n))
-        both.reshape(-1)[_pair_index(model)] = np.concatenate([inv_mass, Iinv.ravel(),
-                                                               (D + D.transpose(0, 2, 1)).ravel()])
-        A0_dot, A0 = both[:, :6 * n], both[:, 6 * n:]
+        both.reshape(-1)[_pair_index(model)] = np.concatenate(
+            [inv_mass, Iinv.ravel(), (D + D.transpose(0, 2, 1)).ravel()]
+        )
+        A0_dot, A0 = both[:, : 6 * n], both[:, 6 * n :]
     else:
         A0, A0_dot = _mass_inverse(model, data), None
     J = data.J
@@ -136,7 +138,7 @@ def mobility(model, data, with_rate: bool = True, want: str = "both") -> Mobilit
     if want in ("P", "both"):
         SiJ = solve(J)  # S⁻¹J
         P = -(B @ SiJ)
-        P.reshape(-1)[::6 * n + 1] += 1.0
+        P.reshape(-1)[:: 6 * n + 1] += 1.0
     if want in ("A", "both"):
         SiBt = solve(B.T)  # S⁻¹Bᵀ
         A = A0 - B @ SiBt
@@ -184,8 +186,10 @@ def guarded_task_inverse(T: np.ndarray, inverse=None):
     inverse = inverse or small_inverse
     try:
         out = inverse(T)
-        if math.isfinite(float(out.reshape(-1).dot(out.reshape(-1)))) and \
-                float(np.abs(out).max()) * float(np.abs(T).max()) < 1e12:
+        if (
+            math.isfinite(float(out.reshape(-1).dot(out.reshape(-1))))
+            and float(np.abs(out).max()) * float(np.abs(T).max()) < 1e12
+        ):
             return out, False
     except np.linalg.LinAlgError:
         pass
@@ -218,7 +222,7 @@ class ConstraintOperators:
         flat = both.reshape(-1)
         flat[ang] = Iinv.ravel()
         flat[rate] = (D + D.transpose(0, 2, 1)).ravel()
-        self.both, self.A0_dot, self.A0 = both, both[:, :6 * n], both[:, 6 * n:]
+        self.both, self.A0_dot, self.A0 = both, both[:, : 6 * n], both[:, 6 * n :]
         J = self.J = data.J
         if J.shape[0]:
             self.Jd = constraint_jacobian_rate(model, data)
@@ -298,7 +302,7 @@ def _mass_pair_index(model):
     idx = model.__dict__.get("_mass_pair_index")
     if idx is None:
         _block_index(model)
-        lin, ang, diag, _ = model._mobility_block_index
+        _lin, ang, diag, _ = model._mobility_block_index
         m2 = (6 * model.n_bodies) ** 2
         idx = model._mass_pair_index = np.concatenate([diag, ang, ang + m2])
     return idx
@@ -318,8 +322,8 @@ def _filled_pair(model, kind: str):
         else:
             idx, diag = _mass_pair_index(model), _mass_diagonal(model)
             template = np.zeros((2, 6 * n, 6 * n))
-        template.reshape(-1)[idx[:3 * n]] = diag
+        template.reshape(-1)[idx[: 3 * n]] = diag
         template.setflags(write=False)
-        cached = (template, idx[3 * n:12 * n], idx[12 * n:])
+        cached = (template, idx[3 * n : 12 * n], idx[12 * n :])
         model.__dict__[key] = cached
     return cached

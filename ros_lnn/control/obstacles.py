@@ -9,6 +9,7 @@ fed through the mobility 𝓐 of light links, asks for velocities no controller 
 covector), so the 6N gradient is coordinate-free and rotates with the world. Its time derivative along
 the twist (needed for the exact ``ν̇_r``) uses the Hessian of ``U``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,7 +36,9 @@ class ObstacleField:
 
     def __post_init__(self):
         if self.influence <= 0 or self.gain < 0:
-            raise ConfigError(f"obstacle field: influence {self.influence} must be > 0 and gain {self.gain} >= 0")
+            raise ConfigError(
+                f"obstacle field: influence {self.influence} must be > 0 and gain {self.gain} >= 0"
+            )
 
 
 def default_control_points(model, exclude_bodies=()):
@@ -124,8 +127,14 @@ def potential_gradient(field: ObstacleField, model, data, with_rate: bool = True
 _ONES3 = np.ones(3)
 
 
-def joint_space_gradient(field: ObstacleField, points: np.ndarray, qd: np.ndarray, jacobian: np.ndarray,
-                         jacobian_rate: np.ndarray, point_support: np.ndarray):
+def joint_space_gradient(
+    field: ObstacleField,
+    points: np.ndarray,
+    qd: np.ndarray,
+    jacobian: np.ndarray,
+    jacobian_rate: np.ndarray,
+    point_support: np.ndarray,
+):
     """``(U, Gᵀ∇U, d/dt (Gᵀ∇U))``: the obstacle covector in joint coordinates, without the 6N one.
 
     ``points`` (P, 3): the field's control points in the world; ``qd``: the joint rates;
@@ -196,7 +205,7 @@ def _tables(field, n):
         arm_map = np.zeros((3 * p, 9 * n))  # (R_b a)_i = Σ_j R_b[i, j] a_j
         for k in range(p):
             for i in range(3):
-                arm_map[3 * k + i, 9 * body[k] + 3 * i:9 * body[k] + 3 * i + 3] = offsets[k]
+                arm_map[3 * k + i, 9 * body[k] + 3 * i : 9 * body[k] + 3 * i + 3] = offsets[k]
         tables = (centers, field.influence + radii, body, arm_map, sel)
         field.__dict__["_tables"] = tables
     return tables
@@ -205,8 +214,10 @@ def _tables(field, n):
 def _obstacle_arrays(field):
     arrays = field.__dict__.get("_arrays")
     if arrays is None:
-        arrays = (np.array([o.center for o in field.obstacles], dtype=float).reshape(-1, 3),
-                  np.array([o.radius for o in field.obstacles], dtype=float))
+        arrays = (
+            np.array([o.center for o in field.obstacles], dtype=float).reshape(-1, 3),
+            np.array([o.radius for o in field.obstacles], dtype=float),
+        )
         field.__dict__["_arrays"] = arrays
     return arrays
 

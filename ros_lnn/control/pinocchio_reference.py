@@ -14,6 +14,7 @@ parallel pitch joints) but not on every arm (both give ``Ḣ = C + Cᵀ`` and th
 arm ``test/test_control_joint_space.py`` and the benchmark itself check that it gives the package's
 efforts.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,21 +25,43 @@ class ReferenceLawIII:
     """``u(q, q̇)`` of law III (position task to a fixed point, spherical obstacles, uniform mass-weighted
     gains), on Pinocchio alone."""
 
-    def __init__(self, urdf_text: str, ee_frame: str, target_position, gains, obstacles, influence: float,
-                 eta: float, effort_limits, gravity=(0.0, 0.0, -9.81)):
+    def __init__(
+        self,
+        urdf_text: str,
+        ee_frame: str,
+        target_position,
+        gains,
+        obstacles,
+        influence: float,
+        eta: float,
+        effort_limits,
+        gravity=(0.0, 0.0, -9.81),
+    ):
         model = pin.buildModelFromXML(urdf_text)
         model.gravity.linear = np.asarray(gravity, float)
         # control points: every link's centre of mass and every joint's origin (on its child link)
         self.points = []
         for j in range(1, model.njoints):
-            self.points.append(model.addFrame(pin.Frame(f"com_{model.names[j]}", j,
-                                                        pin.SE3(np.eye(3), model.inertias[j].lever),
-                                                        pin.FrameType.OP_FRAME)))
+            self.points.append(
+                model.addFrame(
+                    pin.Frame(
+                        f"com_{model.names[j]}",
+                        j,
+                        pin.SE3(np.eye(3), model.inertias[j].lever),
+                        pin.FrameType.OP_FRAME,
+                    )
+                )
+            )
             self.points.append(model.getFrameId(model.names[j], pin.FrameType.JOINT))
         self.model, self.data = model, model.createData()
         self.ee = model.getFrameId(ee_frame)
         self.x_d = np.asarray(target_position, float)
-        self.kd, self.lam, self.mu, self.k_o = gains.kd_linear, gains.lambda_position, gains.damping, gains.obstacle_gain
+        self.kd, self.lam, self.mu, self.k_o = (
+            gains.kd_linear,
+            gains.lambda_position,
+            gains.damping,
+            gains.obstacle_gain,
+        )
         self.centers = np.array([c for c, _ in obstacles], float).reshape(-1, 3)
         self.radii = np.array([r for _, r in obstacles], float)
         self.d0, self.eta = influence, eta
@@ -78,7 +101,7 @@ class ReferenceLawIII:
         M_dot = C + C.T
         W = M_inv @ J.T
         W_dot = M_inv @ (dJ.T - M_dot @ W)
-        Lam_inv = J @ W + self.mu ** 2 * np.eye(3)
+        Lam_inv = J @ W + self.mu**2 * np.eye(3)
         Lam_inv_dot = dJ @ W + J @ W_dot
         rhs, rhs_dot = v_task, a_task
         if active:

@@ -15,6 +15,7 @@ current configuration at rest (the end-effector pose now, or the joint positions
 trajectory point the trajectory holds its final point. Non-finite inputs raise ``DataError`` and
 nothing is computed from them.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,7 +26,13 @@ import numpy as np
 from ..errors import ConfigError, DataError
 from ..physics.multibody_pin import JointSpaceData, PinocchioModel, kinematics
 from .dac import (
-    BodyPoseTarget, DacController, DacResult, EndEffector, EndEffectorTarget, Gains, VelocityTarget,
+    BodyPoseTarget,
+    DacController,
+    DacResult,
+    EndEffector,
+    EndEffectorTarget,
+    Gains,
+    VelocityTarget,
     end_effector_state,
 )
 from .effort import EffortCommand, PortToEfforts, Residual
@@ -50,10 +57,17 @@ class JointTrajectorySampler:
     def __init__(self, times, positions, velocities=None):
         t = np.asarray(times, float)
         q = np.asarray(positions, float)
-        if q.ndim != 2 or t.shape != (q.shape[0],) or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0) \
-                or not np.all(np.isfinite(q)):
-            raise DataError("joint trajectory: need finite, strictly increasing times and finite positions, "
-                            "one row per point")
+        if (
+            q.ndim != 2
+            or t.shape != (q.shape[0],)
+            or not np.all(np.isfinite(t))
+            or np.any(np.diff(t) <= 0)
+            or not np.all(np.isfinite(q))
+        ):
+            raise DataError(
+                "joint trajectory: need finite, strictly increasing times and finite positions, "
+                "one row per point"
+            )
         if velocities is None or len(velocities) != len(t):
             v = np.gradient(q, t, axis=0) if len(t) > 1 else np.zeros_like(q)
             v[-1] = 0.0  # come to rest at the last point
@@ -100,34 +114,52 @@ def circle_path(center, radius, period_s, normal=(1.0, 0.0, 0.0), phase=0.0):
         vel = radius * w * (-sn * e1 + cs * e2)
         acc = -radius * w * w * (cs * e1 + sn * e2)
         return EndEffectorTarget(pos, None, np.r_[vel, 0.0, 0.0, 0.0], np.r_[acc, 0.0, 0.0, 0.0])
+
     return path
 
 
 class DacPipeline:
-    def __init__(self, model, law: str = "end_effector", gains: Gains | None = None, joint_names=None,
-                 ee_link: str | None = None, ee_attitude: bool = False, obstacles=(), obstacle_influence=0.1,
-                 obstacle_eta=5.0, effort_limits=None, residual: Residual | None = None, residual_limit=None):
+    def __init__(
+        self,
+        model,
+        law: str = "end_effector",
+        gains: Gains | None = None,
+        joint_names=None,
+        ee_link: str | None = None,
+        ee_attitude: bool = False,
+        obstacles=(),
+        obstacle_influence=0.1,
+        obstacle_eta=5.0,
+        effort_limits=None,
+        residual: Residual | None = None,
+        residual_limit=None,
+    ):
         if model.floating_root is not None:
             raise ConfigError(f"model '{model.name}': the joint-space pipeline needs a fixed base")
         self.model = model
         if ee_link:
             frames = getattr(model, "frames", {})
             if ee_link not in frames or frames[ee_link][0] < 0:
-                raise ConfigError(f"ee_link '{ee_link}' is not a moving link of '{model.name}' "
-                                  f"(links: {sorted(frames)})")
+                raise ConfigError(
+                    f"ee_link '{ee_link}' is not a moving link of '{model.name}' (links: {sorted(frames)})"
+                )
             b, R, p = frames[ee_link]
             ee = EndEffector(b, p, R)
         else:
             ee = EndEffector(model.n_bodies - 1)
         field = None
         if len(obstacles):
-            field = ObstacleField(tuple(SphereObstacle(np.asarray(c, float), float(r)) for c, r in obstacles),
-                                  *default_control_points(model), influence=obstacle_influence,
-                                  gain=obstacle_eta)
+            field = ObstacleField(
+                tuple(SphereObstacle(np.asarray(c, float), float(r)) for c, r in obstacles),
+                *default_control_points(model),
+                influence=obstacle_influence,
+                gain=obstacle_eta,
+            )
         self.controller = DacController(model, law, gains, ee, field)
         self.pinocchio = PinocchioModel(model, frames=[("end_effector", ee.body, ee.offset, ee.rotation)])
-        self.efforts = PortToEfforts(model, joint_names, effort_limits, residual, self.pinocchio.joint_names,
-                                     residual_limit)
+        self.efforts = PortToEfforts(
+            model, joint_names, effort_limits, residual, self.pinocchio.joint_names, residual_limit
+        )
         self.joint_names = self.efforts.joint_names
         self._to_model = np.array([self.joint_names.index(n) for n in self.pinocchio.joint_names])
         self._to_configured = np.argsort(self._to_model)
@@ -174,7 +206,7 @@ class DacPipeline:
         masses = self.pinocchio.masses.repeat(3)
 
         def weighted(x):  # Gᵀ 𝓜 x
-            lin, ang = x[:3 * n] * masses, (data.inertia @ x[3 * n:].reshape(n, 3, 1)).ravel()
+            lin, ang = x[: 3 * n] * masses, (data.inertia @ x[3 * n :].reshape(n, 3, 1)).ravel()
             return data.G.T.dot(np.concatenate([lin, ang]))
 
         qd_r = np.linalg.solve(data.H, weighted(result.nu_r))
@@ -245,7 +277,11 @@ class DacPipeline:
         d = kinematics(self.pinocchio, qm, qdm, dynamics=False, workspace=self._target_workspace)
         nu_d = d.nu
         nu_d_dot = d.G.dot(qddm) + d.G_dot.dot(qdm)
-        target = VelocityTarget(nu_d, nu_d_dot) if self.law == "velocity" else BodyPoseTarget(d.r, d.quat, nu_d, nu_d_dot)
+        target = (
+            VelocityTarget(nu_d, nu_d_dot)
+            if self.law == "velocity"
+            else BodyPoseTarget(d.r, d.quat, nu_d, nu_d_dot)
+        )
         self._joint_target_cache = (key, target)
         return target
 
@@ -265,10 +301,13 @@ class DacPipeline:
         ee_pos = end_effector_state(self.model, data, self.controller.end_effector)[0]
         target = self._joint_target(t, q)
         # joint coordinates: the constraints hold exactly, 𝓐 = G H⁻¹ Gᵀ (n×n, not the Schur complement)
-        result = self.controller.compute(data, target, JointSpaceOperators(self.model, data, data.G, data.G_dot))
+        result = self.controller.compute(
+            data, target, JointSpaceOperators(self.model, data, data.G, data.G_dot)
+        )
         qdd_r = None
         if self.efforts.residual is not None:
             qdd_r = self.joint_reference_acceleration(data, result).take(self._to_configured)
-        cmd = self.efforts(data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=data.G,
-                           qdd_r=qdd_r)
+        cmd = self.efforts(
+            data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=data.G, qdd_r=qdd_r
+        )
         return PipelineOutput(result, cmd, data, ee_pos, None)

@@ -12,6 +12,7 @@ The estimator differentiates the measured servo *velocities* once (``degree`` 2,
 samples, i.e. 18 ms at 500 Hz); where a stream carries no velocities it differentiates positions
 twice (``degree`` 3).
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -39,7 +40,7 @@ class CausalPolyDerivative:
 
     def reset(self) -> None:
         self._times: deque = deque(maxlen=self.window)
-        self._spacing: tuple = ()          # nanosecond gaps between the held samples, oldest first
+        self._spacing: tuple = ()  # nanosecond gaps between the held samples, oldest first
         self._key, self._weights = None, None
         self._slot, self._held = 0, 0
 
@@ -61,7 +62,7 @@ class CausalPolyDerivative:
         times = self._times
         if self._held:
             gap = round((t - times[-1]) * 1e9)
-            self._spacing = (self._spacing + (gap,))[1 - w:]
+            self._spacing = (self._spacing + (gap,))[1 - w :]
         times.append(t)
         slot = self._slot
         ring[slot] = x
@@ -73,9 +74,12 @@ class CausalPolyDerivative:
         if self._spacing != self._key:
             self._key = self._spacing
             tau = np.asarray(times) - t
-            self._weights = (self._slope_weights(tau) if self.degree == 2 and self.order == 1
-                             else self._derivative_weights(tau))
-        return self._weights @ ring[slot + 1 + w - held:slot + 1 + w]
+            self._weights = (
+                self._slope_weights(tau)
+                if self.degree == 2 and self.order == 1
+                else self._derivative_weights(tau)
+            )
+        return self._weights @ ring[slot + 1 + w - held : slot + 1 + w]
 
     @staticmethod
     def _slope_weights(tau: np.ndarray) -> np.ndarray:
@@ -95,12 +99,12 @@ class CausalPolyDerivative:
         steady rate reuses them). Normal equations on the scaled Vandermonde matrix (columns s^0..s^d
         with s in [-1, 0], well conditioned for the small degrees used here): a stream with jittered
         stamps recomputes them every sample, and one small solve costs a fraction of an SVD."""
-        scale = max(-tau[0], 1e-12)           # conditions the Vandermonde matrix
-        A = np.vander(tau / scale, self.degree + 1, increasing=True)          # columns s^0..s^d
+        scale = max(-tau[0], 1e-12)  # conditions the Vandermonde matrix
+        A = np.vander(tau / scale, self.degree + 1, increasing=True)  # columns s^0..s^d
         At = A.T
-        coef = np.linalg.solve(At @ A, At)                                     # coef = coef @ x
+        coef = np.linalg.solve(At @ A, At)  # coef = coef @ x
         # d^k/dt^k of Σ c_j (t/scale)^j at t = 0 is k! c_k / scale^k
-        return coef[1: self.order + 1] * (self._factorials / scale ** self._orders)[:, None]
+        return coef[1 : self.order + 1] * (self._factorials / scale**self._orders)[:, None]
 
 
 class ServoAccelerationEstimator:

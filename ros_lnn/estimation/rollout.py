@@ -1,4 +1,5 @@
 """Rollout of the free coordinates over a servo plan with a model's forward dynamics (RK4)."""
+
 from __future__ import annotations
 
 import numpy as np

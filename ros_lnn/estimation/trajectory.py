@@ -6,6 +6,7 @@ accelerations), cubic Hermite with positions and velocities, linear with positio
 first point the first point is held; after the last point the plan is finished (``finished`` is True
 and the last position is held at rest).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,8 +18,8 @@ import numpy as np
 class PlanSample:
     q: np.ndarray
     qd: np.ndarray
-    qdd: np.ndarray               # second derivative of the interpolant (0 for linear segments)
-    finished: bool                # the time lies after the last point
+    qdd: np.ndarray  # second derivative of the interpolant (0 for linear segments)
+    finished: bool  # the time lies after the last point
     commanded_acceleration: bool  # the plan carries accelerations (quintic segments)
 
 
@@ -35,7 +36,9 @@ class ServoPlan:
         if np.any(np.diff(self.times) <= 0):
             raise ValueError("plan point times must increase strictly")
         self.qd = None if velocities is None else np.asarray(velocities, dtype=float).reshape(self.q.shape)
-        self.qdd = None if accelerations is None else np.asarray(accelerations, dtype=float).reshape(self.q.shape)
+        self.qdd = (
+            None if accelerations is None else np.asarray(accelerations, dtype=float).reshape(self.q.shape)
+        )
         if self.qdd is not None and self.qd is None:
             raise ValueError("a plan with accelerations needs velocities too")
         for name, arr in (("positions", self.q), ("velocities", self.qd), ("accelerations", self.qdd)):
@@ -67,7 +70,7 @@ class ServoPlan:
         p0, p1 = self.q[i], self.q[i + 1]
         if self.qd is None:
             return PlanSample(p0 + s * (p1 - p0), (p1 - p0) / h, zeros, False, False)
-        v0, v1 = self.qd[i] * h, self.qd[i + 1] * h          # derivatives in the unit parameter s
+        v0, v1 = self.qd[i] * h, self.qd[i + 1] * h  # derivatives in the unit parameter s
         if self.qdd is None:
             c = _cubic(p0, v0, p1, v1)
             q, dq, ddq = _poly(c, s)
@@ -83,10 +86,14 @@ def _cubic(p0, v0, p1, v1):
 
 
 def _quintic(p0, v0, a0, p1, v1, a1):
-    return [p0, v0, 0.5 * a0,
-            10 * (p1 - p0) - 6 * v0 - 4 * v1 - 1.5 * a0 + 0.5 * a1,
-            -15 * (p1 - p0) + 8 * v0 + 7 * v1 + 1.5 * a0 - a1,
-            6 * (p1 - p0) - 3 * (v0 + v1) - 0.5 * (a0 - a1)]
+    return [
+        p0,
+        v0,
+        0.5 * a0,
+        10 * (p1 - p0) - 6 * v0 - 4 * v1 - 1.5 * a0 + 0.5 * a1,
+        -15 * (p1 - p0) + 8 * v0 + 7 * v1 + 1.5 * a0 - a1,
+        6 * (p1 - p0) - 3 * (v0 + v1) - 0.5 * (a0 - a1),
+    ]
 
 
 def _poly(c, s):
@@ -110,7 +117,9 @@ class CriticallyDampedServo:
 
     def __init__(self, q0, qd0, t0: float, bandwidth: float = 20.0):
         self.omega = float(bandwidth)
-        self._set(np.asarray(q0, dtype=float), np.asarray(qd0, dtype=float), float(t0), np.asarray(q0, dtype=float))
+        self._set(
+            np.asarray(q0, dtype=float), np.asarray(qd0, dtype=float), float(t0), np.asarray(q0, dtype=float)
+        )
 
     def _set(self, q0, qd0, t0, target):
         self.t0, self.c = t0, target.copy()
@@ -145,7 +154,9 @@ class SplicedPlan:
         while isinstance(node, SplicedPlan) and node.previous is not None:
             depth += 1
             if depth > self.MAX_DEPTH:
-                node.previous = node.previous.plan if isinstance(node.previous, SplicedPlan) else node.previous
+                node.previous = (
+                    node.previous.plan if isinstance(node.previous, SplicedPlan) else node.previous
+                )
                 break
             node = node.previous
 

@@ -21,7 +21,9 @@ from .servo_lnn import DELAN, SERVO_LNN
 from .tlnn import TLNN
 
 #: ``ros-lnn train --model NAME`` → its family, in the order the command line lists them.
-FAMILIES: dict[str, Family] = {f.name: f for f in (SERVO_LNN, DELAN, LNN, LNN_NH, TLNN, NODE, HNN, DAC_RESIDUAL)}
+FAMILIES: dict[str, Family] = {
+    f.name: f for f in (SERVO_LNN, DELAN, LNN, LNN_NH, TLNN, NODE, HNN, DAC_RESIDUAL)
+}
 #: Every reference system some family trains on (``ros-lnn train --system``).
 SYSTEMS = ("crane", "delan_character", "particle", "drone", "rolling_disk", "chain", "arm")
 #: Family tags of checkpoints and ONNX metadata (DeLaN models say ``servo_lnn``).

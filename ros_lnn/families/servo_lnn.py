@@ -180,8 +180,12 @@ def test_summary(metrics: dict) -> str:
     kind = where.split("(")[0].strip()
     head = "test" if where.startswith("test") else f"validation (in-distribution, {kind})"
     parts = [f"{head}: q̈_f nMSE {metrics['qdd_f_nmse']:.2e}"]
-    for key, label in (("Q_e_rel_rms", "Q_e rel rms"), ("M_rel_err", "M rel err"), ("V_rel_err", "V rel err"),
-                       ("E_rel_err", "E rel err")):
+    for key, label in (
+        ("Q_e_rel_rms", "Q_e rel rms"),
+        ("M_rel_err", "M rel err"),
+        ("V_rel_err", "V rel err"),
+        ("E_rel_err", "E rel err"),
+    ):
         if key in metrics:
             parts.append(f"{label} {metrics[key]:.2%}")
     line = ", ".join(parts)

@@ -5,6 +5,7 @@ Metrics (forward mode, as the estimator runs: ``q̈_e`` and ``Q_f`` are inputs, 
 ``E_rms`` = rms of the energy error after removing its mean, ``E_offset`` that mean (V, hence E, is
 identifiable only up to a constant); ``M_rel_err`` = rms‖M̂ − M‖_F / rms‖M‖_F.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,14 +24,20 @@ def forward_errors(out: dict, qdd, Q, E, n_f: int, M=None) -> dict:
     offset = float(np.mean(out["E"] - E))
     res = {
         "qdd_f_nmse": float(np.mean((out["qdd_f"] - qdd_f) ** 2) / np.var(qdd_f)),
-        "Q_e_rel_rms": (float(np.sqrt(np.mean((out["Q_e"] - Q_e) ** 2) / np.mean(Q_e ** 2)))
-                        if Q_e.size and np.any(Q_e) else float("nan")),
+        "Q_e_rel_rms": (
+            float(np.sqrt(np.mean((out["Q_e"] - Q_e) ** 2) / np.mean(Q_e**2)))
+            if Q_e.size and np.any(Q_e)
+            else float("nan")
+        ),
         "E_offset": offset,
         "E_rms": float(np.sqrt(np.mean((out["E"] - offset - E) ** 2))),
     }
     if M is not None:
-        res["M_rel_err"] = float(np.sqrt(np.mean(np.sum((out["M"] - M) ** 2, axis=(-1, -2)))
-                                         / np.mean(np.sum(M ** 2, axis=(-1, -2)))))
+        res["M_rel_err"] = float(
+            np.sqrt(
+                np.mean(np.sum((out["M"] - M) ** 2, axis=(-1, -2))) / np.mean(np.sum(M**2, axis=(-1, -2)))
+            )
+        )
     return res
 
 
@@ -77,22 +84,32 @@ def recording_errors(runtime, trial) -> tuple[dict, dict]:
     Q_e_measured = bool(runtime.n_e) and np.isfinite(Q[:, n_f:]).all()
     Q_e = Q[:, n_f:] if Q_e_measured else inv["Q"][:, n_f:]
     Q_d = inv.get("Q_dissipative", np.zeros_like(qd))
-    p_in = (np.einsum("bi,bi->b", qd[:, :n_f], Q_f) + np.einsum("bi,bi->b", qd[:, n_f:], Q_e)
-            + np.einsum("bi,bi->b", qd, Q_d))
+    p_in = (
+        np.einsum("bi,bi->b", qd[:, :n_f], Q_f)
+        + np.einsum("bi,bi->b", qd[:, n_f:], Q_e)
+        + np.einsum("bi,bi->b", qd, Q_d)
+    )
     dt = float(np.median(np.diff(trial.t))) if len(trial.t) > 1 else 1.0
     E_dot = _savgol_rate(inv["E"], dt) if len(trial.t) > 4 else np.zeros(len(trial.t))
     rms = lambda x: float(np.sqrt(np.mean(np.square(x))))  # noqa: E731
     metrics = {
         "samples": int(len(trial.t)),
         "qdd_f_nmse": nmse,
-        "qdd_f_nmse_per_joint": {j: float(np.mean((out["qdd_f"][:, i] - ref[:, i]) ** 2)
-                                          / max(float(np.var(ref[:, i])), 1e-300))
-                                 for i, j in enumerate(runtime.free_joints)},
+        "qdd_f_nmse_per_joint": {
+            j: float(np.mean((out["qdd_f"][:, i] - ref[:, i]) ** 2) / max(float(np.var(ref[:, i])), 1e-300))
+            for i, j in enumerate(runtime.free_joints)
+        },
         "power_residual_rms_W": rms(p_res),
         "power_residual_rel": rms(p_res) / max(rms(p_inertial), 1e-300),
         "energy_balance_rel": rms(E_dot - p_in) / max(rms(E_dot), 1e-300),
         "energy_balance_Q_e": "measured" if Q_e_measured else "model (inverse mode)",
     }
-    series = {"t": trial.t, "qdd_f": ref, "qdd_f_hat": out["qdd_f"], "power_residual": p_res,
-              "E_dot": E_dot, "power_in": p_in}
+    series = {
+        "t": trial.t,
+        "qdd_f": ref,
+        "qdd_f_hat": out["qdd_f"],
+        "power_residual": p_res,
+        "E_dot": E_dot,
+        "power_in": p_in,
+    }
     return series, metrics

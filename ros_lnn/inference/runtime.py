@@ -15,6 +15,7 @@ one input vector ``[q | q̇ | q̈_e | Q_f]``), ``rt.output_layout`` (name → (s
 vector) and ``rt.evaluate_flat(x)`` (one graph run, no allocation; the returned vector is reused by
 the next call).
 """
+
 from __future__ import annotations
 
 import sys
@@ -51,8 +52,10 @@ def default_model_path(name: str = DEFAULT_MODEL_NAME) -> Path:
     for path in paths:
         if path.is_file():
             return path
-    raise ModelError(f"shipped model {name} not found (looked in: {', '.join(map(str, paths))}); "
-                     "pass a model path or train one with: ros-lnn train --out models/" + name)
+    raise ModelError(
+        f"shipped model {name} not found (looked in: {', '.join(map(str, paths))}); "
+        "pass a model path or train one with: ros-lnn train --out models/" + name
+    )
 
 
 def read_metadata(path) -> ModelMetadata:
@@ -73,13 +76,15 @@ def _open_session(path: Path, threads: int):
     options.log_severity_level = 3
     try:
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # noqa: BLE001 - onnxruntime raises several unrelated types
+    except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{path}: not a readable ONNX model ({first})") from exc
     props = session.get_modelmeta().custom_metadata_map
     if METADATA_KEY not in props:
-        raise ModelError(f"{path}: no '{METADATA_KEY}' metadata; it was not exported by ros_lnn "
-                         "(re-export with: ros-lnn export)")
+        raise ModelError(
+            f"{path}: no '{METADATA_KEY}' metadata; it was not exported by ros_lnn "
+            "(re-export with: ros-lnn export)"
+        )
     return session, ModelMetadata.from_json(props[METADATA_KEY], source=str(path))
 
 
@@ -90,13 +95,16 @@ class ServoLnnRuntime:
         self.path = Path(path) if path is not None else default_model_path()
         self.session, self.metadata = _open_session(self.path, threads)
         if self.metadata.family != "servo_lnn":
-            raise ModelError(f"{self.path}: a '{self.metadata.family}' model (q, qd -> qdd), not a ServoLNN/DeLaN; "
-                             "the estimator runtime needs one exported by `ros-lnn train --model servo_lnn|delan`")
+            raise ModelError(
+                f"{self.path}: a '{self.metadata.family}' model (q, qd -> qdd), not a ServoLNN/DeLaN; "
+                "the estimator runtime needs one exported by `ros-lnn train --model servo_lnn|delan`"
+            )
         if free_joints is not None or servo_joints is not None:
             self.metadata.check_joints(
                 self.metadata.free_joints if free_joints is None else free_joints,
                 self.metadata.servo_joints if servo_joints is None else servo_joints,
-                source=str(self.path))
+                source=str(self.path),
+            )
         self.free_joints = list(self.metadata.free_joints)
         self.servo_joints = list(self.metadata.servo_joints)
         self.joints = self.free_joints + self.servo_joints
@@ -166,8 +174,10 @@ class ServoLnnRuntime:
                 value = np.zeros((batch, widths[name]), self.dtype)
             value = np.asarray(value, dtype=self.dtype).reshape(batch, -1)
             if value.shape[1] != widths[name]:
-                raise ValueError(f"{name} has {value.shape[1]} entries per sample, model expects {widths[name]} "
-                                 f"(joints in model order: {self.joints})")
+                raise ValueError(
+                    f"{name} has {value.shape[1]} entries per sample, model expects {widths[name]} "
+                    f"(joints in model order: {self.joints})"
+                )
             feeds[name] = value
         return feeds
 
@@ -195,8 +205,11 @@ class ServoLnnRuntime:
         qdd = np.asarray(qdd, dtype=np.float64)
         single = qdd.ndim == 1
         qdd2 = qdd.reshape(-1, self.n)
-        q2, qd2 = np.asarray(q, np.float64).reshape(-1, self.n), np.asarray(qd, np.float64).reshape(-1, self.n)
-        out = self.evaluate(q2, qd2, qdd2[:, self.n_f:], np.zeros((len(qdd2), self.n_f)))
+        q2, qd2 = (
+            np.asarray(q, np.float64).reshape(-1, self.n),
+            np.asarray(qd, np.float64).reshape(-1, self.n),
+        )
+        out = self.evaluate(q2, qd2, qdd2[:, self.n_f :], np.zeros((len(qdd2), self.n_f)))
         M, Q_c, dV = out["M"], out["Q_coriolis"], out["Q_conservative"]
         Q_m = np.einsum("bij,bj->bi", M, qdd2)
         Q = Q_m + Q_c + dV
@@ -206,15 +219,24 @@ class ServoLnnRuntime:
         T_dot = np.einsum("bi,bi->b", qd2, Q_m + Q_c)  # = q̇ᵀ Q + q̇ᵀ Q_d − V̇ with dissipation
         V_dot = np.einsum("bi,bi->b", qd2, dV)
         res = dict(out)
-        res.update({
-            "qdd": qdd2, "qdd_f": qdd2[:, f], "Q": Q, "Q_e": Q[:, e], "Q_inertial": Q_m,
-            "Q_ff_m": np.einsum("bij,bj->bi", M[:, f, f], qdd2[:, f]),
-            "Q_fe_m": np.einsum("bij,bj->bi", M[:, f, e], qdd2[:, e]),
-            "Q_ef_m": np.einsum("bij,bj->bi", M[:, e, f], qdd2[:, f]),
-            "Q_ee_m": np.einsum("bij,bj->bi", M[:, e, e], qdd2[:, e]),
-            "T_dot": T_dot, "V_dot": V_dot, "E_dot": T_dot + V_dot, "W_dot": qd2 * Q,
-            "power": np.einsum("bi,bi->b", qd2, Q),
-        })
+        res.update(
+            {
+                "qdd": qdd2,
+                "qdd_f": qdd2[:, f],
+                "Q": Q,
+                "Q_e": Q[:, e],
+                "Q_inertial": Q_m,
+                "Q_ff_m": np.einsum("bij,bj->bi", M[:, f, f], qdd2[:, f]),
+                "Q_fe_m": np.einsum("bij,bj->bi", M[:, f, e], qdd2[:, e]),
+                "Q_ef_m": np.einsum("bij,bj->bi", M[:, e, f], qdd2[:, f]),
+                "Q_ee_m": np.einsum("bij,bj->bi", M[:, e, e], qdd2[:, e]),
+                "T_dot": T_dot,
+                "V_dot": V_dot,
+                "E_dot": T_dot + V_dot,
+                "W_dot": qd2 * Q,
+                "power": np.einsum("bi,bi->b", qd2, Q),
+            }
+        )
         return {k: v[0] for k, v in res.items()} if single else res
 
 
@@ -240,8 +262,11 @@ class _SingleSampleBinding:
         except Exception as exc:  # onnxruntime raises several unrelated types
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ModelError(f"{rt.path}: the graph does not run on one sample ({first})") from exc
-        bad = [name for name, v in zip(rt.output_names, probe)
-               if v.ndim < 1 or v.shape[0] != 1 or v.dtype != rt.dtype]
+        bad = [
+            name
+            for name, v in zip(rt.output_names, probe)
+            if v.ndim < 1 or v.shape[0] != 1 or v.dtype != rt.dtype
+        ]
         if bad:
             raise ModelError(f"{rt.path}: outputs {bad} are not one row per sample of the input type")
         sizes = [v.size for v in probe]
@@ -249,30 +274,35 @@ class _SingleSampleBinding:
         self.layout = {}
         offset = 0
         for name, value, size in zip(rt.output_names, probe, sizes):
-            view = self.flat[offset:offset + size].reshape(value.shape)
+            view = self.flat[offset : offset + size].reshape(value.shape)
             self.binding.bind_ortvalue_output(name, ort.OrtValue.ortvalue_from_numpy(view))
             self.layout[name] = (slice(offset, offset + size), value.shape[1:])
             offset += size
         if "qdd_f" not in self.layout:
             span = self.layout["qdd"][0]
             self.layout["qdd_f"] = (slice(span.start, span.start + rt.n_f), (rt.n_f,))
-        wrong = [name for name in OUTPUT_NAMES if name in self.layout and
-                 self.layout[name][1] != _expected_shape(name, rt)]
+        wrong = [
+            name
+            for name in OUTPUT_NAMES
+            if name in self.layout and self.layout[name][1] != _expected_shape(name, rt)
+        ]
         if wrong:
             raise ModelError(f"{rt.path}: outputs {wrong} do not have the shapes the metadata's joints give")
         # (argument position, the input's row, its width, name): the per-call loop touches nothing else.
         order = ("q", "qd", "qdd_e", "Q_f")
         self.slots = [(order.index(name), buf[0], buf.shape[1], name) for name, buf in self.inputs.items()]
 
-    def run(self, *values) -> "SampleOutputs":
+    def run(self, *values) -> SampleOutputs:
         for position, row, width, name in self.slots:
             value = values[position]
             if value is None:
                 row.fill(0.0)
                 continue
             if np.ndim(value) != 1 or len(value) != width:
-                raise ValueError(f"{name} has shape {np.shape(value)}, model expects {width} entries "
-                                 f"(joints in model order: {self.rt.joints})")
+                raise ValueError(
+                    f"{name} has shape {np.shape(value)}, model expects {width} entries "
+                    f"(joints in model order: {self.rt.joints})"
+                )
             row[:] = value
         self.rt.session.run_with_iobinding(self.binding)
         return SampleOutputs(self.flat.astype(np.float64), self.layout)
@@ -316,4 +346,3 @@ class SampleOutputs(Mapping):
 
     def all_finite(self) -> bool:
         return bool(np.isfinite(self.flat).all())
-

@@ -5,13 +5,14 @@ pass, so one graph serves training, batched evaluation and ONNX export.
 Jacobians are kept with the coordinate axis first: ``J[..., k, o] = ∂y_o/∂q_k``, the layout of
 ``∂M/∂q`` ([k, i, j]) in the Lagrangian machinery, so no transposes are needed downstream.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+import itertools
+from collections.abc import Sequence
 
 import torch
 from torch import nn
-
 
 
 def softplus(a):
@@ -28,7 +29,10 @@ ACTIVATIONS = {
     "sin": (torch.sin, torch.cos),
     "relu": (torch.relu, lambda a: (a > 0).to(a.dtype)),
     "sigmoid": (torch.sigmoid, lambda a: torch.sigmoid(a) * (1.0 - torch.sigmoid(a))),
-    "elu": (nn.functional.elu, lambda a: torch.where(a > 0, torch.ones_like(a), torch.exp(torch.clamp(a, max=0.0)))),
+    "elu": (
+        nn.functional.elu,
+        lambda a: torch.where(a > 0, torch.ones_like(a), torch.exp(torch.clamp(a, max=0.0))),
+    ),
 }
 
 
@@ -78,7 +82,7 @@ class InputMap(nn.Module):
             return None
         lin, ang = list(self.linear), list(self.angles)
         qa = q[..., ang]
-        E = self.eye[:, ang]                                   # (n, n_a)
+        E = self.eye[:, ang]  # (n, n_a)
         J_lin = (self.eye / self.scale[:, None])[:, lin].expand(q.shape[:-1] + (self.n, len(lin)))
         return torch.cat([J_lin, torch.cos(qa)[..., None, :] * E, -torch.sin(qa)[..., None, :] * E], dim=-1)
 
@@ -98,8 +102,15 @@ class AnalyticMLP(nn.Module):
     """``y = W_out h_L + b_out``, ``h_l = g(W_l h_{l−1} + b_l)``, ``h_0 = φ(q)``. ``forward`` returns
     ``(y, ∂y/∂q)`` with shapes (..., m) and (..., n, m)."""
 
-    def __init__(self, n: int, out_features: int, hidden: Sequence[int] = (64,), act: str = "softplus",
-                 angles: Sequence[int] = (), cyclic: Sequence[int] = ()):
+    def __init__(
+        self,
+        n: int,
+        out_features: int,
+        hidden: Sequence[int] = (64,),
+        act: str = "softplus",
+        angles: Sequence[int] = (),
+        cyclic: Sequence[int] = (),
+    ):
         super().__init__()
         if not hidden:
             raise ValueError("AnalyticMLP needs at least one hidden layer")
@@ -107,7 +118,7 @@ class AnalyticMLP(nn.Module):
         self.g, self.dg = activation(act)
         self.input_map = InputMap(n, angles, cyclic)
         widths = [self.input_map.out_features, *hidden]
-        self.hidden = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        self.hidden = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(widths))
         self.out = nn.Linear(widths[-1], out_features)
 
     def _first_layer(self):
@@ -141,7 +152,7 @@ class AnalyticMLP(nn.Module):
         """A linear head on the trunk: ``y = h Wᵀ + b`` and ``∂y/∂q``. ``W`` (m, H) gives (..., m) and
         (..., n, m); a vector ``W`` (H,) gives (...) and (..., n)."""
         vector = W.dim() == 1
-        Wt = W[:, None] if vector else W.transpose(0, 1)            # (H, m)
+        Wt = W[:, None] if vector else W.transpose(0, 1)  # (H, m)
         y = state.h @ Wt + b
         if state.dA.dim() == 2:
             # ∂y_o/∂q_k = Σ_h s_h dA_kh W_oh: one matmul against a weight-only (H, n·m) matrix.

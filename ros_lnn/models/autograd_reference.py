@@ -2,6 +2,7 @@
 network, with ``create_graph=True`` so the result can be trained. It shares the weights of a
 :class:`ServoLNN`, checks the analytic derivatives, and is the slow baseline of ``ros-lnn bench``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -20,7 +21,7 @@ class AutogradServoLNN(nn.Module):
         self.partition = model.partition
 
     @classmethod
-    def from_model(cls, model: ServoLNN) -> "AutogradServoLNN":
+    def from_model(cls, model: ServoLNN) -> AutogradServoLNN:
         return cls(model)
 
     def terms(self, q):
@@ -32,8 +33,11 @@ class AutogradServoLNN(nn.Module):
             M = L @ L.transpose(-1, -2) + m.eps_eye
             (dV,) = torch.autograd.grad(V.sum(), q, create_graph=True)
             # One backward pass per entry of M (samples are independent, so summing over the batch is exact).
-            rows = [torch.autograd.grad(M[..., i, j].sum(), q, create_graph=True)[0]
-                    for i in range(n) for j in range(n)]
+            rows = [
+                torch.autograd.grad(M[..., i, j].sum(), q, create_graph=True)[0]
+                for i in range(n)
+                for j in range(n)
+            ]
         dM = torch.stack(rows, dim=-1).unflatten(-1, (n, n))  # (..., k, i, j)
         return M, dM, V, dV
 

@@ -6,6 +6,7 @@ The dynamo exporter (``torch.onnx.export(dynamo=True)`` with the onnxscript opti
 for this graph it gives ~90 nodes against ~130 (plus shape plumbing) from the TorchScript exporter and
 runs ~15 % faster per sample in ONNX Runtime; ``dynamo=False`` remains available (exports in <1 s).
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,6 +28,8 @@ EXPORT_OUTPUTS = OUTPUT_NAMES
 def export_outputs(model: ServoLNN) -> tuple[str, ...]:
     """The graph's outputs: :data:`EXPORT_OUTPUTS`, and ``Q_dissipative`` for a model with dissipation."""
     return EXPORT_OUTPUTS + ((DISSIPATIVE_OUTPUT,) if model.dissipation else ())
+
+
 OPSET = 17
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -62,14 +65,20 @@ def _translations() -> dict:
 
 
 def default_metadata(model: ServoLNN, **fields) -> ModelMetadata:
-    base = dict(family=FAMILY, free_joints=list(model.free_joints), servo_joints=list(model.servo_joints),
-                coordinate_units=list(model.coordinate_units), network=model.config())
+    base = dict(
+        family=FAMILY,
+        free_joints=list(model.free_joints),
+        servo_joints=list(model.servo_joints),
+        coordinate_units=list(model.coordinate_units),
+        network=model.config(),
+    )
     base.update(fields)
     return ModelMetadata(**base)
 
 
-def export_onnx(model: ServoLNN, path, metadata: ModelMetadata | None = None, dtype: str = "float32",
-                dynamo: bool = True) -> Path:
+def export_onnx(
+    model: ServoLNN, path, metadata: ModelMetadata | None = None, dtype: str = "float32", dynamo: bool = True
+) -> Path:
     """Write ``model`` as ONNX to ``path`` (atomically) and return the path. onnx.checker must pass."""
     import onnx
 
@@ -77,8 +86,10 @@ def export_onnx(model: ServoLNN, path, metadata: ModelMetadata | None = None, dt
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
     metadata = copy.deepcopy(metadata) if metadata is not None else default_metadata(model)
     if metadata.joints != model.joints or list(metadata.free_joints) != model.free_joints:
-        raise ValueError(f"metadata joints free={metadata.free_joints} servo={metadata.servo_joints} do not match "
-                         f"the model's free={model.free_joints} servo={model.servo_joints}")
+        raise ValueError(
+            f"metadata joints free={metadata.free_joints} servo={metadata.servo_joints} do not match "
+            f"the model's free={model.free_joints} servo={model.servo_joints}"
+        )
     metadata.dtype = dtype
     if not metadata.network:
         metadata.network = model.config()
@@ -101,16 +112,32 @@ def export_onnx(model: ServoLNN, path, metadata: ModelMetadata | None = None, dt
         warnings.simplefilter("ignore")
         if dynamo:
             dyn = {name: {0: torch.export.Dim("batch")} for name in input_names}
-            program = torch.onnx.export(graph, args, dynamo=True, input_names=input_names,
-                                        custom_translation_table=_translations(),
-                                        output_names=list(graph.names), dynamic_shapes=dyn,
-                                        opset_version=max(OPSET, 18), optimize=True, verbose=False)
+            program = torch.onnx.export(
+                graph,
+                args,
+                dynamo=True,
+                input_names=input_names,
+                custom_translation_table=_translations(),
+                output_names=list(graph.names),
+                dynamic_shapes=dyn,
+                opset_version=max(OPSET, 18),
+                optimize=True,
+                verbose=False,
+            )
             proto = program.model_proto
         else:
             dyn = {name: {0: "batch"} for name in (*input_names, *graph.names)}
-            torch.onnx.export(graph, args, buf, dynamo=False, input_names=input_names,
-                              output_names=list(graph.names), dynamic_axes=dyn, opset_version=OPSET,
-                              do_constant_folding=True)
+            torch.onnx.export(
+                graph,
+                args,
+                buf,
+                dynamo=False,
+                input_names=input_names,
+                output_names=list(graph.names),
+                dynamic_axes=dyn,
+                opset_version=OPSET,
+                do_constant_folding=True,
+            )
             proto = onnx.load_from_string(buf.getvalue())
     return write_model(proto, metadata, path)
 

@@ -15,6 +15,7 @@ export through second-order *jets*: each MLP layer carries its value, its gradie
 first-order propagation), which give ``W = ∂²𝓛/∂q̇²``, ``∂²𝓛/∂q̇∂q`` and ``∂𝓛/∂q`` exactly. ONNX
 has no linear solve; ``W⁻¹`` is Gauss–Jordan elimination with partial pivoting unrolled over n.
 """
+
 from __future__ import annotations
 
 import copy
@@ -72,7 +73,7 @@ def mlp_jet(net: nn.Sequential, x, J, H):
             H = (layer.weight @ H.flatten(-2)).unflatten(-1, H.shape[-2:])
         else:
             x, d1, d2 = _activation_derivatives(layer, x)
-            Jqd = J[..., -n:]                                        # ∂/∂q̇ columns (z = [q, q̇])
+            Jqd = J[..., -n:]  # ∂/∂q̇ columns (z = [q, q̇])
             H = d1[..., None, None] * H + d2[..., None, None] * Jqd.unsqueeze(-1) * J.unsqueeze(-2)
             J = d1.unsqueeze(-1) * J
     return x, J, H
@@ -96,8 +97,15 @@ def lagrangian_jet(model, q, qd):
                     qk.append(0)
             one = z.new_ones(len(qc))
             _, Jv, Hv = mlp_jet(pot, *feature_jet(z, qc, qk, one))
-            _, Jt, Ht = mlp_jet(kin, *feature_jet(z, qc + [n + j for j in coords], qk + [0] * len(coords),
-                                                  torch.cat([one, inv_scale[coords]])))
+            _, Jt, Ht = mlp_jet(
+                kin,
+                *feature_jet(
+                    z,
+                    qc + [n + j for j in coords],
+                    qk + [0] * len(coords),
+                    torch.cat([one, inv_scale[coords]]),
+                ),
+            )
             grad = grad + Jt[..., 0, :] - Jv[..., 0, :]
             hess = hess + Ht[..., 0, :, :] - Hv[..., 0, :, :]
         return grad, hess
@@ -118,11 +126,11 @@ def pivoted_solve(A, B):
     rows = torch.arange(n, device=A.device)
     for k in range(n):
         col = torch.where(rows < k, -torch.ones_like(aug[..., :, k]), aug[..., :, k].abs())
-        p = col.argmax(-1, keepdim=True)                                        # pivot row (..., 1)
+        p = col.argmax(-1, keepdim=True)  # pivot row (..., 1)
         order = torch.where(rows == k, p, torch.where(rows == p, torch.full_like(p, k), rows))
         aug = torch.gather(aug, -2, order.unsqueeze(-1).expand(aug.shape))
-        pivot_row = aug[..., k:k + 1, :] / aug[..., k:k + 1, k:k + 1]
-        aug = torch.where((rows == k).unsqueeze(-1), pivot_row, aug - aug[..., :, k:k + 1] * pivot_row)
+        pivot_row = aug[..., k : k + 1, :] / aug[..., k : k + 1, k : k + 1]
+        aug = torch.where((rows == k).unsqueeze(-1), pivot_row, aug - aug[..., :, k : k + 1] * pivot_row)
     return aug[..., n:]
 
 
@@ -139,7 +147,7 @@ class AccelerationGraph(nn.Module):
             return self.model(q, qd)
         n = q.shape[-1]
         grad, hess = lagrangian_jet(self.model, q, qd)
-        W, mixed = hess[..., n:], hess[..., :n]                        # ∂²𝓛/∂q̇², ∂²𝓛/∂q̇∂q
+        W, mixed = hess[..., n:], hess[..., :n]  # ∂²𝓛/∂q̇², ∂²𝓛/∂q̇∂q
         F = grad[..., :n] - (mixed @ qd.unsqueeze(-1)).squeeze(-1)
         if self.family == "lnn_nh":
             A = self.model.constraint_matrix(q, xp=torch)
@@ -152,9 +160,18 @@ def family_metadata(model, coordinate_names, coordinate_units, **fields):
     """:class:`ModelMetadata` of an acceleration-family graph (all coordinates free)."""
     from ..inference.metadata import ModelMetadata
 
-    network = dict(model.config()) | {"graph_inputs": list(GRAPH_INPUTS), "graph_outputs": list(GRAPH_OUTPUTS)}
-    return ModelMetadata(family=model.family, free_joints=list(coordinate_names), servo_joints=[],
-                         coordinate_units=list(coordinate_units), network=network, **fields)
+    network = dict(model.config()) | {
+        "graph_inputs": list(GRAPH_INPUTS),
+        "graph_outputs": list(GRAPH_OUTPUTS),
+    }
+    return ModelMetadata(
+        family=model.family,
+        free_joints=list(coordinate_names),
+        servo_joints=[],
+        coordinate_units=list(coordinate_units),
+        network=network,
+        **fields,
+    )
 
 
 def export_family_onnx(model: nn.Module, path, metadata=None, dtype: str = "float32") -> Path:
@@ -168,7 +185,9 @@ def export_family_onnx(model: nn.Module, path, metadata=None, dtype: str = "floa
         p.requires_grad_(False)
     if metadata is None:
         names = getattr(net, "coordinate_names", None) or [f"q{i + 1}" for i in range(net.n)]
-        metadata = family_metadata(net, names, ["rad" if i in net.angle_coordinates else "m" for i in range(net.n)])
+        metadata = family_metadata(
+            net, names, ["rad" if i in net.angle_coordinates else "m" for i in range(net.n)]
+        )
     metadata = copy.deepcopy(metadata)
     metadata.dtype = dtype
     if len(metadata.free_joints) != net.n:
@@ -181,12 +200,29 @@ def export_family_onnx(model: nn.Module, path, metadata=None, dtype: str = "floa
     args = tuple(torch.zeros(2, net.n, dtype=DTYPES[dtype]) for _ in GRAPH_INPUTS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        program = torch.onnx.export(graph, args, dynamo=True, input_names=list(GRAPH_INPUTS),
-                                    output_names=list(GRAPH_OUTPUTS), opset_version=OPSET, optimize=True,
-                                    dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in GRAPH_INPUTS},
-                                    verbose=False)
+        program = torch.onnx.export(
+            graph,
+            args,
+            dynamo=True,
+            input_names=list(GRAPH_INPUTS),
+            output_names=list(GRAPH_OUTPUTS),
+            opset_version=OPSET,
+            optimize=True,
+            dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in GRAPH_INPUTS},
+            verbose=False,
+        )
     return write_model(program.model_proto, metadata, path)
 
 
-__all__ = ["EXPORTABLE", "GRAPH_INPUTS", "GRAPH_OUTPUTS", "AccelerationGraph", "export_family_onnx",
-           "family_metadata", "feature_jet", "lagrangian_jet", "mlp_jet", "pivoted_solve"]
+__all__ = [
+    "EXPORTABLE",
+    "GRAPH_INPUTS",
+    "GRAPH_OUTPUTS",
+    "AccelerationGraph",
+    "export_family_onnx",
+    "family_metadata",
+    "feature_jet",
+    "lagrangian_jet",
+    "mlp_jet",
+    "pivoted_solve",
+]

@@ -12,9 +12,10 @@ Training differentiates with autograd inside the forward pass; the ONNX export
 the layers instead. Training: :func:`ros_lnn.training.trainer.train_acceleration`; checkpoints:
 :mod:`ros_lnn.training.checkpoint` (one format for every family).
 """
+
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
@@ -37,12 +38,13 @@ def euler_lagrange_terms(lagrangian: Callable, q, qd):
         dL_dq = torch.zeros_like(q_) if dL_dq is None else dL_dq
         W_rows, mixed_rows = [], []
         for i in range(q.shape[-1]):
-            d_q, d_qd = torch.autograd.grad(p[..., i].sum(), (q_, qd_), create_graph=keep, retain_graph=True,
-                                            allow_unused=True)
+            d_q, d_qd = torch.autograd.grad(
+                p[..., i].sum(), (q_, qd_), create_graph=keep, retain_graph=True, allow_unused=True
+            )
             mixed_rows.append(torch.zeros_like(q_) if d_q is None else d_q)
             W_rows.append(torch.zeros_like(qd_) if d_qd is None else d_qd)
         W = torch.stack(W_rows, -2)
-        mixed = torch.stack(mixed_rows, -2)                  # [i, j] = ∂²𝓛/∂q̇_i ∂q_j
+        mixed = torch.stack(mixed_rows, -2)  # [i, j] = ∂²𝓛/∂q̇_i ∂q_j
         F = dL_dq - (mixed @ qd_.unsqueeze(-1)).squeeze(-1)
     if not keep:
         W, F = W.detach(), F.detach()
@@ -70,8 +72,14 @@ class LNN(nn.Module):
 
     family = FAMILY_LNN
 
-    def __init__(self, n: int, hidden: Sequence[int] = (128, 128), activation: str = "softplus",
-                 angle_coordinates: Sequence[int] = (), coordinate_names: Sequence[str] = ()):
+    def __init__(
+        self,
+        n: int,
+        hidden: Sequence[int] = (128, 128),
+        activation: str = "softplus",
+        angle_coordinates: Sequence[int] = (),
+        coordinate_names: Sequence[str] = (),
+    ):
         super().__init__()
         self.n, self.hidden_widths, self.activation = n, list(hidden), activation
         self.angle_coordinates = sorted(int(i) for i in angle_coordinates)
@@ -87,8 +95,14 @@ class LNN(nn.Module):
         self.register_buffer("qd_scale", torch.ones(n))
 
     def config(self) -> dict:
-        return {"family": self.family, "n": self.n, "hidden": self.hidden_widths, "activation": self.activation,
-                "angle_coordinates": self.angle_coordinates, "coordinate_names": self.coordinate_names}
+        return {
+            "family": self.family,
+            "n": self.n,
+            "hidden": self.hidden_widths,
+            "activation": self.activation,
+            "angle_coordinates": self.angle_coordinates,
+            "coordinate_names": self.coordinate_names,
+        }
 
     def features(self, q, qd):
         if self.angle_coordinates:
@@ -127,9 +141,15 @@ class LNNnh(LNN):
 
     family = FAMILY_LNN_NH
 
-    def __init__(self, n: int, constraint_matrix: Callable, constraint_drift: Callable, system: str = "", **kw):
+    def __init__(
+        self, n: int, constraint_matrix: Callable, constraint_drift: Callable, system: str = "", **kw
+    ):
         super().__init__(n, **kw)
-        self.constraint_matrix, self.constraint_drift, self.system = constraint_matrix, constraint_drift, system
+        self.constraint_matrix, self.constraint_drift, self.system = (
+            constraint_matrix,
+            constraint_drift,
+            system,
+        )
 
     def config(self) -> dict:
         return super().config() | {"system": self.system}
@@ -138,8 +158,9 @@ class LNNnh(LNN):
         W, F = self.terms(q, qd)
         if Q is not None:
             F = F + Q
-        qdd, _ = constrained_acceleration(W, F, self.constraint_matrix(q, xp=torch),
-                                          self.constraint_drift(q, qd, xp=torch))
+        qdd, _ = constrained_acceleration(
+            W, F, self.constraint_matrix(q, xp=torch), self.constraint_drift(q, qd, xp=torch)
+        )
         return qdd
 
 
@@ -148,10 +169,23 @@ def for_system(system, constrained: bool, **kw) -> LNN:
     names = list(system.coordinate_names)
     kw.setdefault("angle_coordinates", tuple(getattr(system, "angle_coordinates", ())))
     if constrained:
-        return LNNnh(system.n, system.constraint_matrix, system.constraint_drift, system=system.name,
-                     coordinate_names=names, **kw)
+        return LNNnh(
+            system.n,
+            system.constraint_matrix,
+            system.constraint_drift,
+            system=system.name,
+            coordinate_names=names,
+            **kw,
+        )
     return LNN(system.n, coordinate_names=names, **kw)
 
 
-__all__ = ["LNN", "LNNnh", "euler_lagrange_terms", "constrained_acceleration", "for_system", "FAMILY_LNN",
-           "FAMILY_LNN_NH"]
+__all__ = [
+    "LNN",
+    "LNNnh",
+    "euler_lagrange_terms",
+    "constrained_acceleration",
+    "for_system",
+    "FAMILY_LNN",
+    "FAMILY_LNN_NH",
+]

@@ -31,9 +31,8 @@ Every term comes from the inverse residual ``r = Q̂(q, q̇, q̈) − Q`` of the
 so the network and the Coriolis contraction run once and the forward mode costs one small solve.
 A test holds these equal to the terms computed from the full :func:`dynamics` outputs.
 """
-from __future__ import annotations
 
-import torch
+from __future__ import annotations
 
 from ..physics.lagrangian import coriolis_force
 from .torch_ops import TORCH
@@ -106,13 +105,13 @@ def loss_terms(model, batch: dict, names=WITH_QE) -> dict:
     if "power_est" in names:
         out["power_est"] = ((qd[..., :n_f] * r_f).sum(-1) ** 2).mean()
     if ("fwd" in names or "fwd_e" in names) and n_f:
-        err_f = -TORCH.solve(M[..., :n_f, :n_f], r_f)                   # q̈̂_f − q̈_f
+        err_f = -TORCH.solve(M[..., :n_f, :n_f], r_f)  # q̈̂_f − q̈_f
         if "fwd" in names:
             out["fwd"] = _sq(err_f)
         if "fwd_e" in names:
             out["fwd_e"] = _sq(r_e + TORCH.einsum("...ij,...j->...i", M[..., n_f:, :n_f], err_f))
     if "fwd" in names or "fwd_e" in names:
-        out.setdefault("fwd", r_f.new_zeros(()))   # no free coordinate: nothing to predict
+        out.setdefault("fwd", r_f.new_zeros(()))  # no free coordinate: nothing to predict
         out.setdefault("fwd_e", r_f.new_zeros(()))
     return {k: out[k] for k in names}
 

@@ -3,9 +3,10 @@
 ``q̈ = f_θ([sin q, cos q], q̇, Q)`` (the TLNN study's forced chains). Plain feed-forward graph: it
 exports to ONNX with ``torch.onnx.export`` like any MLP (the ``q, qd → qdd`` graph: without
 ``force_input``), though the project ships no artefact for it."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -16,8 +17,14 @@ FAMILY = "node"
 class NeuralODE(nn.Module):
     family = FAMILY
 
-    def __init__(self, n: int, hidden: Sequence[int] = (64, 64), activation: str = "softplus",
-                 angle_coordinates: Sequence[int] | None = None, force_input: bool = False):
+    def __init__(
+        self,
+        n: int,
+        hidden: Sequence[int] = (64, 64),
+        activation: str = "softplus",
+        angle_coordinates: Sequence[int] | None = None,
+        force_input: bool = False,
+    ):
         super().__init__()
         self.n, self.hidden_widths, self.activation = n, list(hidden), activation
         self.force_input = bool(force_input)
@@ -32,8 +39,13 @@ class NeuralODE(nn.Module):
         self.register_buffer("qd_scale", torch.ones(n))
 
     def config(self) -> dict:
-        config = {"family": self.family, "n": self.n, "hidden": self.hidden_widths,
-                  "activation": self.activation, "angle_coordinates": self.angle_coordinates}
+        config = {
+            "family": self.family,
+            "n": self.n,
+            "hidden": self.hidden_widths,
+            "activation": self.activation,
+            "angle_coordinates": self.angle_coordinates,
+        }
         return config | ({"force_input": True} if self.force_input else {})
 
     def forward(self, q, qd, Q=None):

@@ -15,9 +15,10 @@ joints as ``[sin q, cos q]``; ``prior`` — a rigid-body model from the robot's 
 (:class:`~ros_lnn.models.rigid_body.RigidBodyPrior`) added to the network's ``M``, ``V`` and forces,
 so the network learns only what the URDF misses.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -42,11 +43,23 @@ def placement_matrix(n: int) -> torch.Tensor:
 class ServoLNN(nn.Module):
     family = FAMILY
 
-    def __init__(self, free_joints: Sequence[str], servo_joints: Sequence[str] = (), *,
-                 hidden: Sequence[int] = (64,), activation: str = "softplus", diag_activation: str = "softplus",
-                 epsilon: float = 0.01, angle_joints: Sequence[str] = (), coordinate_units: Sequence[str] = (),
-                 cyclic_joints: Sequence[str] = (), dissipation: str = "", coulomb_velocity: float = 0.05,
-                 damping_init: float = 0.1, prior: dict | None = None):
+    def __init__(
+        self,
+        free_joints: Sequence[str],
+        servo_joints: Sequence[str] = (),
+        *,
+        hidden: Sequence[int] = (64,),
+        activation: str = "softplus",
+        diag_activation: str = "softplus",
+        epsilon: float = 0.01,
+        angle_joints: Sequence[str] = (),
+        coordinate_units: Sequence[str] = (),
+        cyclic_joints: Sequence[str] = (),
+        dissipation: str = "",
+        coulomb_velocity: float = 0.05,
+        damping_init: float = 0.1,
+        prior: dict | None = None,
+    ):
         super().__init__()
         self.free_joints, self.servo_joints = list(free_joints), list(servo_joints)
         self.joints = self.free_joints + self.servo_joints
@@ -68,9 +81,14 @@ class ServoLNN(nn.Module):
         self.hidden_widths, self.activation, self.diag_activation = list(hidden), activation, diag_activation
         self.epsilon = float(epsilon)
         self.gd, self.dgd = _diag_activation(diag_activation)
-        self.net = AnalyticMLP(n, 1 + n + n * (n - 1) // 2, hidden, activation,
-                               angles=[self.joints.index(j) for j in self.angle_joints],
-                               cyclic=[self.joints.index(j) for j in self.cyclic_joints])
+        self.net = AnalyticMLP(
+            n,
+            1 + n + n * (n - 1) // 2,
+            hidden,
+            activation,
+            angles=[self.joints.index(j) for j in self.angle_joints],
+            cyclic=[self.joints.index(j) for j in self.cyclic_joints],
+        )
         self.register_buffer("P", placement_matrix(n))
         self.register_buffer("eye", torch.eye(n))
         # ε I as a buffer in the model's dtype: a Python scalar would enter an exported graph as float32.
@@ -104,7 +122,7 @@ class ServoLNN(nn.Module):
         with torch.no_grad():
             self.net.out.weight.zero_()
             self.net.out.bias.zero_()
-            self.net.out.bias[1:1 + n] = -8.0
+            self.net.out.bias[1 : 1 + n] = -8.0
             if self.dissipation and prior.get("damping") is not None:
                 damping = torch.as_tensor(prior["damping"], dtype=self.damping.bias.dtype).clamp_min(1e-8)
                 self.damping.bias[:n] = damping.sqrt()
@@ -114,16 +132,25 @@ class ServoLNN(nn.Module):
 
     # -- description ------------------------------------------------------------------------------
     def config(self) -> dict:
-        cfg = {"free_joints": self.free_joints, "servo_joints": self.servo_joints,
-               "hidden": self.hidden_widths, "activation": self.activation,
-               "diag_activation": self.diag_activation, "epsilon": self.epsilon,
-               "angle_joints": self.angle_joints, "coordinate_units": self.coordinate_units}
+        cfg = {
+            "free_joints": self.free_joints,
+            "servo_joints": self.servo_joints,
+            "hidden": self.hidden_widths,
+            "activation": self.activation,
+            "diag_activation": self.diag_activation,
+            "epsilon": self.epsilon,
+            "angle_joints": self.angle_joints,
+            "coordinate_units": self.coordinate_units,
+        }
         # what real-robot models add, only when used (a conservative model's config is unchanged)
         if self.cyclic_joints:
             cfg["cyclic_joints"] = self.cyclic_joints
         if self.dissipation:
-            cfg |= {"dissipation": self.dissipation, "coulomb_velocity": self.coulomb_velocity,
-                    "damping_init": self.damping_init}
+            cfg |= {
+                "dissipation": self.dissipation,
+                "coulomb_velocity": self.coulomb_velocity,
+                "damping_init": self.damping_init,
+            }
         if self.prior is not None:
             cfg["prior"] = self.prior.config()
         return cfg
@@ -134,7 +161,7 @@ class ServoLNN(nn.Module):
         return bool(self.dissipation) or self.prior is not None
 
     @classmethod
-    def from_config(cls, cfg: dict) -> "ServoLNN":
+    def from_config(cls, cfg: dict) -> ServoLNN:
         cfg = dict(cfg)
         return cls(cfg.pop("free_joints"), cfg.pop("servo_joints"), **cfg)
 
@@ -159,9 +186,10 @@ class ServoLNN(nn.Module):
 
     # -- the network ------------------------------------------------------------------------------
     def heads(self, y):
-        """Raw network outputs ``[V, l_diag_pre, l_lower]`` → ``V`` (...), lower-triangular ``L`` (..., n, n)."""
+        """Raw network outputs ``[V, l_diag_pre, l_lower]`` → ``V`` (...), lower-triangular ``L``
+        (..., n, n)."""
         n = self.n
-        l = torch.cat([self.gd(y[..., 1:1 + n]), y[..., 1 + n:]], dim=-1)
+        l = torch.cat([self.gd(y[..., 1 : 1 + n]), y[..., 1 + n :]], dim=-1)
         return y[..., 0], (l @ self.P).unflatten(-1, (n, n))
 
     def terms(self, q):
@@ -175,24 +203,24 @@ class ServoLNN(nn.Module):
         each (weight-only products fold to constants on export)."""
         n = self.n
         W, b = self.net.out.weight, self.net.out.bias
-        W = torch.cat([W[:1], self.P.transpose(0, 1) @ W[1:]])                   # heads [V; L row-major]
-        y, dy = self.net.head(state, W, torch.cat([b[:1], b[1:] @ self.P]))   # (.., 1+n²), (.., n, 1+n²)
+        W = torch.cat([W[:1], self.P.transpose(0, 1) @ W[1:]])  # heads [V; L row-major]
+        y, dy = self.net.head(state, W, torch.cat([b[:1], b[1:] @ self.P]))  # (.., 1+n²), (.., n, 1+n²)
         V, dV, Lp, dLp = y[..., 0], dy[..., 0], y[..., 1:], dy[..., 1:]
         L, dL = self._diag_activation(Lp, dLp)
         if self.prior is not None:  # the residual's V and L in units of the prior's (set_residual_scale)
             V, dV = V * self.residual_scale[0], dV * self.residual_scale[0]
             L, dL = L * self.residual_scale[1], dL * self.residual_scale[1]
-        L, dL = L.unflatten(-1, (n, n)), dL.unflatten(-1, (n, n))               # dL (..., k, i, j)
+        L, dL = L.unflatten(-1, (n, n)), dL.unflatten(-1, (n, n))  # dL (..., k, i, j)
         Lt = L.transpose(-1, -2)
         M = L @ Lt + self.eps_eye
-        A = dL @ Lt.unsqueeze(-3)                                                # (∂L/∂q_k) Lᵀ
+        A = dL @ Lt.unsqueeze(-3)  # (∂L/∂q_k) Lᵀ
         return M, A + A.transpose(-1, -2), V, dV
 
     def _diag_activation(self, Lp, dLp):
         """``l_diag ≥ 0`` on the diagonal slots of the flattened ``L``; other slots pass through."""
         diag = self.diag_mask
         if self.diag_activation == "relu":
-            floor = self.diag_floor                       # 0 on the diagonal, −inf elsewhere
+            floor = self.diag_floor  # 0 on the diagonal, −inf elsewhere
             return torch.maximum(Lp, floor), dLp * (Lp > floor).to(Lp.dtype).unsqueeze(-2)
         L = torch.where(diag, self.gd(Lp), Lp)
         return L, dLp * torch.where(diag, self.dgd(Lp), 1.0).unsqueeze(-2)
@@ -201,8 +229,8 @@ class ServoLNN(nn.Module):
         """``Q_d = −D(q) q̇ − c ⊙ tanh(q̇ / v)``, ``D = L_d L_dᵀ`` (PSD by construction), ``c ≥ 0``."""
         n = self.n
         L_d = (self.damping(state.h) @ self.P).unflatten(-1, (n, n))
-        v = (L_d.transpose(-1, -2) @ qd.unsqueeze(-1)).squeeze(-1)            # L_dᵀ q̇
-        Q_d = -(L_d @ v.unsqueeze(-1)).squeeze(-1)                             # −L_d L_dᵀ q̇
+        v = (L_d.transpose(-1, -2) @ qd.unsqueeze(-1)).squeeze(-1)  # L_dᵀ q̇
+        Q_d = -(L_d @ v.unsqueeze(-1)).squeeze(-1)  # −L_d L_dᵀ q̇
         if self.dissipation == "rayleigh_coulomb":
             Q_d = Q_d - softplus(self.coulomb_raw) * torch.tanh(qd / self.coulomb_velocity)
         return Q_d

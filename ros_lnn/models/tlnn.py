@@ -27,9 +27,10 @@ per layer was measured slower on this 2-core CPU at the sizes used (0.7× at bat
 3 bodies; 0.9–1.2× at width 32): the elementwise work of the double backward dominates, not kernel
 launches.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -67,8 +68,13 @@ def _mlp(d_in, hidden, act):
 class TLNN(nn.Module):
     family = FAMILY
 
-    def __init__(self, topology: Sequence[Sequence[int]], hidden: Sequence[int] = (64, 64),
-                 activation: str = "softplus", angle_coordinates: Sequence[int] | None = None):
+    def __init__(
+        self,
+        topology: Sequence[Sequence[int]],
+        hidden: Sequence[int] = (64, 64),
+        activation: str = "softplus",
+        angle_coordinates: Sequence[int] | None = None,
+    ):
         super().__init__()
         B = torch.as_tensor(topology, dtype=torch.float64)
         if B.dim() != 2 or not torch.all((B == 0) | (B == 1)):
@@ -76,7 +82,9 @@ class TLNN(nn.Module):
         self.n_bodies, self.n = B.shape
         self.topology = [[int(v) for v in row] for row in topology]
         self.hidden_widths, self.activation = list(hidden), activation
-        self.angle_coordinates = list(range(self.n)) if angle_coordinates is None else sorted(angle_coordinates)
+        self.angle_coordinates = (
+            list(range(self.n)) if angle_coordinates is None else sorted(angle_coordinates)
+        )
         act = {"softplus": nn.Softplus, "tanh": nn.Tanh}[activation]
         self.body_coords = [[j for j in range(self.n) if self.topology[i][j]] for i in range(self.n_bodies)]
         d_q = [sum(2 if j in self.angle_coordinates else 1 for j in c) for c in self.body_coords]
@@ -90,16 +98,21 @@ class TLNN(nn.Module):
         self.register_buffer("qd_scale", torch.ones(self.n))
 
     def config(self) -> dict:
-        return {"family": self.family, "topology": self.topology, "hidden": self.hidden_widths,
-                "activation": self.activation, "angle_coordinates": self.angle_coordinates}
+        return {
+            "family": self.family,
+            "topology": self.topology,
+            "hidden": self.hidden_widths,
+            "activation": self.activation,
+            "angle_coordinates": self.angle_coordinates,
+        }
 
     def _q_features(self, q, coords):
         parts = []
         for j in coords:
             if j in self.angle_coordinates:
-                parts += [torch.sin(q[..., j:j + 1]), torch.cos(q[..., j:j + 1])]
+                parts += [torch.sin(q[..., j : j + 1]), torch.cos(q[..., j : j + 1])]
             else:
-                parts.append(q[..., j:j + 1])
+                parts.append(q[..., j : j + 1])
         return torch.cat(parts, -1)
 
     def body_energies(self, q, qd):

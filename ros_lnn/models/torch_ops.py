@@ -6,6 +6,7 @@ Everything lowers to plain ONNX ops: ``take`` becomes a Slice for contiguous ind
 block ``M_ff`` is an unrolled Cholesky factorisation with forward/back substitution (a division for
 one free coordinate), so no linear-algebra op is needed in the graph.
 """
+
 from __future__ import annotations
 
 import torch
@@ -20,7 +21,7 @@ def einsum(spec: str, *xs):
     Runtime runs these faster than its Einsum kernel on the tiny per-sample tensors of this model."""
     if spec == "...ij,...j->...i":
         A, x = xs
-        if A.shape[-1] == 1:          # a column: no reduction needed
+        if A.shape[-1] == 1:  # a column: no reduction needed
             return A.squeeze(-1) * x
         return (A @ x.unsqueeze(-1)).squeeze(-1)
     if spec == "...i,...i->...":

@@ -21,6 +21,7 @@ node clock at the first step plus ``k · dt``, so a late timer tick does not put
 (it would into any q̈ estimated from them). When the timer falls more than ``RESYNC_S`` behind or
 ahead of the node clock, the stamps are re-anchored to it (one jump, not a drift).
 """
+
 from __future__ import annotations
 
 import sys
@@ -52,17 +53,33 @@ PARAMETERS = (
     ("gravity", [0.0, 0.0, -9.81], "gravity [m/s²]"),
     ("rate_hz", 500.0, "joint_states rate; one RK4 step per period"),
     ("command_timeout_s", 0.2, "commands older than this count as zero"),
-    ("disturbance", [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], "constant wrench on the last body (force, moment) [N, N m]"),
-    ("friction_viscous", [], "viscous joint friction d (one, or per joint_names entry) [N m s/rad]; "
-     "empty = none"),
-    ("friction_coulomb", [], "Coulomb joint friction c, as c tanh(q̇ / friction_coulomb_velocity) [N m]; "
-     "empty = none"),
+    (
+        "disturbance",
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        "constant wrench on the last body (force, moment) [N, N m]",
+    ),
+    (
+        "friction_viscous",
+        [],
+        "viscous joint friction d (one, or per joint_names entry) [N m s/rad]; empty = none",
+    ),
+    (
+        "friction_coulomb",
+        [],
+        "Coulomb joint friction c, as c tanh(q̇ / friction_coulomb_velocity) [N m]; empty = none",
+    ),
     ("friction_coulomb_velocity", 0.05, "velocity over which Coulomb friction turns over [rad/s]"),
     ("payload_mass", 0.0, "mass the description does not know, on payload_link [kg]"),
-    ("payload_offset", [0.0, 0.0, 0.0], "payload centre of mass from the link's centre of mass, link axes "
-     "[m]"),
-    ("payload_inertia", [0.0, 0.0, 0.0], "payload's principal moments of inertia about its centre, link "
-     "axes [kg m²]"),
+    (
+        "payload_offset",
+        [0.0, 0.0, 0.0],
+        "payload centre of mass from the link's centre of mass, link axes [m]",
+    ),
+    (
+        "payload_inertia",
+        [0.0, 0.0, 0.0],
+        "payload's principal moments of inertia about its centre, link axes [kg m²]",
+    ),
     ("payload_link", "", "link carrying the payload; empty = the last link"),
     ("rotor_inertia", [], "reflected motor inertia (one, or per joint_names entry) [kg m²]; empty = none"),
 )
@@ -83,7 +100,9 @@ class DacChainSim(Node):
         p = lambda name: param(self, name)  # noqa: E731
         gravity = [float(g) for g in p("gravity")]
         if p("robot_description"):
-            self.model = model_from_urdf(p("robot_description"), "parameter robot_description", gravity=gravity)
+            self.model = model_from_urdf(
+                p("robot_description"), "parameter robot_description", gravity=gravity
+            )
         else:
             self.model = load_model(Path(p("model_path")) if p("model_path") else shipped_model_path())
             self.model.gravity = np.asarray(gravity, float)
@@ -113,32 +132,44 @@ class DacChainSim(Node):
 
     def _mismatch(self, p) -> PlantMismatch:
         """The plant mismatch parameters, per-joint lists taken from joint_names order to the model's."""
+
         def per_joint(name):
             values = [float(v) for v in p(name)]
             if len(values) > 1:
                 if len(values) != len(self.joint_names):
-                    raise RosLnnError(f"parameter {name} has {len(values)} values; give one, or one per "
-                                      "joint "
-                                      f"{self.joint_names}")
+                    raise RosLnnError(
+                        f"parameter {name} has {len(values)} values; give one, or one per "
+                        "joint "
+                        f"{self.joint_names}"
+                    )
                 values = [values[i] for i in self._to_model]
             return tuple(values)
 
         link = p("payload_link")
         names = [b.name for b in self.model.bodies]
         if link and link not in names:
-            raise RosLnnError(f"parameter payload_link '{link}' is not a link of '{self.model.name}' "
-                              f"({names})")
-        return mismatch_from_values(dict(
-            viscous=per_joint("friction_viscous"), coulomb=per_joint("friction_coulomb"),
-            coulomb_velocity=float(p("friction_coulomb_velocity")), payload_mass=float(p("payload_mass")),
-            payload_offset=tuple(float(v) for v in p("payload_offset")),
-            payload_inertia=tuple(float(v) for v in p("payload_inertia")),
-            payload_link=names.index(link) if link else -1, rotor_inertia=per_joint("rotor_inertia")))
+            raise RosLnnError(
+                f"parameter payload_link '{link}' is not a link of '{self.model.name}' ({names})"
+            )
+        return mismatch_from_values(
+            dict(
+                viscous=per_joint("friction_viscous"),
+                coulomb=per_joint("friction_coulomb"),
+                coulomb_velocity=float(p("friction_coulomb_velocity")),
+                payload_mass=float(p("payload_mass")),
+                payload_offset=tuple(float(v) for v in p("payload_offset")),
+                payload_inertia=tuple(float(v) for v in p("payload_inertia")),
+                payload_link=names.index(link) if link else -1,
+                rotor_inertia=per_joint("rotor_inertia"),
+            )
+        )
 
     def _on_effort(self, msg):
         u = np.asarray(msg.data, float)
         if u.size != len(self.joint_names) or not np.all(np.isfinite(u)):
-            return warn_throttled(self, "effort", f"effort_commands needs {len(self.joint_names)} finite values")
+            return warn_throttled(
+                self, "effort", f"effort_commands needs {len(self.joint_names)} finite values"
+            )
         self.effort, self.effort_time = u[self._to_model], time.monotonic()
 
     def _on_port(self, msg):
@@ -157,16 +188,17 @@ class DacChainSim(Node):
         effort = self.effort if self._fresh(self.effort_time) else np.zeros_like(self.effort)
         extra = self.port if self._fresh(self.port_time) else np.zeros(6 * n)
         extra = extra.copy()
-        extra[3 * (n - 1):3 * n] += self.disturbance[:3]
-        extra[3 * n + 3 * (n - 1):] += self.disturbance[3:]
+        extra[3 * (n - 1) : 3 * n] += self.disturbance[:3]
+        extra[3 * n + 3 * (n - 1) :] += self.disturbance[3:]
         if not extra.any():
             return (lambda t, q, qd: effort), effort
         return (lambda t, q, qd: effort + port_efforts(self.pinocchio, q, extra)), effort
 
     def _step(self):
         efforts, effort = self.effort_function()
-        self.q, self.qd = rk4_step(self.pinocchio, self.q, self.qd, self.dt, efforts, self.t,
-                                   dynamics=self.plant.forward_dynamics)
+        self.q, self.qd = rk4_step(
+            self.pinocchio, self.q, self.qd, self.dt, efforts, self.t, dynamics=self.plant.forward_dynamics
+        )
         self.t += self.dt
         q, qd = self.q, self.qd
         msg = JointState()
@@ -176,7 +208,6 @@ class DacChainSim(Node):
         msg.velocity = [float(x) for x in qd[self._from_model]]
         msg.effort = [float(x) for x in effort[self._from_model]]
         self.pub.publish(msg)
-
 
     def _state_stamp(self):
         """The stamp of the state at simulated time ``self.t`` (module docstring)."""

@@ -24,6 +24,7 @@ Safety policy (all documented in README):
     its correction is bounded by ``residual_limit``; a non-finite correction is dropped (the certain
     model's efforts go out), counted, and diagnostics WARN.
 """
+
 from __future__ import annotations
 
 import array
@@ -46,6 +47,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ..control.dac import LAWS, Gains
 from ..control.pipeline import DacPipeline
 from ..errors import ConfigError, RosLnnError
+from . import compat
 from .diagnostics import CountWindow, RateLatency, diagnostic_status, status_name, warn_throttled
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .params import CONFIGURE, LIVE, STARTUP, Param, ParameterTable
@@ -53,7 +55,7 @@ from .process import init_ros, run_node_process
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 from .serialized import SerializedTemplate
 from .stamps import duration_ns, stamp_ns
-from . import compat
+
 
 def _obstacle_quadruples(values) -> str:
     values = list(values)
@@ -77,86 +79,263 @@ def _gains_hold(values: dict) -> str:
 
 
 #: Parameters that set the law's gains, and the :class:`Gains` field each one sets.
-GAIN_PARAMETERS = {"kd_linear": "kd_linear", "kd_angular": "kd_angular", "mass_weighted": "mass_weighted",
-                   "lambda_position": "lambda_position", "lambda_attitude": "lambda_attitude",
-                   "obstacle_gain": "obstacle_gain", "task_damping": "damping"}
+GAIN_PARAMETERS = {
+    "kd_linear": "kd_linear",
+    "kd_angular": "kd_angular",
+    "mass_weighted": "mass_weighted",
+    "lambda_position": "lambda_position",
+    "lambda_attitude": "lambda_attitude",
+    "obstacle_gain": "obstacle_gain",
+    "task_damping": "damping",
+}
 
 # The parameter table (nodes/params.py). LIVE ones are taken by a running node (``ros2 param set``): the
 # gains and the learned port's bound apply from the next joint state on, the marker scale at once.
 # CONFIGURE ones are read at configure or activate and refused while the node is configured.
 PARAMETERS = ParameterTable(
     Param("robot_description", "", "URDF of the arm (string); empty = read model_path", CONFIGURE),
-    Param("model_path", "", "URDF or multibody YAML file; empty = the shipped config/dac_chain.urdf", CONFIGURE),
-    Param("joint_names", [], "actuated joints in the order of ~/joint_effort_command; empty = the model's "
-          "revolute and prismatic joints", CONFIGURE, items=str, unique=True),
-    Param("law", "end_effector", "control law: velocity (I), pose (II) or end_effector (III)", CONFIGURE,
-          choices=tuple(LAWS)),
+    Param(
+        "model_path", "", "URDF or multibody YAML file; empty = the shipped config/dac_chain.urdf", CONFIGURE
+    ),
+    Param(
+        "joint_names",
+        [],
+        "actuated joints in the order of ~/joint_effort_command; empty = the model's "
+        "revolute and prismatic joints",
+        CONFIGURE,
+        items=str,
+        unique=True,
+    ),
+    Param(
+        "law",
+        "end_effector",
+        "control law: velocity (I), pose (II) or end_effector (III)",
+        CONFIGURE,
+        choices=tuple(LAWS),
+    ),
     Param("ee_link", "tool0", "end-effector link for law III (empty = CoM of the last body)", CONFIGURE),
-    Param("ee_attitude", False, "law III tracks the ~/ee_target orientation too (6-D task) instead of position "
-          "only", CONFIGURE),
-    Param("gravity", [0.0, 0.0, -9.81], "gravity in the world frame [m/s²]", CONFIGURE, size=(3,), ge=-1e3,
-          le=1e3),
-    Param("kd_linear", 20.0, "K_d for linear velocity errors: a rate [1/s] (K_d = k 𝓜) with mass_weighted, "
-          "else [N s/m]", LIVE, gt=0.0, le=1e6),
-    Param("kd_angular", 20.0, "K_d for angular velocity errors: a rate [1/s] with mass_weighted, else [N m s]",
-          LIVE, gt=0.0, le=1e6),
-    Param("mass_weighted", True, "K_d = k 𝓜 with kd_* as rates [1/s]; false: K_d = diag(kd_linear, "
-          "kd_angular) [N s/m, N m s]", CONFIGURE),
+    Param(
+        "ee_attitude",
+        False,
+        "law III tracks the ~/ee_target orientation too (6-D task) instead of position only",
+        CONFIGURE,
+    ),
+    Param(
+        "gravity",
+        [0.0, 0.0, -9.81],
+        "gravity in the world frame [m/s²]",
+        CONFIGURE,
+        size=(3,),
+        ge=-1e3,
+        le=1e3,
+    ),
+    Param(
+        "kd_linear",
+        20.0,
+        "K_d for linear velocity errors: a rate [1/s] (K_d = k 𝓜) with mass_weighted, else [N s/m]",
+        LIVE,
+        gt=0.0,
+        le=1e6,
+    ),
+    Param(
+        "kd_angular",
+        20.0,
+        "K_d for angular velocity errors: a rate [1/s] with mass_weighted, else [N m s]",
+        LIVE,
+        gt=0.0,
+        le=1e6,
+    ),
+    Param(
+        "mass_weighted",
+        True,
+        "K_d = k 𝓜 with kd_* as rates [1/s]; false: K_d = diag(kd_linear, kd_angular) [N s/m, N m s]",
+        CONFIGURE,
+    ),
     Param("lambda_position", 5.0, "Λ for position errors [1/s]", LIVE, gt=0.0, le=1e6),
     Param("lambda_attitude", 5.0, "Λ for attitude errors [1/s]", LIVE, gt=0.0, le=1e6),
-    Param("task_damping", 0.05, "μ of the damped task inverse (robust near singular arm poses; 0 = exact)",
-          LIVE, ge=0.0, le=1e3),
-    Param("obstacle_gain", 1.0, "k_o: weight of the obstacle push in the null space of the task (law III; "
-          "0 = off)", LIVE, ge=0.0, le=1e6),
-    Param("circle_radius", 0.0, "> 0: law III follows a built-in circle (demo) instead of ~/ee_target [m]",
-          CONFIGURE, ge=0.0, le=1e3),
-    Param("circle_center", [0.45, 0.0, 0.0], "centre of the built-in circle [m]", CONFIGURE, size=(3,),
-          ge=-1e3, le=1e3),
-    Param("circle_normal", [1.0, 0.0, 0.0], "normal of the circle's plane", CONFIGURE, size=(3,), ge=-1e3,
-          le=1e3, check=_not_all_zero),
+    Param(
+        "task_damping",
+        0.05,
+        "μ of the damped task inverse (robust near singular arm poses; 0 = exact)",
+        LIVE,
+        ge=0.0,
+        le=1e3,
+    ),
+    Param(
+        "obstacle_gain",
+        1.0,
+        "k_o: weight of the obstacle push in the null space of the task (law III; 0 = off)",
+        LIVE,
+        ge=0.0,
+        le=1e6,
+    ),
+    Param(
+        "circle_radius",
+        0.0,
+        "> 0: law III follows a built-in circle (demo) instead of ~/ee_target [m]",
+        CONFIGURE,
+        ge=0.0,
+        le=1e3,
+    ),
+    Param(
+        "circle_center",
+        [0.45, 0.0, 0.0],
+        "centre of the built-in circle [m]",
+        CONFIGURE,
+        size=(3,),
+        ge=-1e3,
+        le=1e3,
+    ),
+    Param(
+        "circle_normal",
+        [1.0, 0.0, 0.0],
+        "normal of the circle's plane",
+        CONFIGURE,
+        size=(3,),
+        ge=-1e3,
+        le=1e3,
+        check=_not_all_zero,
+    ),
     Param("circle_period_s", 4.0, "period of the built-in circle [s]", CONFIGURE, gt=0.0, le=1e6),
-    Param("circle_phase", 0.0, "phase of the built-in circle at activation [rad]", CONFIGURE, ge=-1e6, le=1e6),
-    Param("obstacles", [], "spherical obstacles in the world frame, flattened x, y, z, radius per obstacle",
-          CONFIGURE, items=float, ge=-1e3, le=1e3, check=_obstacle_quadruples),
-    Param("obstacle_influence", 0.1, "clearance below which the obstacle potential acts [m]", CONFIGURE,
-          gt=0.0, le=1e3),
+    Param(
+        "circle_phase", 0.0, "phase of the built-in circle at activation [rad]", CONFIGURE, ge=-1e6, le=1e6
+    ),
+    Param(
+        "obstacles",
+        [],
+        "spherical obstacles in the world frame, flattened x, y, z, radius per obstacle",
+        CONFIGURE,
+        items=float,
+        ge=-1e3,
+        le=1e3,
+        check=_obstacle_quadruples,
+    ),
+    Param(
+        "obstacle_influence",
+        0.1,
+        "clearance below which the obstacle potential acts [m]",
+        CONFIGURE,
+        gt=0.0,
+        le=1e3,
+    ),
     Param("obstacle_eta", 5.0, "largest obstacle push η [N]", CONFIGURE, ge=0.0, le=1e6),
-    Param("residual_model", "", "learned port: ONNX model from `ros-lnn train --model dac_residual` (its "
-          "joints must be joint_names); its τ̂_res(q, q̇, q̈_r) is added to the efforts; empty = certain model "
-          "only", CONFIGURE),
-    Param("residual_limit", [], "bound on |τ̂_res| per joint (one number for all, or one per joint_names "
-          "entry); empty = 1.5 × the largest |τ_res| of the model's training data (a quarter of the effort "
-          "limits if not recorded)", LIVE, items=float, ge=0.0, le=1e6),
-    Param("effort_limits", [], "|effort| limits per joint_names entry; empty = URDF limits "
-          "(default_effort_limit where none)", CONFIGURE, items=float, gt=0.0, le=1e9),
+    Param(
+        "residual_model",
+        "",
+        "learned port: ONNX model from `ros-lnn train --model dac_residual` (its "
+        "joints must be joint_names); its τ̂_res(q, q̇, q̈_r) is added to the efforts; empty = certain model "
+        "only",
+        CONFIGURE,
+    ),
+    Param(
+        "residual_limit",
+        [],
+        "bound on |τ̂_res| per joint (one number for all, or one per joint_names "
+        "entry); empty = 1.5 × the largest |τ_res| of the model's training data (a quarter of the effort "
+        "limits if not recorded)",
+        LIVE,
+        items=float,
+        ge=0.0,
+        le=1e6,
+    ),
+    Param(
+        "effort_limits",
+        [],
+        "|effort| limits per joint_names entry; empty = URDF limits (default_effort_limit where none)",
+        CONFIGURE,
+        items=float,
+        gt=0.0,
+        le=1e9,
+    ),
     Param("default_effort_limit", 50.0, "limit for joints without one [N m]", CONFIGURE, gt=0.0, le=1e9),
-    Param("input_queue_depth", 10, "joint_states kept while the node is busy or descheduled (best effort); each "
-          "is processed in order, so a deeper queue trades drops for latency", CONFIGURE, ge=1, le=100000),
-    Param("state_timeout_s", 0.1, "joint states older than this are stale: zero efforts are published", CONFIGURE,
-          gt=0.0, le=3600.0),
-    Param("target_timeout_s", 0.0, "> 0: an ~/ee_target or ~/joint_trajectory not renewed for this long is "
-          "dropped and the arm holds where it is; 0 = targets never go stale", CONFIGURE, ge=0.0, le=1e6),
+    Param(
+        "input_queue_depth",
+        10,
+        "joint_states kept while the node is busy or descheduled (best effort); each "
+        "is processed in order, so a deeper queue trades drops for latency",
+        CONFIGURE,
+        ge=1,
+        le=100000,
+    ),
+    Param(
+        "state_timeout_s",
+        0.1,
+        "joint states older than this are stale: zero efforts are published",
+        CONFIGURE,
+        gt=0.0,
+        le=3600.0,
+    ),
+    Param(
+        "target_timeout_s",
+        0.0,
+        "> 0: an ~/ee_target or ~/joint_trajectory not renewed for this long is "
+        "dropped and the arm holds where it is; 0 = targets never go stale",
+        CONFIGURE,
+        ge=0.0,
+        le=1e6,
+    ),
     Param("watchdog_period_s", 0.02, "how often the stale-state watchdog runs", CONFIGURE, ge=0.001, le=10.0),
     Param("frame_id", "world", "world frame of targets, obstacles and markers", CONFIGURE),
-    Param("target_frames", [], "frames ~/ee_target may also come in (fixed ones), each with its pose in "
-          "frame_id in target_frame_poses", CONFIGURE, items=str, unique=True),
-    Param("target_frame_poses", [], "pose of each target_frames entry in frame_id: x, y, z, qx, qy, qz, qw "
-          "per frame", CONFIGURE, items=float, ge=-1e6, le=1e6),
-    Param("use_tf", True, "look up other ~/ee_target frames in /tf and /tf_static through tf2_ros (where "
-          "installed)", CONFIGURE),
+    Param(
+        "target_frames",
+        [],
+        "frames ~/ee_target may also come in (fixed ones), each with its pose in "
+        "frame_id in target_frame_poses",
+        CONFIGURE,
+        items=str,
+        unique=True,
+    ),
+    Param(
+        "target_frame_poses",
+        [],
+        "pose of each target_frames entry in frame_id: x, y, z, qx, qy, qz, qw per frame",
+        CONFIGURE,
+        items=float,
+        ge=-1e6,
+        le=1e6,
+    ),
+    Param(
+        "use_tf",
+        True,
+        "look up other ~/ee_target frames in /tf and /tf_static through tf2_ros (where installed)",
+        CONFIGURE,
+    ),
     Param("publish_markers", True, "publish ~/markers", CONFIGURE),
-    Param("marker_period_s", 0.1, "period of ~/markers (a timer publishes the newest sample's markers; 0 = off)",
-          CONFIGURE, ge=0.001, le=3600.0, off=0.0),
+    Param(
+        "marker_period_s",
+        0.1,
+        "period of ~/markers (a timer publishes the newest sample's markers; 0 = off)",
+        CONFIGURE,
+        ge=0.001,
+        le=3600.0,
+        off=0.0,
+    ),
     Param("force_scale", 0.02, "marker arrow length per newton [m/N]", LIVE, ge=0.0, le=1e3),
-    Param("diagnostics_period_s", 1.0, "period of /diagnostics (its counts cover the last 5 periods)", CONFIGURE,
-          ge=0.01, le=3600.0),
+    Param(
+        "diagnostics_period_s",
+        1.0,
+        "period of /diagnostics (its counts cover the last 5 periods)",
+        CONFIGURE,
+        ge=0.01,
+        le=3600.0,
+    ),
     Param("autostart", True, "configure and activate on start (main only)", STARTUP),
     rules=(_gains_hold,),
 )
 #: What the learned port did, counted per joint state (``residual_state`` of the effort command).
 RESIDUAL_COUNTS = ("residual_clipped", "residual_non_finite")
-REJECT_REASONS = ("bad_joint_state", "bad_target", "bad_trajectory", "non_finite_output", "stale_state",
-                  "stale_target", "duplicate_names", "old_stamp", "future_stamp", "step_error")
+REJECT_REASONS = (
+    "bad_joint_state",
+    "bad_target",
+    "bad_trajectory",
+    "non_finite_output",
+    "stale_state",
+    "stale_target",
+    "duplicate_names",
+    "old_stamp",
+    "future_stamp",
+    "step_error",
+)
 #: Longest ~/joint_trajectory taken: bounds the work one message can cause.
 MAX_TRAJECTORY_POINTS = 10_000
 #: A joint state stamped further ahead of the node's clock than this is refused (a clock error, not a state).
@@ -177,9 +356,11 @@ def shipped_model_path() -> Path:
 
 def port_layout(body_names) -> list:
     n = len(body_names)
-    return [MultiArrayDimension(label="f,m", size=2, stride=6 * n),
-            MultiArrayDimension(label=",".join(body_names), size=n, stride=3 * n),
-            MultiArrayDimension(label="x,y,z", size=3, stride=3)]
+    return [
+        MultiArrayDimension(label="f,m", size=2, stride=6 * n),
+        MultiArrayDimension(label=",".join(body_names), size=n, stride=3 * n),
+        MultiArrayDimension(label="x,y,z", size=3, stride=3),
+    ]
 
 
 def array_msg(values, layout) -> Float64MultiArray:
@@ -202,14 +383,22 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         super().__init__(node_name, **kwargs)
         self.counts = {}
         self.pipeline: DacPipeline | None = None
-        self.values = PARAMETERS.attach(self, configured=lambda: self.pipeline is not None,
-                                        extra_check=self._residual_limit_problem,
-                                        on_change=self._apply_parameters)
+        self.values = PARAMETERS.attach(
+            self,
+            configured=lambda: self.pipeline is not None,
+            extra_check=self._residual_limit_problem,
+            on_change=self._apply_parameters,
+        )
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
-        self.counts.update(dict.fromkeys(REJECT_REASONS + RESIDUAL_COUNTS + ("processed", "saturated",
-                                                                             "singular_damped",
-                                                                             "internal_error"), 0))
+        self.counts.update(
+            dict.fromkeys(
+                REJECT_REASONS
+                + RESIDUAL_COUNTS
+                + ("processed", "saturated", "singular_damped", "internal_error"),
+                0,
+            )
+        )
         self.window = CountWindow()
         self.residual = None  # the learned port's runtime (residual_model)
         self._residual_fault_time = self._singular_time = -math.inf
@@ -217,7 +406,9 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         self._tf_available = False
         self._frames = None
         self.stats = RateLatency()
-        self.cpu_times = deque(maxlen=self.stats.latencies.maxlen)  # callback thread CPU per processed sample [s]
+        self.cpu_times = deque(
+            maxlen=self.stats.latencies.maxlen
+        )  # callback thread CPU per processed sample [s]
         self._marker_sample = None
 
     def p(self, name):
@@ -255,15 +446,19 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
 
         gravity = [float(g) for g in self.p("gravity")]
         if self.p("robot_description"):
-            model = model_from_urdf(self.p("robot_description"), "parameter robot_description", gravity=gravity)
+            model = model_from_urdf(
+                self.p("robot_description"), "parameter robot_description", gravity=gravity
+            )
         else:
             path = Path(self.p("model_path")) if self.p("model_path") else shipped_model_path()
             model = load_model(path)
             model.gravity = np.asarray(gravity, float)
         obstacles = [float(v) for v in self.p("obstacles")]
         if len(obstacles) % 4:
-            raise ConfigError(f"parameter obstacles has {len(obstacles)} numbers; give x, y, z, radius per obstacle")
-        obstacles = [(obstacles[i:i + 3], obstacles[i + 3]) for i in range(0, len(obstacles), 4)]
+            raise ConfigError(
+                f"parameter obstacles has {len(obstacles)} numbers; give x, y, z, radius per obstacle"
+            )
+        obstacles = [(obstacles[i : i + 3], obstacles[i + 3]) for i in range(0, len(obstacles), 4)]
         names = self.p("joint_names") or None
         limits = [float(v) for v in self.p("effort_limits")] or None
         if limits is None:  # every joint that takes an effort (revolute, prismatic), in the pipeline's order
@@ -271,11 +466,18 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             urdf = {j.name: j.effort_limit for j in model.joints}
             default = float(self.p("default_effort_limit"))
             limits = [urdf[j] if np.isfinite(urdf.get(j, np.inf)) else default for j in names_eff]
-        pipeline = DacPipeline(model, law=self.p("law"), gains=self.gains_from_parameters(),
-                               joint_names=names,
-                               ee_link=self.p("ee_link") or None, ee_attitude=bool(self.p("ee_attitude")),
-                               obstacles=obstacles, obstacle_influence=float(self.p("obstacle_influence")),
-                               obstacle_eta=float(self.p("obstacle_eta")), effort_limits=limits)
+        pipeline = DacPipeline(
+            model,
+            law=self.p("law"),
+            gains=self.gains_from_parameters(),
+            joint_names=names,
+            ee_link=self.p("ee_link") or None,
+            ee_attitude=bool(self.p("ee_attitude")),
+            obstacles=obstacles,
+            obstacle_influence=float(self.p("obstacle_influence")),
+            obstacle_eta=float(self.p("obstacle_eta")),
+            effort_limits=limits,
+        )
         from ..control.frames import FrameTable
 
         self._frames = FrameTable(self.p("target_frames"), self.p("target_frame_poses"))
@@ -293,8 +495,10 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         runtime = ResidualRuntime(path, pipeline.joint_names)
         trained_on = runtime.certain_model.get("name")
         if trained_on and trained_on != pipeline.model.name:
-            self.get_logger().warning(f"residual_model {path.name} was trained against the certain model "
-                                      f"'{trained_on}', this controller runs '{pipeline.model.name}'")
+            self.get_logger().warning(
+                f"residual_model {path.name} was trained against the certain model "
+                f"'{trained_on}', this controller runs '{pipeline.model.name}'"
+            )
         return runtime
 
     def residual_limit(self, pipeline: DacPipeline) -> np.ndarray:
@@ -306,9 +510,11 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             seen = self.residual.trained_max if self.residual is not None else None
             return 1.5 * seen if seen is not None else 0.25 * pipeline.efforts.limits
         if len(values) not in (1, n):
-            raise ConfigError(f"parameter residual_limit has {len(values)} values; give one, or one per "
-                              "joint "
-                              f"{pipeline.joint_names}")
+            raise ConfigError(
+                f"parameter residual_limit has {len(values)} values; give one, or one per "
+                "joint "
+                f"{pipeline.joint_names}"
+            )
         return np.broadcast_to(np.asarray(values), (n,)).copy()
 
     def gains_from_parameters(self, changed: dict | None = None) -> Gains:
@@ -326,28 +532,44 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             self.get_logger().error(f"configure failed: {self.last_error}")
             return TransitionCallbackReturn.FAILURE
         self._pubs = {
-            "port": self.create_lifecycle_publisher(Float64MultiArray, "~/port_command", output_qos(STREAM_QOS),
-                                                    qos_overriding_options=OVERRIDES),
-            "effort": self.create_lifecycle_publisher(Float64MultiArray, "~/joint_effort_command",
-                                                      output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES),
+            "port": self.create_lifecycle_publisher(
+                Float64MultiArray, "~/port_command", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
+            ),
+            "effort": self.create_lifecycle_publisher(
+                Float64MultiArray,
+                "~/joint_effort_command",
+                output_qos(STREAM_QOS),
+                qos_overriding_options=OVERRIDES,
+            ),
             "diagnostics": self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS),
         }
         if self.p("publish_markers"):
-            self._pubs["markers"] = self.create_lifecycle_publisher(MarkerArray, "~/markers", output_qos(COMMAND_QOS),
-                                                                    qos_overriding_options=OVERRIDES)
+            self._pubs["markers"] = self.create_lifecycle_publisher(
+                MarkerArray, "~/markers", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES
+            )
         model = self.pipeline.model
         self._port_layout = port_layout(model.body_names)
-        self._effort_layout = [MultiArrayDimension(label=",".join(self.pipeline.joint_names),
-                                                   size=len(self.pipeline.joint_names),
-                                                   stride=len(self.pipeline.joint_names))]
+        self._effort_layout = [
+            MultiArrayDimension(
+                label=",".join(self.pipeline.joint_names),
+                size=len(self.pipeline.joint_names),
+                stride=len(self.pipeline.joint_names),
+            )
+        ]
         # per sample only the numbers change: publish serialized copies of the two layouts
         n_port, n_eff = 6 * model.n_bodies, len(self.pipeline.joint_names)
-        port_t = SerializedTemplate(lambda _, v: array_msg(v, self._port_layout), (n_port,), stamp_format=None)
-        effort_t = SerializedTemplate(lambda _, v: array_msg(v, self._effort_layout), (n_eff,), stamp_format=None)
+        port_t = SerializedTemplate(
+            lambda _, v: array_msg(v, self._port_layout), (n_port,), stamp_format=None
+        )
+        effort_t = SerializedTemplate(
+            lambda _, v: array_msg(v, self._effort_layout), (n_eff,), stamp_format=None
+        )
         self._templates = (port_t, effort_t) if port_t.ok and effort_t.ok else None
         self._zero_commands = (np.zeros(n_port), np.zeros(n_eff))
-        self.get_logger().info(f"configured: model '{model.name}' ({model.n_bodies} bodies), law {self.p('law')}, "
-                               f"joints {self.pipeline.joint_names}")
+        self.get_logger().info(
+            f"configured: model '{model.name}' ({model.n_bodies} bodies), law {self.p('law')}, "
+            f"joints {self.pipeline.joint_names}"
+        )
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
@@ -356,8 +578,10 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory, COMMAND_QOS),
             self.create_subscription(PoseStamped, "~/ee_target", self._on_ee_target, COMMAND_QOS),
         ]
-        self._timers = [self.create_timer(float(self.p("watchdog_period_s")), self._watchdog),
-                        self.create_timer(float(self.p("diagnostics_period_s")), self._publish_diagnostics)]
+        self._timers = [
+            self.create_timer(float(self.p("watchdog_period_s")), self._watchdog),
+            self.create_timer(float(self.p("diagnostics_period_s")), self._publish_diagnostics),
+        ]
         if "markers" in self._pubs and float(self.p("marker_period_s")) > 0:
             # off the per-sample path: building and converting a MarkerArray costs more than a whole step
             self._timers.append(self.create_timer(float(self.p("marker_period_s")), self._publish_markers))
@@ -376,9 +600,13 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             from ..control.pipeline import circle_path
 
             t0 = self._now_s()
-            path = circle_path(self.p("circle_center"), float(self.p("circle_radius")),
-                               float(self.p("circle_period_s")), self.p("circle_normal"),
-                               float(self.p("circle_phase")))
+            path = circle_path(
+                self.p("circle_center"),
+                float(self.p("circle_radius")),
+                float(self.p("circle_period_s")),
+                self.p("circle_normal"),
+                float(self.p("circle_phase")),
+            )
             self.pipeline.set_ee_path(lambda t: path(t - t0))
         self.get_logger().info("activated")
         return super().on_activate(state)
@@ -421,9 +649,11 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             return self._frames.to_world(frame, position, quat)
         world = self.p("frame_id")
         if self._tf_buffer is None:
-            raise LookupError(f"~/ee_target in frame '{frame}': no transform to '{world}'; add '{frame}' to "
-                              "target_frames/target_frame_poses" + ("" if self._tf_available else
-                                                                     " (tf2_ros is not installed here)"))
+            raise LookupError(
+                f"~/ee_target in frame '{frame}': no transform to '{world}'; add '{frame}' to "
+                "target_frames/target_frame_poses"
+                + ("" if self._tf_available else " (tf2_ros is not installed here)")
+            )
         from rclpy.time import Time
 
         from ..control.frames import to_world
@@ -431,8 +661,9 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         try:
             tf = self._tf_buffer.lookup_transform(world, frame, Time()).transform
         except Exception as exc:  # noqa: BLE001 - tf2's Lookup/Connectivity/Extrapolation exceptions
-            raise LookupError(f"~/ee_target in frame '{frame}': tf2 has no transform to '{world}' "
-                              f"({type(exc).__name__})") from None
+            raise LookupError(
+                f"~/ee_target in frame '{frame}': tf2 has no transform to '{world}' ({type(exc).__name__})"
+            ) from None
         t, r = tf.translation, tf.rotation
         return to_world([t.x, t.y, t.z], [r.w, r.x, r.y, r.z], position, quat)
 
@@ -457,8 +688,11 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         if len(set(names)) != len(names):
             return self._reject("bad_trajectory", f"~/joint_trajectory names a joint twice: {names}")
         if len(msg.points) > MAX_TRAJECTORY_POINTS:
-            return self._reject("bad_trajectory", f"~/joint_trajectory has {len(msg.points)} points; at most "
-                                f"{MAX_TRAJECTORY_POINTS} are taken (send it in pieces)")
+            return self._reject(
+                "bad_trajectory",
+                f"~/joint_trajectory has {len(msg.points)} points; at most "
+                f"{MAX_TRAJECTORY_POINTS} are taken (send it in pieces)",
+            )
         idx = [names.index(j) for j in self.pipeline.joint_names]
         start = stamp_ns(msg.header.stamp) * 1e-9 or self._now_s()
         try:
@@ -481,12 +715,18 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             age = self.get_clock().now().nanoseconds - stamp
             if age > self._state_timeout * 1e9:  # the README's promise: old states give zero efforts
                 self.counts["old_stamp"] += 1
-                warn_throttled(self, "old_stamp", f"joint_states stamped {age * 1e-9:.3g} s ago "
-                               "(> state_timeout_s): zero efforts")
+                warn_throttled(
+                    self,
+                    "old_stamp",
+                    f"joint_states stamped {age * 1e-9:.3g} s ago (> state_timeout_s): zero efforts",
+                )
                 return self._publish_commands(*self._zero_commands)
             if -age > FUTURE_STAMP_TOLERANCE_S * 1e9:
-                return self._reject("future_stamp", f"joint_states stamped {-age * 1e-9:.3g} s ahead of this "
-                                    "node's clock (check the clocks / use_sim_time)")
+                return self._reject(
+                    "future_stamp",
+                    f"joint_states stamped {-age * 1e-9:.3g} s ahead of this "
+                    "node's clock (check the clocks / use_sim_time)",
+                )
         try:
             cached_names, idx = self._name_order
             if names != cached_names:  # the usual case sends the same names every time: index them once
@@ -499,10 +739,18 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             q = np.asarray(msg.position, dtype=float).take(idx)
             qd = np.asarray(msg.velocity, dtype=float).take(idx) if len(msg.velocity) == len(names) else None
         except (ValueError, IndexError):
-            return self._reject("bad_joint_state", f"joint_states must name {self.pipeline.joint_names} with positions")
+            return self._reject(
+                "bad_joint_state", f"joint_states must name {self.pipeline.joint_names} with positions"
+            )
         timeout = self._target_timeout
-        if timeout > 0 and self.last_target_time is not None and time.monotonic() - self.last_target_time > timeout:
-            warn_throttled(self, "stale_target", f"target not renewed for {timeout} s: holding the current pose")
+        if (
+            timeout > 0
+            and self.last_target_time is not None
+            and time.monotonic() - self.last_target_time > timeout
+        ):
+            warn_throttled(
+                self, "stale_target", f"target not renewed for {timeout} s: holding the current pose"
+            )
             self.counts["stale_target"] += 1
             self.last_target_time = None
             self.pipeline.hold(q)
@@ -512,8 +760,9 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         except RosLnnError as exc:
             return self._reject("bad_joint_state", str(exc))
         except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:  # never a dead process
-            self._reject("step_error", f"the law failed at this state ({type(exc).__name__}: {exc}); "
-                         "zero efforts")
+            self._reject(
+                "step_error", f"the law failed at this state ({type(exc).__name__}: {exc}); zero efforts"
+            )
             return self._publish_commands(*self._zero_commands)
         if out.guarded:
             self.counts["singular_damped"] += 1
@@ -523,7 +772,9 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         state = out.efforts.residual_state
         if state != "off":
             port = self._learned_port(out, port, state)
-        if not math.isfinite(float(port.sum()) + float(effort.sum())):  # NaN/inf anywhere (or a sum past 1e308)
+        if not math.isfinite(
+            float(port.sum()) + float(effort.sum())
+        ):  # NaN/inf anywhere (or a sum past 1e308)
             self._reject("non_finite_output", "the law produced a non-finite command; zero efforts sent")
             port, effort = np.zeros_like(port), np.zeros_like(effort)
         self.last_state_time = time.monotonic()
@@ -542,8 +793,11 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         if state == "non_finite":
             self.counts["residual_non_finite"] += 1
             self._residual_fault_time = time.monotonic()
-            warn_throttled(self, "residual_non_finite", "learned port gave a non-finite correction: "
-                           "model-only efforts sent")
+            warn_throttled(
+                self,
+                "residual_non_finite",
+                "learned port gave a non-finite correction: model-only efforts sent",
+            )
             return port
         if state == "clipped":
             self.counts["residual_clipped"] += 1
@@ -595,13 +849,21 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
 
         for i in range(n):
             m = marker(i, "body_force", Marker.ARROW, (0.9, 0.3, 0.1, 1.0))
-            a, f = out.data.r[i], port[3 * i:3 * i + 3]
-            m.points = [Point(x=float(a[0]), y=float(a[1]), z=float(a[2])),
-                        Point(x=float(a[0] + scale * f[0]), y=float(a[1] + scale * f[1]), z=float(a[2] + scale * f[2]))]
+            a, f = out.data.r[i], port[3 * i : 3 * i + 3]
+            m.points = [
+                Point(x=float(a[0]), y=float(a[1]), z=float(a[2])),
+                Point(
+                    x=float(a[0] + scale * f[0]), y=float(a[1] + scale * f[1]), z=float(a[2] + scale * f[2])
+                ),
+            ]
             m.scale.x, m.scale.y, m.scale.z = 0.01, 0.02, 0.03
             markers.append(m)
-        for k, (pos, rgba, ns) in enumerate([(out.ee_position, (0.1, 0.8, 0.1, 1.0), "end_effector"),
-                                             (out.target_position, (0.1, 0.3, 0.9, 0.8), "target")]):
+        for k, (pos, rgba, ns) in enumerate(
+            [
+                (out.ee_position, (0.1, 0.8, 0.1, 1.0), "end_effector"),
+                (out.target_position, (0.1, 0.3, 0.9, 0.8), "target"),
+            ]
+        ):
             if pos is None:
                 continue
             m = marker(k, ns, Marker.SPHERE, rgba)
@@ -621,9 +883,12 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         values.update(self.counts)
         out = self.last_output
         if out is not None:
-            values.update(lyapunov=out.result.lyapunov, saturation_ratio=out.efforts.saturation_ratio,
-                          task_error=float(np.linalg.norm(out.result.task_error)),
-                          obstacle_potential=out.result.obstacle_potential)
+            values.update(
+                lyapunov=out.result.lyapunov,
+                saturation_ratio=out.efforts.saturation_ratio,
+                task_error=float(np.linalg.norm(out.result.task_error)),
+                obstacle_potential=out.result.obstacle_potential,
+            )
         values["stale"] = self.stale
         values["residual_model"] = self.residual.path.name if self.residual is not None else ""
         return values
@@ -648,7 +913,8 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         if rejected and level == DiagnosticStatus.OK:
             level = DiagnosticStatus.WARN
             message = f"rejected in the last {window['window_s']:.0f} s: " + ", ".join(
-                f"{k} {v}" for k, v in rejected.items())
+                f"{k} {v}" for k, v in rejected.items()
+            )
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [diagnostic_status(status_name(self), self.pipeline.model.name, level, message, values)]

@@ -1,4 +1,5 @@
 """Rates, latencies, throttles and ``/diagnostics`` statuses of the nodes."""
+
 from __future__ import annotations
 
 import functools
@@ -37,9 +38,11 @@ class RateLatency:
         if len(self.arrivals) >= 2:
             span = self.arrivals[-1] - self.arrivals[0]
             rate = (len(self.arrivals) - 1) / span if span > 0 else 0.0
-        return {"rate_hz": rate,
-                "latency_median_us": float(np.median(lat)) if lat.size else float("nan"),
-                "latency_p99_us": float(np.percentile(lat, 99)) if lat.size else float("nan")}
+        return {
+            "rate_hz": rate,
+            "latency_median_us": float(np.median(lat)) if lat.size else float("nan"),
+            "latency_p99_us": float(np.percentile(lat, 99)) if lat.size else float("nan"),
+        }
 
 
 def diagnostic_status(name: str, hardware_id: str, level, message: str, values: dict) -> DiagnosticStatus:
@@ -105,8 +108,14 @@ class CountWindow:
         return window
 
 
-def input_status(window: dict, rejected: tuple, last_input_s: float | None, timeout_s: float,
-                 topic: str = "joint_states", now: float | None = None) -> tuple:
+def input_status(
+    window: dict,
+    rejected: tuple,
+    last_input_s: float | None,
+    timeout_s: float,
+    topic: str = "joint_states",
+    now: float | None = None,
+) -> tuple:
     """(level, message) of a node fed by one input stream, from the counts of a :class:`CountWindow`:
     ERROR when callbacks failed in the window or the stream went stale (nothing for ``timeout_s`` after
     it had started), WARN before the first input and when inputs were rejected in the window, else OK.
@@ -126,8 +135,10 @@ def input_status(window: dict, rejected: tuple, last_input_s: float | None, time
     if bad:
         total = window.get("received", 0)
         reasons = ", ".join(f"{key} {count}" for key, count in bad.items())
-        return DiagnosticStatus.WARN, (f"{sum(bad.values())} of {total} inputs rejected in the last "
-                                       f"{window['window_s']:.0f} s ({reasons})")
+        return DiagnosticStatus.WARN, (
+            f"{sum(bad.values())} of {total} inputs rejected in the last "
+            f"{window['window_s']:.0f} s ({reasons})"
+        )
     return DiagnosticStatus.OK, "ok"
 
 
@@ -141,13 +152,16 @@ def report_error(node, where: str, exc: BaseException) -> None:
     ERROR in /diagnostics), one throttled log line, and the node goes on."""
     node.counts["internal_error"] = node.counts.get("internal_error", 0) + 1
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    warn_throttled(node, f"internal_error:{where}",
-                   f"{where}: {type(exc).__name__}{': ' + text if text else ''} "
-                   "(skipped; the node keeps running)")
+    warn_throttled(
+        node,
+        f"internal_error:{where}",
+        f"{where}: {type(exc).__name__}{': ' + text if text else ''} (skipped; the node keeps running)",
+    )
 
 
 def guarded(where: str):
     """Decorator for a node's callback: any exception goes to :func:`report_error`, never the executor."""
+
     def wrap(method):
         # functools.wraps keeps the signature visible: rclpy passes a timer's TimerInfo only to
         # callbacks that take an argument
@@ -158,5 +172,7 @@ def guarded(where: str):
             except Exception as exc:  # noqa: BLE001 - a callback must never take the process down
                 report_error(self, where, exc)
                 return None
+
         return callback
+
     return wrap

@@ -1,4 +1,5 @@
 """Lifecycle helpers shared by the lifecycle nodes (servo_lnn, dac_controller)."""
+
 from __future__ import annotations
 
 

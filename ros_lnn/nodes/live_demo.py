@@ -7,6 +7,7 @@ so ``ros2 topic echo`` from another shell sees the demo. By default the estimato
 accelerations from the simulator's ``/sim/servo_plan`` (commanded, as from a motion planner); with
 ``estimate_qdd=True`` it estimates them from the joint-state stream instead.
 """
+
 from __future__ import annotations
 
 import sys
@@ -34,7 +35,7 @@ class _Comparison:
             self.pairs.append((time.monotonic(), e, t))
             self.est.pop(key, None)
             self.true.pop(key, None)
-        if len(book) > 10000:          # unmatched leftovers (e.g. warm-up samples)
+        if len(book) > 10000:  # unmatched leftovers (e.g. warm-up samples)
             for k in sorted(book)[:5000]:
                 book.pop(k)
 
@@ -49,9 +50,18 @@ class _Comparison:
 DEFAULT_RATE_HZ = 250.0
 
 
-def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = DEFAULT_RATE_HZ, *,
-                  estimate_qdd: bool = False, print_period_s: float = 1.0, out=None, sim_overrides=None,
-                  estimator_overrides=None, summary: dict | None = None) -> int:
+def run_live_demo(
+    duration_s: float = 10.0,
+    model_path=None,
+    rate_hz: float = DEFAULT_RATE_HZ,
+    *,
+    estimate_qdd: bool = False,
+    print_period_s: float = 1.0,
+    out=None,
+    sim_overrides=None,
+    estimator_overrides=None,
+    summary: dict | None = None,
+) -> int:
     """Run for ``duration_s`` seconds; returns 0 when the estimator produced outputs that were
     compared with the truth, 1 otherwise. ``out``: stream for the table (default stdout);
     ``summary``: a dict filled with the final counts and mean errors."""
@@ -73,13 +83,15 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = DE
     nodes = []
     try:
         sim_params = [Parameter("rate_hz", value=float(rate_hz))] + [
-            Parameter(k, value=v) for k, v in (sim_overrides or {}).items()]
+            Parameter(k, value=v) for k, v in (sim_overrides or {}).items()
+        ]
         sim = SimNode(context=context, parameter_overrides=sim_params)
         nodes.append(sim)
-        est_params = [Parameter("model_path", value=model_path),
-                      Parameter("servo_joints", value=list(sim.servo_names)),
-                      Parameter("free_joints", value=list(sim.free_names))] + [
-            Parameter(k, value=v) for k, v in (estimator_overrides or {}).items()]
+        est_params = [
+            Parameter("model_path", value=model_path),
+            Parameter("servo_joints", value=list(sim.servo_names)),
+            Parameter("free_joints", value=list(sim.free_names)),
+        ] + [Parameter(k, value=v) for k, v in (estimator_overrides or {}).items()]
         remap = [] if estimate_qdd else ["--ros-args", "-r", "servo_commands:=/sim/servo_plan"]
         est = ServoLnnNode(context=context, parameter_overrides=est_params, cli_args=remap or None)
         nodes.append(est)
@@ -94,7 +106,7 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = DE
         def sub(topic, msg_type, side, handler):
             probe.create_subscription(msg_type, topic, lambda m: handler(side, m), SENSOR_QOS)
 
-        def on_pred(side, m):       # q̈ (q̈_f first), Q (Q_e last)
+        def on_pred(side, m):  # q̈ (q̈_f first), Q (Q_e last)
             stamp = stamp_ns(m.header.stamp)
             p = prediction_arrays(m)
             comp.add(side, stamp, "qdd_f", p["qdd"][:nf])
@@ -112,11 +124,16 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = DE
         for node in nodes:
             executor.add_node(node)
         qdd_src = "estimated from joint_states" if estimate_qdd else "commanded (/sim/servo_plan)"
-        print(f"live demo: crane simulator at {rate_hz:.0f} Hz + servo_lnn estimator ({est.runtime.model_id}), "
-              f"one process, {duration_s:.0f} s; q̈_e {qdd_src}", file=out)
-        header = (f"{'t[s]':>5} {'sim Hz':>6} {'rate[Hz]':>8} {'lat med/p99[us]':>16} | "
-                  f"{'Q_e est':>8} {'true':>8} {'|err|':>7} |"
-                  f" {'q̈_f est':>8} {'true':>8} {'|err|':>7} | {'E-E0 est':>8} {'true':>8} {'|err|':>7}")
+        print(
+            f"live demo: crane simulator at {rate_hz:.0f} Hz + servo_lnn estimator ({est.runtime.model_id}), "
+            f"one process, {duration_s:.0f} s; q̈_e {qdd_src}",
+            file=out,
+        )
+        header = (
+            f"{'t[s]':>5} {'sim Hz':>6} {'rate[Hz]':>8} {'lat med/p99[us]':>16} | "
+            f"{'Q_e est':>8} {'true':>8} {'|err|':>7} |"
+            f" {'q̈_f est':>8} {'true':>8} {'|err|':>7} | {'E-E0 est':>8} {'true':>8} {'|err|':>7}"
+        )
         print(header, file=out)
         print("-" * len(header), file=out)
         t_start = time.monotonic()
@@ -137,12 +154,17 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = DE
                 published.append(sim.counts["published"])
                 sim_hz = (published[-1] - published[-2]) / print_period_s
                 if not window:
-                    print(f"{now - t_start:5.1f} {sim_hz:6.0f} {diag['input_rate_hz']:8.1f}   (waiting for outputs)",
-                          file=out)
+                    print(
+                        f"{now - t_start:5.1f} {sim_hz:6.0f} {diag['input_rate_hz']:8.1f}   (waiting for "
+                        "outputs)",
+                        file=out,
+                    )
                     continue
                 e, t = window[-1]
-                row = [f"{now - t_start:5.1f} {sim_hz:6.0f} {diag['input_rate_hz']:8.1f} "
-                       f"{diag['latency_median_us']:7.0f}/{diag['latency_p99_us']:<8.0f}"]
+                row = [
+                    f"{now - t_start:5.1f} {sim_hz:6.0f} {diag['input_rate_hz']:8.1f} "
+                    f"{diag['latency_median_us']:7.0f}/{diag['latency_p99_us']:<8.0f}"
+                ]
                 if energy_zero is None:
                     energy_zero = (float(window[0][0]["E"]), float(window[0][1]["E"]))
                 for key in ("Q_e", "qdd_f", "E"):
@@ -157,18 +179,30 @@ def run_live_demo(duration_s: float = 10.0, model_path=None, rate_hz: float = DE
         achieved = sim.counts["published"] / wall
         print(rate_verdict(rate_hz, achieved, cpu / wall, sim.counts["skipped_publishes"]), file=out)
         diag = est.diagnostics_values()
-        print(f"done: {diag['processed']} of {diag['received']} joint states processed "
-              f"({diag['warming_up']} during filter warm-up), {total_pairs} "
-              f"outputs compared with the truth; mean |error| Q_e {np.mean(errors['Q_e']) if errors['Q_e'] else float('nan'):.4g}, "
-              f"q̈_f {np.mean(errors['qdd_f']) if errors['qdd_f'] else float('nan'):.4g}, "
-              f"E-E0 {np.mean(errors['E']) if errors['E'] else float('nan'):.4g}", file=out)
+        print(
+            f"done: {diag['processed']} of {diag['received']} joint states processed "
+            f"({diag['warming_up']} during filter warm-up), {total_pairs} "
+            "outputs compared with the truth; mean |error| Q_e "
+            f"{np.mean(errors['Q_e']) if errors['Q_e'] else float('nan'):.4g}, "
+            f"q̈_f {np.mean(errors['qdd_f']) if errors['qdd_f'] else float('nan'):.4g}, "
+            f"E-E0 {np.mean(errors['E']) if errors['E'] else float('nan'):.4g}",
+            file=out,
+        )
         if summary is not None:
             summary.update(diag)
-            summary.update(compared=total_pairs, rows=len(errors["Q_e"]), achieved_rate_hz=achieved,
-                           cpu_fraction=cpu / wall,
-                           **{f"mean_abs_error_{k}": float(np.mean(v)) if v else float("nan") for k, v in errors.items()})
+            summary.update(
+                compared=total_pairs,
+                rows=len(errors["Q_e"]),
+                achieved_rate_hz=achieved,
+                cpu_fraction=cpu / wall,
+                **{
+                    f"mean_abs_error_{k}": float(np.mean(v)) if v else float("nan") for k, v in errors.items()
+                },
+            )
         if total_pairs == 0:
-            print("live demo: no estimator output could be compared with the simulator's truth", file=sys.stderr)
+            print(
+                "live demo: no estimator output could be compared with the simulator's truth", file=sys.stderr
+            )
             return 1
         return 0
     finally:
@@ -182,14 +216,20 @@ def rate_verdict(rate_hz: float, achieved_hz: float, cpu_fraction: float, skippe
     import os
 
     if achieved_hz >= 0.95 * rate_hz:
-        return (f"rate: the simulator held {rate_hz:.0f} Hz ({achieved_hz:.0f} Hz published); this process used "
-                f"{100 * cpu_fraction:.0f} % of a core")
+        return (
+            f"rate: the simulator held {rate_hz:.0f} Hz ({achieved_hz:.0f} Hz published); this process used "
+            f"{100 * cpu_fraction:.0f} % of a core"
+        )
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
     holds = max(50, int(0.8 * achieved_hz // 50) * 50)
-    return (f"rate: the simulator published {achieved_hz:.0f} Hz of the {rate_hz:.0f} Hz asked ({skipped} steps "
-            f"integrated without publishing): simulator, estimator and comparison share one executor thread, which "
-            f"used {100 * cpu_fraction:.0f} % of a core, on a machine with load average {load:.1f} on {cores} cores; "
-            f"--rate {holds} holds here")
+    return (
+        f"rate: the simulator published {achieved_hz:.0f} Hz of the {rate_hz:.0f} Hz asked ({skipped} steps "
+        "integrated without publishing): simulator, estimator and comparison share one executor thread, "
+        "which "
+        f"used {100 * cpu_fraction:.0f} % of a core, on a machine with load average {load:.1f} on {cores} "
+        "cores; "
+        f"--rate {holds} holds here"
+    )
 
 
 def main(argv=None) -> int:

@@ -1,4 +1,5 @@
 """A node executable's process: rclpy start-up, the executor, spinning until SIGINT/SIGTERM, teardown."""
+
 from __future__ import annotations
 
 import os
@@ -66,7 +67,9 @@ def spin(node, executor=None) -> None:
     from rclpy.executors import ExternalShutdownException
 
     stop = []
-    previous = {sig: signal.signal(sig, lambda *_: stop.append(True)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.append(True)) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     if executor is None:
         executor = make_executor(node.context)
     executor.add_node(node)

@@ -1,4 +1,5 @@
 """Publishing fixed-shape messages as pre-serialized bytes (the per-sample fast path of the nodes)."""
+
 from __future__ import annotations
 
 import struct
@@ -36,7 +37,9 @@ class SerializedTemplate:
         if raw[:2] != b"\x00\x01" or self.stamp_offset is None or None in self.offsets:
             return
         check = [-1.0 - rng.random(n) for n in self.sizes]
-        self.ok = deserialize_message(self.fill(42, 7, *check), type(probe)) == build(Time(sec=42, nanosec=7), *check)
+        self.ok = deserialize_message(self.fill(42, 7, *check), type(probe)) == build(
+            Time(sec=42, nanosec=7), *check
+        )
 
     @staticmethod
     def _find(raw: bytes, pattern: bytes):
@@ -48,7 +51,7 @@ class SerializedTemplate:
         if self.stamp_format:
             struct.pack_into(self.stamp_format, buf, self.stamp_offset, sec, nanosec)
         for offset, size, block in zip(self.offsets, self.sizes, blocks):
-            buf[offset:offset + 8 * size] = np.ascontiguousarray(block, dtype="<f8").tobytes()
+            buf[offset : offset + 8 * size] = np.ascontiguousarray(block, dtype="<f8").tobytes()
         return bytes(buf)
 
 
@@ -74,10 +77,13 @@ class PackedMessages:
         self._src = bytearray(24 + 8 * self.size)
         self._src_u8 = np.frombuffer(self._src, np.uint8)
         self._src_f64 = np.frombuffer(self._src, "<f8", self.size, 24)
-        sources = {struct.pack("<iI", sec, nsec): np.arange(8),
-                   struct.pack("<dd", sec, nsec): np.arange(8, 24)}
-        sources.update({struct.pack("<d", v): np.arange(24 + 8 * i, 32 + 8 * i)
-                        for i, v in enumerate(sample)})
+        sources = {
+            struct.pack("<iI", sec, nsec): np.arange(8),
+            struct.pack("<dd", sec, nsec): np.arange(8, 24),
+        }
+        sources.update(
+            {struct.pack("<d", v): np.arange(24 + 8 * i, 32 + 8 * i) for i, v in enumerate(sample)}
+        )
         raws = [serialize_message(build(Time(sec=sec, nanosec=nsec), sample)) for build in self.builders]
         dst, src, self._spans, offset = [], [], [], 0
         for raw in raws:
@@ -98,8 +104,10 @@ class PackedMessages:
         self._views = [memoryview(self._dst_buffer)[a:b] for a, b in self._spans]
         check = -1.0 - rng.random(self.size)
         filled = self.fill(42, 7, check)
-        self.ok = all(deserialize_message(raw, type(ref)) == ref for raw, ref in
-                      zip(filled, (build(Time(sec=42, nanosec=7), check) for build in self.builders)))
+        self.ok = all(
+            deserialize_message(raw, type(ref)) == ref
+            for raw, ref in zip(filled, (build(Time(sec=42, nanosec=7), check) for build in self.builders))
+        )
 
     def fill(self, sec: int, nanosec: int, sample) -> list[bytes]:
         """The serialized messages for one stamp and sample vector, in the order of the builders."""

@@ -1,4 +1,5 @@
 """ROS time stamps and durations as integer nanoseconds and back."""
+
 from __future__ import annotations
 
 from builtin_interfaces.msg import Duration, Time

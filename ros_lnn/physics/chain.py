@@ -15,10 +15,11 @@ Link i owns the partial Lagrangian ``𝓛_i = ½ q̇ᵀ M_i(q) q̇ − V_i(q)`` 
 and ``V_i = m_i g y_i``; ``M_i`` and ``V_i`` depend on ``q_1..q_i`` only. The whole system is
 ``M = Σ M_i``, ``V = Σ V_i``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -79,8 +80,18 @@ class PlanarChain(LagrangianSystem):
         self._P = np.diag(1.0 - revolute)
 
     @classmethod
-    def uniform(cls, n_links: int, *, mass=1.0, length=1.0, com=None, inertia=0.0, servo_joints=(),
-                g=9.8, prefix="joint_") -> "PlanarChain":
+    def uniform(
+        cls,
+        n_links: int,
+        *,
+        mass=1.0,
+        length=1.0,
+        com=None,
+        inertia=0.0,
+        servo_joints=(),
+        g=9.8,
+        prefix="joint_",
+    ) -> PlanarChain:
         """``n_links`` identical revolute links named ``joint_1..joint_n``."""
         links = [Link(f"{prefix}{i + 1}", "revolute", mass, length, com, inertia) for i in range(n_links)]
         return cls(links, servo_joints, g)
@@ -90,11 +101,11 @@ class PlanarChain(LagrangianSystem):
     def servo_joints(self) -> tuple[str, ...]:
         return self.servo_names
 
-    def append_link(self, link: Link, servo: bool = False) -> "PlanarChain":
+    def append_link(self, link: Link, servo: bool = False) -> PlanarChain:
         """Extension: the same chain with one more link at the tip."""
         return PlanarChain(self.links + (link,), self.servo_joints + ((link.joint,) if servo else ()), self.g)
 
-    def replace_link(self, index: int, link: Link) -> "PlanarChain":
+    def replace_link(self, index: int, link: Link) -> PlanarChain:
         """Reconstruction: link ``index`` (0-based) swapped, e.g. revolute → prismatic."""
         links = list(self.links)
         old = links[index].joint
@@ -102,7 +113,7 @@ class PlanarChain(LagrangianSystem):
         servo = tuple(link.joint if s == old else s for s in self.servo_joints)
         return PlanarChain(links, servo, self.g)
 
-    def with_servo(self, servo_names) -> "PlanarChain":
+    def with_servo(self, servo_names) -> PlanarChain:
         return PlanarChain(self.links, tuple(servo_names), self.g)
 
     # -- kinematics -------------------------------------------------------------------------------
@@ -120,11 +131,11 @@ class PlanarChain(LagrangianSystem):
         """Position (..., 2), Jacobian (..., 2, n) and Hessian (..., n, 2, n) of link i's centre of mass."""
         q = np.asarray(q, dtype=float)
         reach, com = self._reach(q)
-        rho = np.concatenate([reach[..., :i], com[..., i:i + 1]], axis=-1)  # (..., i+1)
-        phi = self._angles(q)[..., :i + 1]
-        e = np.stack([np.sin(phi), -np.cos(phi)], axis=-1)        # (..., i+1, 2)
-        ep = np.stack([np.cos(phi), np.sin(phi)], axis=-1)        # ∂e/∂φ
-        S, P = self._S[:i + 1], self._P[:i + 1]
+        rho = np.concatenate([reach[..., :i], com[..., i : i + 1]], axis=-1)  # (..., i+1)
+        phi = self._angles(q)[..., : i + 1]
+        e = np.stack([np.sin(phi), -np.cos(phi)], axis=-1)  # (..., i+1, 2)
+        ep = np.stack([np.cos(phi), np.sin(phi)], axis=-1)  # ∂e/∂φ
+        S, P = self._S[: i + 1], self._P[: i + 1]
         pos = np.einsum("...j,...jd->...d", rho, e)
         J = np.einsum("jk,...jd->...dk", P, e) + np.einsum("...j,jk,...jd->...dk", rho, S, ep)
         cross = np.einsum("jk,jl,...jd->...kdl", P, S, ep)
@@ -170,8 +181,9 @@ class PlanarChain(LagrangianSystem):
         q = np.asarray(q, dtype=float)
         terms = [self.link_terms(q, i) for i in range(len(self.links))]
         M, dM, V, dV = (sum(t[k] for t in terms) for k in range(4))
-        return dynamics(NUMPY, M, dM, V, dV, np.asarray(qd, dtype=float), self.partition,
-                        qdd=qdd, qdd_e=qdd_e, Q_f=Q_f)
+        return dynamics(
+            NUMPY, M, dM, V, dV, np.asarray(qd, dtype=float), self.partition, qdd=qdd, qdd_e=qdd_e, Q_f=Q_f
+        )
 
     def partial_forces(self, q, qd, qdd):
         """(..., n, n_links): column i is ``D_k 𝓛_i`` for every coordinate k (the paper's Table 1

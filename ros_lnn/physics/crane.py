@@ -5,6 +5,7 @@ The pendulum is free, the cart servo-driven (``with_servo([])`` gives the force-
 
     T = ½(m1+m2) ẋ² + m2 L ẋ θ̇ cos θ + ½ m2 L² θ̇²,   V = −m2 g L cos θ
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -11,6 +11,7 @@ Split (``paper_split``): train on stationary, cosine_a, multi_b, decay_b, force_
 three times, 0 three times); test on cosine_b, multi_a, decay_a, force_c, force_d. The test trials'
 ranges of q, q̇ and q̈ lie inside the training trials' ranges, so the test measures interpolation.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,10 +23,10 @@ from pathlib import Path
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from ..errors import DataError
 from .chain import PlanarChain
 from .crane import Crane
 from .simulate import CosineServo, SimulationError, equations_of_motion, simulate, stationary_servo
-from ..errors import DataError
 from .trials import Trial, load_trials, save_trials
 
 DURATION = 20.0
@@ -67,8 +68,12 @@ PAPER_TRAIN_TRIALS = tuple(s.name for s in PAPER_TRIALS if s.name not in PAPER_T
 
 def position_servo(spec: CraneTrialSpec) -> CosineServo:
     a = np.array(spec.amplitude, dtype=float)
-    return CosineServo(amplitude=-a[None], omega=np.array(spec.omega)[None],
-                       decay=np.array(spec.decay)[None], offset=np.array([a.sum()]))
+    return CosineServo(
+        amplitude=-a[None],
+        omega=np.array(spec.omega)[None],
+        decay=np.array(spec.decay)[None],
+        offset=np.array([a.sum()]),
+    )
 
 
 def force_function(spec: CraneTrialSpec):
@@ -95,22 +100,40 @@ def force_driven_replay(crane: Crane, spec: CraneTrialSpec, **solver) -> Trial:
         y = sol.sol(t)
         return y[1:2], y[3:4], rhs(t, y)[3:4]
 
-    trial = simulate(crane, DURATION, [spec.theta0], [0.0], servo=servo, method=method, rtol=rtol,
-                     atol=atol, name=spec.name,
-                     attrs={"force_driven": True, "force_steps": int(len(sol.t) - 1)})
+    trial = simulate(
+        crane,
+        DURATION,
+        [spec.theta0],
+        [0.0],
+        servo=servo,
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        name=spec.name,
+        attrs={"force_driven": True, "force_steps": int(len(sol.t) - 1)},
+    )
     trial.attrs["applied_force"] = "F(t) = sum a exp(-lambda t) cos(omega t)"
     return trial
 
 
 def crane_trial(crane: Crane, spec: CraneTrialSpec, **solver) -> Trial:
-    attrs = {"spec": spec.__dict__ | {"amplitude": list(spec.amplitude), "omega": list(spec.omega),
-                                      "decay": list(spec.decay)}}
+    attrs = {
+        "spec": spec.__dict__
+        | {"amplitude": list(spec.amplitude), "omega": list(spec.omega), "decay": list(spec.decay)}
+    }
     if spec.kind == "force":
         trial = force_driven_replay(crane, spec, **solver)
     elif spec.kind == "position":
         servo = position_servo(spec) if spec.amplitude else stationary_servo([0.0])
-        trial = simulate(crane, DURATION, [spec.theta0], [0.0], servo=servo, name=spec.name,
-                         **{"rtol": TOLERANCE, "atol": TOLERANCE} | solver)
+        trial = simulate(
+            crane,
+            DURATION,
+            [spec.theta0],
+            [0.0],
+            servo=servo,
+            name=spec.name,
+            **{"rtol": TOLERANCE, "atol": TOLERANCE} | solver,
+        )
     else:
         raise SimulationError(f"crane trial '{spec.name}': unknown kind '{spec.kind}'")
     trial.attrs.update(attrs)
@@ -150,14 +173,28 @@ def _trusted_file(path: Path) -> bool:
 
 
 def _cache_key(crane: Crane, specs, solver) -> str:
-    blob = json.dumps({"v": CACHE_VERSION, "crane": [crane.m1, crane.m2, crane.L, crane.g],
-                       "specs": [s.__dict__ for s in specs], "solver": solver, "T": DURATION},
-                      sort_keys=True, default=list)
+    blob = json.dumps(
+        {
+            "v": CACHE_VERSION,
+            "crane": [crane.m1, crane.m2, crane.L, crane.g],
+            "specs": [s.__dict__ for s in specs],
+            "solver": solver,
+            "T": DURATION,
+        },
+        sort_keys=True,
+        default=list,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def paper_crane_trials(crane: Crane | None = None, *, cache: bool | str | os.PathLike = True,
-                       specs=PAPER_TRIALS, progress=None, **solver) -> list[Trial]:
+def paper_crane_trials(
+    crane: Crane | None = None,
+    *,
+    cache: bool | str | os.PathLike = True,
+    specs=PAPER_TRIALS,
+    progress=None,
+    **solver,
+) -> list[Trial]:
     """The 11 crane trials (20 s each), sampled at the accepted RK45 steps at 1e-10.
 
     ``cache``: True = a file keyed by the parameters in :func:`default_cache_dir` (used only when that
@@ -193,8 +230,9 @@ def paper_crane_trials(crane: Crane | None = None, *, cache: bool | str | os.Pat
 SAMPLE_KEYS = ("t", "q", "qd", "qdd", "Q", "T", "V", "E", "M")
 
 
-def paper_split(trials, n_train_samples: int = 4096, seed: int = 0,
-                test_names=PAPER_TEST_TRIALS) -> tuple[dict, dict]:
+def paper_split(
+    trials, n_train_samples: int = 4096, seed: int = 0, test_names=PAPER_TEST_TRIALS
+) -> tuple[dict, dict]:
     """Train: ``n_train_samples`` random samples (without replacement) pooled from the trials not in
     ``test_names`` (the paper's 6); test: every sample of the ``test_names`` trials (the paper's 5).
     Each side is a dict of stacked arrays plus ``trial`` (index into ``trials``) and ``names``."""
@@ -213,8 +251,10 @@ def paper_split(trials, n_train_samples: int = 4096, seed: int = 0,
     train = pool(train_idx)
     total = len(train["t"])
     if n_train_samples > total:
-        raise SimulationError(f"paper_split: {n_train_samples} training samples requested, "
-                              f"the training trials hold only {total}")
+        raise SimulationError(
+            f"paper_split: {n_train_samples} training samples requested, "
+            f"the training trials hold only {total}"
+        )
     pick = np.sort(np.random.default_rng(seed).choice(total, n_train_samples, replace=False))
     train = {k: v[pick] for k, v in train.items()}
     test = pool(test_idx)
@@ -223,8 +263,16 @@ def paper_split(trials, n_train_samples: int = 4096, seed: int = 0,
     return train, test
 
 
-def chain_trials(chain: PlanarChain | None = None, *, n_trials: int = 3, duration: float = 5.0,
-                 seed: int = 0, rtol: float = 1e-9, atol: float = 1e-9, **solver) -> list[Trial]:
+def chain_trials(
+    chain: PlanarChain | None = None,
+    *,
+    n_trials: int = 3,
+    duration: float = 5.0,
+    seed: int = 0,
+    rtol: float = 1e-9,
+    atol: float = 1e-9,
+    **solver,
+) -> list[Trial]:
     """A few excitation trials of a chain: servo joints follow random two-frequency cosines about
     their start, free joints start at small random angles/extensions at rest."""
     chain = chain or PlanarChain.uniform(2, servo_joints=("joint_1",))
@@ -235,9 +283,22 @@ def chain_trials(chain: PlanarChain | None = None, *, n_trials: int = 3, duratio
         servo = None
         if n_e:
             a = rng.uniform(-0.4, 0.4, (n_e, 2))
-            servo = CosineServo(amplitude=a, omega=rng.uniform(0.5, 3.0, (n_e, 2)),
-                                phase=rng.uniform(0, 2 * np.pi, (n_e, 2)))
+            servo = CosineServo(
+                amplitude=a, omega=rng.uniform(0.5, 3.0, (n_e, 2)), phase=rng.uniform(0, 2 * np.pi, (n_e, 2))
+            )
         q0 = rng.uniform(-0.5, 0.5, n_f)
-        trials.append(simulate(chain, duration, q0, np.zeros(n_f), servo=servo, rtol=rtol, atol=atol,
-                               name=f"chain_{k}", attrs={"links": chain.describe()}, **solver))
+        trials.append(
+            simulate(
+                chain,
+                duration,
+                q0,
+                np.zeros(n_f),
+                servo=servo,
+                rtol=rtol,
+                atol=atol,
+                name=f"chain_{k}",
+                attrs={"links": chain.describe()},
+                **solver,
+            )
+        )
     return trials

@@ -1,5 +1,6 @@
 """Built-in servo excitations for the simulator: continuous multi-sine and cosine sweep, each
 ``t -> (q_e, q̇_e, q̈_e)`` with exact derivatives, defined for all t ≥ 0 (the simulator runs forever)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,7 +46,11 @@ class CosineSweep:
 
     def __call__(self, t: float):
         a = np.asarray(self.amplitude, dtype=float).ravel()
-        fm, fa, w_sweep = 0.5 * (self.f_low + self.f_high), 0.5 * (self.f_high - self.f_low), 2 * np.pi / self.period_s
+        fm, fa, w_sweep = (
+            0.5 * (self.f_low + self.f_high),
+            0.5 * (self.f_high - self.f_low),
+            2 * np.pi / self.period_s,
+        )
         # f(t) = fm − fa cos(w_sweep t) starts at f_low; φ = 2π ∫ f.
         phi = 2 * np.pi * (fm * t - fa * np.sin(w_sweep * t) / w_sweep)
         dphi = 2 * np.pi * (fm - fa * np.cos(w_sweep * t))
@@ -58,8 +63,9 @@ class CosineSweep:
         return q, qd, qdd
 
 
-def make_excitation(kind: str, n_e: int, amplitude, frequencies_hz, f_low: float, f_high: float,
-                    period_s: float, offset=0.0):
+def make_excitation(
+    kind: str, n_e: int, amplitude, frequencies_hz, f_low: float, f_high: float, period_s: float, offset=0.0
+):
     """Excitation by name: "multisine" (``amplitude`` per term, shared by every servo joint with a
     phase shift per joint), "sweep", or "hold" (rest at ``offset``)."""
     offset = np.broadcast_to(np.asarray(offset, dtype=float), (n_e,)).copy()

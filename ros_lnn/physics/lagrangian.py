@@ -10,10 +10,11 @@ Shapes (leading batch dimensions ``...`` are allowed everywhere):
     M (..., n, n); dM (..., n, n, n) with dM[..., k, i, j] = ∂M_ij/∂q_k; V (...); dV (..., n);
     qd, qdd (..., n); qdd_e (..., n_e); Q_f (..., n_f).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -78,7 +79,7 @@ class Partition:
         return tuple(inv)
 
     @classmethod
-    def from_servo(cls, n: int, servo: Sequence[int]) -> "Partition":
+    def from_servo(cls, n: int, servo: Sequence[int]) -> Partition:
         servo = tuple(sorted(int(i) for i in servo))
         return cls(tuple(i for i in range(n) if i not in servo), servo)
 
@@ -89,9 +90,26 @@ DISSIPATIVE_OUTPUT = "Q_dissipative"
 
 # Names of everything ``dynamics`` returns, in a fixed order; the ONNX graph exports the same names.
 OUTPUT_NAMES = (
-    "qdd", "qdd_f", "Q", "Q_e", "Q_inertial", "Q_coriolis", "Q_conservative",
-    "Q_ff_m", "Q_fe_m", "Q_ef_m", "Q_ee_m",
-    "T", "V", "E", "T_dot", "V_dot", "E_dot", "W_dot", "power", "M",
+    "qdd",
+    "qdd_f",
+    "Q",
+    "Q_e",
+    "Q_inertial",
+    "Q_coriolis",
+    "Q_conservative",
+    "Q_ff_m",
+    "Q_fe_m",
+    "Q_ef_m",
+    "Q_ee_m",
+    "T",
+    "V",
+    "E",
+    "T_dot",
+    "V_dot",
+    "E_dot",
+    "W_dot",
+    "power",
+    "M",
 )
 
 
@@ -116,8 +134,9 @@ def forward_acceleration(ops, M, Q_c, dV, qdd_e, Q_f, part: Partition):
     return _solve_free(ops, M, Q_c + dV, qdd_e, Q_f, part)
 
 
-def dynamics(ops, M, dM, V, dV, qd, part: Partition, *, qdd=None, qdd_e=None, Q_f=None, Q_c=None,
-             Q_d=None) -> dict:
+def dynamics(
+    ops, M, dM, V, dV, qd, part: Partition, *, qdd=None, qdd_e=None, Q_f=None, Q_c=None, Q_d=None
+) -> dict:
     """Every ServoLNN output of EQUATIONS.md §1.
 
     Inverse mode: pass the full ``qdd``. Forward mode: pass ``qdd_e`` and ``Q_f``; ``q̈_f`` is solved

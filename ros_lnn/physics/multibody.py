@@ -27,6 +27,7 @@ Sign of the joint forces. Eqs 6–7 and 17 give body p the force ``+f_J`` and bo
 sign. We follow eqs 6–7 and solve ``[𝓜 Jᵀ; J 0] [ν̇; F_J] = [𝓕; γ]``: ``F_J`` is the force the child
 exerts on the parent at the joint (a constraint moment, likewise, for the rotation rows).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -76,8 +77,9 @@ def _normals(axis: np.ndarray) -> np.ndarray:
 class MultibodyModel:
     """Immutable description of a tree of rigid bodies (a chain in the paper) plus index tables."""
 
-    def __init__(self, bodies, joints, gravity=(0.0, 0.0, -9.81), spring_law: str = "paper",
-                 name: str = "multibody"):
+    def __init__(
+        self, bodies, joints, gravity=(0.0, 0.0, -9.81), spring_law: str = "paper", name: str = "multibody"
+    ):
         self.name = name
         self.bodies = tuple(bodies)
         self.joints = tuple(joints)
@@ -91,8 +93,10 @@ class MultibodyModel:
         for b in self.bodies:
             ev = np.linalg.eigvalsh(0.5 * (b.inertia + b.inertia.T))
             if not (b.mass > 0 and np.all(ev > 0)):
-                raise ConfigError(f"body '{b.name}': mass and inertia must be positive definite "
-                                  f"(mass {b.mass}, inertia eigenvalues {ev}); fix its parameters")
+                raise ConfigError(
+                    f"body '{b.name}': mass and inertia must be positive definite "
+                    f"(mass {b.mass}, inertia eigenvalues {ev}); fix its parameters"
+                )
         self._check_topology()
         self.masses = np.array([b.mass for b in self.bodies])
         self.inertia_body = np.stack([b.inertia for b in self.bodies])
@@ -109,8 +113,9 @@ class MultibodyModel:
         kinds = [j.kind for j in js]
         self.spherical = np.array([i for i, kd in enumerate(kinds) if kd == "spherical"], dtype=int)
         self.revolute = np.array([i for i, kd in enumerate(kinds) if kd == "revolute"], dtype=int)
-        self.sph_stiffness = np.array([np.broadcast_to(js[i].stiffness, 3) for i in self.spherical],
-                                      dtype=float).reshape(-1, 3)
+        self.sph_stiffness = np.array(
+            [np.broadcast_to(js[i].stiffness, 3) for i in self.spherical], dtype=float
+        ).reshape(-1, 3)
         self.rev_stiffness = np.array([float(np.ravel(js[i].stiffness)[0]) for i in self.revolute])
         self.damping = np.array([j.damping for j in js], dtype=float)
         # rotation rows: (joint, direction in the joint's rest frame R_p R0)
@@ -135,11 +140,15 @@ class MultibodyModel:
         children = {j.child for j in self.joints}
         roots = [i for i in range(len(self.bodies)) if i not in children]
         if len(roots) > 1 and not any(j.parent == -1 for j in self.joints):
-            raise ConfigError(f"multibody '{self.name}': bodies {[self.bodies[i].name for i in roots]} are "
-                              "not connected; join every body to the chain or to the world")
+            raise ConfigError(
+                f"multibody '{self.name}': bodies {[self.bodies[i].name for i in roots]} are "
+                "not connected; join every body to the chain or to the world"
+            )
         if len(roots) > 1 or (roots and any(j.parent == -1 for j in self.joints)):
-            raise ConfigError(f"multibody '{self.name}': body '{self.bodies[roots[0]].name}' has no parent "
-                              "joint while others hang from the world; join it to the chain")
+            raise ConfigError(
+                f"multibody '{self.name}': body '{self.bodies[roots[0]].name}' has no parent "
+                "joint while others hang from the world; join it to the chain"
+            )
         placed = set(roots)
         for j in self.joints:
             if j.kind not in JOINT_KINDS:
@@ -147,11 +156,15 @@ class MultibodyModel:
             if not (0 <= j.child < len(self.bodies)) or not (-1 <= j.parent < len(self.bodies)):
                 raise ConfigError(f"joint '{j.name}': parent/child index out of range")
             if j.child in placed:
-                raise ConfigError(f"joint '{j.name}': body '{self.bodies[j.child].name}' already has a parent "
-                                  "(closed loops are not supported)")
+                raise ConfigError(
+                    f"joint '{j.name}': body '{self.bodies[j.child].name}' already has a parent "
+                    "(closed loops are not supported)"
+                )
             if j.parent != -1 and j.parent not in placed:
-                raise ConfigError(f"joint '{j.name}': list joints parent-first (parent "
-                                  f"'{self.bodies[j.parent].name}' is not attached yet)")
+                raise ConfigError(
+                    f"joint '{j.name}': list joints parent-first (parent "
+                    f"'{self.bodies[j.parent].name}' is not attached yet)"
+                )
             placed.add(j.child)
         self.floating_root = roots[0] if roots else None
 
@@ -168,11 +181,11 @@ class MultibodyModel:
         self._arm_sign = np.concatenate([-hp.astype(float), -np.ones(k)])[:, None]  # → [s_p; s_c]
         jv = np.zeros((3 * k, cols))
         for i in range(k):
-            jv[3 * i:3 * i + 3, 3 * self.child[i]:3 * self.child[i] + 3] = np.eye(3)
+            jv[3 * i : 3 * i + 3, 3 * self.child[i] : 3 * self.child[i] + 3] = np.eye(3)
             if self.parent[i] >= 0:
-                jv[3 * i:3 * i + 3, 3 * self.parent[i]:3 * self.parent[i] + 3] = -np.eye(3)
+                jv[3 * i : 3 * i + 3, 3 * self.parent[i] : 3 * self.parent[i] + 3] = -np.eye(3)
         self._J0 = np.zeros((self.n_constraints, cols))
-        self._J0[:3 * k] = jv
+        self._J0[: 3 * k] = jv
         # point rows: the child block of J is skew(s_c), the parent block −skew(s_p); flat positions of
         # the 9 entries of each block, children first, then the joints with a parent body
         rows = (3 * np.arange(k)[:, None, None] + ar3[None, :, None]) * cols
@@ -192,11 +205,15 @@ class MultibodyModel:
         self._rot_parent_ext = self._parent_ext[self.rot_joint]
         self._rot_child = self.child[self.rot_joint]
         # blocked directions in the parent frame: n = R_p (R0 d)
-        self._rot_dir_parent = (self.rest[self.rot_joint] @ self.rot_dir[:, :, None]) if nr else np.zeros((0, 3, 1))
+        self._rot_dir_parent = (
+            (self.rest[self.rot_joint] @ self.rot_dir[:, :, None]) if nr else np.zeros((0, 3, 1))
+        )
         self._rest_sph = self.rest[self.spherical]
-        self._rest_sph_identity = bool(np.array_equal(self._rest_sph, np.broadcast_to(np.eye(3), self._rest_sph.shape)))
+        self._rest_sph_identity = bool(
+            np.array_equal(self._rest_sph, np.broadcast_to(np.eye(3), self._rest_sph.shape))
+        )
         self._all_spherical = bool(np.array_equal(self.spherical, np.arange(k)))
-        self._rest_rev_axis = (self.rest[self.revolute] @ self.axis[self.revolute][:, :, None])
+        self._rest_rev_axis = self.rest[self.revolute] @ self.axis[self.revolute][:, :, None]
         self._has_sph_spring = bool(len(self.spherical) and np.any(self.sph_stiffness))
         self._has_rev_spring = bool(len(self.revolute) and np.any(self.rev_stiffness))
         self._inertia_stack = np.stack([self.inertia_body, self.inertia_body_inv])  # (2, N, 3, 3)
@@ -226,18 +243,23 @@ class MultibodyModel:
     def port_labels(self):
         """Labels of the 6N port/twist entries: ``f_<body>_x`` … then ``m_<body>_x`` …"""
         ax = "xyz"
-        return [f"f_{b}_{a}" for b in self.body_names for a in ax] + [f"m_{b}_{a}" for b in self.body_names for a in ax]
+        return [f"f_{b}_{a}" for b in self.body_names for a in ax] + [
+            f"m_{b}_{a}" for b in self.body_names for a in ax
+        ]
 
     def body_index(self, name: str) -> int:
         try:
             return self.body_names.index(name)
         except ValueError:
-            raise ConfigError(f"multibody '{self.name}': no body named '{name}' (bodies: {self.body_names})") from None
+            raise ConfigError(
+                f"multibody '{self.name}': no body named '{name}' (bodies: {self.body_names})"
+            ) from None
 
 
 @dataclass
 class MultibodyData:
     """Workspace: everything the algorithms need at one state, in inertial coordinates."""
+
     r: np.ndarray
     quat: np.ndarray
     nu: np.ndarray
@@ -274,7 +296,7 @@ class MultibodyData:
         if g is None:
             n = self.model.n_bodies
             g = np.zeros(6 * n)
-            g[3 * n:] = cross(self.omega, (self.inertia @ self.omega[:, :, None])[:, :, 0]).ravel()
+            g[3 * n :] = cross(self.omega, (self.inertia @ self.omega[:, :, None])[:, :, 0]).ravel()
             self.__dict__["_gyroscopic"] = g
         return g
 
@@ -288,23 +310,36 @@ def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None
     n, k = model.n_bodies, model.n_joints
     nu = np.asarray(nu, dtype=float).reshape(6 * n)
     if pose is None:
-        pose = _pose(model, np.asarray(r, dtype=float).reshape(n, 3), np.asarray(quat, dtype=float).reshape(n, 4))
+        pose = _pose(
+            model, np.asarray(r, dtype=float).reshape(n, 3), np.asarray(quat, dtype=float).reshape(n, 4)
+        )
         s_pc = pose.pop("_s_pc")
     else:
         s_pc = getattr(pose, "_s_pc", None)
         pose = {name: getattr(pose, name) for name in _POSE_FIELDS}
         if s_pc is None:
             s_pc = np.concatenate([pose["s_parent"], pose["s_child"]])
-    v, omega = nu[:3 * n].reshape(n, 3), nu[3 * n:].reshape(n, 3)
+    v, omega = nu[: 3 * n].reshape(n, 3), nu[3 * n :].reshape(n, 3)
     w_ext = np.empty((n + 1, 3))  # the world (last row) does not turn
     w_ext[:n], w_ext[n] = omega, 0.0
     w_pc = w_ext.take(model._pc_index, axis=0)  # [ω_p; ω_c] per joint (take: cheaper than fancy indexing)
     w_p, w_c = w_pc[:k], w_pc[k:]
-    moments, spring_energy = _joint_moments(model, pose["R_parent"], pose["R"].take(model.child, axis=0), w_p, w_c)
+    moments, spring_energy = _joint_moments(
+        model, pose["R_parent"], pose["R"].take(model.child, axis=0), w_p, w_c
+    )
     mj_port = np.zeros(6 * n)
-    mj_port[3 * n:] = model._moment_incidence.dot(moments).ravel()  # C_F M_J: +m on the parent, −m on the child
-    pose.update(nu=nu, omega=omega, v=v, joint_moments=moments, joint_moment_port=mj_port,
-                spring_energy=spring_energy, model=model)
+    mj_port[3 * n :] = model._moment_incidence.dot(
+        moments
+    ).ravel()  # C_F M_J: +m on the parent, −m on the child
+    pose.update(
+        nu=nu,
+        omega=omega,
+        v=v,
+        joint_moments=moments,
+        joint_moment_port=mj_port,
+        spring_energy=spring_energy,
+        model=model,
+    )
     data = MultibodyData(**pose)
     data._s_pc, data._w_pc = s_pc, w_pc  # [s_p; s_c] and [ω_p; ω_c] per joint, for γ and J̇
     return data
@@ -325,10 +360,10 @@ def _gamma(model, data) -> np.ndarray:
     w_pc, s_pc = _joint_rates_and_arms(model, data)
     g2 = cross(w_pc, cross(w_pc, s_pc))
     gamma = np.empty(model.n_constraints)
-    gamma[:3 * k] = (g2[k:] - g2[:k]).ravel()
+    gamma[: 3 * k] = (g2[k:] - g2[:k]).ravel()
     if len(model.rot_joint):
         wr_p, wr_c = w_ext.take(model._rot_parent_ext, axis=0), data.omega.take(model._rot_child, axis=0)
-        gamma[3 * k:] = -np.sum(cross(wr_p, data.rot_normals) * (wr_c - wr_p), axis=1)
+        gamma[3 * k :] = -np.sum(cross(wr_p, data.rot_normals) * (wr_c - wr_p), axis=1)
     return gamma
 
 
@@ -339,8 +374,9 @@ def pose_only(model, r, quat, fk_parts=None):
     from types import SimpleNamespace
 
     n = model.n_bodies
-    return SimpleNamespace(**_pose(model, np.asarray(r, float).reshape(n, 3), np.asarray(quat, float).reshape(n, 4),
-                                   fk_parts))
+    return SimpleNamespace(
+        **_pose(model, np.asarray(r, float).reshape(n, 3), np.asarray(quat, float).reshape(n, 4), fk_parts)
+    )
 
 
 def _pose(model, r, quat, fk_parts=None) -> dict:
@@ -371,20 +407,46 @@ def _pose(model, r, quat, fk_parts=None) -> dict:
         Jf[model._rot_flat] = (normals.take(model._rot_side, axis=0) * model._rot_sign).ravel()
     else:
         normals = np.zeros((0, 3))
-    return dict(r=r, quat=quat, R=R, inertia=inert[0], inertia_inv=inert[1], R_parent=R_pc[:k], s_child=s_pc[k:],
-                s_parent=s_pc[:k], point_child=points[k:], point_parent=points[:k], rot_normals=normals, J=J,
-                _s_pc=s_pc)
+    return dict(
+        r=r,
+        quat=quat,
+        R=R,
+        inertia=inert[0],
+        inertia_inv=inert[1],
+        R_parent=R_pc[:k],
+        s_child=s_pc[k:],
+        s_parent=s_pc[:k],
+        point_child=points[k:],
+        point_parent=points[:k],
+        rot_normals=normals,
+        J=J,
+        _s_pc=s_pc,
+    )
 
 
-_POSE_FIELDS = ("r", "quat", "R", "inertia", "inertia_inv", "R_parent", "s_child", "s_parent", "point_child",
-                "point_parent", "rot_normals", "J")
+_POSE_FIELDS = (
+    "r",
+    "quat",
+    "R",
+    "inertia",
+    "inertia_inv",
+    "R_parent",
+    "s_child",
+    "s_parent",
+    "point_child",
+    "point_parent",
+    "rot_normals",
+    "J",
+)
 
 
 def require_maximal_coordinates(model) -> None:
     """ConfigError naming the prismatic joints, which the maximal-coordinate algorithms do not cover."""
     if model.prismatic:
-        raise ConfigError(f"multibody '{model.name}': prismatic joints {list(model.prismatic)} have no constraint "
-                          "rows in the maximal-coordinate model; use the joint-space (Pinocchio) backend")
+        raise ConfigError(
+            f"multibody '{model.name}': prismatic joints {list(model.prismatic)} have no constraint "
+            "rows in the maximal-coordinate model; use the joint-space (Pinocchio) backend"
+        )
 
 
 _EULER_GATHER = np.array([5, 2, 1, 8, 8, 0])  # flat entries of R: R₁₂, R₀₂, R₀₁, R₂₂, (cos θ), R₀₀
@@ -431,14 +493,16 @@ def _joint_moments(model, R_p, R_c, w_p, w_c):
         q = revolute_angles(model, R_p, R_c)[rev]
         a = (R_p[rev] @ model._rest_rev_axis)[:, :, 0]
         m[rev] += model.rev_stiffness[:, None] * q[:, None] * a
-        energy += 0.5 * float(np.sum(model.rev_stiffness * q ** 2))
+        energy += 0.5 * float(np.sum(model.rev_stiffness * q**2))
     return m, energy
 
 
 def revolute_angles(model, R_p, R_c) -> np.ndarray:
     """Rotation angle of every joint about its axis (0 for non-revolute joints), from the attitudes."""
     rel = model.rest.transpose(0, 2, 1) @ R_p.transpose(0, 2, 1) @ R_c
-    vee = 0.5 * np.stack([rel[:, 2, 1] - rel[:, 1, 2], rel[:, 0, 2] - rel[:, 2, 0], rel[:, 1, 0] - rel[:, 0, 1]], 1)
+    vee = 0.5 * np.stack(
+        [rel[:, 2, 1] - rel[:, 1, 2], rel[:, 0, 2] - rel[:, 2, 0], rel[:, 1, 0] - rel[:, 0, 1]], 1
+    )
     q = np.arctan2(np.sum(vee * model.axis, axis=1), 0.5 * (np.trace(rel, axis1=1, axis2=2) - 1.0))
     q[np.array([j.kind != "revolute" for j in model.joints], dtype=bool)] = 0.0
     return q
@@ -449,9 +513,9 @@ def mass_matrix(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
     """𝓜 = blockdiag(m_i I₃ …, I_i …), 6N × 6N (eq 61)."""
     n = model.n_bodies
     M = np.zeros((6 * n, 6 * n))
-    M[:3 * n, :3 * n] = np.kron(np.diag(model.masses), np.eye(3))
+    M[: 3 * n, : 3 * n] = np.kron(np.diag(model.masses), np.eye(3))
     for i in range(n):
-        M[3 * n + 3 * i:3 * n + 3 * i + 3, 3 * n + 3 * i:3 * n + 3 * i + 3] = data.inertia[i]
+        M[3 * n + 3 * i : 3 * n + 3 * i + 3, 3 * n + 3 * i : 3 * n + 3 * i + 3] = data.inertia[i]
     return M
 
 
@@ -552,8 +616,9 @@ def momentum(model, data):
 def energy(model, data) -> dict:
     """Kinetic, gravitational and spring energies (the spring energy is a potential only for
     ``spring_law='potential'``; the paper's law of eq 19 is not conservative away from small angles)."""
-    T = 0.5 * float(np.sum(model.masses * np.sum(data.v ** 2, axis=1))) + 0.5 * float(
-        np.einsum("ni,nij,nj->", data.omega, data.inertia, data.omega))
+    T = 0.5 * float(np.sum(model.masses * np.sum(data.v**2, axis=1))) + 0.5 * float(
+        np.einsum("ni,nij,nj->", data.omega, data.inertia, data.omega)
+    )
     Vg = -float(np.sum(model.masses * (data.r @ model.gravity)))
     return {"kinetic": T, "gravity": Vg, "spring": data.spring_energy, "total": T + Vg + data.spring_energy}
 

@@ -12,6 +12,7 @@ YAML layout (``config/dac_chain.yaml`` is an example)::
          parent_anchor: [0.25, 0, 0], child_anchor: [-0.25, 0, 0],
          stiffness: [2, 2, 2], damping: 0.0, rest_rpy: [0, 0, 0], axis: [0, 0, 1]}
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,14 +26,28 @@ from .multibody_quaternion import rpy_to_matrix
 
 def cylinder_inertia(mass: float, length: float, radius: float) -> np.ndarray:
     """Solid cylinder along its x axis, about its centre of mass."""
-    ix = 0.5 * mass * radius ** 2
-    it = mass * (3 * radius ** 2 + length ** 2) / 12.0
+    ix = 0.5 * mass * radius**2
+    it = mass * (3 * radius**2 + length**2) / 12.0
     return np.diag([ix, it, it])
 
 
-def make_chain(n: int, *, length=0.5, mass=1.0, radius=0.05, joint="spherical", base="free",
-               stiffness=(2.0, 2.0, 2.0), damping=0.0, axes=None, gravity=(0.0, 0.0, 0.0),
-               spring_law="paper", masses=None, lengths=None, base_position=(0.0, 0.0, 0.0)) -> MultibodyModel:
+def make_chain(
+    n: int,
+    *,
+    length=0.5,
+    mass=1.0,
+    radius=0.05,
+    joint="spherical",
+    base="free",
+    stiffness=(2.0, 2.0, 2.0),
+    damping=0.0,
+    axes=None,
+    gravity=(0.0, 0.0, 0.0),
+    spring_law="paper",
+    masses=None,
+    lengths=None,
+    base_position=(0.0, 0.0, 0.0),
+) -> MultibodyModel:
     """A serial chain of ``n`` cylinders laid along x, joined end to end.
 
     ``joint`` is 'spherical' (torsional springs, the paper's chain) or 'revolute' (axes from ``axes``,
@@ -41,22 +56,44 @@ def make_chain(n: int, *, length=0.5, mass=1.0, radius=0.05, joint="spherical", 
     """
     masses = np.broadcast_to(np.asarray(mass if masses is None else masses, float), (n,))
     lengths = np.broadcast_to(np.asarray(length if lengths is None else lengths, float), (n,))
-    bodies = [Body(f"b{i + 1}", float(masses[i]), cylinder_inertia(masses[i], lengths[i], radius)) for i in range(n)]
+    bodies = [
+        Body(f"b{i + 1}", float(masses[i]), cylinder_inertia(masses[i], lengths[i], radius)) for i in range(n)
+    ]
     n_j = n - 1 + (base == "fixed")
     axes = [np.array([0.0, 0.0, 1.0])] * n_j if axes is None else [np.asarray(a, float) for a in axes]
     stiff = np.asarray(stiffness, float)
     joints = []
     if base == "fixed":
-        joints.append(Joint("j1", joint, -1, 0, np.asarray(base_position, float),
-                            np.array([-lengths[0] / 2, 0, 0]), axis=axes[0],
-                            stiffness=stiff if joint == "spherical" else stiff.ravel()[:1], damping=damping))
+        joints.append(
+            Joint(
+                "j1",
+                joint,
+                -1,
+                0,
+                np.asarray(base_position, float),
+                np.array([-lengths[0] / 2, 0, 0]),
+                axis=axes[0],
+                stiffness=stiff if joint == "spherical" else stiff.ravel()[:1],
+                damping=damping,
+            )
+        )
     elif base != "free":
         raise ConfigError(f"make_chain: base '{base}' is not 'free' or 'fixed'")
     for i in range(n - 1):
         k = len(joints)
-        joints.append(Joint(f"j{k + 1}", joint, i, i + 1, np.array([lengths[i] / 2, 0, 0]),
-                            np.array([-lengths[i + 1] / 2, 0, 0]), axis=axes[k],
-                            stiffness=stiff if joint == "spherical" else stiff.ravel()[:1], damping=damping))
+        joints.append(
+            Joint(
+                f"j{k + 1}",
+                joint,
+                i,
+                i + 1,
+                np.array([lengths[i] / 2, 0, 0]),
+                np.array([-lengths[i + 1] / 2, 0, 0]),
+                axis=axes[k],
+                stiffness=stiff if joint == "spherical" else stiff.ravel()[:1],
+                damping=damping,
+            )
+        )
     return MultibodyModel(bodies, joints, gravity=gravity, spring_law=spring_law, name=f"chain{n}")
 
 
@@ -88,21 +125,34 @@ def model_from_dict(cfg: dict, source: str = "<dict>") -> MultibodyModel:
             parent = -1 if j["parent"] == "world" else names.index(j["parent"])
             child = names.index(j["child"])
         except (KeyError, ValueError):
-            raise ConfigError(f"{where}: parent/child must name a body (or parent 'world'); bodies: {names}") from None
+            raise ConfigError(
+                f"{where}: parent/child must name a body (or parent 'world'); bodies: {names}"
+            ) from None
         kind = j.get("type", "spherical")
         stiff = np.asarray(j.get("stiffness", 0.0), float).ravel()
-        joints.append(Joint(
-            str(j.get("name", f"j{k + 1}")), kind, parent, child,
-            _vec(j.get("parent_anchor", [0, 0, 0]), where + " parent_anchor"),
-            _vec(j.get("child_anchor", [0, 0, 0]), where + " child_anchor"),
-            rest=rpy_to_matrix(_vec(j.get("rest_rpy", [0, 0, 0]), where + " rest_rpy")),
-            axis=_vec(j.get("axis", [0, 0, 1]), where + " axis"),
-            stiffness=np.broadcast_to(stiff, (3,)).copy() if kind == "spherical" else stiff[:1],
-            damping=float(j.get("damping", 0.0)),
-            effort_limit=float(j.get("effort_limit", np.inf)),
-            velocity_limit=float(j.get("velocity_limit", np.inf))))
-    return MultibodyModel(bodies, joints, gravity=_vec(cfg.get("gravity", [0, 0, -9.81]), source + " gravity"),
-                          spring_law=cfg.get("spring_law", "paper"), name=str(cfg.get("name", "multibody")))
+        joints.append(
+            Joint(
+                str(j.get("name", f"j{k + 1}")),
+                kind,
+                parent,
+                child,
+                _vec(j.get("parent_anchor", [0, 0, 0]), where + " parent_anchor"),
+                _vec(j.get("child_anchor", [0, 0, 0]), where + " child_anchor"),
+                rest=rpy_to_matrix(_vec(j.get("rest_rpy", [0, 0, 0]), where + " rest_rpy")),
+                axis=_vec(j.get("axis", [0, 0, 1]), where + " axis"),
+                stiffness=np.broadcast_to(stiff, (3,)).copy() if kind == "spherical" else stiff[:1],
+                damping=float(j.get("damping", 0.0)),
+                effort_limit=float(j.get("effort_limit", np.inf)),
+                velocity_limit=float(j.get("velocity_limit", np.inf)),
+            )
+        )
+    return MultibodyModel(
+        bodies,
+        joints,
+        gravity=_vec(cfg.get("gravity", [0, 0, -9.81]), source + " gravity"),
+        spring_law=cfg.get("spring_law", "paper"),
+        name=str(cfg.get("name", "multibody")),
+    )
 
 
 def load_model(path) -> MultibodyModel:

@@ -6,6 +6,7 @@ coordinates) and no positions handled here (its pose is given); a revolute joint
 axis; a spherical joint 3 rates — the relative angular velocity ``ω_c − ω_p`` in inertial coordinates
 (quasi-velocities) — with the XYZ Euler angles of eq 20 as positions; a fixed joint none.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,8 @@ def n_rates(model) -> int:
 
 
 def actuated_joints(model) -> list[int]:
-    """Indices of revolute and prismatic joints, in model order (the joints a joint-effort interface drives)."""
+    """Indices of revolute and prismatic joints, in model order (the joints a joint-effort interface
+    drives)."""
     return [i for i, j in enumerate(model.joints) if j.kind in ("revolute", "prismatic")]
 
 
@@ -44,8 +46,12 @@ def _qmul(a, b):
     """Hamilton product on plain 4-tuples (cheaper than numpy for single quaternions)."""
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return (aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw)
+    return (
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    )
 
 
 def _axis_quat(axis, angle):
@@ -53,8 +59,9 @@ def _axis_quat(axis, angle):
     return (c, s_ * axis[0], s_ * axis[1], s_ * axis[2])
 
 
-def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), base_attitude=None,
-                       parts: dict | None = None):
+def forward_kinematics(
+    model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), base_attitude=None, parts: dict | None = None
+):
     """Body CoM positions (N, 3) and attitudes (N, 4) from joint positions.
 
     ``q`` holds one angle per revolute joint and three XYZ Euler angles per spherical joint, in joint
@@ -68,15 +75,18 @@ def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), 
     n = model.n_bodies
     quats = [None] * n
     if model.floating_root is not None:
-        quats[model.floating_root] = (1.0, 0.0, 0.0, 0.0) if base_attitude is None else \
-            tuple(matrix_to_quat(np.asarray(base_attitude, float)))
+        quats[model.floating_root] = (
+            (1.0, 0.0, 0.0, 0.0)
+            if base_attitude is None
+            else tuple(matrix_to_quat(np.asarray(base_attitude, float)))
+        )
     pos = 0
     for kind, parent, child, local, axis in _fk_table(model):
         if kind == "revolute":
             local = _qmul(local, _axis_quat(axis, qs[pos]))
             pos += 1
         elif kind == "spherical":
-            for e, angle in zip(_BASIS, qs[pos:pos + 3]):
+            for e, angle in zip(_BASIS, qs[pos : pos + 3]):
                 local = _qmul(local, _axis_quat(e, angle))
             pos += 3
         quats[child] = local if parent < 0 else _qmul(quats[parent], local)
@@ -87,7 +97,9 @@ def forward_kinematics(model: MultibodyModel, q, base_position=(0.0, 0.0, 0.0), 
     R_ext = np.empty((n + 1, 3, 3))  # the world (index n) has R = I
     R_ext[:n] = quat_to_matrix(quat)
     R_ext[n] = _I3
-    arms = (R_ext.take(model._pc_index, axis=0) @ model._anchors)[:, :, 0]  # [R_p a_p (a_p itself for the world); R_c a_c]
+    arms = (R_ext.take(model._pc_index, axis=0) @ model._anchors)[
+        :, :, 0
+    ]  # [R_p a_p (a_p itself for the world); R_c a_c]
     step = (arms[:k] - arms[k:]).tolist()  # r_c − r_p along every joint
     rows = [None] * n
     if model.floating_root is not None:
@@ -111,8 +123,10 @@ def _fk_table(model):
     table = model.__dict__.get("_fk_table")
     if table is None:
         axes = model.axis.tolist()
-        table = model._fk_table = [(j.kind, int(j.parent), int(j.child), tuple(matrix_to_quat(model.rest[i])),
-                                    tuple(axes[i])) for i, j in enumerate(model.joints)]
+        table = model._fk_table = [
+            (j.kind, int(j.parent), int(j.child), tuple(matrix_to_quat(model.rest[i])), tuple(axes[i]))
+            for i, j in enumerate(model.joints)
+        ]
     return table
 
 
@@ -125,16 +139,29 @@ def _column_table(model):
         if model.floating_root is not None:
             for k in (0, 1):
                 for e in np.eye(3):
-                    kind.append(k), joint.append(0), local.append(e), desc.append(np.ones(model.n_bodies, bool))
+                    (
+                        kind.append(k),
+                        joint.append(0),
+                        local.append(e),
+                        desc.append(np.ones(model.n_bodies, bool)),
+                    )
         for i, j in enumerate(model.joints):
             if j.kind == "revolute":
-                kind.append(2), joint.append(i), local.append(model.axis[i]), desc.append(model.descendants[i])
+                (
+                    kind.append(2),
+                    joint.append(i),
+                    local.append(model.axis[i]),
+                    desc.append(model.descendants[i]),
+                )
             elif j.kind == "spherical":
                 for e in np.eye(3):
                     kind.append(3), joint.append(i), local.append(e), desc.append(model.descendants[i])
-        table = model._column_table = (np.array(kind, int), np.array(joint, int),
-                                       np.array(local, float).reshape(-1, 3),
-                                       np.array(desc, bool).reshape(-1, model.n_bodies))
+        table = model._column_table = (
+            np.array(kind, int),
+            np.array(joint, int),
+            np.array(local, float).reshape(-1, 3),
+            np.array(desc, bool).reshape(-1, model.n_bodies),
+        )
     return table
 
 
@@ -151,7 +178,7 @@ def _column_geometry(model, data):
 
 def _columns(model, data):
     """:func:`_column_geometry` plus the axis rate u̇ and the point velocity ṗ of every column."""
-    kind, joint, local, D = _column_table(model)
+    kind, joint, _local, D = _column_table(model)
     U, P, D, lin = _column_geometry(model, data)
     is_joint = kind >= 2
     child = model.child[joint]
@@ -160,7 +187,9 @@ def _columns(model, data):
     par = model.parent[joint]
     w_p = np.where((par >= 0)[:, None], data.omega[np.maximum(par, 0)], 0.0)
     Ud = np.where(revolute, cross(w_p, U), 0.0)
-    Pd = np.where(is_joint[:, None], data.v[child] + cross(data.omega[child], P - data.r[child]), data.v[root])
+    Pd = np.where(
+        is_joint[:, None], data.v[child] + cross(data.omega[child], P - data.r[child]), data.v[root]
+    )
     return U, P, D, lin, Ud, Pd
 
 
@@ -188,8 +217,8 @@ def twist_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
         vel *= D[:, :, None]
         ang = np.where(lin[:, None, None], 0.0, U[:, None, :]) * D[:, :, None]
     G = np.empty((6 * n, c))
-    G[:3 * n] = vel.transpose(1, 2, 0).reshape(3 * n, c)
-    G[3 * n:] = ang.transpose(1, 2, 0).reshape(3 * n, c)
+    G[: 3 * n] = vel.transpose(1, 2, 0).reshape(3 * n, c)
+    G[3 * n :] = ang.transpose(1, 2, 0).reshape(3 * n, c)
     return G
 
 
@@ -204,13 +233,14 @@ def twist_map_rate_times(model: MultibodyModel, data: MultibodyData, qd) -> np.n
     dw = np.where(lin[:, None, None], 0.0, Ud[:, None, :]) * D[:, :, None]
     c = qd.shape[0]
     out = np.empty(6 * n)
-    out[:3 * n] = qd @ dv.reshape(c, 3 * n)  # Σ_c q̇_c (column c of Ġ)
-    out[3 * n:] = qd @ dw.reshape(c, 3 * n)
+    out[: 3 * n] = qd @ dv.reshape(c, 3 * n)  # Σ_c q̇_c (column c of Ġ)
+    out[3 * n :] = qd @ dw.reshape(c, 3 * n)
     return out
 
 
 def twist_map_rate(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
-    """``Ġ`` (6N × n_rates) along the current twist: ``twist_map_rate(…) @ q̇ = twist_map_rate_times(…, q̇)``."""
+    """``Ġ`` (6N × n_rates) along the current twist:
+    ``twist_map_rate(…) @ q̇ = twist_map_rate_times(…, q̇)``."""
     n = model.n_bodies
     revolute = _all_revolute(model)
     if revolute is not None:
@@ -251,8 +281,8 @@ def twist_map_rate(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
         dw = np.where(lin[:, None, None], 0.0, Ud[:, None, :]) * D[:, :, None]
     c = U.shape[0]
     out = np.empty((6 * n, c))
-    out[:3 * n] = dv.transpose(1, 2, 0).reshape(3 * n, c)
-    out[3 * n:] = dw.transpose(1, 2, 0).reshape(3 * n, c)
+    out[: 3 * n] = dv.transpose(1, 2, 0).reshape(3 * n, c)
+    out[3 * n :] = dw.transpose(1, 2, 0).reshape(3 * n, c)
     return out
 
 
@@ -263,7 +293,10 @@ def _all_revolute(model):
     if cached is None:
         kind, joint, _, D = _column_table(model)
         cached = model._all_revolute_columns = (
-            (model.child[joint], D[:, :, None].astype(float)) if kind.size and bool(np.all(kind == 2)) else False)
+            (model.child[joint], D[:, :, None].astype(float))
+            if kind.size and bool(np.all(kind == 2))
+            else False
+        )
     return cached or None
 
 
@@ -277,17 +310,17 @@ def effort_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
         if kind == "floating":
             e = np.zeros((6 * n, 6))
             root = model.floating_root
-            e[3 * root:3 * root + 3, :3] = np.eye(3)
-            e[3 * n + 3 * root:3 * n + 3 * root + 3, 3:] = np.eye(3)
+            e[3 * root : 3 * root + 3, :3] = np.eye(3)
+            e[3 * n + 3 * root : 3 * n + 3 * root + 3, 3:] = np.eye(3)
             cols.append(e)
             continue
         j = model.joints[jidx]
         axes = [data.R[j.child] @ model.axis[jidx]] if kind == "revolute" else list(np.eye(3))
         e = np.zeros((6 * n, width))
         for k, a in enumerate(axes):
-            e[3 * n + 3 * j.child:3 * n + 3 * j.child + 3, k] = a
+            e[3 * n + 3 * j.child : 3 * n + 3 * j.child + 3, k] = a
             if j.parent >= 0:
-                e[3 * n + 3 * j.parent:3 * n + 3 * j.parent + 3, k] = -a
+                e[3 * n + 3 * j.parent : 3 * n + 3 * j.parent + 3, k] = -a
         cols.append(e)
     return np.concatenate(cols, axis=1) if cols else np.zeros((6 * n, 0))
 

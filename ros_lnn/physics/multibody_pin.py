@@ -21,6 +21,7 @@ Joint springs and dampers of the description are joint-space efforts ``u_p = −
 eq 33. The spherical joints and the floating root of the paper's chain stay on the maximal-coordinate
 model (its spring law acts on relative Euler angles and its joint forces come from the KKT system).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,7 +39,11 @@ def _joint_model(kind: str, axis: np.ndarray):
     for i, name in enumerate("XYZ"):
         if np.array_equal(axis, np.eye(3)[i]):
             return getattr(pin, f"JointModel{'R' if kind == 'revolute' else 'P'}{name}")()
-    return pin.JointModelRevoluteUnaligned(axis) if kind == "revolute" else pin.JointModelPrismaticUnaligned(axis)
+    return (
+        pin.JointModelRevoluteUnaligned(axis)
+        if kind == "revolute"
+        else pin.JointModelPrismaticUnaligned(axis)
+    )
 
 
 class PinocchioModel:
@@ -56,7 +61,9 @@ class PinocchioModel:
 
     def __init__(self, model: MultibodyModel, frames=()):
         if model.floating_root is not None:
-            raise ConfigError(f"model '{model.name}': the Pinocchio backend needs a fixed base (a joint to 'world')")
+            raise ConfigError(
+                f"model '{model.name}': the Pinocchio backend needs a fixed base (a joint to 'world')"
+            )
         pm = pin.Model()
         pm.name = model.name
         pm.gravity = pin.Motion(np.asarray(model.gravity, float), np.zeros(3))
@@ -76,8 +83,10 @@ class PinocchioModel:
         for k in depth_first:
             j = model.joints[k]
             if j.kind not in _MOVING + ("fixed",):
-                raise ConfigError(f"joint '{j.name}' is {j.kind}: the Pinocchio backend covers revolute, prismatic "
-                                  "and fixed joints (the spherical chain stays on the maximal-coordinate model)")
+                raise ConfigError(
+                    f"joint '{j.name}' is {j.kind}: the Pinocchio backend covers revolute, prismatic "
+                    "and fixed joints (the spherical chain stays on the maximal-coordinate model)"
+                )
             if j.parent < 0:
                 parent, R_p, c_p = 0, np.eye(3), np.zeros(3)
             else:
@@ -88,20 +97,28 @@ class PinocchioModel:
                 body_joint[c], body_rotation[c] = parent, rest
                 body_lever[c] = point - rest @ model.anchor_child[k]
                 R_c = body_rotation[c]
-                pm.appendBodyToJoint(parent, pin.Inertia(float(model.masses[c]), body_lever[c],
-                                                         R_c @ model.inertia_body[c] @ R_c.T), pin.SE3.Identity())
+                pm.appendBodyToJoint(
+                    parent,
+                    pin.Inertia(float(model.masses[c]), body_lever[c], R_c @ model.inertia_body[c] @ R_c.T),
+                    pin.SE3.Identity(),
+                )
                 continue
             jid = pm.addJoint(parent, _joint_model(j.kind, model.axis[k]), pin.SE3(rest, point), j.name)
             body_joint[c], body_lever[c] = jid, -model.anchor_child[k]
-            pm.appendBodyToJoint(jid, pin.Inertia(float(model.masses[c]), body_lever[c], model.inertia_body[c]),
-                                 pin.SE3.Identity())
+            pm.appendBodyToJoint(
+                jid,
+                pin.Inertia(float(model.masses[c]), body_lever[c], model.inertia_body[c]),
+                pin.SE3.Identity(),
+            )
             kinds.append(j.kind)
             moving.append(k)
         self.frame_ids = {}
         for name, body, offset, rotation in frames:
             R_b, c_b = body_rotation[body], body_lever[body]
             placement = pin.SE3(R_b @ np.asarray(rotation, float), c_b + R_b @ np.asarray(offset, float))
-            self.frame_ids[name] = pm.addFrame(pin.Frame(name, int(body_joint[body]), placement, pin.FrameType.OP_FRAME))
+            self.frame_ids[name] = pm.addFrame(
+                pin.Frame(name, int(body_joint[body]), placement, pin.FrameType.OP_FRAME)
+            )
         self.model, self.pin = model, pm
         self.data = pm.createData()
         self.nv = pm.nv
@@ -112,7 +129,9 @@ class PinocchioModel:
         self.kinds = tuple(kinds)
         self.revolute = np.array([kd == "revolute" for kd in kinds], dtype=bool)
         self.body_joint, self.body_rotation, self.body_lever = body_joint, body_rotation, body_lever
-        self.body_rotation_identity = bool(np.array_equal(body_rotation, np.broadcast_to(np.eye(3), body_rotation.shape)))
+        self.body_rotation_identity = bool(
+            np.array_equal(body_rotation, np.broadcast_to(np.eye(3), body_rotation.shape))
+        )
         # support[i, b] = 1 when coordinate i moves body b (its joint is b's joint or an ancestor of it)
         support = np.zeros((self.nv, n_bodies))
         for b in range(n_bodies):
@@ -129,10 +148,16 @@ class PinocchioModel:
             if j.parent >= 0:
                 self.pair_incidence[j.parent, i] = -1.0
         prismatic = [k for k, kd in zip(moving, kinds) if kd == "prismatic"]
-        self.prismatic_anchor = (np.array([model.joints[k].child for k in prismatic], dtype=int),
-                                 model.anchor_child[prismatic].reshape(-1, 3))
-        self.stiffness = np.array([float(np.ravel(model.joints[k].stiffness)[0]) if model.joints[k].kind == "revolute"
-                                   else 0.0 for k in moving])
+        self.prismatic_anchor = (
+            np.array([model.joints[k].child for k in prismatic], dtype=int),
+            model.anchor_child[prismatic].reshape(-1, 3),
+        )
+        self.stiffness = np.array(
+            [
+                float(np.ravel(model.joints[k].stiffness)[0]) if model.joints[k].kind == "revolute" else 0.0
+                for k in moving
+            ]
+        )
         self.damping = np.array([float(model.joints[k].damping) for k in moving])
         self.has_passive = bool(np.any(self.stiffness) or np.any(self.damping))
         self.masses = model.masses.copy()
@@ -140,8 +165,10 @@ class PinocchioModel:
         # Pinocchio 4 returns crba's H and computeMinverse's H⁻¹ whole; older releases fill the upper triangle
         probe = pm.createData()
         q = np.linspace(0.1, 0.9, pm.nq)
-        self.upper_only = not (np.array_equal(pin.crba(pm, probe, q), pin.crba(pm, probe, q).T)
-                               and np.array_equal(pin.computeMinverse(pm, probe, q), pin.computeMinverse(pm, probe, q).T))
+        self.upper_only = not (
+            np.array_equal(pin.crba(pm, probe, q), pin.crba(pm, probe, q).T)
+            and np.array_equal(pin.computeMinverse(pm, probe, q), pin.computeMinverse(pm, probe, q).T)
+        )
 
     def passive_efforts(self, q, qd) -> np.ndarray:
         """Joint springs and dampers of the description as joint efforts ``u_p = −K q − D q̇``."""
@@ -254,8 +281,10 @@ def kinematics(pmodel: PinocchioModel, q, qd, dynamics: bool = True, workspace=N
     q = np.asarray(q, dtype=float)
     qd = np.asarray(qd, dtype=float)
     if q.shape != (pmodel.nv,) or qd.shape != q.shape:
-        raise ConfigError(f"model '{pmodel.model.name}': joint state needs {pmodel.nv} positions and velocities "
-                          f"({pmodel.joint_names})")
+        raise ConfigError(
+            f"model '{pmodel.model.name}': joint state needs {pmodel.nv} positions and velocities "
+            f"({pmodel.joint_names})"
+        )
     H = C = None
     if dynamics:
         C = pin.computeCoriolisMatrix(pm, pd, q, qd).copy()
@@ -282,7 +311,11 @@ def twist_map_rate(data: JointSpaceData) -> np.ndarray:
     S = data.pmodel.support
     Jw, dJv, dJw = data.jacobian[3:], data.jacobian_rate[:3], data.jacobian_rate[3:]
     n, c = data.n_bodies, S.shape[0]
-    lin = dJv[None] - data.v.dot(_SKEW).reshape(n, 3, 3) @ Jw[None] - data.r.dot(_SKEW).reshape(n, 3, 3) @ dJw[None]
+    lin = (
+        dJv[None]
+        - data.v.dot(_SKEW).reshape(n, 3, 3) @ Jw[None]
+        - data.r.dot(_SKEW).reshape(n, 3, 3) @ dJw[None]
+    )
     out = np.empty((2, n, 3, c))
     out[0] = lin * S.T[:, None, :]
     out[1] = dJw[None] * S.T[:, None, :]
@@ -333,4 +366,3 @@ def forward_dynamics(pmodel: PinocchioModel, q, qd, u) -> np.ndarray:
     if pmodel.has_passive:
         tau = tau + pmodel.passive_efforts(q, qd)
     return pin.aba(pmodel.pin, pmodel.data, q, qd, tau).copy()
-

@@ -7,6 +7,7 @@ only up to the integration error. Joint efforts ``u`` drive it; a port ``τ`` (6
 disturbance or the controller's port command) enters as ``Gᵀ τ``; the description's joint springs and
 dampers are added by :func:`ros_lnn.physics.multibody_pin.forward_dynamics`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -26,14 +27,22 @@ def port_efforts(pmodel: PinocchioModel, q, port) -> np.ndarray:
     return wrenches_to_joint(pmodel, body_poses(pmodel)[1], pmodel.data.J, port)
 
 
-def rk4_step(pmodel: PinocchioModel, q, qd, dt: float, efforts: EffortFunction | None = None, t: float = 0.0,
-             dynamics: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None):
+def rk4_step(
+    pmodel: PinocchioModel,
+    q,
+    qd,
+    dt: float,
+    efforts: EffortFunction | None = None,
+    t: float = 0.0,
+    dynamics: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None,
+):
     """One classical RK4 step of ``q̈ = aba(q, q̇, u)``; ``efforts`` is evaluated at every stage (a
     continuous-time controller). ``dynamics(q, q̇, u) -> q̈`` replaces the description's forward dynamics
     (a :class:`ros_lnn.physics.multibody_pin_plant.Plant` that differs from it). Returns ``(q, q̇)`` at
     ``t + dt``."""
     zero = np.zeros(pmodel.nv)
     if dynamics is None:
+
         def dynamics(qk, qdk, u):
             return forward_dynamics(pmodel, qk, qdk, u)
 

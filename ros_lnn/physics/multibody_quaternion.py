@@ -4,6 +4,7 @@ Convention: ``q = [w, x, y, z]`` (scalar first) maps body coordinates to inertia
 ``a^I = R(q) a^B``; the paper's ``[T]^{B I}`` (eq 58) is ``R(q)ᵀ``. Every function accepts a
 leading batch dimension.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,6 @@ def skew(v: np.ndarray) -> np.ndarray:
     return v.dot(_SKEW).reshape(v.shape[:-1] + (3, 3))  # ndarray.dot: cheaper dispatch than @
 
 
-
-
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a × b`` over the last axis (broadcasting) as ``[a]× b``: two small matrix products, several
     times faster than ``np.cross`` on the (N, 3) arrays of the model."""
@@ -30,10 +29,24 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 # (a ⊗ b)_k = Σ_ij _HAMILTON[4 i + j, k] a_i b_j, and the same with b conjugated
 _HAMILTON = np.zeros((16, 4))
-for _i, _j, _k, _c in ((0, 0, 0, 1), (1, 1, 0, -1), (2, 2, 0, -1), (3, 3, 0, -1),
-                       (0, 1, 1, 1), (1, 0, 1, 1), (2, 3, 1, 1), (3, 2, 1, -1),
-                       (0, 2, 2, 1), (2, 0, 2, 1), (3, 1, 2, 1), (1, 3, 2, -1),
-                       (0, 3, 3, 1), (3, 0, 3, 1), (1, 2, 3, 1), (2, 1, 3, -1)):
+for _i, _j, _k, _c in (
+    (0, 0, 0, 1),
+    (1, 1, 0, -1),
+    (2, 2, 0, -1),
+    (3, 3, 0, -1),
+    (0, 1, 1, 1),
+    (1, 0, 1, 1),
+    (2, 3, 1, 1),
+    (3, 2, 1, -1),
+    (0, 2, 2, 1),
+    (2, 0, 2, 1),
+    (3, 1, 2, 1),
+    (1, 3, 2, -1),
+    (0, 3, 3, 1),
+    (3, 0, 3, 1),
+    (1, 2, 3, 1),
+    (2, 1, 3, -1),
+):
     _HAMILTON[4 * _i + _j, _k] = _c
 _HAMILTON_CONJ = _HAMILTON * np.tile([1.0, -1.0, -1.0, -1.0], 4)[:, None]
 
@@ -64,10 +77,19 @@ def quat_normalize(q: np.ndarray) -> np.ndarray:
 
 # R.reshape(9) = vec(q qᵀ) @ _QUAT_TO_R: every entry of R is a fixed combination of the products q_i q_j
 _QUAT_TO_R = np.zeros((16, 9))
-for _entry, _terms in enumerate((
-        ((0, 0, 1), (1, 1, 1), (2, 2, -1), (3, 3, -1)), ((1, 2, 2), (0, 3, -2)), ((1, 3, 2), (0, 2, 2)),
-        ((1, 2, 2), (0, 3, 2)), ((0, 0, 1), (1, 1, -1), (2, 2, 1), (3, 3, -1)), ((2, 3, 2), (0, 1, -2)),
-        ((1, 3, 2), (0, 2, -2)), ((2, 3, 2), (0, 1, 2)), ((0, 0, 1), (1, 1, -1), (2, 2, -1), (3, 3, 1)))):
+for _entry, _terms in enumerate(
+    (
+        ((0, 0, 1), (1, 1, 1), (2, 2, -1), (3, 3, -1)),
+        ((1, 2, 2), (0, 3, -2)),
+        ((1, 3, 2), (0, 2, 2)),
+        ((1, 2, 2), (0, 3, 2)),
+        ((0, 0, 1), (1, 1, -1), (2, 2, 1), (3, 3, -1)),
+        ((2, 3, 2), (0, 1, -2)),
+        ((1, 3, 2), (0, 2, -2)),
+        ((2, 3, 2), (0, 1, 2)),
+        ((0, 0, 1), (1, 1, -1), (2, 2, -1), (3, 3, 1)),
+    )
+):
     for _i, _j, _c in _terms:
         _QUAT_TO_R[4 * _i + _j, _entry] = _c
 
@@ -127,8 +149,15 @@ def euler_zyx_to_quat(roll, pitch, yaw) -> np.ndarray:
     cr, sr = np.cos(np.asarray(roll) / 2), np.sin(np.asarray(roll) / 2)
     cp, sp = np.cos(np.asarray(pitch) / 2), np.sin(np.asarray(pitch) / 2)
     cy, sy = np.cos(np.asarray(yaw) / 2), np.sin(np.asarray(yaw) / 2)
-    return np.stack([cy * cp * cr + sy * sp * sr, cy * cp * sr - sy * sp * cr,
-                     cy * sp * cr + sy * cp * sr, sy * cp * cr - cy * sp * sr], axis=-1)
+    return np.stack(
+        [
+            cy * cp * cr + sy * sp * sr,
+            cy * cp * sr - sy * sp * cr,
+            cy * sp * cr + sy * cp * sr,
+            sy * cp * cr - cy * sp * sr,
+        ],
+        axis=-1,
+    )
 
 
 def rpy_to_matrix(rpy) -> np.ndarray:

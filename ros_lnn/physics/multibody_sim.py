@@ -8,6 +8,7 @@ equal and opposite internal forces, so momentum balance is untouched. Quaternion
 after every step. ``test/test_multibody_validation.py`` measures both drifts. Fixed-base arms are
 simulated in joint coordinates instead (:mod:`ros_lnn.physics.multibody_pin_sim`, no drift).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,8 +54,16 @@ def rk4_step(model: MultibodyModel, state: MultibodyState, dt: float, port_fn=No
     return MultibodyState(r_new, q_new, nu_new, t + dt), (k1[3], k1[4])
 
 
-def simulate(model: MultibodyModel, state: MultibodyState, t_end: float, dt: float, port_fn=None,
-             baumgarte=None, observe=None, every: int = 1) -> dict:
+def simulate(
+    model: MultibodyModel,
+    state: MultibodyState,
+    t_end: float,
+    dt: float,
+    port_fn=None,
+    baumgarte=None,
+    observe=None,
+    every: int = 1,
+) -> dict:
     """Integrate to ``t_end``. ``observe(state, data, F_J, τ) -> dict`` adds recorded quantities.
     Returns arrays ``t, r, quat, nu, F_J, port`` (+ observed keys), one row per recorded step."""
     state = state.copy()

@@ -9,6 +9,7 @@ moves, with its CoM and inertia about the CoM from the lumped inertials. Every l
 be located after it was lumped; limits and ``<dynamics damping>`` are read into the joints. Floating,
 planar and mimic joints are refused with a message naming the joint.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,16 @@ import numpy as np
 from ..errors import ConfigError
 from .multibody import Body, Joint, MultibodyModel
 
-_REVOLUTE = ("JointModelRX", "JointModelRY", "JointModelRZ", "JointModelRevoluteUnaligned",
-             "JointModelRUBX", "JointModelRUBY", "JointModelRUBZ", "JointModelRevoluteUnboundedUnaligned")
+_REVOLUTE = (
+    "JointModelRX",
+    "JointModelRY",
+    "JointModelRZ",
+    "JointModelRevoluteUnaligned",
+    "JointModelRUBX",
+    "JointModelRUBY",
+    "JointModelRUBZ",
+    "JointModelRevoluteUnboundedUnaligned",
+)
 _PRISMATIC = ("JointModelPX", "JointModelPY", "JointModelPZ", "JointModelPrismaticUnaligned")
 
 
@@ -55,16 +64,22 @@ def _parse(text: str, source: str):
         raise ConfigError(f"{source}: the root element is <{root.tag}>, expected <robot>")
     for j in root.findall("joint"):
         if j.find("mimic") is not None:
-            raise ConfigError(f"{source}: joint '{j.get('name')}' is a mimic joint; mimic joints are not supported")
+            raise ConfigError(
+                f"{source}: joint '{j.get('name')}' is a mimic joint; mimic joints are not supported"
+            )
     pm = None
     with _stderr_captured() as err:
         try:
             pm = pin.buildModelFromXML(text)
         except (ValueError, RuntimeError):
             pass
-    lines = [ln.strip()[len("Error:"):].strip() for ln in err[0].splitlines() if ln.strip().startswith("Error:")]
+    lines = [
+        ln.strip()[len("Error:") :].strip() for ln in err[0].splitlines() if ln.strip().startswith("Error:")
+    ]
     if pm is None:
-        raise ConfigError(f"{source}: not a valid URDF: {'; '.join(lines[:2]) or 'the URDF parser rejected it'}")
+        raise ConfigError(
+            f"{source}: not a valid URDF: {'; '.join(lines[:2]) or 'the URDF parser rejected it'}"
+        )
     return pm, "; ".join(lines[:2])
 
 
@@ -79,16 +94,23 @@ def _axis(pm, jid: int) -> np.ndarray:
     return a / np.linalg.norm(a)
 
 
-def model_from_urdf(text: str, source: str = "robot_description", gravity=(0.0, 0.0, -9.81)) -> MultibodyModel:
+def model_from_urdf(
+    text: str, source: str = "robot_description", gravity=(0.0, 0.0, -9.81)
+) -> MultibodyModel:
     pm, complaints = _parse(text, source)
     said = f" (URDF parser: {complaints})" if complaints else ""
     njoints = pm.njoints
     if njoints < 2:
         raise ConfigError(f"{source}: no revolute, continuous or prismatic joint; nothing moves")
-    body_frame = {}  # Pinocchio joint -> name of the link it moves (the BODY frame right after its JOINT frame)
+    # Pinocchio joint -> name of the link it moves (the BODY frame right after its JOINT frame)
+    body_frame = {}
     frames = list(pm.frames)
     for i, f in enumerate(frames):
-        if f.type == _frame_type("JOINT") and i + 1 < len(frames) and frames[i + 1].type == _frame_type("BODY"):
+        if (
+            f.type == _frame_type("JOINT")
+            and i + 1 < len(frames)
+            and frames[i + 1].type == _frame_type("BODY")
+        ):
             body_frame[f.parentJoint] = frames[i + 1].name
     bodies, joints, levers = [], [], {0: np.zeros(3)}
     effort = getattr(pm, "upperEffortLimit", None)  # Pinocchio 4; `effortLimit` before
@@ -101,30 +123,54 @@ def model_from_urdf(text: str, source: str = "robot_description", gravity=(0.0, 
         elif short in _PRISMATIC:
             kind = "prismatic"
         else:
-            raise ConfigError(f"{source}: joint '{name}' is {short.replace('JointModel', '')}: not supported by the "
-                              "multibody model (revolute, continuous, prismatic and fixed are)")
+            raise ConfigError(
+                f"{source}: joint '{name}' is {short.replace('JointModel', '')}: not supported by the "
+                "multibody model (revolute, continuous, prismatic and fixed are)"
+            )
         link = body_frame.get(jid, name)
         Y = pm.inertias[jid]
         inertia = np.array(Y.inertia, float)
         if not Y.mass > 0:
-            raise ConfigError(f"{source}: link '{link}' (and the links fixed to it) has no mass; add an "
-                              "<inertial> with mass and inertia" + said)
+            raise ConfigError(
+                f"{source}: link '{link}' (and the links fixed to it) has no mass; add an "
+                "<inertial> with mass and inertia" + said
+            )
         if np.any(np.linalg.eigvalsh(inertia) <= 0):
-            raise ConfigError(f"{source}: link '{link}' has a singular inertia {np.diag(inertia)}; give it "
-                              "non-zero ixx, iyy, izz" + said)
+            raise ConfigError(
+                f"{source}: link '{link}' has a singular inertia {np.diag(inertia)}; give it "
+                "non-zero ixx, iyy, izz" + said
+            )
         levers[jid] = np.array(Y.lever, float)
         bodies.append(Body(link, float(Y.mass), inertia))
         parent = int(pm.parents[jid])
         X = pm.jointPlacements[jid]
         v = jm.idx_v
-        joints.append(Joint(name, kind, parent - 1, jid - 1, np.array(X.translation) - levers[parent], -levers[jid],
-                            rest=np.array(X.rotation), axis=_axis(pm, jid), stiffness=np.zeros(1),
-                            damping=float(pm.damping[v]), effort_limit=_limit(effort[v]),
-                            velocity_limit=_limit(pm.velocityLimit[v])))
+        joints.append(
+            Joint(
+                name,
+                kind,
+                parent - 1,
+                jid - 1,
+                np.array(X.translation) - levers[parent],
+                -levers[jid],
+                rest=np.array(X.rotation),
+                axis=_axis(pm, jid),
+                stiffness=np.zeros(1),
+                damping=float(pm.damping[v]),
+                effort_limit=_limit(effort[v]),
+                velocity_limit=_limit(pm.velocityLimit[v]),
+            )
+        )
     model = MultibodyModel(bodies, joints, gravity=gravity, name=pm.name or "robot")
-    model.frames = {f.name: (f.parentJoint - 1, np.array(f.placement.rotation),
-                             np.array(f.placement.translation) - levers[f.parentJoint])
-                    for f in frames if f.type == _frame_type("BODY")}
+    model.frames = {
+        f.name: (
+            f.parentJoint - 1,
+            np.array(f.placement.rotation),
+            np.array(f.placement.translation) - levers[f.parentJoint],
+        )
+        for f in frames
+        if f.type == _frame_type("BODY")
+    }
     model.joint_position_limits = {}
     for jid in range(1, njoints):
         if pm.joints[jid].nq == 1:  # continuous joints (cos, sin) have no position limits

@@ -12,10 +12,11 @@ by the integration error (measured by :func:`simulate`). The three examples of t
 (ideal constraint forces do no work: ``q̇ᵀ Aᵀ λ = 0``).
 Parameters the paper leaves out are ours: unit masses; disk m = 1, I = 0.5, J = 0.25, R = 1.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -24,8 +25,8 @@ from scipy.integrate import solve_ivp
 def lagrange_dalembert(W, F, A, b):
     """``(q̈, λ)`` from the formula above; W (..., n, n), F (..., n), A (..., m, n), b (..., m)."""
     WinvF = np.linalg.solve(W, F[..., None])[..., 0]
-    WinvAt = np.linalg.solve(W, np.swapaxes(A, -1, -2))                 # (..., n, m)
-    S = A @ WinvAt                                                       # (..., m, m)
+    WinvAt = np.linalg.solve(W, np.swapaxes(A, -1, -2))  # (..., n, m)
+    S = A @ WinvAt  # (..., m, m)
     lam = -np.linalg.solve(S, (np.einsum("...ij,...j->...i", A, WinvF) + b)[..., None])[..., 0]
     return WinvF + np.einsum("...ij,...j->...i", WinvAt, lam), lam
 
@@ -87,6 +88,7 @@ class NonholonomicSystem:
 # serves the reference systems and the network's known constraints.
 def particle() -> NonholonomicSystem:
     """Nonholonomic particle, q = (x, y, z), unit mass, ``ż − y ẋ = 0``."""
+
     def A(q, xp=np):
         one, zero = xp.ones_like(q[..., 0]), xp.zeros_like(q[..., 0])
         return xp.stack([-q[..., 1], zero, one], -1)[..., None, :]
@@ -94,12 +96,14 @@ def particle() -> NonholonomicSystem:
     def b(q, qd, xp=np):  # ∂Φ/∂y = −ẋ
         return (-qd[..., 0] * qd[..., 1])[..., None]
 
-    return NonholonomicSystem("particle", ("x", "y", "z"), np.eye(3), A, b,
-                              lambda rng: rng.uniform(-0.5, 0.5, 3))
+    return NonholonomicSystem(
+        "particle", ("x", "y", "z"), np.eye(3), A, b, lambda rng: rng.uniform(-0.5, 0.5, 3)
+    )
 
 
 def drone(m_target: float = 1.0, m_drone: float = 1.0) -> NonholonomicSystem:
     """Target on the x-axis at ``x_t``, drone at (x, y) flying towards it: ``y ẋ + (x_t − x) ẏ = 0``."""
+
     def A(q, xp=np):
         zero = xp.zeros_like(q[..., 0])
         return xp.stack([zero, q[..., 2], q[..., 0] - q[..., 1]], -1)[..., None, :]
@@ -112,7 +116,9 @@ def drone(m_target: float = 1.0, m_drone: float = 1.0) -> NonholonomicSystem:
         q[2] = np.sign(q[2] or 1.0) * (0.2 + abs(q[2]))  # keep the drone off the target's line
         return q
 
-    return NonholonomicSystem("drone", ("x_t", "x", "y"), np.diag([m_target, m_drone, m_drone]), A, b, position)
+    return NonholonomicSystem(
+        "drone", ("x_t", "x", "y"), np.diag([m_target, m_drone, m_drone]), A, b, position
+    )
 
 
 def rolling_disk(m: float = 1.0, inertia: float = 0.5, turning: float = 0.25, radius: float = 1.0):
@@ -122,7 +128,9 @@ def rolling_disk(m: float = 1.0, inertia: float = 0.5, turning: float = 0.25, ra
     def A(q, xp=np):
         one, zero = xp.ones_like(q[..., 0]), xp.zeros_like(q[..., 0])
         c, s = xp.cos(q[..., 3]), xp.sin(q[..., 3])
-        return xp.stack([xp.stack([one, zero, -R * c, zero], -1), xp.stack([zero, one, -R * s, zero], -1)], -2)
+        return xp.stack(
+            [xp.stack([one, zero, -R * c, zero], -1), xp.stack([zero, one, -R * s, zero], -1)], -2
+        )
 
     def b(q, qd, xp=np):
         c, s = xp.cos(q[..., 3]), xp.sin(q[..., 3])
@@ -132,15 +140,31 @@ def rolling_disk(m: float = 1.0, inertia: float = 0.5, turning: float = 0.25, ra
     def position(rng):
         return np.concatenate([rng.uniform(-0.5, 0.5, 2), rng.uniform(-np.pi, np.pi, 2)])
 
-    return NonholonomicSystem("rolling_disk", ("x", "y", "theta", "phi"), np.diag([m, m, inertia, turning]),
-                              A, b, position, angle_coordinates=(2, 3))
+    return NonholonomicSystem(
+        "rolling_disk",
+        ("x", "y", "theta", "phi"),
+        np.diag([m, m, inertia, turning]),
+        A,
+        b,
+        position,
+        angle_coordinates=(2, 3),
+    )
 
 
 SYSTEMS = {"particle": particle, "drone": drone, "rolling_disk": rolling_disk}
 
 
-def simulate(system: NonholonomicSystem, q0, qd0, duration: float, n_samples: int = 151, *,
-             acceleration=None, rtol=1e-10, atol=1e-10):
+def simulate(
+    system: NonholonomicSystem,
+    q0,
+    qd0,
+    duration: float,
+    n_samples: int = 151,
+    *,
+    acceleration=None,
+    rtol=1e-10,
+    atol=1e-10,
+):
     """Integrate (Dormand–Prince, as the paper) with the exact law or a learned ``acceleration(q, q̇)``.
 
     Returns t, q, qd, qdd (exact Lagrange–d'Alembert at the sampled states), energy and constraint."""
@@ -151,15 +175,25 @@ def simulate(system: NonholonomicSystem, q0, qd0, duration: float, n_samples: in
         return np.concatenate([y[n:], acc(y[:n], y[n:])])
 
     t_eval = np.linspace(0.0, duration, n_samples)
-    sol = solve_ivp(rhs, (0.0, duration), np.concatenate([q0, qd0]), method="RK45", t_eval=t_eval,
-                    rtol=rtol, atol=atol)
+    sol = solve_ivp(
+        rhs, (0.0, duration), np.concatenate([q0, qd0]), method="RK45", t_eval=t_eval, rtol=rtol, atol=atol
+    )
     Y = sol.y.T
     q, qd = Y[:, :n], Y[:, n:]
-    return {"t": sol.t, "q": q, "qd": qd, "qdd": system.acceleration(q, qd)[0], "energy": system.energy(q, qd),
-            "constraint": system.constraint(q, qd), "success": bool(sol.success)}
+    return {
+        "t": sol.t,
+        "q": q,
+        "qd": qd,
+        "qdd": system.acceleration(q, qd)[0],
+        "energy": system.energy(q, qd),
+        "constraint": system.constraint(q, qd),
+        "success": bool(sol.success),
+    }
 
 
-def make_dataset(system: NonholonomicSystem, n_trajectories: int, duration: float, n_samples: int, seed: int = 0):
+def make_dataset(
+    system: NonholonomicSystem, n_trajectories: int, duration: float, n_samples: int, seed: int = 0
+):
     """Trajectories from random constraint-compliant initial states; stacked samples plus the
     trajectory index of each (q, q̇, q̈ exact)."""
     rng = np.random.default_rng(seed)
@@ -172,5 +206,13 @@ def make_dataset(system: NonholonomicSystem, n_trajectories: int, duration: floa
     return {"q": q, "qd": qd, "qdd": qdd, "trajectory": traj}
 
 
-__all__ = ["lagrange_dalembert", "NonholonomicSystem", "particle", "drone", "rolling_disk", "SYSTEMS",
-           "simulate", "make_dataset"]
+__all__ = [
+    "lagrange_dalembert",
+    "NonholonomicSystem",
+    "particle",
+    "drone",
+    "rolling_disk",
+    "SYSTEMS",
+    "simulate",
+    "make_dataset",
+]

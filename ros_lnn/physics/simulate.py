@@ -5,10 +5,11 @@ Every output sample carries exact ground truth from the shared machinery (``syst
 forward mode at the sampled state): ``q̈``, ``Q`` (free rows = applied ``Q_f``, servo rows = ``Q_e``),
 energies and ``M``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -64,8 +65,9 @@ def system_name(system: LagrangianSystem) -> str:
     return getattr(system, "name", type(system).__name__.lower())
 
 
-def equations_of_motion(system: LagrangianSystem, servo: ServoTrajectory | None = None,
-                        force: AppliedForce | None = None):
+def equations_of_motion(
+    system: LagrangianSystem, servo: ServoTrajectory | None = None, force: AppliedForce | None = None
+):
     """``(rhs, state)`` for the first-order state ``y = [q_f, q̇_f]``: ``rhs(t, y) = ẏ`` (eq 18 of the
     shared machinery) and ``state(t, y) = (q, q̇, q̈_e, Q_f)`` with the servo and force applied."""
     part = system.partition
@@ -92,11 +94,24 @@ def equations_of_motion(system: LagrangianSystem, servo: ServoTrajectory | None 
     return rhs, state
 
 
-def simulate(system: LagrangianSystem, duration: float, q0_f: Sequence[float], qd0_f: Sequence[float], *,
-             servo: ServoTrajectory | None = None, force: AppliedForce | None = None,
-             t_eval: Sequence[float] | None = None, refine: int = 1, method: str = "RK45",
-             rtol: float = 1e-10, atol: float = 1e-10, max_step: float = np.inf,
-             t0: float = 0.0, name: str = "trial", attrs: dict | None = None) -> Trial:
+def simulate(
+    system: LagrangianSystem,
+    duration: float,
+    q0_f: Sequence[float],
+    qd0_f: Sequence[float],
+    *,
+    servo: ServoTrajectory | None = None,
+    force: AppliedForce | None = None,
+    t_eval: Sequence[float] | None = None,
+    refine: int = 1,
+    method: str = "RK45",
+    rtol: float = 1e-10,
+    atol: float = 1e-10,
+    max_step: float = np.inf,
+    t0: float = 0.0,
+    name: str = "trial",
+    attrs: dict | None = None,
+) -> Trial:
     """Integrate ``system`` from ``t0`` to ``t0 + duration``.
 
     ``q0_f``/``qd0_f``: initial values of the free coordinates (order of ``system.free_names``).
@@ -109,30 +124,50 @@ def simulate(system: LagrangianSystem, duration: float, q0_f: Sequence[float], q
     if n_f == 0:
         raise SimulationError(f"{system_name(system)}: no free coordinates to integrate")
     if n_e and servo is None:
-        raise SimulationError(f"{system_name(system)}: servo joints {system.servo_names} need a servo "
-                              "trajectory (servo=...), or use system.with_servo([])")
+        raise SimulationError(
+            f"{system_name(system)}: servo joints {system.servo_names} need a servo "
+            "trajectory (servo=...), or use system.with_servo([])"
+        )
     q0_f, qd0_f = np.asarray(q0_f, dtype=float).reshape(-1), np.asarray(qd0_f, dtype=float).reshape(-1)
     if q0_f.shape != (n_f,) or qd0_f.shape != (n_f,):
-        raise SimulationError(f"{system_name(system)}: initial values must have {n_f} entries, one per "
-                              f"free joint {system.free_names}")
+        raise SimulationError(
+            f"{system_name(system)}: initial values must have {n_f} entries, one per "
+            f"free joint {system.free_names}"
+        )
 
     rhs, state = equations_of_motion(system, servo, force)
     t1 = t0 + float(duration)
     dense = t_eval is not None or refine > 1
-    sol = solve_ivp(rhs, (t0, t1), np.concatenate([q0_f, qd0_f]), method=method, rtol=rtol, atol=atol,
-                    max_step=max_step, t_eval=t_eval, dense_output=dense)
+    sol = solve_ivp(
+        rhs,
+        (t0, t1),
+        np.concatenate([q0_f, qd0_f]),
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        max_step=max_step,
+        t_eval=t_eval,
+        dense_output=dense,
+    )
     if not sol.success:
-        raise SimulationError(f"{system_name(system)} trial '{name}': integrator {method} failed at "
-                              f"t={sol.t[-1]:.6g}: {sol.message}")
+        raise SimulationError(
+            f"{system_name(system)} trial '{name}': integrator {method} failed at "
+            f"t={sol.t[-1]:.6g}: {sol.message}"
+        )
     t, Y = sol.t, sol.y.T
     if t_eval is None and refine > 1:
         frac = np.arange(1, refine) / refine
         inner = (t[:-1, None] + np.diff(t)[:, None] * frac).reshape(-1)
         t = np.sort(np.concatenate([t, inner]))
         Y = sol.sol(t).T
-    info = {"method": method, "rtol": rtol, "atol": atol, "nfev": int(sol.nfev),
-            "steps": int(len(sol.t) - 1) if t_eval is None else None,
-            "sampling": "t_eval" if t_eval is not None else f"accepted steps, refine={refine}"}
+    info = {
+        "method": method,
+        "rtol": rtol,
+        "atol": atol,
+        "nfev": int(sol.nfev),
+        "steps": int(len(sol.t) - 1) if t_eval is None else None,
+        "sampling": "t_eval" if t_eval is not None else f"accepted steps, refine={refine}",
+    }
     info.update(attrs or {})
     return trial_from_states(system, t, Y, state, name=name, attrs=info)
 
@@ -142,10 +177,23 @@ def trial_from_states(system, t, Y, state, *, name, attrs) -> Trial:
     rows = [state(ti, yi) for ti, yi in zip(t, Y)]
     q, qd, qdd_e, Q_f = (np.stack([r[i] for r in rows]) for i in range(4))
     out = system.dynamics(q, qd, qdd_e=qdd_e, Q_f=Q_f)
-    return Trial(name=name, system=system_name(system), coordinate_names=system.coordinate_names,
-                 free_joints=system.free_names, servo_joints=system.servo_names, t=np.asarray(t),
-                 q=q, qd=qd, qdd=out["qdd"], Q=out["Q"], T=out["T"], V=out["V"], E=out["E"],
-                 M=out["M"], attrs=attrs)
+    return Trial(
+        name=name,
+        system=system_name(system),
+        coordinate_names=system.coordinate_names,
+        free_joints=system.free_names,
+        servo_joints=system.servo_names,
+        t=np.asarray(t),
+        q=q,
+        qd=qd,
+        qdd=out["qdd"],
+        Q=out["Q"],
+        T=out["T"],
+        V=out["V"],
+        E=out["E"],
+        M=out["M"],
+        attrs=attrs,
+    )
 
 
 class StepSimulator:
@@ -156,24 +204,39 @@ class StepSimulator:
     commands); :meth:`outputs` gives the exact ground truth at the current state.
     """
 
-    def __init__(self, system: LagrangianSystem, q0_f, qd0_f, *, t0: float = 0.0, method: str = "RK45",
-                 rtol: float = 1e-10, atol: float = 1e-10):
+    def __init__(
+        self,
+        system: LagrangianSystem,
+        q0_f,
+        qd0_f,
+        *,
+        t0: float = 0.0,
+        method: str = "RK45",
+        rtol: float = 1e-10,
+        atol: float = 1e-10,
+    ):
         self.system, self.t = system, float(t0)
-        self.y = np.concatenate([np.asarray(q0_f, dtype=float).reshape(-1),
-                                 np.asarray(qd0_f, dtype=float).reshape(-1)])
+        self.y = np.concatenate(
+            [np.asarray(q0_f, dtype=float).reshape(-1), np.asarray(qd0_f, dtype=float).reshape(-1)]
+        )
         if self.y.shape != (2 * len(system.partition.free),):
-            raise SimulationError(f"{system_name(system)}: initial values must have one entry per free "
-                                  f"joint {system.free_names}")
+            raise SimulationError(
+                f"{system_name(system)}: initial values must have one entry per free "
+                f"joint {system.free_names}"
+            )
         self.method, self.rtol, self.atol = method, rtol, atol
         self._servo = self._force = None
 
     def step(self, dt: float, servo: ServoTrajectory | None = None, force: AppliedForce | None = None):
         if self.system.partition.servo and servo is None:
-            raise SimulationError(f"{system_name(self.system)}: servo joints {self.system.servo_names} "
-                                  "need a servo trajectory for this step")
+            raise SimulationError(
+                f"{system_name(self.system)}: servo joints {self.system.servo_names} "
+                "need a servo trajectory for this step"
+            )
         rhs, _ = equations_of_motion(self.system, servo, force)
-        sol = solve_ivp(rhs, (self.t, self.t + dt), self.y, method=self.method, rtol=self.rtol,
-                        atol=self.atol)
+        sol = solve_ivp(
+            rhs, (self.t, self.t + dt), self.y, method=self.method, rtol=self.rtol, atol=self.atol
+        )
         if not sol.success:
             raise SimulationError(f"{system_name(self.system)}: step at t={self.t:.6g} failed: {sol.message}")
         self.t, self.y = float(sol.t[-1]), sol.y[:, -1]

@@ -1,6 +1,7 @@
 """Fixed-step integration of a Lagrangian system for a real-time simulator: classical RK4 on the free
 coordinates while the servo coordinates follow a prescribed ``t -> (q_e, q̇_e, q̈_e)`` and the applied
 forces on the free coordinates are held over the step (zero-order hold, as a sampled controller)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,12 @@ def lagrangian_terms(system: LagrangianSystem, q):
     if hasattr(system, "link_terms") and hasattr(system, "links"):
         parts = [system.link_terms(q, i) for i in range(len(system.links))]
         return tuple(sum(p[k] for p in parts) for k in range(4))
-    return (system.mass_matrix(q), system.mass_matrix_partials(q), system.potential(q),
-            system.potential_gradient(q))
+    return (
+        system.mass_matrix(q),
+        system.mass_matrix_partials(q),
+        system.potential(q),
+        system.potential_gradient(q),
+    )
 
 
 class FixedStepSimulator:

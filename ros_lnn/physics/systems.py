@@ -4,6 +4,7 @@ A system supplies ``M(q)``, ``∂M/∂q``, ``V(q)``, ``∂V/∂q`` and which coo
 servo-driven; everything else (``Q``, ``Q_e``, ``q̈_f``, decomposition, energies, power) comes from
 the shared machinery in :mod:`ros_lnn.physics.lagrangian`, exactly as for the network.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -55,11 +56,19 @@ class LagrangianSystem(ABC):
         q = np.asarray(q, dtype=float)
         qd = np.asarray(qd, dtype=float)
         return dynamics(
-            NUMPY, self.mass_matrix(q), self.mass_matrix_partials(q), self.potential(q),
-            self.potential_gradient(q), qd, self.partition, qdd=qdd, qdd_e=qdd_e, Q_f=Q_f,
+            NUMPY,
+            self.mass_matrix(q),
+            self.mass_matrix_partials(q),
+            self.potential(q),
+            self.potential_gradient(q),
+            qd,
+            self.partition,
+            qdd=qdd,
+            qdd_e=qdd_e,
+            Q_f=Q_f,
         )
 
-    def with_servo(self, servo_names) -> "LagrangianSystem":
+    def with_servo(self, servo_names) -> LagrangianSystem:
         """A copy of this system with another choice of servo-driven coordinates."""
         import copy
 

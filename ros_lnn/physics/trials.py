@@ -1,5 +1,6 @@
 """``Trial``: one simulated (or recorded) run with exact ground truth for every sample, and its
 ``.npz`` storage (plain arrays, no pickle)."""
+
 from __future__ import annotations
 
 import json
@@ -25,15 +26,15 @@ class Trial:
     coordinate_names: tuple[str, ...]
     free_joints: tuple[str, ...]
     servo_joints: tuple[str, ...]
-    t: np.ndarray      # (N,)
-    q: np.ndarray      # (N, n)
-    qd: np.ndarray     # (N, n)
-    qdd: np.ndarray    # (N, n)
-    Q: np.ndarray      # (N, n)
-    T: np.ndarray      # (N,)
-    V: np.ndarray      # (N,)
-    E: np.ndarray      # (N,)
-    M: np.ndarray      # (N, n, n)
+    t: np.ndarray  # (N,)
+    q: np.ndarray  # (N, n)
+    qd: np.ndarray  # (N, n)
+    qdd: np.ndarray  # (N, n)
+    Q: np.ndarray  # (N, n)
+    T: np.ndarray  # (N,)
+    V: np.ndarray  # (N,)
+    E: np.ndarray  # (N,)
+    M: np.ndarray  # (N, n, n)
     attrs: dict = field(default_factory=dict)  # JSON-serialisable provenance (parameters, solver)
 
     def __post_init__(self):
@@ -41,16 +42,27 @@ class Trial:
         self.free_joints = tuple(self.free_joints)
         self.servo_joints = tuple(self.servo_joints)
         n, N = len(self.coordinate_names), len(self.t)
-        expected = {"t": (N,), "q": (N, n), "qd": (N, n), "qdd": (N, n), "Q": (N, n),
-                    "T": (N,), "V": (N,), "E": (N,), "M": (N, n, n)}
+        expected = {
+            "t": (N,),
+            "q": (N, n),
+            "qd": (N, n),
+            "qdd": (N, n),
+            "Q": (N, n),
+            "T": (N,),
+            "V": (N,),
+            "E": (N,),
+            "M": (N, n, n),
+        }
         for key, shape in expected.items():
             value = np.asarray(getattr(self, key), dtype=float)
             if value.shape != shape:
                 raise DataError(f"trial '{self.name}': field {key} has shape {value.shape}, expected {shape}")
             setattr(self, key, value)
         if sorted(self.free_joints + self.servo_joints) != sorted(self.coordinate_names):
-            raise DataError(f"trial '{self.name}': free {self.free_joints} and servo {self.servo_joints} "
-                            f"must partition the coordinates {self.coordinate_names}")
+            raise DataError(
+                f"trial '{self.name}': free {self.free_joints} and servo {self.servo_joints} "
+                f"must partition the coordinates {self.coordinate_names}"
+            )
 
     def __len__(self) -> int:
         return len(self.t)
@@ -89,12 +101,16 @@ def save_trials(path, trials) -> None:
     for i, trial in enumerate(trials):
         for key in ARRAY_FIELDS:
             arrays[f"{i}/{key}"] = getattr(trial, key)
-        header["trials"].append({
-            "name": trial.name, "system": trial.system,
-            "coordinate_names": list(trial.coordinate_names),
-            "free_joints": list(trial.free_joints), "servo_joints": list(trial.servo_joints),
-            "attrs": trial.attrs,
-        })
+        header["trials"].append(
+            {
+                "name": trial.name,
+                "system": trial.system,
+                "coordinate_names": list(trial.coordinate_names),
+                "free_joints": list(trial.free_joints),
+                "servo_joints": list(trial.servo_joints),
+                "attrs": trial.attrs,
+            }
+        )
     arrays["header"] = np.array(json.dumps(header))
     path = os.fspath(path)
     tmp = f"{path}.{os.getpid()}.tmp.npz"  # unique: parallel writers of one cache file
@@ -120,8 +136,10 @@ def load_trials(path) -> list[Trial]:
     except DataError:
         raise
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError, TypeError) as exc:
-        raise DataError(f"{path}: unreadable trials file ({type(exc).__name__}: {exc}); "
-                        "regenerate it with 'ros-lnn simulate'") from exc
+        raise DataError(
+            f"{path}: unreadable trials file ({type(exc).__name__}: {exc}); "
+            "regenerate it with 'ros-lnn simulate'"
+        ) from exc
 
 
 def stack_trials(trials, keys=ARRAY_FIELDS) -> dict:

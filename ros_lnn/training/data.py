@@ -1,5 +1,6 @@
 """Samples for training: splits (whole trials or whole trajectories held out), stacked arrays in *model
 order* (free joints, then servo joints), tensors on the training device, the data hash."""
+
 from __future__ import annotations
 
 import hashlib
@@ -88,8 +89,9 @@ def split_by_trajectory(data: dict, seed: int, test_fraction: float = 0.3) -> tu
     held out (``test_fraction`` of them, at least one), chosen at random by ``seed``."""
     ids = np.unique(data["trajectory"])
     if len(ids) < 2:
-        raise DataError(f"need at least 2 trajectories (one to train, one to test), got {len(ids)}; "
-                        "raise --trajectories")
+        raise DataError(
+            f"need at least 2 trajectories (one to train, one to test), got {len(ids)}; raise --trajectories"
+        )
     n_test = max(1, int(round(test_fraction * len(ids))))
     test_ids = np.sort(np.random.default_rng(seed).choice(ids, n_test, replace=False))
     is_test = np.isin(data["trajectory"], test_ids)
@@ -97,6 +99,10 @@ def split_by_trajectory(data: dict, seed: int, test_fraction: float = 0.3) -> tu
     def pick(sel):
         return {k: v[sel] for k, v in data.items()}
 
-    info = {"test_trajectories": [int(i) for i in test_ids], "n_trajectories": int(len(ids)),
-            "n_train": int((~is_test).sum()), "n_test": int(is_test.sum())}
+    info = {
+        "test_trajectories": [int(i) for i in test_ids],
+        "n_trajectories": int(len(ids)),
+        "n_train": int((~is_test).sum()),
+        "n_test": int(is_test.sum()),
+    }
     return pick(~is_test), pick(is_test), info

@@ -6,6 +6,7 @@ generator and takes its contiguous share of each batch; DDP averages the gradien
 shares a step equals the single-process step on the whole batch (to round-off). Only rank 0 writes
 checkpoints, ONNX and the report. Backend: NCCL on CUDA (one GPU per rank, ``LOCAL_RANK``), gloo on CPU.
 """
+
 from __future__ import annotations
 
 import os
@@ -52,8 +53,13 @@ def init_from_env(device: torch.device) -> DistInfo:
     backend = "nccl" if device.type == "cuda" else "gloo"
     if not dist.is_initialized():
         dist.init_process_group(backend, device_id=device if device.type == "cuda" else None)
-    return DistInfo(device=device, rank=dist.get_rank(), world_size=dist.get_world_size(), local_rank=local,
-                    backend=dist.get_backend())
+    return DistInfo(
+        device=device,
+        rank=dist.get_rank(),
+        world_size=dist.get_world_size(),
+        local_rank=local,
+        backend=dist.get_backend(),
+    )
 
 
 def shard(idx: torch.Tensor, info: DistInfo) -> torch.Tensor:
@@ -61,8 +67,10 @@ def shard(idx: torch.Tensor, info: DistInfo) -> torch.Tensor:
     if not info.active:
         return idx
     if idx.numel() < info.world_size:
-        raise ValueError(f"a batch of {idx.numel()} samples cannot be shared by {info.world_size} processes; "
-                         "use a larger --batch or fewer processes")
+        raise ValueError(
+            f"a batch of {idx.numel()} samples cannot be shared by {info.world_size} processes; "
+            "use a larger --batch or fewer processes"
+        )
     return idx.tensor_split(info.world_size)[info.rank]
 
 
@@ -158,8 +166,14 @@ def make_loss_step(model, names, info: DistInfo, compile=False, warn=print):
 
     def describe() -> dict:
         name = torch.cuda.get_device_name(info.device) if info.device.type == "cuda" else "cpu"
-        return {"compile": getattr(fn, "status", "off"), "world_size": info.world_size, "rank": info.rank,
-                "backend": info.backend, "device_name": name, "threads": torch.get_num_threads()}
+        return {
+            "compile": getattr(fn, "status", "off"),
+            "world_size": info.world_size,
+            "rank": info.rank,
+            "backend": info.backend,
+            "device_name": name,
+            "threads": torch.get_num_threads(),
+        }
 
     return step, describe
 

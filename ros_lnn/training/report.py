@@ -1,6 +1,7 @@
 """Report folder of a training run: loss curves (each loss term, log scale), predicted-vs-measured
 plots on the validation trials (q̈_f; Q_e when measured; E when the data hold it) as PNG, and
 ``metrics.json``. Matplotlib through its object API on the Agg canvas (no display, no pyplot state)."""
+
 from __future__ import annotations
 
 import json
@@ -9,11 +10,22 @@ from pathlib import Path
 
 import numpy as np
 
-LOSS_LABELS = {"inv": "inverse ‖Q̂_f−Q_f‖²", "fwd": "forward ‖q̈̂_f−q̈_f‖²", "inv_e": "inverse servo ‖Q̂_e−Q_e‖²",
-               "fwd_e": "forward servo ‖Q̂_e−Q_e‖²", "power": "power ‖Ė̂−q̇ᵀQ‖²",
-               "power_est": "estimated power ‖q̇_fᵀ(Q̂_f−Q_f)‖²"}
-VAL_LABELS = {"qdd_f_nmse": "q̈_f nMSE", "qdd_nmse": "q̈ nMSE", "Q_e_rel_rms": "Q_e rel. rms", "M_rel_err": "M rel. err",
-              "V_rel_err": "V rel. err", "E_rel_err": "E rel. err"}
+LOSS_LABELS = {
+    "inv": "inverse ‖Q̂_f−Q_f‖²",
+    "fwd": "forward ‖q̈̂_f−q̈_f‖²",
+    "inv_e": "inverse servo ‖Q̂_e−Q_e‖²",
+    "fwd_e": "forward servo ‖Q̂_e−Q_e‖²",
+    "power": "power ‖Ė̂−q̇ᵀQ‖²",
+    "power_est": "estimated power ‖q̇_fᵀ(Q̂_f−Q_f)‖²",
+}
+VAL_LABELS = {
+    "qdd_f_nmse": "q̈_f nMSE",
+    "qdd_nmse": "q̈ nMSE",
+    "Q_e_rel_rms": "Q_e rel. rms",
+    "M_rel_err": "M rel. err",
+    "V_rel_err": "V rel. err",
+    "E_rel_err": "E rel. err",
+}
 
 
 def default_report_dir(out) -> Path:
@@ -39,7 +51,9 @@ def plot_losses(history: dict, path) -> Path:
     a.plot(epochs, history["loss"], color="black", lw=2, label="total")
     for name, values in history["terms"].items():
         a.plot(epochs, values, lw=1.2, label=LOSS_LABELS.get(name, name))
-    a.set(yscale="log", xlabel="epoch", ylabel="training loss (mean per log interval)", title="training losses")
+    a.set(
+        yscale="log", xlabel="epoch", ylabel="training loss (mean per log interval)", title="training losses"
+    )
     b = ax[0, 1]
     vals = history.get("val", [])
     if vals:
@@ -69,12 +83,19 @@ def predictions(model, samples: dict) -> dict:
     import torch
 
     p = next(model.parameters())
-    t = {k: torch.as_tensor(np.asarray(samples[k]), device=p.device, dtype=p.dtype) for k in ("q", "qd", "qdd", "Q")}
+    t = {
+        k: torch.as_tensor(np.asarray(samples[k]), device=p.device, dtype=p.dtype)
+        for k in ("q", "qd", "qdd", "Q")
+    }
     n_f = model.n_f
     with torch.no_grad():
         out = model(t["q"], t["qd"], t["qdd"][:, n_f:], t["Q"][:, :n_f])
     get = lambda x: x.detach().cpu().double().numpy()  # noqa: E731
-    return {"qdd_f": get(out["qdd"])[:, :n_f], "Q_e": get(out["Q_e"]) if model.n_e else None, "E": get(out["E"])}
+    return {
+        "qdd_f": get(out["qdd"])[:, :n_f],
+        "Q_e": get(out["Q_e"]) if model.n_e else None,
+        "E": get(out["E"]),
+    }
 
 
 def _trial_groups(samples: dict):
@@ -105,12 +126,17 @@ def comparison_rows(
     defined up to a constant). Quantities that are NaN in the data are left out."""
     n_f = len(free_joints)
     qdd = np.asarray(samples["qdd"])[sel]
-    rows = [(f"q̈ {j}", acceleration_unit(units[i]), qdd[:, i], pred["qdd_f"][sel, i])
-            for i, j in enumerate(free_joints)]
+    rows = [
+        (f"q̈ {j}", acceleration_unit(units[i]), qdd[:, i], pred["qdd_f"][sel, i])
+        for i, j in enumerate(free_joints)
+    ]
     Q = np.asarray(samples["Q"])[sel]
     if qe_measured and pred.get("Q_e") is not None:
-        rows += [(f"Q_e {j}", force_unit(units[n_f + i]), Q[:, n_f + i], pred["Q_e"][sel, i])
-                 for i, j in enumerate(servo_joints) if np.isfinite(Q[:, n_f + i]).all()]
+        rows += [
+            (f"Q_e {j}", force_unit(units[n_f + i]), Q[:, n_f + i], pred["Q_e"][sel, i])
+            for i, j in enumerate(servo_joints)
+            if np.isfinite(Q[:, n_f + i]).all()
+        ]
     if "E" in samples and np.isfinite(np.asarray(samples["E"])[sel]).all():
         truth, e = np.asarray(samples["E"])[sel], pred["E"][sel]
         rows.append(("E (mean aligned)", "J", truth, e - e.mean() + truth.mean()))
@@ -165,9 +191,17 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "trial"
 
 
-def write_report(directory, history: dict, model=None, val_samples: dict | None = None, metrics: dict | None = None,
-                 provenance: dict | None = None, qe_measured: bool = True, prefix: str = "validation",
-                 extra: dict | None = None) -> dict:
+def write_report(
+    directory,
+    history: dict,
+    model=None,
+    val_samples: dict | None = None,
+    metrics: dict | None = None,
+    provenance: dict | None = None,
+    qe_measured: bool = True,
+    prefix: str = "validation",
+    extra: dict | None = None,
+) -> dict:
     """Write the report folder; returns {"dir", "files"}. ``model`` should be the exported one (CPU)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -179,13 +213,24 @@ def write_report(directory, history: dict, model=None, val_samples: dict | None 
             fname = f"{prefix}_{_safe(name)}.png"
             per_trial[name] = plot_trial(name, sel, val_samples, pred, model, qe_measured, directory / fname)
             files.append(fname)
-    doc = {"metrics": metrics or {}, "per_trial_nmse": per_trial,
-           "training": {"epoch": history["epoch"], "loss": history["loss"], "terms": history["terms"],
-                        "validation": history.get("val", []), "early_stopping": history.get("early_stopping"),
-                        "resumed": history.get("resumed", []), "run": history.get("run"),
-                        "seconds": history.get("seconds"), "device": history.get("device"),
-                        "config": history.get("config")},
-           "provenance": provenance or {}, "files": files}
+    doc = {
+        "metrics": metrics or {},
+        "per_trial_nmse": per_trial,
+        "training": {
+            "epoch": history["epoch"],
+            "loss": history["loss"],
+            "terms": history["terms"],
+            "validation": history.get("val", []),
+            "early_stopping": history.get("early_stopping"),
+            "resumed": history.get("resumed", []),
+            "run": history.get("run"),
+            "seconds": history.get("seconds"),
+            "device": history.get("device"),
+            "config": history.get("config"),
+        },
+        "provenance": provenance or {},
+        "files": files,
+    }
     doc |= extra or {}
     _write_atomically(directory / "metrics.json", json.dumps(doc, indent=2, default=_json_default))
     files.append("metrics.json")
@@ -198,7 +243,11 @@ def plot_acceleration(model, samples: dict, names, path) -> Path:
 
     dtype = next(model.parameters()).dtype
     with torch.no_grad():
-        pred = model(*(torch.as_tensor(np.asarray(samples[k]), dtype=dtype) for k in ("q", "qd"))).double().numpy()
+        pred = (
+            model(*(torch.as_tensor(np.asarray(samples[k]), dtype=dtype) for k in ("q", "qd")))
+            .double()
+            .numpy()
+        )
     true = np.asarray(samples["qdd"])
     n = true.shape[1]
     cols = min(n, 4)
@@ -219,19 +268,45 @@ def plot_acceleration(model, samples: dict, names, path) -> Path:
     return Path(path)
 
 
-def write_acceleration_report(directory, history: dict, model, test_samples: dict, metrics: dict,
-                              provenance: dict | None = None, coordinate_names=None) -> dict:
+def write_acceleration_report(
+    directory,
+    history: dict,
+    model,
+    test_samples: dict,
+    metrics: dict,
+    provenance: dict | None = None,
+    coordinate_names=None,
+) -> dict:
     """Report of an acceleration family (LNN, LNN-nh, TLNN, neural ODE): loss and validation curves,
     predicted against true q̈ on the test trajectories, metrics.json. ``model`` on the CPU."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     files = [plot_losses(history, directory / "loss_curves.png").name]
     if len(test_samples["q"]):
-        files.append(plot_acceleration(model, test_samples, coordinate_names, directory / "qdd_test.png").name)
-    doc = {"metrics": metrics, "training": {k: history.get(k) for k in (
-               "epoch", "loss", "terms", "skipped", "val", "early_stopping", "resumed", "run", "seconds", "device",
-               "config")},
-           "provenance": provenance or {}, "files": files}
+        files.append(
+            plot_acceleration(model, test_samples, coordinate_names, directory / "qdd_test.png").name
+        )
+    doc = {
+        "metrics": metrics,
+        "training": {
+            k: history.get(k)
+            for k in (
+                "epoch",
+                "loss",
+                "terms",
+                "skipped",
+                "val",
+                "early_stopping",
+                "resumed",
+                "run",
+                "seconds",
+                "device",
+                "config",
+            )
+        },
+        "provenance": provenance or {},
+        "files": files,
+    }
     _write_atomically(directory / "metrics.json", json.dumps(doc, indent=2, default=_json_default))
     files.append("metrics.json")
     return {"dir": str(directory), "files": files}

@@ -102,8 +102,11 @@ def training_record(family: Family, spec: RunSpec, history: dict) -> dict:
         # wall-clock seconds of the whole training loop (validations and checkpoints included; a loaded
         # machine stretches it), its process CPU seconds, and the validations' and checkpoints' share
         "seconds": round(history["seconds"], 1),
-        **{k: round(history[k], 1) for k in ("cpu_seconds", "validation_seconds", "checkpoint_seconds")
-           if k in history},
+        **{
+            k: round(history[k], 1)
+            for k in ("cpu_seconds", "validation_seconds", "checkpoint_seconds")
+            if k in history
+        },
     }
 
 
@@ -121,7 +124,9 @@ def test_metrics(
     }
 
 
-def identify_from_bags(spec: RunSpec, data, progress: Callable[[str], None]) -> tuple[dict | None, dict | None]:
+def identify_from_bags(
+    spec: RunSpec, data, progress: Callable[[str], None]
+) -> tuple[dict | None, dict | None]:
     """Recordings: the excitation report (printed) and, with a URDF (the mapping's
     ``robot_description``), the rigid-body prior identified from the training samples."""
     if data.bags is None:
@@ -140,8 +145,10 @@ def identify_from_bags(spec: RunSpec, data, progress: Callable[[str], None]) -> 
             "damping": ident.damping.tolist(),
             "coulomb": ident.coulomb.tolist(),
         }
-        progress(f"URDF prior: {urdf.path} ({len(urdf.joints)} joints), inertial parameters identified from "
-                 f"the {ident.rows}; fit residual {ident.residual_rel:.2e} of the URDF's")
+        progress(
+            f"URDF prior: {urdf.path} ({len(urdf.joints)} joints), inertial parameters identified from "
+            f"the {ident.rows}; fit residual {ident.residual_rel:.2e} of the URDF's"
+        )
     excitation = excitation_report(
         data.train,
         shape.free_joints,
@@ -287,8 +294,15 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
         if family.data == EFFORT_RESIDUALS:
             from .effort_residuals import write_residual_report
 
-            report = write_residual_report(spec.report_folder, history, model, data.test, metrics, provenance,
-                                           data.shape.coordinate_names)
+            report = write_residual_report(
+                spec.report_folder,
+                history,
+                model,
+                data.test,
+                metrics,
+                provenance,
+                data.shape.coordinate_names,
+            )
         elif family.data == TRAJECTORIES:
             report = write_acceleration_report(
                 spec.report_folder,

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..families import EFFORT_RESIDUALS, TRAJECTORIES, Family, Shape
-from .data import model_order, reorder, split_by_trajectory, split_by_trial
+from .data import model_order, reorder, split_by_trajectory
 from .spec import RunSpec
 
 #: Samples per simulated trajectory of a nonholonomic example; sample rate of the chains' trajectories.

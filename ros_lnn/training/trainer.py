@@ -12,13 +12,14 @@ mass matrix can be singular in one batch): on the device, the step's gradients a
 batch is left out of the logged mean; the number skipped is in ``history["skipped"]``. Unlike skipping
 the step on the host, Adam's moments and step count still advance on such a batch (its update is
 the decayed momentum alone). ``grad_clip`` clips the gradient norm (``clip_grad_norm_``, on device)."""
+
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -44,18 +45,20 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     dtype: str = "float32"
-    losses: tuple = ()            # empty: the family's for the data (with_qe)
+    losses: tuple = ()  # empty: the family's for the data (with_qe)
     with_qe: bool = True
-    log_every: int = 100          # epochs between progress lines (the only host syncs)
-    val_every: int = 500          # epochs between validations on the test trials
+    log_every: int = 100  # epochs between progress lines (the only host syncs)
+    val_every: int = 500  # epochs between validations on the test trials
     checkpoint_dir: str | None = None
     checkpoint_every: int = 1000
-    threads: int | None = None    # torch intra-op threads on CPU (None: 1 — this net's ops are too small to split)
-    resume: str | None = None     # checkpoint (file or folder with last.pt) to continue from
-    patience: int = 0             # early stopping: validations without improvement (0: off)
-    min_delta: float = 0.0        # smaller improvements of the monitored metric do not count
-    monitor: str = ""             # validation metric of early stopping (lower is better; "": the family's)
-    compile: bool | str = False   # torch.compile the loss (True: inductor, or a backend name)
+    threads: int | None = (
+        None  # torch intra-op threads on CPU (None: 1 — this net's ops are too small to split)
+    )
+    resume: str | None = None  # checkpoint (file or folder with last.pt) to continue from
+    patience: int = 0  # early stopping: validations without improvement (0: off)
+    min_delta: float = 0.0  # smaller improvements of the monitored metric do not count
+    monitor: str = ""  # validation metric of early stopping (lower is better; "": the family's)
+    compile: bool | str = False  # torch.compile the loss (True: inductor, or a backend name)
     grad_clip: float | None = None  # max gradient norm (None: off)
     skip_non_finite: bool | None = None  # zero the step of a non-finite batch (None: as the family says)
     extra: dict = field(default_factory=dict)
@@ -91,8 +94,13 @@ def make_adam(params, lr: float, weight_decay: float) -> torch.optim.Adam:
         return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
 
 
-def train(model: nn.Module, train_samples: dict, val_samples: dict | None = None, config: TrainConfig | None = None,
-          progress: Callable[[str], None] = print) -> dict:
+def train(
+    model: nn.Module,
+    train_samples: dict,
+    val_samples: dict | None = None,
+    config: TrainConfig | None = None,
+    progress: Callable[[str], None] = print,
+) -> dict:
     """Train ``model`` in place; returns the history (losses per log point, validations, timing)."""
     cfg = config or TrainConfig()
     device, dtype = resolve_device(cfg.device), DTYPES[cfg.dtype]
@@ -107,17 +115,25 @@ def train(model: nn.Module, train_samples: dict, val_samples: dict | None = None
     if not cfg.with_qe and NEEDS_QE & set(names):
         raise ValueError(f"losses {sorted(NEEDS_QE & set(names))} need measured Q_e (with_qe is False)")
     model.to(device=device, dtype=dtype).train()
-    data = {k: torch.as_tensor(np.asarray(train_samples[k]), device=device, dtype=dtype)
-            for k in batch_keys(names)}
+    data = {
+        k: torch.as_tensor(np.asarray(train_samples[k]), device=device, dtype=dtype)
+        for k in batch_keys(names)
+    }
     guard = family.skip_non_finite if cfg.skip_non_finite is None else bool(cfg.skip_non_finite)
     params = [p for p in model.parameters() if p.requires_grad]
     N = data["q"].shape[0]
     optimizer = make_adam(model.parameters(), cfg.lr, cfg.weight_decay)
     gen = torch.Generator(device=device)
     gen.manual_seed(cfg.seed)
-    history: dict[str, Any] = {"epoch": [], "loss": [], "terms": {k: [] for k in names}, "val": [],
-                               "losses": list(names), "config": asdict(cfg) | {"losses": list(names)},
-                               "device": str(device)}
+    history: dict[str, Any] = {
+        "epoch": [],
+        "loss": [],
+        "terms": {k: [] for k in names},
+        "val": [],
+        "losses": list(names),
+        "config": asdict(cfg) | {"losses": list(names)},
+        "device": str(device),
+    }
     if guard:
         history["skipped"] = []
     # loss, each term (and with the guard, the count of finite batches) summed between log points
@@ -128,8 +144,9 @@ def train(model: nn.Module, train_samples: dict, val_samples: dict | None = None
     fingerprint = data_hash({k: train_samples.get(k, ()) for k in FIELDS})  # Q absent for acceleration models
     if cfg.resume:
         settings = history["config"]
-        done, history, steps_since = load_resume(cfg.resume, model, optimizer, gen, acc, stopper, settings,
-                                                 fingerprint, dist.world_size)
+        done, history, steps_since = load_resume(
+            cfg.resume, model, optimizer, gen, acc, stopper, settings, fingerprint, dist.world_size
+        )
         first, prior_seconds = done + 1, history.get("seconds", 0.0)
         history["config"] = settings
         history.setdefault("resumed", []).append({"from": str(cfg.resume), "epoch": done})
@@ -138,12 +155,14 @@ def train(model: nn.Module, train_samples: dict, val_samples: dict | None = None
     # wall time of the loop (``seconds``) and, apart, the process CPU time, validations and checkpoints in it
     start, cpu_start = time.perf_counter(), time.process_time()
     prior_cpu = history.get("cpu_seconds", 0.0)
-    spent = {"validation_seconds": history.get("validation_seconds", 0.0),
-             "checkpoint_seconds": history.get("checkpoint_seconds", 0.0)}
+    spent = {
+        "validation_seconds": history.get("validation_seconds", 0.0),
+        "checkpoint_seconds": history.get("checkpoint_seconds", 0.0),
+    }
     for epoch in range(first, cfg.epochs + 1):
         perm = torch.randperm(N, generator=gen, device=device)
         for i in range(0, N, cfg.batch):
-            idx = distributed.shard(perm[i:i + cfg.batch], dist)
+            idx = distributed.shard(perm[i : i + cfg.batch], dist)
             batch = {k: v[idx] for k, v in data.items()}
             terms = step(batch)
             loss = sum(terms.values())
@@ -179,9 +198,12 @@ def train(model: nn.Module, train_samples: dict, val_samples: dict | None = None
                 history["terms"][k].append(v)
             elapsed = time.perf_counter() - start
             rate = (epoch - first + 1) / elapsed
-            progress(f"epoch {epoch}/{cfg.epochs}  loss {means[0]:.3e}  "
-                     + "  ".join(f"{k} {v:.2e}" for k, v in zip(names, means[1:])) + skipped
-                     + f"  {rate:.1f} epochs/s  eta {(cfg.epochs - epoch) / rate:.0f} s")
+            progress(
+                f"epoch {epoch}/{cfg.epochs}  loss {means[0]:.3e}  "
+                + "  ".join(f"{k} {v:.2e}" for k, v in zip(names, means[1:]))
+                + skipped
+                + f"  {rate:.1f} epochs/s  eta {(cfg.epochs - epoch) / rate:.0f} s"
+            )
         if val_samples is not None and (epoch % cfg.val_every == 0 or epoch == cfg.epochs):
             model.eval()
             t_val = time.perf_counter()
@@ -189,21 +211,36 @@ def train(model: nn.Module, train_samples: dict, val_samples: dict | None = None
             spent["validation_seconds"] += time.perf_counter() - t_val
             model.train()
             history["val"].append({"epoch": epoch, **metrics})
-            progress(f"  validation @ {epoch}: {monitor} {metrics.get(monitor, float('nan')):.2e}"
-                     + (f"  Q_e rel rms {metrics['Q_e_rel_rms']:.2%}" if "Q_e_rel_rms" in metrics else "")
-                     + (f"  non-finite {metrics['non_finite']}" if metrics.get("non_finite") else ""))
+            progress(
+                f"  validation @ {epoch}: {monitor} {metrics.get(monitor, float('nan')):.2e}"
+                + (f"  Q_e rel rms {metrics['Q_e_rel_rms']:.2%}" if "Q_e_rel_rms" in metrics else "")
+                + (f"  non-finite {metrics['non_finite']}" if metrics.get("non_finite") else "")
+            )
             stop = stopper.update(epoch, metrics, model)
-        if cfg.checkpoint_dir and dist.is_main and (epoch % cfg.checkpoint_every == 0 or epoch == cfg.epochs or stop):
+        if (
+            cfg.checkpoint_dir
+            and dist.is_main
+            and (epoch % cfg.checkpoint_every == 0 or epoch == cfg.epochs or stop)
+        ):
             t_ckpt = time.perf_counter()
             history["seconds"] = prior_seconds + t_ckpt - start
             history["cpu_seconds"] = prior_cpu + time.process_time() - cpu_start
             history.update(spent)
-            save_checkpoint(Path(cfg.checkpoint_dir) / "last.pt", model, optimizer, epoch, history,
-                            extra=resume_extra(gen, acc, steps_since, stopper, fingerprint, dist.world_size))
+            save_checkpoint(
+                Path(cfg.checkpoint_dir) / "last.pt",
+                model,
+                optimizer,
+                epoch,
+                history,
+                extra=resume_extra(gen, acc, steps_since, stopper, fingerprint, dist.world_size),
+            )
             spent["checkpoint_seconds"] += time.perf_counter() - t_ckpt
         if stop:
-            progress(f"early stop after epoch {epoch}: {stopper.monitor} did not improve by more than "
-                     f"{stopper.min_delta:g} in {stopper.patience} validations (best {stopper.best:.3e} @ {stopper.best_epoch})")
+            progress(
+                f"early stop after epoch {epoch}: {stopper.monitor} did not improve by more than "
+                f"{stopper.min_delta:g} in {stopper.patience} validations (best {stopper.best:.3e} @ "
+                f"{stopper.best_epoch})"
+            )
             break
     history["seconds"] = prior_seconds + time.perf_counter() - start
     history["cpu_seconds"] = prior_cpu + time.process_time() - cpu_start
@@ -211,14 +248,27 @@ def train(model: nn.Module, train_samples: dict, val_samples: dict | None = None
     history["early_stopping"] = stopper.summary()
     history["run"] = describe()
     if stopper.restore_best(model):
-        progress(f"restored the best weights (epoch {stopper.best_epoch}, {stopper.monitor} {stopper.best:.3e})")
+        progress(
+            f"restored the best weights (epoch {stopper.best_epoch}, {stopper.monitor} {stopper.best:.3e})"
+        )
     model.eval()
     return history
 
 
-def train_acceleration(model: nn.Module, data: dict, *, epochs: int = 100, batch: int = 256, lr: float = 1e-3,
-                       seed: int = 0, progress: Callable[[str], None] | None = None, log_every: int = 10,
-                       dtype: torch.dtype = torch.float64, clip: float = 10.0, forced: bool = False) -> dict:
+def train_acceleration(
+    model: nn.Module,
+    data: dict,
+    *,
+    epochs: int = 100,
+    batch: int = 256,
+    lr: float = 1e-3,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+    log_every: int = 10,
+    dtype: torch.dtype = torch.float64,
+    clip: float = 10.0,
+    forced: bool = False,
+) -> dict:
     """Fit ``q̈`` of an acceleration-family model by mean squared error (the paper's loss; an HNN also
     fits ``q̇``: its family's losses), Adam, through :func:`train` (on the CPU, no validation), as the zoo
     studies do; sets ``model.qd_scale`` from the data; non-finite batches are skipped on the device.
@@ -229,10 +279,19 @@ def train_acceleration(model: nn.Module, data: dict, *, epochs: int = 100, batch
     torch.manual_seed(seed)
     set_qd_scale(model, data["qd"])
     names = family_of(model).losses(model, False)
-    cfg = TrainConfig(epochs=epochs, batch=batch, lr=lr, weight_decay=0.0, seed=seed, device="cpu",
-                      dtype={torch.float32: "float32", torch.float64: "float64"}[dtype],
-                      losses=with_forces(names) if forced else names,
-                      log_every=max(1, min(log_every, epochs)), grad_clip=clip, skip_non_finite=True,
-                      threads=torch.get_num_threads())
+    cfg = TrainConfig(
+        epochs=epochs,
+        batch=batch,
+        lr=lr,
+        weight_decay=0.0,
+        seed=seed,
+        device="cpu",
+        dtype={torch.float32: "float32", torch.float64: "float64"}[dtype],
+        losses=with_forces(names) if forced else names,
+        log_every=max(1, min(log_every, epochs)),
+        grad_clip=clip,
+        skip_non_finite=True,
+        threads=torch.get_num_threads(),
+    )
     say = (lambda line: progress(f"{model.family} {line}")) if progress else (lambda line: None)
     return train(model, data, None, cfg, progress=say)

@@ -13,6 +13,7 @@ Conventions (ours, stated where the paper is silent):
 Every simulation integrates ``w(t) = ∫ q̇ᵀ(Q_damp + Q_ctrl) dt`` alongside the state, so the first law
 ``E(t) − E(0) = w(t)`` can be checked to integrator tolerance.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,9 +42,19 @@ class JointPID:
         return np.asarray(self.kp, float) * err + ki * integral - np.asarray(self.kd, float) * qd
 
 
-def simulate_chain(chain: PlanarChain, duration: float, q0, qd0=None, *, damping=None,
-                   controller: JointPID | None = None, n_samples: int = 501, rtol=1e-9, atol=1e-9,
-                   method: str = "DOP853") -> dict:
+def simulate_chain(
+    chain: PlanarChain,
+    duration: float,
+    q0,
+    qd0=None,
+    *,
+    damping=None,
+    controller: JointPID | None = None,
+    n_samples: int = 501,
+    rtol=1e-9,
+    atol=1e-9,
+    method: str = "DOP853",
+) -> dict:
     """Integrate the free chain (every joint free) under damping and joint control.
 
     Returns t (N,), q, qd, qdd (N, n), E (N,), work (N,) = ∫ q̇ᵀ(Q_damp + Q_ctrl) dt, Q_damp, Q_ctrl
@@ -58,7 +69,7 @@ def simulate_chain(chain: PlanarChain, duration: float, q0, qd0=None, *, damping
     no_servo = np.zeros(0)
 
     def applied(y):
-        q, qd, integral = y[:n], y[n:2 * n], y[2 * n:3 * n]
+        q, qd, integral = y[:n], y[n : 2 * n], y[2 * n : 3 * n]
         Q_damp = -d * qd
         Q_ctrl = np.zeros(n) if controller is None else controller.force(q, qd, integral)
         return q, qd, Q_damp, Q_ctrl
@@ -76,12 +87,22 @@ def simulate_chain(chain: PlanarChain, duration: float, q0, qd0=None, *, damping
         raise RuntimeError(f"chain simulation failed at t={sol.t[-1]:.4g}: {sol.message}")
     Y = sol.y.T
     parts = [applied(y) for y in Y]
-    q, qd = Y[:, :n], Y[:, n:2 * n]
+    q, qd = Y[:, :n], Y[:, n : 2 * n]
     Q_damp = np.stack([p[2] for p in parts])
     Q_ctrl = np.stack([p[3] for p in parts])
     out = chain.dynamics(q, qd, qdd_e=np.zeros((len(q), 0)), Q_f=Q_damp + Q_ctrl)
-    return {"t": sol.t, "q": q, "qd": qd, "qdd": out["qdd"], "E": out["E"], "work": Y[:, -1],
-            "Q_damp": Q_damp, "Q_ctrl": Q_ctrl, "integral": Y[:, 2 * n:3 * n], "chain": chain}
+    return {
+        "t": sol.t,
+        "q": q,
+        "qd": qd,
+        "qdd": out["qdd"],
+        "E": out["E"],
+        "work": Y[:, -1],
+        "Q_damp": Q_damp,
+        "Q_ctrl": Q_ctrl,
+        "integral": Y[:, 2 * n : 3 * n],
+        "chain": chain,
+    }
 
 
 def pd_equilibrium(chain: PlanarChain, controller: JointPID, q_guess=None, iters: int = 50):
@@ -92,8 +113,13 @@ def pd_equilibrium(chain: PlanarChain, controller: JointPID, q_guess=None, iters
     for _ in range(iters):
         r = kp * (controller.target - q) - chain.potential_gradient(q)
         h = 1e-6
-        J = np.stack([(kp * (controller.target - q - h * e) - chain.potential_gradient(q + h * e) - r) / h
-                      for e in np.eye(chain.n)], axis=1)
+        J = np.stack(
+            [
+                (kp * (controller.target - q - h * e) - chain.potential_gradient(q + h * e) - r) / h
+                for e in np.eye(chain.n)
+            ],
+            axis=1,
+        )
         step = np.linalg.solve(J, -r)
         q += step
         if np.max(np.abs(step)) < 1e-13:
@@ -115,15 +141,21 @@ def one_link():
 
 def two_links():
     chain = PlanarChain([Link("joint_1", mass=3.0, length=2.0), Link("joint_2", mass=1.0, length=1.0)])
-    pd = JointPID(np.array([paper_angle(80, True), paper_angle(30, False)]), np.array([100.0, 50.0]),
-                  np.array([50.0, 20.0]))
+    pd = JointPID(
+        np.array([paper_angle(80, True), paper_angle(30, False)]),
+        np.array([100.0, 50.0]),
+        np.array([50.0, 20.0]),
+    )
     return chain, np.array([1.0, 1.0]), pd
 
 
 def three_links():
     chain = two_links()[0].append_link(Link("joint_3", mass=1.0, length=1.0))
-    pd = JointPID(np.array([paper_angle(125, True), paper_angle(30, False), paper_angle(30, False)]),
-                  np.array([1000.0, 1000.0, 500.0]), np.array([200.0, 200.0, 100.0]))
+    pd = JointPID(
+        np.array([paper_angle(125, True), paper_angle(30, False), paper_angle(30, False)]),
+        np.array([1000.0, 1000.0, 500.0]),
+        np.array([200.0, 200.0, 100.0]),
+    )
     return chain, np.array([1.0, 1.0, 1.0]), pd
 
 
@@ -139,13 +171,22 @@ def prismatic_reconstruction():
     """The triple pendulum with link 2 rebuilt as a prismatic joint (``replace_link``), PID-driven from
     its nominal length 1 to 0.1 (coordinate = extension, target −0.9); joints 1 and 3 only damped."""
     chain = three_links()[0].replace_link(1, Link("joint_2", "prismatic", mass=1.0, length=1.0))
-    pid = JointPID(np.array([0.0, 0.1 - 1.0, 0.0]), np.array([0.0, 200.0, 0.0]), np.array([0.0, 50.0, 0.0]),
-                   ki=np.array([0.0, 100.0, 0.0]))
+    pid = JointPID(
+        np.array([0.0, 0.1 - 1.0, 0.0]),
+        np.array([0.0, 200.0, 0.0]),
+        np.array([0.0, 50.0, 0.0]),
+        ki=np.array([0.0, 100.0, 0.0]),
+    )
     return chain, np.array([1.0, 0.0, 1.0]), pid
 
 
-EXAMPLES = {"1 link": one_link, "2 links": two_links, "3 links": three_links, "10 links": ten_links,
-            "prismatic reconstruction": prismatic_reconstruction}
+EXAMPLES = {
+    "1 link": one_link,
+    "2 links": two_links,
+    "3 links": three_links,
+    "10 links": ten_links,
+    "prismatic reconstruction": prismatic_reconstruction,
+}
 
 
 def run_examples(duration: float = 10.0, n_samples: int = 1001, method: str = "LSODA") -> dict:
@@ -158,17 +199,35 @@ def run_examples(duration: float = 10.0, n_samples: int = 1001, method: str = "L
         q0 = np.where([link.kind == "revolute" for link in chain.links], 60 * DEG, 0.0)
         q0[1:] = np.where(np.asarray(q0[1:]) != 0, 20 * DEG, 0.0)
         # the prismatic link has no spring: uncontrolled it would just slide out, so only its PID run
-        entry = {"damped": None if name == "prismatic reconstruction" else
-                 simulate_chain(chain, duration, q0, damping=damping, n_samples=n_samples, method=method)}
+        entry = {
+            "damped": None
+            if name == "prismatic reconstruction"
+            else simulate_chain(chain, duration, q0, damping=damping, n_samples=n_samples, method=method)
+        }
         # PD examples start hanging at rest; in the reconstruction the uncontrolled revolute joints
         # start displaced so that they show their damped swing while link 2 retracts (the paper's Fig. 4)
         start = q0 if ctrl is not None and ctrl.ki is not None else np.zeros(chain.n)
-        entry["controlled"] = (None if ctrl is None else
-                               simulate_chain(chain, duration, start, damping=damping,
-                                              controller=ctrl, n_samples=n_samples, method=method))
+        entry["controlled"] = (
+            None
+            if ctrl is None
+            else simulate_chain(
+                chain, duration, start, damping=damping, controller=ctrl, n_samples=n_samples, method=method
+            )
+        )
         results[name] = entry
     return results
 
 
-__all__ = ["JointPID", "simulate_chain", "pd_equilibrium", "paper_angle", "one_link", "two_links",
-           "three_links", "ten_links", "prismatic_reconstruction", "EXAMPLES", "run_examples"]
+__all__ = [
+    "JointPID",
+    "simulate_chain",
+    "pd_equilibrium",
+    "paper_angle",
+    "one_link",
+    "two_links",
+    "three_links",
+    "ten_links",
+    "prismatic_reconstruction",
+    "EXAMPLES",
+    "run_examples",
+]
