@@ -152,7 +152,7 @@ def test_record_cli_ends_cleanly_on_ctrl_c(tmp_path, publisher):
             publisher[0].publish(js)
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=20)
+        stdout, stderr = proc.communicate(timeout=60)  # liveness bound, generous for a loaded CI machine
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -260,7 +260,7 @@ def test_signal_leaves_last_checkpoint_and_no_model(tmp_path, sig):
         )
         time.sleep(0.5)
         proc.send_signal(sig)
-        printed, _ = proc.communicate(timeout=60)
+        printed, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
