@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bag_helpers import crane_trials, mapping
-from conftest import requires_rclpy
+from conftest import requires_rclpy, sigint_as_in_a_terminal
 from ros_lnn.bags.dataset import load_bag_dataset
 
 pytestmark = requires_rclpy
@@ -144,6 +144,7 @@ def test_record_cli_ends_cleanly_on_ctrl_c(tmp_path, publisher):
         stderr=subprocess.PIPE,
         text=True,
         env=dict(os.environ),
+        preexec_fn=sigint_as_in_a_terminal,
     )
     try:
         assert _wait(lambda: publisher[0].get_subscription_count() > 0, 30), "ros-lnn record never subscribed"
@@ -152,7 +153,7 @@ def test_record_cli_ends_cleanly_on_ctrl_c(tmp_path, publisher):
             publisher[0].publish(js)
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=20)
+        stdout, stderr = proc.communicate(timeout=60)  # liveness bound, generous for a loaded CI machine
     finally:
         if proc.poll() is None:
             proc.kill()

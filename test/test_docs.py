@@ -37,3 +37,10 @@ def test_readme_links_and_quick_start():
     assert "make demo" in readme and "make test" in readme
     for target in re.findall(r"\]\(((?:docs/)?[\w./-]+\.md)(?:#[\w-]+)?\)", readme):
         assert (ROOT / target).is_file(), target
+
+
+def test_no_figure_placeholders_left():
+    """Figures come from runs: a ⟨NAME⟩ placeholder written while a study ran must not outlive it."""
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        left = re.findall(r"⟨[A-Z0-9_]+⟩", path.read_text())
+        assert not left, f"{path.relative_to(ROOT)}: {left}"

@@ -98,7 +98,7 @@ def test_lifecycle_services_drive_a_node_process(ctx, executor):
             h.wait(lambda: js.get_subscription_count() == 1, 20, "the estimator's subscription")
             before = len(force)
             sent = stream(40)
-            h.wait(lambda: len(force) - before >= 25, 20, f"driving_force from the process ({executor})")
+            h.wait(lambda: len(force) - before >= 25, 60, f"driving_force from the process ({executor})")
             n_diag = len(ours())
             h.wait(
                 lambda: len(ours()) > n_diag,

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import requires_torch
+from conftest import requires_torch, sigint_as_in_a_terminal
 
 pytestmark = requires_torch
 
@@ -241,7 +241,13 @@ def _cli_train(tmp_path, extra=()):
     ]
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
     return out, subprocess.Popen(
-        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=sigint_as_in_a_terminal,
     )
 
 
@@ -260,7 +266,7 @@ def test_signal_leaves_last_checkpoint_and_no_model(tmp_path, sig):
         )
         time.sleep(0.5)
         proc.send_signal(sig)
-        printed, _ = proc.communicate(timeout=60)
+        printed, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -45,7 +45,7 @@ from .process import spin
 from .qos import SENSOR_QOS
 from .stamps import ns_to_stamp
 
-PARAMETERS = (
+PARAMETERS: tuple[tuple[str, object, str], ...] = (  # name, default, description
     ("robot_description", "", "URDF of the arm; empty = model_path"),
     ("model_path", "", "URDF/YAML; empty = the shipped config/dac_chain.urdf"),
     ("joint_names", [], "joint order of effort_commands and joint_states; empty = the model's moving joints"),

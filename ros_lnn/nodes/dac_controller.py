@@ -33,6 +33,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -45,7 +46,7 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ..control.dac import LAWS, Gains
-from ..control.pipeline import DacPipeline
+from ..control.pipeline import DacPipeline, PipelineOutput
 from ..errors import ConfigError, RosLnnError
 from . import compat
 from .diagnostics import CountWindow, RateLatency, diagnostic_status, status_name, warn_throttled
@@ -55,6 +56,9 @@ from .process import init_ros, run_node_process
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 from .serialized import SerializedTemplate
 from .stamps import duration_ns, stamp_ns
+
+if TYPE_CHECKING:
+    from ..control.frames import FrameTable
 
 
 def _obstacle_quadruples(values) -> str:
@@ -404,12 +408,12 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         self._residual_fault_time = self._singular_time = -math.inf
         self._tf_buffer = self._tf_listener = None
         self._tf_available = False
-        self._frames = None
+        self._frames: FrameTable | None = None
         self.stats = RateLatency()
-        self.cpu_times = deque(
+        self.cpu_times: deque[float] = deque(
             maxlen=self.stats.latencies.maxlen
         )  # callback thread CPU per processed sample [s]
-        self._marker_sample = None
+        self._marker_sample: tuple[PipelineOutput, np.ndarray] | None = None
 
     def p(self, name):
         return self.values[name]
@@ -453,12 +457,12 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             path = Path(self.p("model_path")) if self.p("model_path") else shipped_model_path()
             model = load_model(path)
             model.gravity = np.asarray(gravity, float)
-        obstacles = [float(v) for v in self.p("obstacles")]
-        if len(obstacles) % 4:
+        numbers = [float(v) for v in self.p("obstacles")]
+        if len(numbers) % 4:
             raise ConfigError(
-                f"parameter obstacles has {len(obstacles)} numbers; give x, y, z, radius per obstacle"
+                f"parameter obstacles has {len(numbers)} numbers; give x, y, z, radius per obstacle"
             )
-        obstacles = [(obstacles[i : i + 3], obstacles[i + 3]) for i in range(0, len(obstacles), 4)]
+        obstacles = [(numbers[i : i + 3], numbers[i + 3]) for i in range(0, len(numbers), 4)]
         names = self.p("joint_names") or None
         limits = [float(v) for v in self.p("effort_limits")] or None
         if limits is None:  # every joint that takes an effort (revolute, prismatic), in the pipeline's order
@@ -586,14 +590,16 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             # off the per-sample path: building and converting a MarkerArray costs more than a whole step
             self._timers.append(self.create_timer(float(self.p("marker_period_s")), self._publish_markers))
         self._marker_sample = None
-        self.last_state_time = None
-        self.last_target_time = None
+        self.last_state_time: float | None = None
+        self.last_target_time: float | None = None
         self.stale = False
-        self.last_output = None
+        self.last_output: PipelineOutput | None = None
         self._target_timeout = float(self.p("target_timeout_s"))  # read once: the message path stays lean
         self._state_timeout = float(self.p("state_timeout_s"))
-        self._name_order = (None, None)  # (joint_states names, their indices of joint_names)
+        # (joint_states names, their indices of joint_names)
+        self._name_order: tuple[list[str] | None, np.ndarray | None] = (None, None)
         self._start_tf()
+        assert self.pipeline is not None  # activate follows a successful configure
         self.pipeline.hold()
         self.window.start(self.counts)
         if float(self.p("circle_radius")) > 0:
@@ -628,6 +634,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _on_ee_target(self, msg: PoseStamped) -> None:
+        assert self.pipeline is not None  # subscriptions live from activate to deactivate
         frame = msg.header.frame_id
         p, o = msg.pose.position, msg.pose.orientation
         try:
@@ -645,6 +652,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
     def _to_world(self, frame: str, position, quat):
         """A target given in ``frame`` in the world frame ``frame_id``: the fixed frames of the
         ``target_frames`` table first, then tf2 (where tf2_ros is installed and ``use_tf`` is set)."""
+        assert self._frames is not None  # built by configure with the pipeline
         if frame in self._frames:
             return self._frames.to_world(frame, position, quat)
         world = self.p("frame_id")
@@ -671,7 +679,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         """tf2_ros's buffer and listener (/tf, /tf_static) where tf2_ros is installed and ``use_tf``."""
         self._tf_buffer = self._tf_listener = None
         try:
-            import tf2_ros
+            import tf2_ros  # type: ignore[import-not-found,import-untyped]  # optional, untyped where installed
         except ImportError:
             self._tf_available = False
             return
@@ -681,6 +689,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             self._tf_listener = tf2_ros.TransformListener(self._tf_buffer, self)
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
+        assert self.pipeline is not None  # subscriptions live from activate to deactivate
         names = list(msg.joint_names)
         missing = [j for j in self.pipeline.joint_names if j not in names]
         if missing or not msg.points:
@@ -707,6 +716,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             self._reject("bad_trajectory", f"~/joint_trajectory: {exc}")
 
     def _on_joint_state(self, msg: JointState) -> None:
+        assert self.pipeline is not None  # subscriptions live from activate to deactivate
         t0, c0 = time.perf_counter(), time.thread_time()
         self.stats.arrive()
         names = msg.name
@@ -736,6 +746,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
                     return self._reject("duplicate_names", f"joint_states names a joint twice: {listed}")
                 idx = np.array([listed.index(j) for j in self.pipeline.joint_names], dtype=np.intp)
                 self._name_order = (listed, idx)
+            assert idx is not None  # cached with the names it was built for
             q = np.asarray(msg.position, dtype=float).take(idx)
             qd = np.asarray(msg.velocity, dtype=float).take(idx) if len(msg.velocity) == len(names) else None
         except (ValueError, IndexError):
@@ -803,6 +814,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             self.counts["residual_clipped"] += 1
         from ..physics.multibody_pin import effort_port
 
+        assert self.pipeline is not None  # called from _on_joint_state
         residual = np.zeros(len(self.pipeline.pinocchio.joint_names))
         residual[:] = self.pipeline.model_order(out.efforts.residual_part)
         return port + effort_port(out.data, residual)
@@ -834,6 +846,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
     # -- outputs --------------------------------------------------------------------------------
     def _markers(self, out, port) -> MarkerArray:
         frame, stamp = self.p("frame_id"), self.get_clock().now().to_msg()
+        assert self.pipeline is not None  # the marker timer lives from activate to deactivate
         model = self.pipeline.model
         n = model.n_bodies
         scale = float(self.p("force_scale"))
@@ -917,6 +930,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             )
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
+        assert self.pipeline is not None  # the diagnostics timer lives from activate to deactivate
         msg.status = [diagnostic_status(status_name(self), self.pipeline.model.name, level, message, values)]
         self._pubs["diagnostics"].publish(msg)
 

@@ -31,7 +31,7 @@ from .diagnostics import warn_throttled
 from .params import declare, param
 from .process import init_ros, spin
 
-PARAMETERS = (
+PARAMETERS: tuple[tuple[str, object, str], ...] = (  # name, default, description
     ("timeout_s", 0.1, "zeros are sent when no valid command arrived for this long [s]"),
     ("period_s", 0.02, "how often the watchdog checks, and repeats zeros while commands are missing [s]"),
     (

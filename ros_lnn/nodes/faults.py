@@ -118,6 +118,7 @@ class NodeProcess:
         self._reader.start()
 
     def _drain(self) -> None:
+        assert self.proc.stdout is not None  # opened with stdout=PIPE
         for line in self.proc.stdout:
             self.log.append(line.rstrip("\n"))
 
@@ -479,7 +480,7 @@ def _arm_normal(driver: Driver, target: Target, k: int) -> None:
 
 
 def servo_lnn_target(model_path: str = "") -> Target:
-    params = {
+    params: dict[str, object] = {
         "autostart": True,
         "diagnostics_period_s": 0.1,
         "marker_rate_hz": 10.0,
@@ -619,6 +620,7 @@ def _with_model(text: str | None = None, build=None, label: str = ""):
         if build is not None:
             build(path)
         else:
+            assert text is not None  # the forged metadata, when no build is given
             _forge_metadata(default_model_path(), path, text)
         driver.stream_on[target] = False
         try:

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rclpy.subscription import Subscription
+    from rclpy.timer import Timer
+
 
 def configure_and_activate(node, configured) -> bool:
     """Lifecycle configure, then activate; False (the error already logged) when ``configured()`` says
@@ -23,6 +29,14 @@ class LifecycleTeardown:
 
     _configured_attribute = ""
     _io_attributes: tuple = ()
+    _subs: list[Subscription[Any]]
+    _timers: list[Timer]
+
+    if TYPE_CHECKING:  # provided by rclpy's Node, which follows this mixin in the bases
+
+        def destroy_subscription(self, subscription: Subscription[Any]) -> bool: ...
+
+        def destroy_timer(self, timer: Timer) -> bool: ...
 
     def _drop_io(self) -> None:
         for sub in self._subs:

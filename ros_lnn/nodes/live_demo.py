@@ -66,6 +66,7 @@ def run_live_demo(
     compared with the truth, 1 otherwise. ``out``: stream for the table (default stdout);
     ``summary``: a dict filled with the final counts and mean errors."""
     import rclpy
+    from rclpy.node import Node
     from rclpy.parameter import Parameter
 
     from ..inference.runtime import default_model_path
@@ -80,7 +81,7 @@ def run_live_demo(
     model_path = str(model_path or default_model_path())
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
-    nodes = []
+    nodes: list[Node] = []
     try:
         sim_params = [Parameter("rate_hz", value=float(rate_hz))] + [
             Parameter(k, value=v) for k, v in (sim_overrides or {}).items()
@@ -101,6 +102,7 @@ def run_live_demo(
         probe = rclpy.create_node("live_demo_probe", context=context)
         nodes.append(probe)
         comp = _Comparison()
+        assert est.runtime is not None  # start() configured it
         nf = est.runtime.n_f
 
         def sub(topic, msg_type, side, handler):
@@ -141,7 +143,7 @@ def run_live_demo(
         published = [sim.counts["published"]]
         next_print = t_start + print_period_s
         total_pairs = 0
-        errors = {"Q_e": [], "qdd_f": [], "E": []}
+        errors: dict[str, list[float]] = {"Q_e": [], "qdd_f": [], "E": []}
         energy_zero = None
         while time.monotonic() - t_start < duration_s:
             executor.spin_once(timeout_sec=0.01)

@@ -22,7 +22,8 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 try:
-    from ros_lnn_msgs.msg import DynamicsPrediction, Energy
+    # generated interface package: no py.typed marker, and not built everywhere
+    from ros_lnn_msgs.msg import DynamicsPrediction, Energy  # type: ignore[import-untyped,import-not-found]
 except ImportError:  # the interface package is not built here: the standard types below stand in
     DynamicsPrediction = Energy = None
 

@@ -61,7 +61,8 @@ class Param:
     def item_kind(self) -> type:
         if self.items is not None:
             return self.items
-        return type(self.default[0]) if self.default else float
+        default = self.default
+        return type(default[0]) if isinstance(default, list) and default else float
 
     def constraints(self) -> str:
         """The rule in words (shown by ``ros2 param describe``)."""
@@ -238,7 +239,7 @@ class ParameterTable:
 
         self.declare(node)
         values = self.coerce(self.read(node))
-        started = []
+        started: list[bool] = []
 
         def check(parameters) -> SetParametersResult:
             result = self.check_set(parameters, self.read(node), configured(), bool(started))

@@ -21,7 +21,7 @@ class SerializedTemplate:
     header's builtin_interfaces/Time, "<dd" for seconds and nanoseconds as two float64 entries, None for
     a message without a stamp (``fill`` then ignores ``sec``/``nanosec``)."""
 
-    def __init__(self, build, sizes, stamp_format: str = "<iI"):
+    def __init__(self, build, sizes, stamp_format: str | None = "<iI"):
         from rclpy.serialization import deserialize_message, serialize_message
 
         self.build, self.sizes, self.stamp_format = build, tuple(int(n) for n in sizes), stamp_format

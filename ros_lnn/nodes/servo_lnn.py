@@ -25,6 +25,7 @@ import os
 import sys
 import time
 from array import array
+from typing import TYPE_CHECKING
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -66,6 +67,11 @@ from .process import init_ros, run_node_process
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 from .serialized import PackedMessages
 from .stamps import duration_ns, seconds_to_duration
+
+if TYPE_CHECKING:
+    from rclpy.timer import Timer
+
+    from ..inference.runtime import ServoLnnRuntime
 
 COMMAND_TYPES = ("trajectory", "array", "none")
 AXES = {
@@ -281,7 +287,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
 
     def __init__(self, node_name: str = "servo_lnn", **kwargs):
         super().__init__(node_name, **kwargs)
-        self.runtime = None
+        self.runtime: ServoLnnRuntime | None = None
         self.estimator: ServoEstimator | None = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
@@ -295,7 +301,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         self.stats = RateLatency()
         self._arrivals, self._latencies = self.stats.arrivals, self.stats.latencies
         self.window = CountWindow()
-        self.last_input = None
+        self.last_input: float | None = None
         self._latency_path = ""
         self._latency_log, self._cpu_log, self._model_cpu_log = array("d"), array("d"), array("d")
 
@@ -343,6 +349,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
             self.get_logger().error(f"configure failed: {self.last_error}")
             return TransitionCallbackReturn.FAILURE
         rt = self.runtime
+        assert rt is not None  # _configure sets it or raises
         self.get_logger().info(
             f"configured: model {rt.model_id} ({rt.metadata.family}), free joints "
             f"{rt.free_joints}, servo joints {rt.servo_joints}"
@@ -377,7 +384,8 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         self.runtime = runtime
         self.reader = JointStateReader(runtime.joints, runtime.n_f, state=self.estimator.joint_state)
         self._packers: dict = {}
-        self._marker_timer, self._marker_stamp = None, None
+        self._marker_timer: Timer | None = None
+        self._marker_stamp: tuple[int, int] | None = None
         self._rollout_due = 0.0
         self._latency_path = v["latency_log"]
         report_interfaces(self.get_logger())
@@ -436,6 +444,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
                 self._marker_timer = self.create_timer(1.0, self._publish_markers)
                 self._timers.append(self._marker_timer)
                 self._set_marker_rate()
+            assert self.estimator is not None  # activate follows a successful configure
             self.estimator.reset()
             self.last_input = None
             self.window.start(self.counts)
@@ -498,6 +507,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
                 "stale", f"stamp is {(now_ns - ns) * 1e-9:.3f} s old (max_input_age_s {max_age})"
             )
         est = self.estimator
+        assert est is not None  # subscriptions live from activate to deactivate
         sample = est.step_in_place(ns, reader.qd is not None, reader.effort_free)
         if sample is None:
             reason = est.skipped
@@ -542,6 +552,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
     def _make_packer(self, frame: str) -> PackedMessages:
         """The three per-sample outputs for one frame_id, serialized from the estimator's sample vector."""
         est = self.estimator
+        assert est is not None  # called from _process
         L = est.layout
         servo, joints, n_f = list(est.servo_joints), list(est.joints), est.n_f
         q_e, qd_e = slice(L["q"].start + n_f, L["q"].stop), slice(L["qd"].start + n_f, L["qd"].stop)
@@ -571,6 +582,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         except Exception as exc:  # noqa: BLE001 - rclpy raises several types for bytes it cannot read
             return self._bad_command(f"not a JointTrajectory ({type(exc).__name__})")
         est = self.estimator
+        assert est is not None  # subscriptions live from activate to deactivate
         names = list(msg.joint_names)
         if len(set(names)) != len(names):
             return self._bad_command(f"joint_names {names} repeat a name")
@@ -610,6 +622,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
 
     @guarded("servo_commands")
     def _on_array(self, raw: bytes) -> None:
+        assert self.estimator is not None  # subscriptions live from activate to deactivate
         if len(raw) > MAX_ARRAY_COMMAND_BYTES:
             return self._bad_command(
                 f"{len(raw)} bytes; an array command of {self.estimator.n_e} servo joints is far smaller"
@@ -686,6 +699,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         if rate <= 0 or now < self._rollout_due:
             return
         self._rollout_due = now + 1.0 / rate
+        assert self.estimator is not None  # called from _process
         try:
             rollout = self.estimator.predict_free_motion(
                 self.values["rollout_horizon_s"], self.values["rollout_dt_s"]
@@ -750,15 +764,15 @@ def write_latency_log(node: ServoLnnNode) -> None:
     if not path:
         return
     evaluate_cpu = array("d")
-    est = node.estimator
-    if est is not None and node.counts["processed"]:
+    est, runtime = node.estimator, node.runtime
+    if est is not None and runtime is not None and node.counts["processed"]:
         L = est.layout
         sample = est.last_sample.copy()
         q, qd = sample[L["q"]], sample[L["qd"]]
         qdd_e, Q_f = sample[L["qdd"]][est.n_f :], sample[L["Q_f"]]
         for _ in range(2000):
             c = time.thread_time()
-            node.runtime.evaluate(q, qd, qdd_e, Q_f)
+            runtime.evaluate(q, qd, qdd_e, Q_f)
             evaluate_cpu.append(time.thread_time() - c)
     try:
         np.savez(

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from rclpy.serialization import deserialize_message
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
@@ -312,7 +314,7 @@ class SimNode(Node):
                 "position-driven and take no effort)"
             )
         self.effort_cols = [self.free_names.index(j) for j in self.effort_joints]
-        self.last_effort_time = None
+        self.last_effort_time: float | None = None
         self.dt = 1.0 / values["rate_hz"]
         self.substeps = values["substeps"]
 
@@ -321,6 +323,7 @@ class SimNode(Node):
         self.js_pub = pub(
             JointState, "joint_states", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
         )
+        self.gt_pubs: tuple[Publisher[Any], Publisher[Any], Publisher[Any]] | None
         if values["publish_ground_truth"]:
             self.gt_pubs = (
                 pub(
@@ -366,7 +369,7 @@ class SimNode(Node):
 
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.origin_ns = 0 if self.clock_pub else self.get_clock().now().nanoseconds
-        self.wall_start = None  # set by the first tick, so start-up time is not "behind"
+        self.wall_start: float | None = None  # set by the first tick, so start-up time is not "behind"
         self.k = 0
         self.create_timer(self.dt / values["real_time_factor"], self._tick, clock=steady)
         if values["plan_horizon_s"] > 0 and values["plan_rate_hz"] > 0 and n_e:

@@ -196,7 +196,8 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
     progress(data.summary)
 
     prior, excitation = identify_from_bags(spec, data, progress)
-    dissipation = resolve_dissipation(spec.dissipation, data)
+    # learned dissipation is part of the ServoLNN graph; other families model friction their own way
+    dissipation = resolve_dissipation(spec.dissipation, data) if family.model_family == "servo_lnn" else ""
     if dissipation and spec.dissipation == "auto":  # what auto chose is part of the command line
         spec = dataclasses.replace(spec, dissipation=dissipation)
         progress(f"dissipation: {dissipation} (auto: the recordings measure no force)")
