@@ -113,7 +113,7 @@ def joint_trajectory_layout(raw: bytes) -> Layout:
 
 def float64_array_layout(raw: bytes) -> Layout:
     cur = _Cursor(raw)
-    dims = []
+    dims: list[tuple[str, int, int] | int] = []  # (label, size, stride) per dim, then data_offset
     for _ in range(cur.u32()):
         label = cur.string()
         dims.append((label, cur.u32(), cur.u32()))
@@ -157,7 +157,7 @@ def decode_messages(raws: list, msgtype: str, max_layouts: int = 64) -> list[Gro
     the first message that does not parse."""
     parse = LAYOUTS[msgtype]
     lengths = np.fromiter((len(r) for r in raws), dtype=np.int64, count=len(raws))
-    groups = []
+    groups: list[Group] = []
     for size in np.unique(lengths):
         index = np.flatnonzero(lengths == size)
         matrix = np.frombuffer(b"".join([raws[i] for i in index]), dtype=np.uint8).reshape(len(index), size)
@@ -186,6 +186,8 @@ def encode_messages(template: bytes, msgtype: str, stamp_ns=None, arrays=None) -
     if stamp_ns is not None:
         stamp_ns = np.asarray(stamp_ns, dtype=np.int64)
         s = layout.stamp
+        if s is None:
+            raise CdrError(f"{msgtype} has no header stamp to set")
         rows[:, s : s + 4] = (stamp_ns // 1_000_000_000).astype("<i4").view(np.uint8).reshape(count, 4)
         rows[:, s + 4 : s + 8] = (stamp_ns % 1_000_000_000).astype("<u4").view(np.uint8).reshape(count, 4)
     for field, values in arrays.items():

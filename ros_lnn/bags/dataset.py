@@ -15,6 +15,7 @@ import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -138,6 +139,7 @@ def _read_bag(path, mapping: BagMapping, summary) -> list:
         for key in ("recv_ns", "stamp_ns"):
             setattr(js_stream, key, getattr(js_stream, key)[~bad])
         js_stream.values = {k: v[~bad] for k, v in js_stream.values.items()}
+        assert js_stream.stamp_ns is not None  # joint states carry a header
         if not len(js_stream.stamp_ns):
             raise DataError(
                 f"{name}: every message on {js_stream.topic} has NaN or inf positions for the joints "
@@ -394,7 +396,7 @@ def load_bag_dataset(paths, mapping: BagMapping) -> BagDataset:
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not paths:
         raise DataError("no bag given; pass --bag PATH")
-    summary = {
+    summary: dict[str, Any] = {
         "bags": [],
         "streams": {},
         "skipped_topics": {},

@@ -56,7 +56,7 @@ def normalise_topic(topic: str) -> str:
 
 def topic_types(reader) -> dict:
     """``{"/topic": {"type": msgtype, "count": messages}}`` for every topic in the bag."""
-    out = {}
+    out: dict[str, dict] = {}
     for conn in reader.connections:
         entry = out.setdefault(normalise_topic(conn.topic), {"type": conn.msgtype, "count": 0})
         entry["count"] += conn.msgcount

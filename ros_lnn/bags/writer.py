@@ -64,8 +64,8 @@ class BagWriter:
             raise DataError(f"{self.path} exists already; remove it or choose another bag path")
         self.storage, self.version = storage, version
         self.store = _typestore()
-        self.streams = []  # (topic, msgtype, recv_ns array, list of raw messages)
-        self.custom = {}
+        self.streams: list[tuple[str, str, np.ndarray, list[bytes]]] = []  # (topic, msgtype, recv_ns, raws)
+        self.custom: dict[str, str] = {}
 
     def _template(self, msgtype, **fields):
         return bytes(self.store.serialize_cdr(self.store.types[msgtype](**fields), msgtype))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import platform
 import time
+from typing import Any
 
 import numpy as np
 
@@ -266,7 +267,7 @@ def _bench_node_rate_process(
     namespace = "/bench_dac"
     ctx = rclpy.Context()
     rclpy.init(args=[], context=ctx)
-    overrides = (
+    overrides: list[Parameter] = (
         [] if input_queue_depth is None else [Parameter("input_queue_depth", value=int(input_queue_depth))]
     )
     if residual_model:
@@ -381,7 +382,7 @@ def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
     for t in threads:
         t.join(timeout=2)
     lat = np.array([v for _, v in node.stats.latencies]) * 1e6
-    out = {
+    out: dict[str, Any] = {
         "feeder": "thread",
         "requested_rate_hz": rate_hz,
         "sent_rate_hz": sent / elapsed,
@@ -430,7 +431,7 @@ def bench_dac_node(args) -> dict:
     duration = float(getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 10.0))
     model = getattr(args, "model", None) or str(shipped_residual_model())
     load = os.getloadavg()
-    out = {
+    out: dict[str, Any] = {
         "model_only": bench_node_rate(duration),
         "learned_port": bench_node_rate(duration, residual_model=model),
         "port_call": port_call_time(model, 300 if getattr(args, "quick", False) else 3000),

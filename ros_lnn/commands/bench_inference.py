@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -63,7 +64,7 @@ def bench_inference(args) -> dict:
     ).eval()
     autograd_model = AutogradServoLNN.from_model(model)
     q, qd, qdd_e, Q_f = _inputs(1000, model.n_f, model.n_e)
-    results = {
+    results: dict[str, Any] = {
         "machine": machine_description(),
         "load_average_before": os.getloadavg()[0],
         "threads": 1,

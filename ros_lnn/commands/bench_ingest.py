@@ -9,6 +9,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -134,7 +135,7 @@ def pipeline_rate(path, messages) -> dict:
 def bench_ingest(args) -> dict:
     messages = 200_000 if getattr(args, "quick", False) else 1_000_000
     repeats = 1 if getattr(args, "quick", False) else 3
-    results = {"messages": messages, "storages": {}}
+    results: dict[str, Any] = {"messages": messages, "storages": {}}
     workdir = Path(tempfile.mkdtemp(prefix="ros_lnn_ingest_"))
     try:
         for storage in ("sqlite3", "mcap"):

@@ -111,6 +111,7 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
             pub.get_subscription_count() == 0 or node.count_publishers(f"{ns}/servo_lnn/driving_force") == 0
         ) and time.monotonic() < deadline:
             if proc.poll() is not None:
+                assert proc.stdout is not None  # started with stdout=PIPE
                 raise RuntimeError(f"estimator exited: {proc.stdout.read().decode(errors='replace')}")
             time.sleep(0.05)
         time.sleep(1.0)  # the estimator's subscription and our subscription matched

@@ -114,7 +114,7 @@ def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds
     for impl in impls.values():  # warm-up (allocator, kernels, lazy init)
         run(impl, 2)
     _sync(device)
-    times = {k: [] for k in impls}
+    times: dict[str, list[float]] = {k: [] for k in impls}
     for _ in range(rounds):
         for name, impl in impls.items():
             model.load_state_dict(state)  # both time the same region of weight space
@@ -229,7 +229,7 @@ def paper_schedule(
         val_every=run_epochs + 1,
         compile=compile,
     )
-    lines = []
+    lines: list[str] = []
     history = run_training(model, train, None, cfg, progress=progress or lines.append)
     seconds = history["seconds"]
     full = seconds * PAPER["epochs"] / run_epochs

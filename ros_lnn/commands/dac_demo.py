@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,7 @@ def simulate_demo(duration: float = 6.0, dt: float = 4e-3, avoidance: bool = Tru
         obstacle_eta=5.0 if avoidance else 0.0,
     )
     field, ee = pipe.controller.obstacles, pipe.controller.end_effector
+    assert field is not None  # the pipeline was given the obstacle
     p0 = end_effector_state(arm, pipe.kinematics(Q_START, np.zeros(arm.n_bodies)), ee)[0]
     path = circle_path(
         p0 - np.array([0, 0, CIRCLE_RADIUS]), CIRCLE_RADIUS, CIRCLE_PERIOD, (-1.0, 0.0, 0.0), np.pi
@@ -87,18 +89,22 @@ def simulate_demo(duration: float = 6.0, dt: float = 4e-3, avoidance: bool = Tru
         out = pipe.step(q, qd, t)  # the controller's view at the sample instant (logged)
         log["step_us"].append((time.perf_counter() - t0) * 1e6)
         res, cmd = out.result, out.efforts
-        log["t"].append(t), log["ee"].append(out.ee_position.copy())
-        log["target"].append(path(t).position), log["error"].append(np.linalg.norm(res.task_error))
-        log["V"].append(res.lyapunov), log["clearance"].append(clearances(field, out.data).min())
-        log["saturation"].append(cmd.saturation_ratio), log["effort"].append(cmd.effort)
+        log["t"].append(t)
+        log["ee"].append(out.ee_position.copy())
+        log["target"].append(path(t).position)
+        log["error"].append(np.linalg.norm(res.task_error))
+        log["V"].append(res.lyapunov)
+        log["clearance"].append(clearances(field, out.data).min())
+        log["saturation"].append(cmd.saturation_ratio)
+        log["effort"].append(cmd.effort)
         if i < steps:
             q, qd = rk4_step(pipe.pinocchio, q, qd, dt, efforts, t)
             t = (i + 1) * dt
         if progress is not None and i % 250 == 0:
             progress(i, steps)
-    out = {k: np.asarray(v) for k, v in log.items()}
-    out["disturbance"] = DISTURBANCE[:2]
-    return out
+    arrays: dict[str, Any] = {k: np.asarray(v) for k, v in log.items()}
+    arrays["disturbance"] = DISTURBANCE[:2]
+    return arrays
 
 
 def summarize(out: dict) -> dict:
@@ -326,6 +332,7 @@ def train_port(bag, folder: Path, epochs: int, progress=print) -> Path:
         log_every=max(1, epochs // 5),
     )
     result = run(spec, progress=progress)
+    assert result is not None  # one process: it reports
     progress(result.test_summary)
     return out
 

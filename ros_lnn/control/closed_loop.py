@@ -72,7 +72,7 @@ def sampled_loop(
         states[out.efforts.residual_state] = states.get(out.efforts.residual_state, 0) + 1
         qm, qdm = pipe.model_order(q), pipe.model_order(qd)
         um = pipe.model_order(u)
-        qm, qdm = rk4_step(pm, qm, qdm, dt, lambda tk, qk, qdk, um=um: um, t, dynamics=dynamics)
+        qm, qdm = rk4_step(pm, qm, qdm, dt, lambda tk, qk, qdk: um, t, dynamics=dynamics)
         q, qd = qm.take(pipe._to_configured), qdm.take(pipe._to_configured)
     return LoopLog(np.arange(steps) * dt, log["q"], log["qd"], log["u"], ee, goal, states)
 

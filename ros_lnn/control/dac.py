@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -35,6 +36,9 @@ from ..physics.multibody import MultibodyData, MultibodyModel, gravity_port
 from ..physics.multibody_quaternion import attitude_error, cross, matrix_to_quat, quat_mul_conj, skew
 from .mobility import ConstraintOperators, JointSpaceOperators, guarded_task_inverse
 from .obstacles import ObstacleField, potential_gradient
+
+if TYPE_CHECKING:
+    from ..physics.multibody_pin import JointSpaceData
 
 LAWS = ("velocity", "pose", "end_effector")
 
@@ -213,7 +217,7 @@ class DacController:
             self._kd[: 3 * n] *= model.masses.repeat(3)
         self._m3 = model.masses.repeat(3)
         self._kd_rate = np.repeat([float(self.gains.kd_linear), float(self.gains.kd_angular)], 3 * n)
-        self._eyes = {}
+        self._eyes: dict[tuple[int, float], np.ndarray] = {}
         self._lam_task = np.repeat([self.gains.lambda_position, self.gains.lambda_attitude], 3)
         self._lam = np.concatenate(
             [np.full(3 * n, self.gains.lambda_position), np.full(3 * n, self.gains.lambda_attitude)]
@@ -310,17 +314,17 @@ class DacController:
         return nu_r, nu_r_dot, e, U
 
     # ---------------------------------------------------------------- the law
-    def compute(self, data: MultibodyData, target, ops=None) -> DacResult:
+    def compute(self, data: MultibodyData | JointSpaceData, target, ops=None) -> DacResult:
         """``ops``: how 𝓐 and P are applied (:mod:`ros_lnn.control.mobility`); default the Schur
         complement, valid at any state, or for a joint-state workspace (Pinocchio,
         :class:`ros_lnn.physics.multibody_pin.JointSpaceData`) ``𝓐 = G H⁻¹ Gᵀ``."""
         model = self.model
         if ops is None:
-            ops = (
-                JointSpaceOperators(model, data, data.G, data.G_dot)
-                if getattr(data, "joint_space", False)
-                else ConstraintOperators(model, data)
-            )
+            if getattr(data, "joint_space", False):
+                js = cast("JointSpaceData", data)  # Pinocchio's workspace, not imported here
+                ops = JointSpaceOperators(model, js, js.G, js.G_dot)
+            else:
+                ops = ConstraintOperators(model, data)
         U = 0.0
         if self.law == "velocity":
             if not isinstance(target, VelocityTarget):

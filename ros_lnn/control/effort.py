@@ -79,7 +79,8 @@ class PortToEfforts:
                     f"joint '{model.joints[jidx].name}' is {kind}: only revolute and prismatic joints "
                     "take efforts"
                 )
-            cols.append(c), names.append(model.joints[jidx].name)
+            cols.append(c)
+            names.append(model.joints[jidx].name)
             c += width
         names_model = names
         joint_names = list(joint_names or names_model)
@@ -138,7 +139,7 @@ class PortToEfforts:
         model_part = gen if self._identity else gen.take(self._cols)
         state = "off"
         if self.residual is not None:
-            res = np.asarray(self.residual(q, qd, qdd_r), dtype=float).reshape(model_part.shape)
+            res: np.ndarray = np.asarray(self.residual(q, qd, qdd_r), dtype=float).reshape(model_part.shape)
             state = "ok"
             if not math.isfinite(float(res.dot(res))):
                 # a learned part that fails must not poison the command

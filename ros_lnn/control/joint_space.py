@@ -118,8 +118,8 @@ class EndEffectorLawJointSpace:
         body = np.arange(n)
         local = pmodel.body_lever.copy()
         if self._field is not None:
-            pb = np.asarray(field.points_body, dtype=int)
-            offsets = np.asarray(field.points_offset, float).reshape(-1, 3)
+            pb = np.asarray(self._field.points_body, dtype=int)
+            offsets = np.asarray(self._field.points_offset, float).reshape(-1, 3)
             body = np.concatenate([body, pb])
             local = np.concatenate(
                 [local, pmodel.body_lever[pb] + (pmodel.body_rotation[pb] @ offsets[:, :, None])[:, :, 0]]

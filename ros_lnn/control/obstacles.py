@@ -41,16 +41,18 @@ class ObstacleField:
             )
 
 
-def default_control_points(model, exclude_bodies=()):
+def default_control_points(model, exclude_bodies=()) -> tuple[np.ndarray, np.ndarray]:
     """The CoM of every body and every joint point on it (the paper uses the CoMs of bodies 1…N−1)."""
     bodies, offsets = [], []
     for b in range(model.n_bodies):
         if b in exclude_bodies:
             continue
-        bodies.append(b), offsets.append(np.zeros(3))
+        bodies.append(b)
+        offsets.append(np.zeros(3))
     for i, j in enumerate(model.joints):
         if j.child not in exclude_bodies:
-            bodies.append(j.child), offsets.append(model.anchor_child[i])
+            bodies.append(j.child)
+            offsets.append(model.anchor_child[i])
     return np.array(bodies, dtype=int), np.array(offsets, dtype=float).reshape(-1, 3)
 
 

@@ -41,7 +41,8 @@ class CausalPolyDerivative:
     def reset(self) -> None:
         self._times: deque = deque(maxlen=self.window)
         self._spacing: tuple = ()  # nanosecond gaps between the held samples, oldest first
-        self._key, self._weights = None, None
+        self._key: tuple | None = None  # the spacing self._weights were made for
+        self._weights: np.ndarray | None = None
         self._slot, self._held = 0, 0
 
     @property
@@ -79,6 +80,7 @@ class CausalPolyDerivative:
                 if self.degree == 2 and self.order == 1
                 else self._derivative_weights(tau)
             )
+        assert self._weights is not None  # made above for the first spacing held
         return self._weights @ ring[slot + 1 + w - held : slot + 1 + w]
 
     @staticmethod

@@ -110,7 +110,7 @@ class ServoLnnRuntime:
         self.joints = self.free_joints + self.servo_joints
         self.n, self.n_f, self.n_e = len(self.joints), len(self.free_joints), len(self.servo_joints)
         self._check_graph()
-        self._single = None
+        self._single: _SingleSampleBinding | None = None
 
     @property
     def model_id(self) -> str:
@@ -181,7 +181,7 @@ class ServoLnnRuntime:
             feeds[name] = value
         return feeds
 
-    def evaluate(self, q, qd, qdd_e=None, Q_f=None) -> dict:
+    def evaluate(self, q, qd, qdd_e=None, Q_f=None) -> Mapping[str, np.ndarray]:
         """All outputs (forward mode). ``qdd_e``/``Q_f`` default to zero. Returns float64 arrays."""
         q = np.asarray(q)
         if q.ndim == 1:
@@ -197,7 +197,7 @@ class ServoLnnRuntime:
             self._single = _SingleSampleBinding(self)
         return self._single
 
-    def _evaluate_single(self, q, qd, qdd_e, Q_f) -> dict:
+    def _evaluate_single(self, q, qd, qdd_e, Q_f) -> SampleOutputs:
         return self._binding().run(q, qd, qdd_e, Q_f)
 
     def inverse(self, q, qd, qdd) -> dict:
@@ -329,6 +329,7 @@ class SampleOutputs(Mapping):
     __slots__ = ("flat", "_layout", "_views")
 
     def __init__(self, flat: np.ndarray, layout: dict):
+        self._views: dict[str, np.ndarray]
         self.flat, self._layout, self._views = flat, layout, {}
 
     def __getitem__(self, name):

@@ -9,7 +9,8 @@ Jacobians are kept with the coordinate axis first: ``J[..., k, o] = ∂y_o/∂q_
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import cast
 
 import torch
 from torch import nn
@@ -47,6 +48,10 @@ class InputMap(nn.Module):
     """``x = φ(q)``: coordinates listed in ``angles`` enter as ``[sin q_i, cos q_i]``, those in
     ``cyclic`` not at all (the Lagrangian does not depend on them), the others as
     ``(q_i − offset_i) / scale_i`` (normalisation set from the training data)."""
+
+    offset: torch.Tensor  # buffers
+    scale: torch.Tensor
+    eye: torch.Tensor
 
     def __init__(self, n: int, angles: Sequence[int] = (), cyclic: Sequence[int] = ()):
         super().__init__()
@@ -142,7 +147,7 @@ class AnalyticMLP(nn.Module):
             dA = J @ W.transpose(0, 1)
         else:
             a = q @ W.transpose(0, 1) + b
-        for layer in self.hidden[1:]:
+        for layer in cast("Iterable[nn.Linear]", self.hidden[1:]):
             h, J = self.g(a), self.dg(a).unsqueeze(-2) * dA
             a, dA = layer(h), J @ layer.weight.transpose(0, 1)
         return TrunkState(self.g(a), self.dg(a), dA)

@@ -46,6 +46,13 @@ ACTIVATIONS = {"softplus": nn.Softplus, "tanh": nn.Tanh, "silu": nn.SiLU}
 
 class DacResidual(nn.Module):
     family = FAMILY
+    rev_mask: torch.Tensor  # buffers
+    q_offset: torch.Tensor
+    q_scale: torch.Tensor
+    qd_scale: torch.Tensor
+    qdd_scale: torch.Tensor
+    tau_scale: torch.Tensor
+    tau_max: torch.Tensor
 
     def __init__(
         self,
@@ -186,6 +193,7 @@ def export_dac_residual_onnx(model: DacResidual, path, metadata, dtype: str = "f
             dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in GRAPH_INPUTS},
             verbose=False,
         )
+    assert program is not None  # dynamo=True always returns the program
     return write_model(program.model_proto, metadata, path)
 
 

@@ -14,6 +14,7 @@ import io
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -65,7 +66,7 @@ def _translations() -> dict:
 
 
 def default_metadata(model: ServoLNN, **fields) -> ModelMetadata:
-    base = dict(
+    base: dict[str, Any] = dict(
         family=FAMILY,
         free_joints=list(model.free_joints),
         servo_joints=list(model.servo_joints),
@@ -124,17 +125,18 @@ def export_onnx(
                 optimize=True,
                 verbose=False,
             )
+            assert program is not None  # dynamo=True always returns the program
             proto = program.model_proto
         else:
-            dyn = {name: {0: "batch"} for name in (*input_names, *graph.names)}
+            axes = {name: {0: "batch"} for name in (*input_names, *graph.names)}
             torch.onnx.export(
                 graph,
                 args,
-                buf,
+                buf,  # type: ignore[arg-type]  # the TorchScript exporter writes to file-like objects too
                 dynamo=False,
                 input_names=input_names,
                 output_names=list(graph.names),
-                dynamic_axes=dyn,
+                dynamic_axes=axes,
                 opset_version=OPSET,
                 do_constant_folding=True,
             )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import warnings
 from pathlib import Path
+from typing import cast
 
 import torch
 from torch import nn
@@ -183,21 +184,21 @@ def export_family_onnx(model: nn.Module, path, metadata=None, dtype: str = "floa
     net = copy.deepcopy(model).to(device="cpu", dtype=DTYPES[dtype]).eval()
     for p in net.parameters():
         p.requires_grad_(False)
+    n = cast(int, net.n)  # every family keeps its coordinate count and angle list as plain Python values
     if metadata is None:
-        names = getattr(net, "coordinate_names", None) or [f"q{i + 1}" for i in range(net.n)]
-        metadata = family_metadata(
-            net, names, ["rad" if i in net.angle_coordinates else "m" for i in range(net.n)]
-        )
+        names = getattr(net, "coordinate_names", None) or [f"q{i + 1}" for i in range(n)]
+        angles = cast("list[int]", net.angle_coordinates)
+        metadata = family_metadata(net, names, ["rad" if i in angles else "m" for i in range(n)])
     metadata = copy.deepcopy(metadata)
     metadata.dtype = dtype
-    if len(metadata.free_joints) != net.n:
-        raise ValueError(f"metadata names {len(metadata.free_joints)} coordinates, the model has {net.n}")
+    if len(metadata.free_joints) != n:
+        raise ValueError(f"metadata names {len(metadata.free_joints)} coordinates, the model has {n}")
     if not metadata.package_version:
         from .. import __version__
 
         metadata.package_version = __version__
     graph = AccelerationGraph(net)
-    args = tuple(torch.zeros(2, net.n, dtype=DTYPES[dtype]) for _ in GRAPH_INPUTS)
+    args = tuple(torch.zeros(2, n, dtype=DTYPES[dtype]) for _ in GRAPH_INPUTS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         program = torch.onnx.export(
@@ -211,6 +212,7 @@ def export_family_onnx(model: nn.Module, path, metadata=None, dtype: str = "floa
             dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in GRAPH_INPUTS},
             verbose=False,
         )
+    assert program is not None  # dynamo=True always returns the program
     return write_model(program.model_proto, metadata, path)
 
 

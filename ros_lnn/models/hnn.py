@@ -166,6 +166,7 @@ def export_hnn_onnx(model: HNN, path, metadata, dtype: str = "float32"):
             dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in ("q", "qd")},
             verbose=False,
         )
+    assert program is not None  # dynamo=True always returns the program
     return write_model(program.model_proto, metadata, path)
 
 

@@ -88,9 +88,10 @@ class TLNN(nn.Module):
         act = {"softplus": nn.Softplus, "tanh": nn.Tanh}[activation]
         self.body_coords = [[j for j in range(self.n) if self.topology[i][j]] for i in range(self.n_bodies)]
         d_q = [sum(2 if j in self.angle_coordinates else 1 for j in c) for c in self.body_coords]
-        self.kinetic = nn.ModuleList(_mlp(d + len(c), hidden, act) for d, c in zip(d_q, self.body_coords))
+        heads = [_mlp(d + len(c), hidden, act) for d, c in zip(d_q, self.body_coords)]
+        self.kinetic = nn.ModuleList(heads)
         with torch.no_grad():
-            for head in self.kinetic:
+            for head in heads:
                 if activation == "softplus":
                     convex_initialisation(head)
                 head[-1].weight.mul_(KINETIC_INIT_SCALE)

@@ -9,7 +9,7 @@ import numpy as np
 from .chain import PlanarChain
 
 
-def random_states(n: int, count: int, rng, angle_range=np.pi / 2, speed=1.0):
+def random_states(n: int, count: int, rng, angle_range=np.pi / 2, speed=1.0) -> tuple[np.ndarray, np.ndarray]:
     """Initial relative joint angles uniform in ±angle_range, joint rates normal with std ``speed``."""
     return rng.uniform(-angle_range, angle_range, (count, n)), speed * rng.normal(size=(count, n))
 

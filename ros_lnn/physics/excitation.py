@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -16,6 +16,7 @@ class MultiSine:
     frequency_hz: np.ndarray
     phase: np.ndarray | float = 0.0
     offset: np.ndarray | float = 0.0
+    _terms: tuple = field(init=False, repr=False, compare=False)  # broadcast arrays, set once
 
     def __post_init__(self):
         # Broadcast once: the simulator calls this five times per step (RK4 stages and outputs).

@@ -31,6 +31,7 @@ exerts on the parent at the joint (a constraint moment, likewise, for the rotati
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -76,6 +77,10 @@ def _normals(axis: np.ndarray) -> np.ndarray:
 
 class MultibodyModel:
     """Immutable description of a tree of rigid bodies (a chain in the paper) plus index tables."""
+
+    # URDF models only (physics.multibody_urdf): link -> (body, R_link_in_body, p_link_from_CoM)
+    frames: dict[str, tuple[int, np.ndarray, np.ndarray]]
+    joint_position_limits: dict[str, tuple[float, float]]  # joint name -> (lower, upper), URDF models only
 
     def __init__(
         self, bodies, joints, gravity=(0.0, 0.0, -9.81), spring_law: str = "paper", name: str = "multibody"
@@ -294,6 +299,7 @@ class MultibodyData:
         """``𝓒(ν)ν = [0; ω_i × I_i ω_i]`` (6N,)."""
         g = self.__dict__.get("_gyroscopic")
         if g is None:
+            assert self.model is not None, "MultibodyData.gyroscopic needs the workspace's model"
             n = self.model.n_bodies
             g = np.zeros(6 * n)
             g[3 * n :] = cross(self.omega, (self.inertia @ self.omega[:, :, None])[:, :, 0]).ravel()
@@ -309,29 +315,30 @@ def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None
     """
     n, k = model.n_bodies, model.n_joints
     nu = np.asarray(nu, dtype=float).reshape(6 * n)
+    fields: dict[str, Any]
     if pose is None:
-        pose = _pose(
+        fields = _pose(
             model, np.asarray(r, dtype=float).reshape(n, 3), np.asarray(quat, dtype=float).reshape(n, 4)
         )
-        s_pc = pose.pop("_s_pc")
+        s_pc = fields.pop("_s_pc")
     else:
         s_pc = getattr(pose, "_s_pc", None)
-        pose = {name: getattr(pose, name) for name in _POSE_FIELDS}
+        fields = {name: getattr(pose, name) for name in _POSE_FIELDS}
         if s_pc is None:
-            s_pc = np.concatenate([pose["s_parent"], pose["s_child"]])
+            s_pc = np.concatenate([fields["s_parent"], fields["s_child"]])
     v, omega = nu[: 3 * n].reshape(n, 3), nu[3 * n :].reshape(n, 3)
     w_ext = np.empty((n + 1, 3))  # the world (last row) does not turn
     w_ext[:n], w_ext[n] = omega, 0.0
     w_pc = w_ext.take(model._pc_index, axis=0)  # [ω_p; ω_c] per joint (take: cheaper than fancy indexing)
     w_p, w_c = w_pc[:k], w_pc[k:]
     moments, spring_energy = _joint_moments(
-        model, pose["R_parent"], pose["R"].take(model.child, axis=0), w_p, w_c
+        model, fields["R_parent"], fields["R"].take(model.child, axis=0), w_p, w_c
     )
     mj_port = np.zeros(6 * n)
     mj_port[3 * n :] = model._moment_incidence.dot(
         moments
     ).ravel()  # C_F M_J: +m on the parent, −m on the child
-    pose.update(
+    fields.update(
         nu=nu,
         omega=omega,
         v=v,
@@ -340,8 +347,8 @@ def update(model: MultibodyModel, r, quat, nu, pose: MultibodyData | None = None
         spring_energy=spring_energy,
         model=model,
     )
-    data = MultibodyData(**pose)
-    data._s_pc, data._w_pc = s_pc, w_pc  # [s_p; s_c] and [ω_p; ω_c] per joint, for γ and J̇
+    data = MultibodyData(**fields)
+    data.__dict__.update(_s_pc=s_pc, _w_pc=w_pc)  # [s_p; s_c] and [ω_p; ω_c] per joint, for γ and J̇
     return data
 
 

@@ -10,6 +10,7 @@ axis; a spherical joint 3 rates — the relative angular velocity ``ω_c − ω_
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -73,7 +74,7 @@ def forward_kinematics(
     q = np.asarray(q, dtype=float).ravel()
     qs = q.tolist()
     n = model.n_bodies
-    quats = [None] * n
+    quats: list[Any] = [None] * n  # a tuple per body once its joint is reached
     if model.floating_root is not None:
         quats[model.floating_root] = (
             (1.0, 0.0, 0.0, 0.0)
@@ -101,7 +102,7 @@ def forward_kinematics(
         :, :, 0
     ]  # [R_p a_p (a_p itself for the world); R_c a_c]
     step = (arms[:k] - arms[k:]).tolist()  # r_c − r_p along every joint
-    rows = [None] * n
+    rows: list[Any] = [None] * n  # a list per body once its joint is reached
     if model.floating_root is not None:
         rows[model.floating_root] = [float(x) for x in base_position]
     origin = [0.0, 0.0, 0.0]

@@ -72,7 +72,7 @@ class PinocchioModel:
         body_rotation = np.tile(np.eye(3), (n_bodies, 1, 1))  # body frame in that joint's frame
         body_lever = np.zeros((n_bodies, 3))  # CoM in that joint's frame
         kinds, moving = [], []
-        below = {}  # joints hanging from each body (-1: the world), description order
+        below: dict[int, list[int]] = {}  # joints hanging from each body (-1: the world), description order
         for k, j in enumerate(model.joints):
             below.setdefault(j.parent, []).append(k)
         depth_first, stack = [], list(reversed(below.get(-1, [])))

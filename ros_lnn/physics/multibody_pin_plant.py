@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pinocchio as pin
@@ -168,7 +169,7 @@ def mismatch_from_values(values: dict) -> PlantMismatch:
         raise ConfigError(
             f"plant mismatch: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
         )
-    typed = {
+    typed: dict[str, Any] = {
         k: (tuple(float(x) for x in v) if isinstance(v, (list, tuple, np.ndarray)) else v)
         for k, v in values.items()
     }

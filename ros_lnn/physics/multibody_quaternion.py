@@ -182,7 +182,7 @@ def euler_xyz_intrinsic(R: np.ndarray):
     return phi, theta, psi
 
 
-def attitude_error(q: np.ndarray, q_d: np.ndarray) -> np.ndarray:
+def attitude_error(q: np.ndarray, q_d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Attitude error as an inertial tensor: vector part of ``q ⊗ q_d⁻¹`` (sign chosen with w ≥ 0).
 
     This is ``R_d · vec(q_d⁻¹ ⊗ q)`` — the paper's error of eq 44 carried to the inertial frame, so that

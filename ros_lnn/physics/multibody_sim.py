@@ -12,6 +12,7 @@ simulated in joint coordinates instead (:mod:`ros_lnn.physics.multibody_pin_sim`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -78,14 +79,18 @@ def simulate(
         else:
             new, (f_j, port) = rk4_step(model, state, dt, port_fn, baumgarte)
         if i % every == 0 or i == steps:
-            rec["t"].append(state.t), rec["r"].append(state.r), rec["quat"].append(state.quat)
-            rec["nu"].append(state.nu), rec["F_J"].append(f_j), rec["port"].append(port)
+            rec["t"].append(state.t)
+            rec["r"].append(state.r)
+            rec["quat"].append(state.quat)
+            rec["nu"].append(state.nu)
+            rec["F_J"].append(f_j)
+            rec["port"].append(port)
             if observe is not None:
                 data = update(model, state.r, state.quat, state.nu)
                 for key, val in observe(state, data, f_j, port).items():
                     rec.setdefault(key, []).append(val)
         if new is not None:
             state = new
-    out = {k: np.asarray(v) for k, v in rec.items()}
+    out: dict[str, Any] = {k: np.asarray(v) for k, v in rec.items()}
     out["final_state"] = state
     return out

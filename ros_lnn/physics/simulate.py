@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 
 from ..errors import RosLnnError
@@ -22,7 +23,7 @@ from .trials import Trial
 #: t -> (q_e, q̇_e, q̈_e), each of shape (n_e,)
 ServoTrajectory = Callable[[float], tuple]
 #: (t, q, q̇) -> Q_f of shape (n_f,)
-AppliedForce = Callable[[float, np.ndarray, np.ndarray], np.ndarray]
+AppliedForce = Callable[[float, np.ndarray, np.ndarray], ArrayLike]
 
 
 class SimulationError(RosLnnError):
@@ -97,8 +98,8 @@ def equations_of_motion(
 def simulate(
     system: LagrangianSystem,
     duration: float,
-    q0_f: Sequence[float],
-    qd0_f: Sequence[float],
+    q0_f: Sequence[float] | np.ndarray,
+    qd0_f: Sequence[float] | np.ndarray,
     *,
     servo: ServoTrajectory | None = None,
     force: AppliedForce | None = None,
@@ -225,7 +226,8 @@ class StepSimulator:
                 f"joint {system.free_names}"
             )
         self.method, self.rtol, self.atol = method, rtol, atol
-        self._servo = self._force = None
+        self._servo: ServoTrajectory | None = None
+        self._force: AppliedForce | None = None
 
     def step(self, dt: float, servo: ServoTrajectory | None = None, force: AppliedForce | None = None):
         if self.system.partition.servo and servo is None:

@@ -7,6 +7,7 @@ import json
 import os
 import zipfile
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -97,6 +98,7 @@ class Trial:
 
 def save_trials(path, trials) -> None:
     """Write trials into one ``.npz``: arrays as ``<i>/<field>``, everything else as a JSON header."""
+    header: dict[str, Any]
     arrays, header = {}, {"format": FORMAT, "trials": []}
     for i, trial in enumerate(trials):
         for key in ARRAY_FIELDS:

@@ -144,8 +144,8 @@ class _CompiledOrEager:
 def _cause(exc: BaseException) -> str:
     """``Type: first line`` of the innermost cause (dynamo wraps the backend's error)."""
     root = exc
-    while getattr(root, "__cause__", None) is not None or getattr(root, "inner_exception", None) is not None:
-        root = root.__cause__ or root.inner_exception
+    while (inner := root.__cause__ or getattr(root, "inner_exception", None)) is not None:
+        root = inner
     lines = [line for line in str(root).splitlines() if line.strip()]
     return f"{type(root).__name__}: {lines[0].strip()[:200]}" if lines else type(root).__name__
 
@@ -154,7 +154,7 @@ def make_loss_step(model, names, info: DistInfo, compile=False, warn=print):
     """``step(batch) -> {name: scalar}``: the loss terms of one (sharded) batch through DDP when
     distributed and ``torch.compile`` when asked (``compile`` True for inductor, or a backend).
     Returns (step, describe) where ``describe()`` says how it runs."""
-    module = LossModule(model, names)
+    module: nn.Module = LossModule(model, names)
     if info.active:
         ids = [info.device] if info.device.type == "cuda" else None
         module = nn.parallel.DistributedDataParallel(module, device_ids=ids, broadcast_buffers=False)

@@ -24,7 +24,7 @@ class EarlyStopping:
         self.best_epoch = 0
         self.bad = 0
         self.stopped_epoch = 0
-        self.best_state = None
+        self.best_state: dict | None = None
 
     @property
     def enabled(self) -> bool:

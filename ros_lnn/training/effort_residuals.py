@@ -30,6 +30,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -126,6 +127,7 @@ def trial_samples(trial, pmodel, order, timing: str, trim: int) -> dict:
 
 def _stack(parts: list[dict], names: list[str]) -> dict:
     keys = ("t", "q", "qd", "qdd", "Q")
+    out: dict[str, Any]  # arrays, and the names
     out = {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros((0,)) for k in keys}
     out["trial"] = (
         np.concatenate([np.full(len(p["q"]), i) for i, p in enumerate(parts)]) if parts else np.zeros(0, int)

@@ -199,7 +199,7 @@ def rollout_letters(
         hold = method != "rk4"  # Euler's steps see the sample's torque; RK4's midpoints a linear one
         for sub in substeps:
             key = f"{method}, dt = {1e3 * dt_data / sub:g} ms"
-            errs = {"model": [], "recorded_qdd": []}
+            errs: dict[str, list[np.ndarray]] = {"model": [], "recorded_qdd": []}
             per_letter = {}
             for name, traj in letters.items():
                 dt = float(np.median(np.diff(traj["t"])))

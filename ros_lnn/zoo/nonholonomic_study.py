@@ -5,6 +5,8 @@ of the constraint ``Φ = A(q) q̇`` (the paper's three measures), plus the state
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..physics.nonholonomic import SYSTEMS, make_dataset, simulate
@@ -52,7 +54,7 @@ def compare_on_system(
     ]
     q0 = torch.as_tensor(np.stack([s[0] for s in starts]))
     qd0 = torch.as_tensor(np.stack([s[1] for s in starts]))
-    result = {
+    result: dict[str, Any] = {
         "system": name,
         "n_train_samples": int(train_sel.sum()),
         "n_test_samples": int((~train_sel).sum()),
@@ -137,7 +139,7 @@ def run_study(systems=tuple(SYSTEMS), seeds=(0,), plot_dir=None, progress=print,
     runs = {
         name: [compare_on_system(name, seed=s, progress=progress, **kw) for s in seeds] for name in systems
     }
-    result = {
+    result: dict[str, Any] = {
         "seeds": list(seeds),
         "scale": kw,
         "systems": {name: {"runs": r, "summary": summarise_system(r)} for name, r in runs.items()},

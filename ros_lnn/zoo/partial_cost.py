@@ -15,16 +15,21 @@ Exponents are least-squares slopes of log(time) against log(n).
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..physics.chain import PlanarChain
 from ..physics.lagrangian import NUMPY, dynamics
 
+if TYPE_CHECKING:
+    import torch
+
 
 def _time(fn, min_time=0.05, max_reps=2000) -> float:
     """Median seconds of one call (calls repeated for at least ``min_time``)."""
     fn()
+    times: list[float]
     times, spent = [], 0.0
     while not times or (spent < min_time and len(times) < max_reps):
         t0 = time.perf_counter()
@@ -154,7 +159,9 @@ def format_table(result: dict) -> str:
 TIMED = ("whole", "serial", "critical_path", "batched", "serial_engine", "threads")
 
 
-def padded_link_parameters(chain: PlanarChain):
+def padded_link_parameters(
+    chain: PlanarChain,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Every link's Lagrangian written over all n coordinates (reach zero past the link), stacked:
     ``reach`` (n, n), ``mass`` (n,), ``inertia`` (n,), ``own`` (n, n) one-hot of the link's own angle."""
     import torch
@@ -301,7 +308,7 @@ def measure_parallel(
     with ThreadPoolExecutor(max_workers=workers) as pool:
         rows = [parallel_row(n, rng, pool, min_time) for n in ns]
     timed = TIMED
-    result = {
+    result: dict[str, Any] = {
         "workers": workers,
         "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),

@@ -330,7 +330,9 @@ def forced_study(
     z_true = np.concatenate(to_absolute(rq, rqd), -1)
     ex = None
     if example is not None and len(example["phi"]) == n_links:
-        ex_start = to_relative(np.asarray([example["phi"]], float), np.asarray([example["phid"]], float))
+        ex_start: tuple[np.ndarray, np.ndarray] = to_relative(
+            np.asarray([example["phi"]], float), np.asarray([example["phid"]], float)
+        )
         eq, eqd, _ = integrate(
             chain,
             *ex_start,
