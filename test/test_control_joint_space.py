@@ -125,6 +125,7 @@ def test_joint_space_law_on_a_prismatic_arm_equals_the_law_on_its_pinocchio_work
     damped_slide = RP_URDF.replace(
         '<axis xyz="1 0 0"/><limit', '<axis xyz="1 0 0"/><dynamics damping="0.3"/><limit'
     )
+    assert damped_slide != RP_URDF
     model = model_from_urdf(damped_slide, "rp.urdf")
     assert [j.damping for j in model.joints] == [0.05, 0.3]  # the port of both dampers enters τ_c
     b, R, p = model.frames["tip"]

@@ -274,8 +274,8 @@ RP_URDF = """<robot name="rp">
   <joint name="spin" type="continuous"><parent link="base"/><child link="turret"/><axis xyz="0 0 1"/>
     <dynamics damping="0.05"/></joint>
   <joint name="reach" type="prismatic"><parent link="turret"/><child link="slider"/>
-    <origin xyz="0 0 0.2" rpy="0 0.3 0"/><axis xyz="1 0 0"/>
-    <limit lower="0" upper="0.5" effort="20" velocity="1"/></joint>
+    <origin xyz="0 0 0.2" rpy="0 0.3 0"/>
+    <axis xyz="1 0 0"/><limit lower="0" upper="0.5" effort="20" velocity="1"/></joint>
   <joint name="tip_joint" type="fixed"><parent link="slider"/><child link="tip"/>
     <origin xyz="0.2 0 0"/></joint>
 </robot>"""
