@@ -193,12 +193,16 @@ def test_stale_joint_states_give_zero_efforts(make):
 def test_bad_inputs_are_rejected_and_efforts_clamped(make):
     node, h, ns = make({"effort_limits": [0.2, 0.2, 0.2, 0.2, 0.2]})
     ports, efforts, states = _io(h, ns)
-    states.publish(_joint_state(JOINTS, [np.nan, 0, 0, 0, 0], QD0))
-    states.publish(_joint_state(JOINTS[:4], Q0[:4], QD0[:4]))
     bad_vel = _joint_state(JOINTS, Q0, QD0)
     bad_vel.velocity = []
-    states.publish(bad_vel)
-    h.wait(lambda: node.counts["bad_joint_state"] >= 3, what="three rejections")
+    bad = [
+        _joint_state(JOINTS, [np.nan, 0, 0, 0, 0], QD0),
+        _joint_state(JOINTS[:4], Q0[:4], QD0[:4]),
+        bad_vel,
+    ]
+    for k, msg in enumerate(bad, 1):  # one at a time: the node's queue holds the newest state only
+        states.publish(msg)
+        h.wait(lambda k=k: node.counts["bad_joint_state"] >= k, what=f"rejection {k}")
     assert not efforts and not ports
     target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", COMMAND_QOS)
     wrong_frame = PoseStamped()
@@ -294,6 +298,53 @@ def test_closed_loop_over_topics_with_the_chain_simulator(ctx):
         h.close()
 
 
+def test_the_simulator_keeps_real_time_and_holds_until_the_first_command(ctx):
+    """dac_chain_sim driven tick by tick: a late tick takes the steps it missed (stamps k·dt apart, one
+    state each), a tick further behind than MAX_CATCH_UP re-anchors; hold_until_command keeps the arm
+    where it starts until an effort command arrives, then gravity moves it."""
+    from ros_lnn.nodes.dac_chain_sim import MAX_CATCH_UP, DacChainSim
+    from ros_lnn.nodes.stamps import stamp_ns
+
+    ns = f"/rt{next(_ns)}"
+    q_init = [0.0, -0.8, 1.4, 0.6, 0.4]
+    sim = DacChainSim(
+        namespace=ns,
+        context=ctx,
+        parameter_overrides=[
+            Parameter("robot_description", value=URDF.read_text()),
+            Parameter("initial_positions", value=q_init),
+            Parameter("rate_hz", value=500.0),
+            Parameter("hold_until_command", value=True),
+        ],
+    )
+    sent = []
+    sim.pub.publish = sent.append  # the states each tick would publish, in order
+    try:
+        sim._step()
+        assert sim.steps == len(sent) == 1
+        time.sleep(0.0105)  # five periods and a bit: the next tick catches up with the clock
+        sim._step()
+        clock = sim.get_clock().now().nanoseconds
+        assert sim.steps == len(sent) >= 6
+        stamps = np.array([stamp_ns(m.header.stamp) for m in sent])
+        np.testing.assert_array_equal(np.diff(stamps), 2_000_000)
+        assert sim.lagged or abs(clock - stamps[-1]) < 3_000_000
+        time.sleep(0.1)  # fifty periods: more than MAX_CATCH_UP
+        before = sim.steps
+        sim._step()
+        assert sim.steps - before == MAX_CATCH_UP and sim.lagged >= 1
+        for m in sent:  # brakes on: nothing moved
+            assert list(m.position) == q_init and not any(m.velocity)
+        effort = Float64MultiArray()
+        effort.data = [0.0] * 5
+        sim._on_effort(effort)  # the controller is up (zero efforts: gravity acts)
+        time.sleep(0.05)
+        sim._step()
+        assert not sim.braked and np.abs(np.array(sent[-1].position) - q_init).max() > 1e-4
+    finally:
+        sim.destroy_node()
+
+
 def test_a_target_not_renewed_in_time_is_dropped_for_a_hold(make):
     node, h, ns = make({"target_timeout_s": 1.0})  # long enough for a loaded machine to answer in time
     _, efforts, states = _io(h, ns)
@@ -348,4 +399,4 @@ def test_joint_state_queue_depth_is_a_parameter(make):
     assert sub.qos_profile.depth == 64
     node_default, _, _ = make()
     (sub,) = [s for s in node_default.subscriptions if s.topic_name.endswith("/joint_states")]
-    assert sub.qos_profile.depth == 10
+    assert sub.qos_profile.depth == 1  # a late step acts on the newest state, not on a backlog

@@ -5,7 +5,11 @@ on the mismatched dac_chain_sim."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -224,25 +228,26 @@ def test_the_bound_is_a_live_parameter(ctx, ports):
 
 @pytest.mark.skipif(not SHIPPED.is_file(), reason="models/dac_chain_residual.onnx not built")
 def test_the_shipped_port_closes_the_loop_on_the_mismatched_simulator(ctx):
-    """dac_chain_sim with the demo's plant mismatch and dac_controller (law II on the demo circle's joint
-    path) over topics: the learned port cuts the tool's tracking error several times over."""
+    """dac_chain_sim with the demo's plant mismatch, in its own process as on a robot, and dac_controller
+    (law II on the demo circle's joint path) over topics: the learned port cuts the tool's tracking
+    error several times over."""
     from ros_lnn.commands.dac_demo import DEMO_MISMATCH_VALUES, demo_plant, demo_task
 
     arm, _ = demo_plant()
     point, times, q_task = demo_task(arm)
     probe = _library()
     v = DEMO_MISMATCH_VALUES
-    sim_params = [
-        Parameter("robot_description", value=URDF.read_text()),
-        Parameter("initial_positions", value=[float(x) for x in q_task[0]]),
-        Parameter("friction_viscous", value=list(v["viscous"])),
-        Parameter("friction_coulomb", value=list(v["coulomb"])),
-        Parameter("friction_coulomb_velocity", value=v["coulomb_velocity"]),
-        Parameter("payload_mass", value=v["payload_mass"]),
-        Parameter("payload_offset", value=list(v["payload_offset"])),
-        Parameter("payload_inertia", value=list(v["payload_inertia"])),
-        Parameter("rotor_inertia", value=list(v["rotor_inertia"])),
-    ]
+    sim_params = {
+        "hold_until_command": True,  # the arm waits at the start for the controller in this process
+        "initial_positions": q_task[0],
+        "friction_viscous": v["viscous"],
+        "friction_coulomb": v["coulomb"],
+        "friction_coulomb_velocity": v["coulomb_velocity"],
+        "payload_mass": v["payload_mass"],
+        "payload_offset": v["payload_offset"],
+        "payload_inertia": v["payload_inertia"],
+        "rotor_inertia": v["rotor_inertia"],
+    }
     rms = {
         label: _track(ctx, model, sim_params, probe, point, times, q_task)
         for label, model in (("model-only", ""), ("data-assisted", str(SHIPPED)))
@@ -252,18 +257,26 @@ def test_the_shipped_port_closes_the_loop_on_the_mismatched_simulator(ctx):
     assert rms["data-assisted"] < rms["model-only"] / 5, rms
 
 
-def _track(ctx, model, sim_params, probe, point, times, q_task) -> float:
-    """One run of the task over topics: tracking RMS of the tool [m] from the simulator's joint states."""
-    from ros_lnn.control.closed_loop import end_effector_point
-    from ros_lnn.nodes.dac_chain_sim import DacChainSim
+def _ros_value(value) -> str:
+    """A parameter value as `--ros-args -p` reads it (floats keep their point: a double, not an int)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if np.ndim(value):
+        return "[" + ",".join(repr(float(x)) for x in value) + "]"
+    return repr(float(value))
 
+
+def _track(ctx, model, sim_params, probe, point, times, q_task) -> float:
+    """One run of the task over topics, the simulator a separate process: tracking RMS of the tool [m]
+    from the simulator's joint states."""
     ns = f"/loop{next(_ns)}"
-    sim = DacChainSim(
-        namespace=ns,
-        context=ctx,
-        parameter_overrides=sim_params,
-        cli_args=["--ros-args", "-r", f"effort_commands:={ns}/dac_controller/joint_effort_command"],
-    )
+    with _sim_process(ns, sim_params):
+        return _track_in(ctx, ns, model, probe, point, times, q_task)
+
+
+def _track_in(ctx, ns, model, probe, point, times, q_task) -> float:
+    from ros_lnn.control.closed_loop import end_effector_point
+
     ctl = DacControllerNode(
         namespace=ns,
         context=ctx,
@@ -277,11 +290,15 @@ def _track(ctx, model, sim_params, probe, point, times, q_task) -> float:
         ],
     )
     assert start(ctl), ctl.last_error
-    h = Harness(sim, ctl, context=ctx)
+    h = Harness(ctl, context=ctx)
     try:
         states = h.collect(JointState, f"{ns}/joint_states", SENSOR_QOS)
         pub = h.publisher(JointTrajectory, f"{ns}/dac_controller/joint_trajectory", COMMAND_QOS)
-        h.wait(lambda: len(states) > 5, what="joint states")
+        h.wait(
+            lambda: ctl.counts["processed"] > 20,
+            timeout=30.0,
+            what="the loop closed over the simulator's process",
+        )
         start_ns = ctl.get_clock().now().nanoseconds + 200_000_000
         pub.publish(_trajectory(ctl, q_task, times, start_ns))
         h.wait(lambda: ctl.pipeline.has_target, what="trajectory")
@@ -303,6 +320,28 @@ def _track(ctx, model, sim_params, probe, point, times, q_task) -> float:
         h.close()
 
 
+@contextlib.contextmanager
+def _sim_process(ns, params):
+    """dac_chain_sim in its own process (as on a robot, and on its own core), under namespace ``ns``,
+    driven by ``ns``/dac_controller's efforts; it must exit cleanly on SIGINT."""
+    args = [sys.executable, "-m", "ros_lnn.nodes.dac_chain_sim", "--ros-args", "-r", f"__ns:={ns}"]
+    args += ["-r", f"effort_commands:={ns}/dac_controller/joint_effort_command"]
+    for name, value in params.items():
+        args += ["-p", f"{name}:={_ros_value(value)}"]
+    sim = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        yield sim
+    finally:
+        sim.send_signal(signal.SIGINT)
+        try:
+            out = sim.communicate(timeout=10)[0]
+        except subprocess.TimeoutExpired:
+            sim.kill()
+            out = sim.communicate()[0]
+        print(out.decode(errors="replace")[-3000:])  # shown when the test fails
+    assert sim.returncode == 0, f"dac_chain_sim exited {sim.returncode}"
+
+
 def test_recording_the_loop_over_topics_gives_the_training_targets(ctx, tmp_path):
     """`ros-lnn record` of the live loop (mismatched dac_chain_sim + dac_controller): a real rosbag whose
     joint_states efforts, read by the residual data builder, give the plant's exact residual."""
@@ -310,28 +349,22 @@ def test_recording_the_loop_over_topics_gives_the_training_targets(ctx, tmp_path
 
     from ros_lnn.commands.dac_demo import DEMO_MISMATCH_VALUES, demo_plant
     from ros_lnn.commands.record import record
-    from ros_lnn.nodes.dac_chain_sim import DacChainSim
     from ros_lnn.training.effort_residuals import residual_data, shipped_config
     from ros_lnn.training.spec import RunSpec
 
     _, plant = demo_plant()
     v = DEMO_MISMATCH_VALUES
     ns = f"/rec{next(_ns)}"
-    sim = DacChainSim(
-        namespace=ns,
-        context=ctx,
-        parameter_overrides=[
-            Parameter("robot_description", value=URDF.read_text()),
-            Parameter("initial_positions", value=[0.0, -0.8, 1.4, 0.6, 0.4]),
-            Parameter("friction_viscous", value=list(v["viscous"])),
-            Parameter("friction_coulomb", value=list(v["coulomb"])),
-            Parameter("payload_mass", value=v["payload_mass"]),
-            Parameter("payload_offset", value=list(v["payload_offset"])),
-            Parameter("payload_inertia", value=list(v["payload_inertia"])),
-            Parameter("rotor_inertia", value=list(v["rotor_inertia"])),
-        ],
-        cli_args=["--ros-args", "-r", f"effort_commands:={ns}/dac_controller/joint_effort_command"],
-    )
+    sim_params = {
+        "hold_until_command": True,
+        "initial_positions": [0.0, -0.8, 1.4, 0.6, 0.4],
+        "friction_viscous": v["viscous"],
+        "friction_coulomb": v["coulomb"],
+        "payload_mass": v["payload_mass"],
+        "payload_offset": v["payload_offset"],
+        "payload_inertia": v["payload_inertia"],
+        "rotor_inertia": v["rotor_inertia"],
+    }
     ctl = DacControllerNode(
         namespace=ns,
         context=ctx,
@@ -344,16 +377,21 @@ def test_recording_the_loop_over_topics_gives_the_training_targets(ctx, tmp_path
         ],
     )
     assert start(ctl), ctl.last_error
-    h = Harness(sim, ctl, context=ctx)
     bag = tmp_path / "loop"
-    try:
-        topics = [f"{ns}/joint_states", f"{ns}/dac_controller/joint_effort_command"]
-        counts = record(bag, topics, duration=4.0, context=ctx, log=lambda m: None, stop=threading.Event())
-        assert (
-            counts[f"{ns}/joint_states"] > 1000 and counts[f"{ns}/dac_controller/joint_effort_command"] > 500
-        )
-    finally:
-        h.close()
+    with _sim_process(ns, sim_params):
+        h = Harness(ctl, context=ctx)
+        try:
+            h.wait(lambda: ctl.counts["processed"] > 20, timeout=30.0, what="the loop closed")
+            topics = [f"{ns}/joint_states", f"{ns}/dac_controller/joint_effort_command"]
+            counts = record(
+                bag, topics, duration=4.0, context=ctx, log=lambda m: None, stop=threading.Event()
+            )
+            assert (
+                counts[f"{ns}/joint_states"] > 1000
+                and counts[f"{ns}/dac_controller/joint_effort_command"] > 500
+            ), counts
+        finally:
+            h.close()
     spec = RunSpec(
         family="dac_residual",
         bags=(str(bag),),
@@ -364,7 +402,5 @@ def test_recording_the_loop_over_topics_gives_the_training_targets(ctx, tmp_path
     train = data["train"]
     exact = np.array([plant.residual(q, qd, a) for q, qd, a in zip(train["q"], train["qd"], train["qdd"])])
     rel = np.sqrt(np.mean((train["Q"] - exact) ** 2, axis=0)) / np.sqrt(np.mean(exact**2, axis=0))
-    # a late timer tick beyond RESYNC_S re-anchors the sim's stamps (one jump): accuracy against the offline
-    # bags
     print("relative error of the targets from the recorded loop:", rel.round(4))
     assert rel.max() < 0.2, rel

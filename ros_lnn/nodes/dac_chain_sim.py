@@ -6,7 +6,9 @@ controller's ``~/joint_effort_command``) and ``port_commands`` (Float64MultiArra
 e.g. the controller's ``~/port_command`` or a disturbance); publishes ``joint_states`` (position,
 velocity, applied effort) at ``rate_hz``, integrating RK4 in joint coordinates on Pinocchio's ABA (the
 joints cannot drift apart: nothing to stabilise). Commands older than ``command_timeout_s`` fall back to
-zero. A constant disturbance wrench on the last body can be set with ``disturbance``.
+zero. A constant disturbance wrench on the last body can be set with ``disturbance``. With
+``hold_until_command`` the arm stays where it starts until the first effort command arrives (brakes on
+until the controller runs), so a launch does not drop it while the nodes discover each other.
 
 Plant mismatch (all off by default): the simulated arm can differ from the description the controller
 uses as real arms do — joint friction (``friction_viscous``, ``friction_coulomb`` with the
@@ -16,10 +18,13 @@ from the link's centre of mass, ``payload_inertia``, ``payload_link``) and refle
 one value applies to every joint. The ``effort`` of ``joint_states`` is the effort held over the step
 that ended at the message's stamp (what the joints received).
 
-Stamps are the simulated time of the state, as a robot's hardware clock stamps its samples: the
-node clock at the first step plus ``k · dt``, so a late timer tick does not put jitter into the stamps
-(it would into any q̈ estimated from them). When the timer falls more than ``RESYNC_S`` behind or
-ahead of the node clock, the stamps are re-anchored to it (one jump, not a drift).
+The simulated arm keeps real time, as hardware does: a late timer tick takes the RK4 steps it missed
+(the efforts held, as a real plant holds its last command) and publishes each state. Stamps are the
+simulated time of the state, as a robot's hardware clock stamps its samples: the node clock at the
+start plus ``k · dt``, so timer jitter never reaches the stamps (it would reach any q̈ estimated from
+them). A machine too slow for ``rate_hz`` (more than ``MAX_CATCH_UP`` periods behind) slows the
+simulated time instead: the stamps are re-anchored (one jump, not a drift), counted in ``lagged`` and
+logged.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from .dac_controller import shipped_model_path
 from .diagnostics import warn_throttled
 from .params import declare, param
 from .process import spin
-from .qos import SENSOR_QOS
+from .qos import OVERRIDES, SENSOR_QOS, STREAM_QOS, output_qos
 from .stamps import ns_to_stamp
 
 PARAMETERS: tuple[tuple[str, object, str], ...] = (  # name, default, description
@@ -53,6 +58,12 @@ PARAMETERS: tuple[tuple[str, object, str], ...] = (  # name, default, descriptio
     ("gravity", [0.0, 0.0, -9.81], "gravity [m/s²]"),
     ("rate_hz", 500.0, "joint_states rate; one RK4 step per period"),
     ("command_timeout_s", 0.2, "commands older than this count as zero"),
+    (
+        "hold_until_command",
+        False,
+        "hold the arm still until the first effort command arrives, as a robot keeps its brakes "
+        "on until its controller runs",
+    ),
     (
         "disturbance",
         [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
@@ -85,8 +96,8 @@ PARAMETERS: tuple[tuple[str, object, str], ...] = (  # name, default, descriptio
 )
 
 
-#: Largest gap between the simulated time's stamps and the node clock before the stamps are re-anchored.
-RESYNC_S = 0.005
+#: Most RK4 steps one timer tick takes to catch up with the clock; further behind, the stamps re-anchor.
+MAX_CATCH_UP = 10
 
 
 class DacChainSim(Node):
@@ -123,9 +134,15 @@ class DacChainSim(Node):
         self.disturbance = np.array(p("disturbance"), float)
         self.effort_time = self.port_time = None
         self.dt = 1.0 / float(p("rate_hz"))
-        self._stamp_anchor_ns = None  # node clock at simulated time 0 (see RESYNC_S)
+        self._dt_ns = round(self.dt * 1e9)
+        self.steps = 0  # RK4 steps taken: the simulated time is steps · dt
+        self.lagged = 0  # re-anchors: the machine fell more than MAX_CATCH_UP periods behind
+        self._stamp_anchor_ns: int | None = None  # node clock at simulated time 0
         self.timeout = float(p("command_timeout_s"))
-        self.pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
+        self.braked = bool(p("hold_until_command"))
+        self.pub = self.create_publisher(
+            JointState, "joint_states", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
+        )
         self.create_subscription(Float64MultiArray, "effort_commands", self._on_effort, SENSOR_QOS)
         self.create_subscription(Float64MultiArray, "port_commands", self._on_port, SENSOR_QOS)
         self.create_timer(self.dt, self._step)
@@ -195,27 +212,48 @@ class DacChainSim(Node):
         return (lambda t, q, qd: effort + port_efforts(self.pinocchio, q, extra)), effort
 
     def _step(self):
+        """Steps up to the node clock (module docstring), publishing each state."""
+        now = self.get_clock().now().nanoseconds
+        if self._stamp_anchor_ns is None:
+            self._stamp_anchor_ns = now - self.steps * self._dt_ns - self._dt_ns
+        due = round((now - self._stamp_anchor_ns) / self._dt_ns) - self.steps
+        if due > MAX_CATCH_UP:
+            self.lagged += 1
+            warn_throttled(
+                self,
+                "lagged",
+                f"{due} steps behind the clock: this machine cannot simulate at {1 / self.dt:g} Hz; "
+                "the simulated time runs slower than the clock",
+            )
+            self._stamp_anchor_ns += (due - MAX_CATCH_UP) * self._dt_ns
+            due = MAX_CATCH_UP
+        for _ in range(due):  # an early tick (due 0) waits for the next
+            self._step_once()
+
+    def _step_once(self):
         efforts, effort = self.effort_function()
-        self.q, self.qd = rk4_step(
-            self.pinocchio, self.q, self.qd, self.dt, efforts, self.t, dynamics=self.plant.forward_dynamics
-        )
-        self.t += self.dt
+        self.braked = self.braked and self.effort_time is None
+        if not self.braked:
+            self.q, self.qd = rk4_step(
+                self.pinocchio,
+                self.q,
+                self.qd,
+                self.dt,
+                efforts,
+                self.t,
+                dynamics=self.plant.forward_dynamics,
+            )
+        self.steps += 1
+        self.t = self.steps * self.dt
         q, qd = self.q, self.qd
         msg = JointState()
-        msg.header.stamp = self._state_stamp()
+        assert self._stamp_anchor_ns is not None  # set by _step
+        msg.header.stamp = ns_to_stamp(self._stamp_anchor_ns + self.steps * self._dt_ns)
         msg.name = list(self.joint_names)
         msg.position = [float(x) for x in q[self._from_model]]
         msg.velocity = [float(x) for x in qd[self._from_model]]
         msg.effort = [float(x) for x in effort[self._from_model]]
         self.pub.publish(msg)
-
-    def _state_stamp(self):
-        """The stamp of the state at simulated time ``self.t`` (module docstring)."""
-        now = self.get_clock().now().nanoseconds
-        t_ns = round(self.t * 1e9)
-        if self._stamp_anchor_ns is None or abs(now - (self._stamp_anchor_ns + t_ns)) > RESYNC_S * 1e9:
-            self._stamp_anchor_ns = now - t_ns
-        return ns_to_stamp(self._stamp_anchor_ns + t_ns)
 
 
 def main(argv=None) -> int:

@@ -254,9 +254,10 @@ PARAMETERS = ParameterTable(
     Param("default_effort_limit", 50.0, "limit for joints without one [N m]", CONFIGURE, gt=0.0, le=1e9),
     Param(
         "input_queue_depth",
-        10,
-        "joint_states kept while the node is busy or descheduled (best effort); each "
-        "is processed in order, so a deeper queue trades drops for latency",
+        1,
+        "joint_states kept while the node is busy or descheduled (best effort); 1: a late "
+        "step acts on the newest state, never on a backlog; deeper queues process each "
+        "state in order, trading latency for completeness",
         CONFIGURE,
         ge=1,
         le=100000,
