@@ -424,8 +424,11 @@ def bench_dac_node(args) -> dict:
     """``ros-lnn bench dac-node``: only the dac_controller node at 1 kHz (the demo arm, law III), joint
     states from another process: processed fraction, outputs per input, in-node latency and callback
     CPU per sample (median, p99) — with the certain model only, then with the learned port
-    (``--model``, default the shipped models/dac_chain_residual.onnx). ``--duration`` seconds per run
-    (default 10; 3 with ``--quick``)."""
+    (``--model``, default the shipped models/dac_chain_residual.onnx), and with the port and a 10-deep
+    queue. The node's default queue holds the newest state only (a late step skips to it), so its
+    processed fraction counts superseded states as not processed; whether the node keeps up with every
+    sample at 1 kHz is measured with the deep queue. ``--duration`` seconds per run (default 10; 3 with
+    ``--quick``)."""
     import os
 
     duration = float(getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 10.0))
@@ -434,6 +437,7 @@ def bench_dac_node(args) -> dict:
     out: dict[str, Any] = {
         "model_only": bench_node_rate(duration),
         "learned_port": bench_node_rate(duration, residual_model=model),
+        "learned_port_queue_10": bench_node_rate(duration, input_queue_depth=10, residual_model=model),
         "port_call": port_call_time(model, 300 if getattr(args, "quick", False) else 3000),
     }
     out["loadavg_before"] = load
@@ -441,11 +445,12 @@ def bench_dac_node(args) -> dict:
     a, b = out["model_only"]["node_cpu_median_us"], out["learned_port"]["node_cpu_median_us"]
     c = out["port_call"]["cpu_median_us"]
     print("load average before {:.2f}, after {:.2f}".format(load[0], out["loadavg_after"][0]))
+    every = out["learned_port_queue_10"]["processed_fraction"]
     print(
         f"dac-node callback CPU per sample (median): model-only {a:.0f} µs, with learned port {b:.0f} µs "
-        f"(+{b - a:.0f} µs; the ONNX call alone {c:.0f} µs); 1 kHz needs < 1000 µs: "
-        f"{'met' if b < 1000.0 and out['learned_port']['processed_fraction'] > 0.99 else 'not met'} "
-        f"(processed {out['learned_port']['processed_fraction']:.2%})"
+        f"(+{b - a:.0f} µs; the ONNX call alone {c:.0f} µs); 1 kHz needs < 1000 µs and every state "
+        f"processed with a 10-deep queue: {'met' if b < 1000.0 and every > 0.99 else 'not met'} "
+        f"(processed {every:.2%})"
     )
     return out
 
