@@ -79,11 +79,12 @@ def estimator_node(ctx, params=None, cli=None, autostart=True):
     return node, ns
 
 
-def test_a_default_subscriber_receives_every_output_of_servo_lnn_sim_and_dac_controller(ctx, harness):
+def test_a_default_subscriber_receives_every_output_of_the_nodes(ctx, harness):
     """create_subscription(T, topic, cb, 10): reliable, the QoS a user gets without asking."""
     from rosgraph_msgs.msg import Clock
     from std_msgs.msg import Float64MultiArray
 
+    from ros_lnn.nodes.dac_chain_sim import DacChainSim
     from ros_lnn.nodes.dac_controller import DacControllerNode
     from ros_lnn.nodes.dac_controller import start as start_dac
     from ros_lnn.nodes.sim import SimNode
@@ -115,7 +116,10 @@ def test_a_default_subscriber_receives_every_output_of_servo_lnn_sim_and_dac_con
         namespace=f"{ns}_arm", context=ctx, parameter_overrides=[Parameter("diagnostics_period_s", value=0.2)]
     )
     assert start_dac(dac), dac.last_error
-    h = harness(sim, clock_sim, est, dac)
+    chain = DacChainSim(
+        namespace=f"{ns}_chain", context=ctx, parameter_overrides=[Parameter("rate_hz", value=100.0)]
+    )
+    h = harness(sim, clock_sim, est, dac, chain)
     topics = {
         f"{ns}/joint_states": JointState,
         f"{ns}/sim/ground_truth/driving_force": JointState,
@@ -132,6 +136,7 @@ def test_a_default_subscriber_receives_every_output_of_servo_lnn_sim_and_dac_con
         f"{ns}_arm/dac_controller/port_command": Float64MultiArray,
         f"{ns}_arm/dac_controller/joint_effort_command": Float64MultiArray,
         f"{ns}_arm/dac_controller/markers": MarkerArray,
+        f"{ns}_chain/joint_states": JointState,
     }
     boxes = {}
     for topic, msg_type in topics.items():
