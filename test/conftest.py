@@ -8,6 +8,7 @@ so timings and results do not depend on the machine's load.
 import os
 import random
 import signal
+import subprocess
 
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(1, 100)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -49,6 +50,17 @@ def ctx():
     rclpy.init(args=[], context=context)
     yield context
     rclpy.try_shutdown(context=context)
+
+
+def stop_process(proc, sig=signal.SIGINT, timeout: float = 10.0) -> str:
+    """Send ``sig`` to a node process a test started, wait ``timeout`` s (then kill it); its output."""
+    proc.send_signal(sig)
+    try:
+        out = proc.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out = proc.communicate()[0]
+    return out if isinstance(out, str) else out.decode(errors="replace")
 
 
 def sigint_as_in_a_terminal() -> None:

@@ -5,7 +5,6 @@ executor, deliver; deactivate/re-activate works; SIGINT exits 0."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import HAVE_RCLPY, requires_rclpy
+from conftest import HAVE_RCLPY, requires_rclpy, stop_process
 
 pytestmark = [requires_rclpy, pytest.mark.ros]
 
@@ -114,10 +113,5 @@ def test_lifecycle_services_drive_a_node_process(ctx, executor):
         assert len({stamp_ns(m.header.stamp) for m in force}) == len(force)  # one output per input
     finally:
         h.close()
-        proc.send_signal(signal.SIGINT)
-        try:
-            output = proc.communicate(timeout=20)[0].decode(errors="replace")
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            output = proc.communicate()[0].decode(errors="replace")
+        output = stop_process(proc, timeout=20)
     assert proc.returncode == 0, output[-3000:]

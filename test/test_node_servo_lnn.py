@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import HAVE_RCLPY, HAVE_TORCH, requires_rclpy
+from conftest import HAVE_RCLPY, HAVE_TORCH, requires_rclpy, stop_process
 from ros_lnn.estimation.derivative import CausalPolyDerivative
 from ros_lnn.estimation.rollout import rollout_free
 from ros_lnn.estimation.trajectory import ServoPlan
@@ -588,12 +588,7 @@ def test_process_whose_autostart_fails_stays_unconfigured_and_can_be_configured_
         )
     finally:
         h.close()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            output = proc.communicate(timeout=20)[0]
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            output = proc.communicate()[0]
+        output = stop_process(proc, signal.SIGTERM, timeout=20)
     errors = [line for line in output.splitlines() if "ERROR" in line]
     assert proc.returncode == 0, output[-3000:]
     assert len(errors) == 1 and "configure failed" in errors[0] and str(missing) in errors[0], output[-3000:]

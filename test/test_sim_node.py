@@ -4,14 +4,13 @@ commands, /clock, the chain, and a cross-process run of simulator + estimator.""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from conftest import HAVE_RCLPY, HAVE_TORCH, requires_rclpy
+from conftest import HAVE_RCLPY, HAVE_TORCH, requires_rclpy, stop_process
 from ros_lnn.errors import ConfigError
 from ros_lnn.estimation.trajectory import ServoPlan
 from ros_lnn.physics.chain import PlanarChain
@@ -284,15 +283,7 @@ def test_cross_process_simulator_and_estimator(ctx, exact_model):
         failure = exc
     finally:
         h.close()
-        outs = []
-        for p in procs:
-            p.send_signal(signal.SIGINT)
-        for p in procs:
-            try:
-                outs.append(p.communicate(timeout=10)[0].decode(errors="replace"))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                outs.append(p.communicate()[0].decode(errors="replace"))
+        outs = [stop_process(p) for p in procs]
     logs = "\n".join(
         f"--- process {i} (rc {p.returncode}):\n{o[-3000:]}" for i, (p, o) in enumerate(zip(procs, outs))
     )

@@ -128,7 +128,7 @@ class DacChainSim(Node):
             self.get_logger().info(f"plant differs from the description: {self.plant.mismatch}")
         self._from_model = [model_names.index(j) for j in self.joint_names]
         q0 = np.array(p("initial_positions") or [0.0] * len(model_names), float)
-        self.q, self.qd, self.t = q0[self._to_model], np.zeros(len(model_names)), 0.0
+        self.q, self.qd = q0[self._to_model], np.zeros(len(model_names))
         self.effort = np.zeros(len(model_names))
         self.port = np.zeros(6 * self.model.n_bodies)
         self.disturbance = np.array(p("disturbance"), float)
@@ -211,11 +211,16 @@ class DacChainSim(Node):
             return (lambda t, q, qd: effort), effort
         return (lambda t, q, qd: effort + port_efforts(self.pinocchio, q, extra)), effort
 
+    @property
+    def t(self) -> float:
+        """Simulated time [s]."""
+        return self.steps * self.dt
+
     def _step(self):
         """Steps up to the node clock (module docstring), publishing each state."""
         now = self.get_clock().now().nanoseconds
         if self._stamp_anchor_ns is None:
-            self._stamp_anchor_ns = now - self.steps * self._dt_ns - self._dt_ns
+            self._stamp_anchor_ns = now - self._dt_ns  # the first tick takes one step
         due = round((now - self._stamp_anchor_ns) / self._dt_ns) - self.steps
         if due > MAX_CATCH_UP:
             self.lagged += 1
@@ -234,17 +239,9 @@ class DacChainSim(Node):
         efforts, effort = self.effort_function()
         self.braked = self.braked and self.effort_time is None
         if not self.braked:
-            self.q, self.qd = rk4_step(
-                self.pinocchio,
-                self.q,
-                self.qd,
-                self.dt,
-                efforts,
-                self.t,
-                dynamics=self.plant.forward_dynamics,
-            )
+            fd = self.plant.forward_dynamics
+            self.q, self.qd = rk4_step(self.pinocchio, self.q, self.qd, self.dt, efforts, self.t, dynamics=fd)
         self.steps += 1
-        self.t = self.steps * self.dt
         q, qd = self.q, self.qd
         msg = JointState()
         assert self._stamp_anchor_ns is not None  # set by _step
