@@ -1,0 +1,145 @@
+"""The identified arm as a deployable model: ``τ̂(q, q̇, q̈) = RNEA_π(q, q̇, q̈) + τ_f(q̇) + r(q, q̇)``.
+
+One file, ``<name>.onnx``: the graph computes friction ``τ_f`` and the learned residual ``r`` from
+``q, qd`` (float32, batch × n, the mapping's joint order); the rigid body — the URDF's kinematics with
+the identified inertial parameters — travels in the metadata (``metadata_props['ros_lnn_arm']``, one
+JSON document) and is evaluated with Pinocchio. No torch at run time.
+
+The same object gives what an observer needs: M(q), C(q, q̇), g(q) of the identified arm, friction and
+the residual.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelError
+from . import friction
+from .rigid_body import ArmRigidBody
+
+METADATA_KEY = "ros_lnn_arm"
+FAMILY = "arm"
+FORMAT_VERSION = 1
+GRAPH_INPUTS = ("q", "qd")
+GRAPH_OUTPUTS = ("friction", "residual")
+
+
+def read_arm_metadata(path) -> dict:
+    """The arm metadata of an ONNX file (ModelError if it is not an arm model)."""
+    import onnx
+
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"{path}: no such model file")
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # onnx raises several types for a corrupt file
+        raise ModelError(f"{path}: not an ONNX model ({exc})") from None
+    props = {p.key: p.value for p in proto.metadata_props}
+    if METADATA_KEY not in props:
+        raise ModelError(f"{path}: not an arm model (no '{METADATA_KEY}' metadata)")
+    try:
+        meta = json.loads(props[METADATA_KEY])
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"{path}: arm metadata is not JSON ({exc})") from None
+    if meta.get("format") != FORMAT_VERSION:
+        raise ModelError(f"{path}: arm model format {meta.get('format')}, this package reads {FORMAT_VERSION}")
+    return meta
+
+
+def is_arm_model(path) -> bool:
+    try:
+        read_arm_metadata(path)
+    except ModelError:
+        return False
+    return True
+
+
+class ArmModel:
+    """Inverse dynamics, M, C, g, friction and residual of an identified arm (numpy + Pinocchio + ORT)."""
+
+    def __init__(self, path, threads: int = 1):
+        import onnxruntime as ort
+
+        self.path = Path(path)
+        self.meta = read_arm_metadata(self.path)
+        self.joints = tuple(self.meta["joints"])
+        self.n = len(self.joints)
+        nominal = ArmRigidBody.from_urdf(self.meta["urdf"], self.joints, self.meta["gravity"])
+        self.nominal = nominal
+        self.rigid = nominal.with_parameters(np.asarray(self.meta["pi"], dtype=float))
+        self.phi = np.asarray(self.meta["phi"], dtype=float)
+        self.coulomb_velocity = float(self.meta["coulomb_velocity"])
+        self.residual_enabled = bool(self.meta.get("residual_enabled", False))
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        try:
+            self.session = ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            raise ModelError(f"{self.path}: ONNX Runtime cannot load the graph ({exc})") from None
+        names = {o.name for o in self.session.get_outputs()}
+        if not set(GRAPH_OUTPUTS) <= names:
+            raise ModelError(f"{self.path}: graph outputs {sorted(names)}, expected {list(GRAPH_OUTPUTS)}")
+
+    def _graph(self, q, qd) -> tuple[np.ndarray, np.ndarray]:
+        q = np.atleast_2d(np.asarray(q, dtype=np.float32))
+        qd = np.atleast_2d(np.asarray(qd, dtype=np.float32))
+        f, r = self.session.run(list(GRAPH_OUTPUTS), {"q": q, "qd": qd})
+        return f.astype(float), r.astype(float)
+
+    def friction_torque(self, qd) -> np.ndarray:
+        return friction.torque(self.phi, qd, self.coulomb_velocity)
+
+    def residual_torque(self, q, qd) -> np.ndarray:
+        """The learned residual (N, n); zeros when training switched it off."""
+        return self._graph(q, qd)[1]
+
+    def inverse_dynamics(self, q, qd, qdd, residual: bool = True) -> np.ndarray:
+        """τ̂ (N, n); ``residual=False``: the least-squares fit alone (rigid body + friction)."""
+        f, r = self._graph(q, qd)
+        tau = self.rigid.inverse_dynamics(q, qd, qdd) + f
+        return tau + r if residual else tau
+
+    def non_rigid_torque(self, q, qd) -> np.ndarray:
+        """Friction + residual (N, n): what the arm needs besides M q̈ + C q̇ + g."""
+        f, r = self._graph(q, qd)
+        return f + r
+
+    def mass_matrix(self, q) -> np.ndarray:
+        return self.rigid.mass_matrix(q)
+
+    def coriolis_matrix(self, q, qd) -> np.ndarray:
+        return self.rigid.coriolis_matrix(q, qd)
+
+    def gravity_torque(self, q) -> np.ndarray:
+        return self.rigid.gravity_torque(q)
+
+    def describe(self) -> str:
+        r = "with a learned residual" if self.residual_enabled else "residual off (the fit alone)"
+        return f"arm model of {self.n} joints ({', '.join(self.joints)}): rigid body + friction, {r}"
+
+
+def arm_metadata(
+    rigid: ArmRigidBody, pi, phi, coulomb_velocity: float, residual_enabled: bool, **extra: Any
+) -> dict:
+    return {
+        "format": FORMAT_VERSION,
+        "family": FAMILY,
+        "joints": list(rigid.joints),
+        "urdf": rigid.urdf_text,
+        "gravity": [float(g) for g in rigid.gravity],
+        "locked_joints": list(rigid.locked),
+        "pi": [float(x) for x in pi],
+        "phi": [float(x) for x in phi],
+        "coulomb_velocity": float(coulomb_velocity),
+        "residual_enabled": bool(residual_enabled),
+        "inputs": list(GRAPH_INPUTS),
+        "outputs": list(GRAPH_OUTPUTS),
+        "units": {"q": "rad or m", "qd": "rad/s or m/s", "friction": "N*m or N", "residual": "N*m or N"},
+        **extra,
+    }

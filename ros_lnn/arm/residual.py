@@ -1,0 +1,242 @@
+"""The learned residual of an identified arm (torch): what the rigid body and friction miss.
+
+``r_j = σ_j · net_j(features)``, trained on ``(τ − τ̂_fit) / σ_j`` of the filtered training samples,
+with weight decay and a penalty on the residual's size (it stays at zero unless the data demand it),
+and early stopping on validation samples the fit never tuned the residual on (a contiguous stretch at
+the end of the training recordings, or ``--val-bag``). If the residual does not lower the validation
+error by at least ``min_gain`` it is switched off (a zero residual is exported): by construction the
+hybrid is never worse on validation than the least-squares fit alone.
+
+Inputs (``inputs``):
+- ``joint`` (default): joint j's residual from its own ``(sin q_j, cos q_j, q̇_j, tanh(q̇_j / v))``
+  (``q_j`` for a prismatic joint) — the shape of its friction curve, position-dependent friction,
+  cable and spring torques. Few inputs per network, so it generalises from one exciting trajectory.
+- ``state``: every joint's residual from the whole state — couplings, at the price of needing
+  recordings that cover the workspace.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import friction as friction_model
+
+INPUTS = ("joint", "state")
+
+
+class FrictionTerm(nn.Module):
+    def __init__(self, phi, coulomb_velocity: float):
+        super().__init__()
+        p = torch.as_tensor(np.asarray(phi, dtype=float).reshape(-1, 3), dtype=torch.float32)
+        self.register_buffer("p", p)
+        self.v = float(coulomb_velocity)
+
+    def forward(self, qd):
+        return qd * self.p[:, 0] + torch.tanh(qd / self.v) * self.p[:, 1] + self.p[:, 2]
+
+
+class ResidualNet(nn.Module):
+    """Per-joint (``joint``) or whole-state (``state``) tanh MLP with fixed input/output scaling."""
+
+    def __init__(self, n: int, inputs: str, prismatic, hidden: int, mean, std, scale, coulomb_velocity: float):
+        super().__init__()
+        self.n, self.inputs, self.hidden = n, inputs, hidden
+        self.v = float(coulomb_velocity)
+        self.register_buffer("revolute", torch.tensor([0.0 if p else 1.0 for p in prismatic]))
+        self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
+        self.register_buffer("std", torch.as_tensor(std, dtype=torch.float32))
+        self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float32))
+        self.register_buffer("enabled", torch.tensor(1.0))
+        k = 4
+        if inputs == "joint":
+            self.w1 = nn.Parameter(torch.randn(n, k, hidden) * 0.5)
+            self.b1 = nn.Parameter(torch.zeros(n, hidden))
+            self.w2 = nn.Parameter(torch.randn(n, hidden, hidden) / hidden**0.5)
+            self.b2 = nn.Parameter(torch.zeros(n, hidden))
+            self.w3 = nn.Parameter(torch.zeros(n, hidden))
+            self.b3 = nn.Parameter(torch.zeros(n))
+        else:
+            self.net = nn.Sequential(
+                nn.Linear(k * n, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, n)
+            )
+            nn.init.zeros_(self.net[-1].weight)
+            nn.init.zeros_(self.net[-1].bias)
+
+    def features(self, q, qd):
+        r = self.revolute
+        angle_s = torch.sin(q) * r + q * (1 - r)
+        angle_c = torch.cos(q) * r
+        x = torch.stack([angle_s, angle_c, qd, torch.tanh(qd / self.v)], dim=-1)  # (B, n, 4)
+        return (x - self.mean) / self.std
+
+    def forward(self, q, qd):
+        x = self.features(q, qd)
+        if self.inputs == "joint":
+            h = torch.tanh(torch.einsum("bjk,jkh->bjh", x, self.w1) + self.b1)
+            h = torch.tanh(torch.einsum("bjh,jhg->bjg", h, self.w2) + self.b2)
+            out = (h * self.w3).sum(-1) + self.b3
+        else:
+            out = self.net(x.reshape(x.shape[0], -1))
+        return out * self.scale * self.enabled
+
+    def weight_norm(self):
+        if self.inputs == "joint":
+            return sum((w**2).sum() for w in (self.w1, self.w2, self.w3))
+        return sum((m.weight**2).sum() for m in self.net if isinstance(m, nn.Linear))
+
+
+class ArmGraph(nn.Module):
+    """The exported graph: ``q, qd → friction, residual``."""
+
+    def __init__(self, friction: FrictionTerm, residual: ResidualNet):
+        super().__init__()
+        self.friction = friction
+        self.residual = residual
+
+    def forward(self, q, qd):
+        return self.friction(qd), self.residual(q, qd)
+
+
+@dataclass
+class ResidualOptions:
+    inputs: str = "joint"
+    hidden: int = 32
+    epochs: int = 300
+    batch: int = 1024
+    lr: float = 3e-3
+    weight_decay: float = 1e-4
+    #: penalty on the mean squared (scaled) residual: keeps it at zero unless the data demand it
+    size_penalty: float = 1e-3
+    #: epochs without a better validation error before training stops
+    patience: int = 60
+    #: the residual stays on only if it lowers the validation error by at least this fraction
+    min_gain: float = 0.01
+    seed: int = 0
+    time_limit_s: float = 240.0
+
+
+@dataclass
+class ResidualResult:
+    net: ResidualNet
+    enabled: bool
+    epochs_run: int
+    best_epoch: int
+    val_error: float  # mean squared scaled validation error with the residual
+    val_error_fit: float  # same without (the fit alone)
+    train_s: float
+    history: list = field(default_factory=list)
+
+    @property
+    def gain_percent(self) -> float:
+        return 100.0 * (1.0 - self.val_error / self.val_error_fit) if self.val_error_fit > 0 else 0.0
+
+
+def train_residual(
+    q, qd, target, q_val, qd_val, target_val, prismatic, coulomb_velocity, options: ResidualOptions, progress=None
+) -> ResidualResult:
+    """Fit the residual to ``target`` (τ − τ̂_fit, N × n) with early stopping on the validation set."""
+    say = progress or (lambda _text: None)
+    torch.manual_seed(options.seed)
+    n = target.shape[1]
+    scale = np.std(target, axis=0)
+    scale = np.where(scale > 1e-9, scale, 1.0)
+    probe = ResidualNet(n, options.inputs, prismatic, options.hidden, np.zeros((n, 4)), np.ones((n, 4)), scale, coulomb_velocity)
+    with torch.no_grad():
+        feats = probe.features(torch.as_tensor(q, dtype=torch.float32), torch.as_tensor(qd, dtype=torch.float32))
+    mean = feats.mean(0).numpy()
+    std = feats.std(0).numpy() + 1e-6
+    net = ResidualNet(n, options.inputs, prismatic, options.hidden, mean, std, scale, coulomb_velocity)
+    t32 = lambda x: torch.as_tensor(np.asarray(x), dtype=torch.float32)  # noqa: E731
+    Q, QD, Y = t32(q), t32(qd), t32(target / scale)
+    QV, QDV, YV = t32(q_val), t32(qd_val), t32(target_val / scale)
+    opt = torch.optim.Adam(net.parameters(), lr=options.lr)
+    with torch.no_grad():
+        zero_err = float((YV**2).mean())
+    best = (zero_err, copy.deepcopy(net.state_dict()), -1)
+    start = time.perf_counter()
+    history = []
+    epoch = 0
+    for epoch in range(options.epochs):
+        perm = torch.randperm(len(Y))
+        for b in range(0, len(perm), options.batch):
+            i = perm[b : b + options.batch]
+            opt.zero_grad()
+            pred = net(Q[i], QD[i]) / net.scale
+            loss = ((pred - Y[i]) ** 2).mean() + options.size_penalty * (pred**2).mean()
+            loss = loss + options.weight_decay * net.weight_norm() / len(Y)
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            val = float(((net(QV, QDV) / net.scale - YV) ** 2).mean())
+        history.append(val)
+        if val < best[0]:
+            best = (val, copy.deepcopy(net.state_dict()), epoch)
+        if epoch % 25 == 0:
+            say(f"residual epoch {epoch}: validation {val:.4g} (fit alone {zero_err:.4g}, best {best[0]:.4g} at {best[2]})")
+        if epoch - best[2] > options.patience or time.perf_counter() - start > options.time_limit_s:
+            break
+    net.load_state_dict(best[1])
+    enabled = best[0] < (1.0 - options.min_gain) * zero_err
+    if not enabled:
+        net.enabled.fill_(0.0)
+    return ResidualResult(
+        net=net,
+        enabled=enabled,
+        epochs_run=epoch + 1,
+        best_epoch=best[2],
+        val_error=best[0] if enabled else zero_err,
+        val_error_fit=zero_err,
+        train_s=time.perf_counter() - start,
+        history=history,
+    )
+
+
+def export_arm_onnx(path, phi, coulomb_velocity: float, residual: ResidualNet, metadata: dict):
+    """Write the friction + residual graph with the arm metadata to ``path`` (atomically)."""
+    import json
+    import os
+    import warnings
+
+    import onnx
+
+    from .model import GRAPH_INPUTS, GRAPH_OUTPUTS, METADATA_KEY
+
+    graph = ArmGraph(FrictionTerm(phi, coulomb_velocity), copy.deepcopy(residual)).eval()
+    n = residual.n
+    args = (torch.zeros(2, n), torch.zeros(2, n))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(
+            graph,
+            args,
+            dynamo=True,
+            input_names=list(GRAPH_INPUTS),
+            output_names=list(GRAPH_OUTPUTS),
+            opset_version=18,
+            optimize=True,
+            dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in GRAPH_INPUTS},
+            verbose=False,
+        )
+    assert program is not None
+    proto = program.model_proto
+    entry = proto.metadata_props.add()
+    entry.key = METADATA_KEY
+    entry.value = json.dumps(metadata)
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    onnx.save(proto, str(tmp))
+    os.replace(tmp, path)
+    return path
+
+
+def numpy_friction(phi, qd, coulomb_velocity):
+    return friction_model.torque(phi, qd, coulomb_velocity)

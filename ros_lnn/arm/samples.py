@@ -1,0 +1,42 @@
+"""Recordings → filtered samples for identification and evaluation (no torch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import DataError
+from .recording import ArmRecording
+from .signals import filter_joint_signals
+
+
+@dataclass
+class Samples:
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray  # filtered (training) or raw (evaluation) joint torques
+    rate_hz: float
+    cutoff_hz: float
+
+    def __len__(self) -> int:
+        return len(self.q)
+
+
+def filtered_samples(recordings: list[ArmRecording], cutoff_hz: float, gap_factor: float, raw_tau: bool = False) -> Samples:
+    """Each recording split at gaps, each piece filtered on its own, all stacked. ``raw_tau``: keep
+    the measured torque unfiltered (evaluation) instead of the filtered one (training)."""
+    parts = []
+    rates, cutoffs = [], []
+    for rec in recordings:
+        for seg in rec.segments(gap_factor):
+            f = filter_joint_signals(seg.t, seg.q, seg.qd, seg.tau, cutoff_hz)
+            parts.append((f.q, f.qd, f.qdd, seg.tau if raw_tau else f.tau))
+            rates.append(f.rate_hz)
+            cutoffs.append(f.cutoff_hz)
+    if not parts:
+        names = ", ".join(r.name for r in recordings)
+        raise DataError(f"{names}: no stretch of 64 or more samples without a gap")
+    stack = [np.concatenate([p[i] for p in parts]) for i in range(4)]
+    return Samples(*stack, rate_hz=float(np.median(rates)), cutoff_hz=float(np.median(cutoffs)))

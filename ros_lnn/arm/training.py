@@ -1,0 +1,146 @@
+"""Train an arm model: least squares on the base parameters (seconds), then the learned residual
+(torch), then the ONNX file with its metadata. See :mod:`ros_lnn.arm.identification` and
+:mod:`ros_lnn.arm.residual`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+from ..errors import DataError
+from . import identification as idn
+from .mapping import ArmMapping
+from .model import arm_metadata
+from .recording import ArmRecording
+from .rigid_body import ArmRigidBody
+from .samples import Samples, filtered_samples
+
+
+@dataclass
+class ArmTrainResult:
+    path: Path | None
+    fit: idn.ArmFit
+    residual_enabled: bool
+    metrics: dict
+    log: list = field(default_factory=list)
+    train_s: float = 0.0
+
+
+def split_validation(recordings: list[ArmRecording], fraction: float) -> tuple[list, list]:
+    """The last ``fraction`` of each recording (a contiguous stretch) for validation."""
+    if not 0.0 < fraction < 0.9:
+        raise DataError(f"validation fraction {fraction}: give a value in (0, 0.9)")
+    train = [r.part(0.0, 1.0 - fraction, f"{r.name}[train]") for r in recordings]
+    val = [r.part(1.0 - fraction, 1.0, f"{r.name}[val]") for r in recordings]
+    return train, val
+
+
+def train_arm(
+    train: list[ArmRecording],
+    urdf,
+    mapping: ArmMapping,
+    *,
+    out=None,
+    validation: list[ArmRecording] | None = None,
+    val_fraction: float = 0.2,
+    residual: str = "auto",
+    options=None,
+    progress=None,
+) -> ArmTrainResult:
+    """``residual``: auto (trained, kept if it helps on validation), off (the fit alone)."""
+    from .residual import ResidualNet, ResidualOptions, export_arm_onnx, train_residual
+
+    log: list[str] = []
+
+    def say(text):
+        log.append(text)
+        if progress:
+            progress(text)
+
+    start = time.perf_counter()
+    options = options or ResidualOptions()
+    arm = ArmRigidBody.from_urdf(urdf, mapping.actuated_joints)
+    if arm.locked:
+        say(f"URDF joints locked at their neutral position (not actuated): {', '.join(arm.locked)}")
+    if validation is None:
+        train, validation = split_validation(train, val_fraction)
+        say(f"validation: the last {val_fraction:.0%} of each training recording")
+    else:
+        say(f"validation: {', '.join(r.name for r in validation)}")
+    tr = filtered_samples(train, mapping.filter_cutoff_hz, mapping.gap_factor)
+    va = filtered_samples(validation, mapping.filter_cutoff_hz, mapping.gap_factor)
+    say(
+        f"{len(tr)} training, {len(va)} validation samples at {tr.rate_hz:.0f} Hz; "
+        f"zero-phase Butterworth {tr.cutoff_hz:g} Hz on q, q̇ (→ q̈) and τ; {mapping.describe()}"
+    )
+    t0 = time.perf_counter()
+    fit = idn.identify(arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=mapping.coulomb_velocity, progress=say)
+    fit_s = time.perf_counter() - t0
+    say(f"least-squares fit: {fit_s:.1f} s")
+    for joint, m in fit.report["masses_kg"].items():
+        say(f"  body of {joint}: mass {m:.3f} kg (URDF {fit.report['urdf_masses_kg'][joint]:.3f})")
+    fit_tr = idn.predict(arm, fit, tr.q, tr.qd, tr.qdd)
+    fit_va = idn.predict(arm, fit, va.q, va.qd, va.qdd)
+    prismatic = [arm.model.joints[arm.model.getJointId(j)].shortname().startswith("JointModelP") for j in arm.joints]
+    if residual == "off":
+        n = arm.n
+        net = ResidualNet(n, options.inputs, prismatic, 4, np.zeros((n, 4)), np.ones((n, 4)), np.ones(n), mapping.coulomb_velocity)
+        net.enabled.fill_(0.0)
+        res_info = {"enabled": False, "reason": "residual: off"}
+        enabled = False
+        say("residual: off (the least-squares fit alone)")
+    else:
+        res = train_residual(
+            tr.q, tr.qd, tr.tau - fit_tr, va.q, va.qd, va.tau - fit_va, prismatic, mapping.coulomb_velocity, options, say
+        )
+        net, enabled = res.net, res.enabled
+        res_info = {
+            "enabled": enabled,
+            "inputs": options.inputs,
+            "epochs_run": res.epochs_run,
+            "best_epoch": res.best_epoch,
+            "validation_gain_percent": res.gain_percent,
+            "train_s": res.train_s,
+        }
+        verdict = "kept" if enabled else f"switched off (gain below {100 * options.min_gain:g} %)"
+        say(
+            f"residual ({options.inputs} inputs): validation error {res.val_error:.4g} vs fit alone "
+            f"{res.val_error_fit:.4g} ({res.gain_percent:+.1f} %) after {res.epochs_run} epochs: {verdict}"
+        )
+    metrics = {
+        "validation_torque_rre_percent_fit": idn.relative_error_percent(va.tau, fit_va).tolist(),
+        "training_samples": len(tr),
+        "validation_samples": len(va),
+        "rate_hz": tr.rate_hz,
+        "cutoff_hz": tr.cutoff_hz,
+        "fit_s": fit_s,
+        "residual": res_info,
+    }
+    result = ArmTrainResult(None, fit, enabled, metrics, log)
+    result.train_s = time.perf_counter() - start
+    if out is not None:
+        meta = arm_metadata(
+            arm,
+            fit.pi,
+            fit.phi,
+            mapping.coulomb_velocity,
+            enabled,
+            identification={k: v for k, v in fit.report.items() if k != "bodies"},
+            metrics=metrics,
+            mapping={k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(mapping).items()},
+            data={"train": [r.name for r in train], "validation": [r.name for r in validation],
+                  "sha256": sorted({r.sha256 for r in train + validation if r.sha256})},
+            package_version=__version__,
+            train_s=result.train_s,
+        )
+        result.path = export_arm_onnx(out, fit.phi, mapping.coulomb_velocity, net, meta)
+        say(f"wrote {result.path}")
+    return result
+
+
+def samples_for(recordings, mapping: ArmMapping, raw_tau: bool) -> Samples:
+    return filtered_samples(recordings, mapping.filter_cutoff_hz, mapping.gap_factor, raw_tau=raw_tau)
