@@ -91,16 +91,30 @@ class ResidualNet(nn.Module):
         return sum((m.weight**2).sum() for m in self.net if isinstance(m, nn.Linear))
 
 
-class ArmGraph(nn.Module):
-    """The exported graph: ``q, qd → friction, residual``."""
+class RippleTerm(nn.Module):
+    """``Σ_i a_i sin(k_i q_j) + b_i cos(k_i q_j)`` per joint (:mod:`ros_lnn.arm.ripple`)."""
 
-    def __init__(self, friction: FrictionTerm, residual: ResidualNet):
+    def __init__(self, k, a, b):
+        super().__init__()
+        for name, value in (("k", k), ("a", a), ("b", b)):
+            self.register_buffer(name, torch.as_tensor(np.asarray(value), dtype=torch.float32))
+
+    def forward(self, q):
+        phase = q.unsqueeze(-1) * self.k
+        return (torch.sin(phase) * self.a + torch.cos(phase) * self.b).sum(-1)
+
+
+class ArmGraph(nn.Module):
+    """The exported graph: ``q, qd → friction, residual`` (residual = learned network + gear ripple)."""
+
+    def __init__(self, friction: FrictionTerm, residual: ResidualNet, ripple: RippleTerm):
         super().__init__()
         self.friction = friction
         self.residual = residual
+        self.ripple = ripple
 
     def forward(self, q, qd):
-        return self.friction(qd), self.residual(q, qd)
+        return self.friction(qd), self.residual(q, qd) + self.ripple(q)
 
 
 @dataclass
@@ -197,7 +211,13 @@ def train_residual(
     )
 
 
-def export_arm_onnx(path, phi, coulomb_velocity: float, residual: ResidualNet, metadata: dict):
+def predict_residual(net: ResidualNet, q, qd) -> np.ndarray:
+    with torch.no_grad():
+        out = net(torch.as_tensor(np.asarray(q), dtype=torch.float32), torch.as_tensor(np.asarray(qd), dtype=torch.float32))
+    return out.numpy().astype(float)
+
+
+def export_arm_onnx(path, phi, coulomb_velocity: float, residual: ResidualNet, ripple, metadata: dict):
     """Write the friction + residual graph with the arm metadata to ``path`` (atomically)."""
     import json
     import os
@@ -207,7 +227,9 @@ def export_arm_onnx(path, phi, coulomb_velocity: float, residual: ResidualNet, m
 
     from .model import GRAPH_INPUTS, GRAPH_OUTPUTS, METADATA_KEY
 
-    graph = ArmGraph(FrictionTerm(phi, coulomb_velocity), copy.deepcopy(residual)).eval()
+    graph = ArmGraph(
+        FrictionTerm(phi, coulomb_velocity), copy.deepcopy(residual), RippleTerm(ripple.k, ripple.a, ripple.b)
+    ).eval()
     n = residual.n
     args = (torch.zeros(2, n), torch.zeros(2, n))
     with warnings.catch_warnings():

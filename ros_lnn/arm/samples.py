@@ -17,6 +17,7 @@ class Samples:
     qd: np.ndarray
     qdd: np.ndarray
     tau: np.ndarray  # filtered (training) or raw (evaluation) joint torques
+    tau_raw: np.ndarray  # the measured joint torques
     rate_hz: float
     cutoff_hz: float
 
@@ -32,11 +33,11 @@ def filtered_samples(recordings: list[ArmRecording], cutoff_hz: float, gap_facto
     for rec in recordings:
         for seg in rec.segments(gap_factor):
             f = filter_joint_signals(seg.t, seg.q, seg.qd, seg.tau, cutoff_hz)
-            parts.append((f.q, f.qd, f.qdd, seg.tau if raw_tau else f.tau))
+            parts.append((f.q, f.qd, f.qdd, seg.tau if raw_tau else f.tau, seg.tau))
             rates.append(f.rate_hz)
             cutoffs.append(f.cutoff_hz)
     if not parts:
         names = ", ".join(r.name for r in recordings)
         raise DataError(f"{names}: no stretch of 64 or more samples without a gap")
-    stack = [np.concatenate([p[i] for p in parts]) for i in range(4)]
+    stack = [np.concatenate([p[i] for p in parts]) for i in range(5)]
     return Samples(*stack, rate_hz=float(np.median(rates)), cutoff_hz=float(np.median(cutoffs)))

@@ -48,11 +48,13 @@ def train_arm(
     validation: list[ArmRecording] | None = None,
     val_fraction: float = 0.2,
     residual: str = "auto",
+    ripple: str = "auto",
     options=None,
     progress=None,
 ) -> ArmTrainResult:
-    """``residual``: auto (trained, kept if it helps on validation), off (the fit alone)."""
-    from .residual import ResidualNet, ResidualOptions, export_arm_onnx, train_residual
+    """``residual`` / ``ripple``: auto (trained, kept where it helps on validation) or off."""
+    from .residual import ResidualNet, ResidualOptions, export_arm_onnx, predict_residual, train_residual
+    from .ripple import Ripple, fit_ripple
 
     log: list[str] = []
 
@@ -111,6 +113,24 @@ def train_arm(
             f"residual ({options.inputs} inputs): validation error {res.val_error:.4g} vs fit alone "
             f"{res.val_error_fit:.4g} ({res.gain_percent:+.1f} %) after {res.epochs_run} epochs: {verdict}"
         )
+    smooth_tr = fit_tr + predict_residual(net, tr.q, tr.qd)
+    smooth_va = fit_va + predict_residual(net, va.q, va.qd)
+    if ripple == "off":
+        rip = Ripple.none(arm.n)
+        say("gear ripple: off")
+    else:
+        # the ripple lives above the filter's cutoff: fitted to what the filter removed from τ
+        rip = fit_ripple(tr.q, tr.qd, tr.tau_raw - tr.tau, va.q, va.tau_raw - va.tau, tr.rate_hz)
+        for j, info in rip.report["joints"].items():
+            if info["kept"]:
+                say(
+                    f"gear ripple {arm.joints[j]}: strongest line {info['strongest_k']:.1f} rad⁻¹, "
+                    f"validation error of the raw torque {-info['validation_gain_percent']:+.1f} %"
+                )
+        off = [arm.joints[j] for j, info in rip.report["joints"].items() if not info["kept"]]
+        if off:
+            say(f"gear ripple off for {', '.join(off)} (no gain on validation or not resolvable)")
+    enabled = enabled or bool(np.any(rip.k))
     metrics = {
         "validation_torque_rre_percent_fit": idn.relative_error_percent(va.tau, fit_va).tolist(),
         "training_samples": len(tr),
@@ -119,6 +139,7 @@ def train_arm(
         "cutoff_hz": tr.cutoff_hz,
         "fit_s": fit_s,
         "residual": res_info,
+        "ripple": {arm.joints[j]: info for j, info in rip.report["joints"].items()},
     }
     result = ArmTrainResult(None, fit, enabled, metrics, log)
     result.train_s = time.perf_counter() - start
@@ -137,7 +158,7 @@ def train_arm(
             package_version=__version__,
             train_s=result.train_s,
         )
-        result.path = export_arm_onnx(out, fit.phi, mapping.coulomb_velocity, net, meta)
+        result.path = export_arm_onnx(out, fit.phi, mapping.coulomb_velocity, net, rip, meta)
         say(f"wrote {result.path}")
     return result
 

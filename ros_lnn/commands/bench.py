@@ -45,6 +45,12 @@ BENCHES = {
         "bench_realdata",
         "train on one robot recording, test on others: ServoLNN vs structural LS fit and zero, ablations",
     ),
+    "realarm": (
+        "ros_lnn.commands.bench_realarm",
+        "bench_realarm",
+        "a fully actuated arm (--bag, --test-bag or --test-fraction, --config, --urdf): learned model vs "
+        "regressor least squares vs URDF, held-out torque error",
+    ),
     "zoo": (
         "ros_lnn.commands.bench_zoo",
         "bench_zoo",
@@ -83,6 +89,14 @@ def add_arguments(parser):
     parser.add_argument("--epochs", type=int, help="bench zoo/delan: training epochs")
     parser.add_argument("--links", type=int, nargs="+", help="bench zoo tlnn: chain sizes (default 2 3 4)")
     parser.add_argument("--data", help="bench delan, zoo delan: the DeLaN character data (folder or .npz)")
+    arm = parser.add_argument_group("bench realarm")
+    arm.add_argument("--bag", nargs="+", metavar="BAG", help="training recording(s) of the arm")
+    arm.add_argument("--test-bag", nargs="+", metavar="BAG", help="held-out recording(s)")
+    arm.add_argument(
+        "--test-fraction", type=float, default=0.3, help="without --test-bag: the last share of each --bag held out (0.3)"
+    )
+    arm.add_argument("--config", help="YAML whose bag: section lists actuated_joints (the arm mapping)")
+    arm.add_argument("--urdf", help="the robot's URDF (default: the config's robot_description)")
 
 
 def run(args) -> int:

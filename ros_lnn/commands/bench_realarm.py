@@ -1,0 +1,109 @@
+"""``ros-lnn bench realarm``: a fully actuated arm's held-out torque error — the learned model
+(least-squares fit + residual + gear ripple) against the one-second regressor least-squares fit and
+the URDF's nominal parameters, trained on ``--bag`` and tested on ``--test-bag`` (or on the last
+``--test-fraction`` of each training recording)."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+
+
+def _mapping(args):
+    from ..arm.mapping import ArmMapping
+
+    if not args.config:
+        raise ConfigError("bench realarm needs --config: a YAML whose bag: section lists actuated_joints")
+    mapping = ArmMapping.from_yaml(args.config)
+    urdf = args.urdf or mapping.robot_description
+    if not urdf:
+        raise ConfigError("bench realarm needs a URDF: --urdf, or robot_description in the config")
+    if not args.urdf and not Path(urdf).is_absolute():
+        urdf = str(Path(args.config).parent / urdf)
+    return mapping, urdf
+
+
+def bench_realarm(args) -> dict:
+    from ..arm import friction, identification as idn
+    from ..arm.model import ArmModel
+    from ..arm.recording import read_arm_bag
+    from ..arm.rigid_body import ArmRigidBody
+    from ..arm.samples import filtered_samples
+    from ..arm.training import train_arm
+
+    if not args.bag:
+        raise ConfigError("bench realarm needs --bag TRAIN... (and --test-bag TEST, or --test-fraction)")
+    mapping, urdf = _mapping(args)
+    recordings = [read_arm_bag(b, mapping) for b in args.bag]
+    if args.test_bag:
+        train = recordings
+        test = [read_arm_bag(b, mapping) for b in args.test_bag]
+        split = f"test recordings {', '.join(r.name for r in test)}"
+    else:
+        frac = args.test_fraction
+        if not 0 < frac < 0.9:
+            raise ConfigError(f"--test-fraction {frac}: give a value in (0, 0.9)")
+        train = [r.part(0.0, 1.0 - frac, f"{r.name}[:{1 - frac:.0%}]") for r in recordings]
+        test = [r.part(1.0 - frac, 1.0, f"{r.name}[{1 - frac:.0%}:]") for r in recordings]
+        split = f"first {1 - frac:.0%} of each recording for training, last {frac:.0%} held out"
+    print(f"bench realarm: {mapping.describe()}; {split}")
+    arm = ArmRigidBody.from_urdf(urdf, mapping.actuated_joints)
+    tr = filtered_samples(train, mapping.filter_cutoff_hz, mapping.gap_factor)
+    te = filtered_samples(test, mapping.filter_cutoff_hz, mapping.gap_factor, raw_tau=True)
+    print(f"{len(tr)} training samples, {len(te)} test samples at {te.rate_hz:.0f} Hz")
+    rows = []
+
+    def row(name, pred, seconds):
+        rre = idn.relative_error_percent(te.tau, pred)
+        rows.append({"model": name, "rre": rre.tolist(), "mean": float(np.nanmean(rre)), "worst": float(np.nanmax(rre)), "train_s": seconds})
+        return float(np.nanmean(rre))
+
+    nominal = arm.inverse_dynamics(te.q, te.qd, te.qdd)
+    n_mean = row("URDF nominal parameters, no fit", nominal, None)
+    row("zero torque", np.zeros_like(te.tau), None)
+    t0 = time.perf_counter()
+    A = friction.regressor(tr.qd, mapping.coulomb_velocity)
+    nom_tr = arm.inverse_dynamics(tr.q, tr.qd, tr.qdd)
+    w = 1.0 / np.std(tr.tau, axis=0)
+    Aw, bw = idn.weighted_rows(A, tr.tau - nom_tr, w)
+    phi = np.linalg.lstsq(Aw, bw, rcond=None)[0]
+    row("URDF nominal + friction fitted", nominal + friction.torque(phi, te.qd, mapping.coulomb_velocity), time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    fit = idn.identify(arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=mapping.coulomb_velocity)
+    ols_s = time.perf_counter() - t0
+    r_mean = row("regressor least squares + friction (baseline)", idn.predict(arm, fit, te.q, te.qd, te.qdd), ols_s)
+    print(f"least squares: {fit.base_count} base parameters, condition number {fit.condition_number:.1f}, {ols_s:.1f} s")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(args.output or tmp) / "realarm_model.onnx"
+        t0 = time.perf_counter()
+        result = train_arm(train, urdf, mapping, out=out, progress=lambda s: print(f"  {s}"))
+        learned_s = time.perf_counter() - t0
+        model = ArmModel(out)
+        l_mean = row("learned: fit + residual + gear ripple (ros_lnn)", model.inverse_dynamics(te.q, te.qd, te.qdd), learned_s)
+    width = max(len(r["model"]) for r in rows)
+    print(f"\nheld-out torque rre per joint [%] ({', '.join(mapping.actuated_joints)})")
+    print(f"{'model':<{width}}  {'mean':>6}  {'worst':>6}  {'train s':>8}  per joint")
+    for r in rows:
+        secs = "—" if r["train_s"] is None else f"{r['train_s']:.1f}"
+        print(f"{r['model']:<{width}}  {r['mean']:6.1f}  {r['worst']:6.1f}  {secs:>8}  " + " ".join(f"{v:5.1f}" for v in r["rre"]))
+    ratio = l_mean / r_mean
+    print(
+        f"held-out torque rre [%]: learned {l_mean:.2f}, regressor-OLS {r_mean:.2f}, URDF-nominal {n_mean:.2f}, "
+        f"ratio L/R = {ratio:.3f}"
+    )
+    return {
+        "rows": rows,
+        "joints": list(mapping.actuated_joints),
+        "learned": l_mean,
+        "regressor_ols": r_mean,
+        "urdf_nominal": n_mean,
+        "ratio": ratio,
+        "train_s": learned_s,
+        "residual": result.metrics["residual"],
+        "ripple": result.metrics["ripple"],
+    }
