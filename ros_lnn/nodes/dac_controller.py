@@ -49,9 +49,10 @@ from ..control.dac import LAWS, Gains
 from ..control.pipeline import DacPipeline, PipelineOutput
 from ..errors import ConfigError, RosLnnError
 from . import compat
+from .clocks import steady_timer
 from .diagnostics import CountWindow, RateLatency, diagnostic_status, status_name, warn_throttled
 from .lifecycle import LifecycleTeardown, configure_and_activate
-from .params import CONFIGURE, LIVE, STARTUP, Param, ParameterTable
+from .params import CONFIGURE, LIVE, MAX_PATH, STARTUP, Param, ParameterTable
 from .process import init_ros, run_node_process
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 from .serialized import SerializedTemplate
@@ -82,6 +83,9 @@ def _gains_hold(values: dict) -> str:
     return ""
 
 
+#: Longest robot_description taken (a URDF with its <ros2_control> block is tens of kB).
+MAX_DESCRIPTION = 4 * 1024 * 1024
+
 #: Parameters that set the law's gains, and the :class:`Gains` field each one sets.
 GAIN_PARAMETERS = {
     "kd_linear": "kd_linear",
@@ -97,9 +101,19 @@ GAIN_PARAMETERS = {
 # gains and the learned port's bound apply from the next joint state on, the marker scale at once.
 # CONFIGURE ones are read at configure or activate and refused while the node is configured.
 PARAMETERS = ParameterTable(
-    Param("robot_description", "", "URDF of the arm (string); empty = read model_path", CONFIGURE),
     Param(
-        "model_path", "", "URDF or multibody YAML file; empty = the shipped config/dac_chain.urdf", CONFIGURE
+        "robot_description",
+        "",
+        "URDF of the arm (string); empty = read model_path",
+        CONFIGURE,
+        max_length=MAX_DESCRIPTION,
+    ),
+    Param(
+        "model_path",
+        "",
+        "URDF or multibody YAML file; empty = the shipped config/dac_chain.urdf",
+        CONFIGURE,
+        max_length=MAX_PATH,
     ),
     Param(
         "joint_names",
@@ -230,6 +244,7 @@ PARAMETERS = ParameterTable(
         "joints must be joint_names); its τ̂_res(q, q̇, q̈_r) is added to the efforts; empty = certain model "
         "only",
         CONFIGURE,
+        max_length=MAX_PATH,
     ),
     Param(
         "residual_limit",
@@ -340,6 +355,7 @@ REJECT_REASONS = (
     "old_stamp",
     "future_stamp",
     "step_error",
+    "clock_not_started",
 )
 #: Longest ~/joint_trajectory taken: bounds the work one message can cause.
 MAX_TRAJECTORY_POINTS = 10_000
@@ -583,13 +599,14 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory, COMMAND_QOS),
             self.create_subscription(PoseStamped, "~/ee_target", self._on_ee_target, COMMAND_QOS),
         ]
+        # the stale-state watchdog and diagnostics on the steady clock: they must fire when /clock stops
         self._timers = [
-            self.create_timer(float(self.p("watchdog_period_s")), self._watchdog),
-            self.create_timer(float(self.p("diagnostics_period_s")), self._publish_diagnostics),
+            steady_timer(self, self.p("watchdog_period_s"), self._watchdog),
+            steady_timer(self, self.p("diagnostics_period_s"), self._publish_diagnostics),
         ]
         if "markers" in self._pubs and float(self.p("marker_period_s")) > 0:
             # off the per-sample path: building and converting a MarkerArray costs more than a whole step
-            self._timers.append(self.create_timer(float(self.p("marker_period_s")), self._publish_markers))
+            self._timers.append(steady_timer(self, self.p("marker_period_s"), self._publish_markers))
         self._marker_sample = None
         self.last_state_time: float | None = None
         self.last_target_time: float | None = None
@@ -722,8 +739,17 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         self.stats.arrive()
         names = msg.name
         stamp = stamp_ns(msg.header.stamp)
+        now = self.get_clock().now().nanoseconds
+        if now == 0:  # use_sim_time and no /clock yet: no age can be judged, so no effort is trusted
+            self.counts["clock_not_started"] += 1
+            warn_throttled(
+                self,
+                "clock_not_started",
+                "use_sim_time is set and no /clock arrived yet: zero efforts until the clock runs",
+            )
+            return self._publish_commands(*self._zero_commands)
         if stamp:  # an unstamped message (0) is taken as now
-            age = self.get_clock().now().nanoseconds - stamp
+            age = now - stamp
             if age > self._state_timeout * 1e9:  # the README's promise: old states give zero efforts
                 self.counts["old_stamp"] += 1
                 warn_throttled(
