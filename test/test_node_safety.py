@@ -281,3 +281,132 @@ def test_latency_log_refuses_what_is_not_a_regular_file(ctx, tmp_path, kind):
     finally:
         node.destroy_node()
     assert not Path("/dev/null.npz").exists()
+
+
+def _target(x, y, z):
+    from geometry_msgs.msg import PoseStamped
+
+    msg = PoseStamped()
+    msg.header.frame_id = "world"
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = float(x), float(y), float(z)
+    return msg
+
+
+def _dac_rig(ctx, **params):
+    from geometry_msgs.msg import PoseStamped
+    from trajectory_msgs.msg import JointTrajectory
+
+    from ros_lnn.nodes.qos import COMMAND_QOS
+
+    node = _dac(ctx, **params)
+    ns = node.get_namespace()
+    h = Harness(node, context=ctx)
+    base = f"{ns}/dac_controller"
+    io = {
+        "efforts": h.collect(Float64MultiArray, f"{base}/joint_effort_command", SENSOR_QOS),
+        "states": h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS),
+        "target": h.publisher(PoseStamped, f"{base}/ee_target", COMMAND_QOS),
+        "trajectory": h.publisher(JointTrajectory, f"{base}/joint_trajectory", COMMAND_QOS),
+    }
+    return node, h, io
+
+
+@pytest.mark.parametrize("xyz", [(1e300, 0, 0), (5.0, 0.0, 0.0), (0.0, 0.0, -1.3)])
+def test_dac_controller_refuses_targets_beyond_the_arms_reach(ctx, xyz):
+    """The chain's reach is 1.05 m from its first joint (0, 0, 0.05) (sampled FK reaches 1.035 m)."""
+    node, h, io = _dac_rig(ctx)
+    try:
+        io["target"].publish(_target(*xyz))
+        h.wait(lambda: node.counts["bad_target"] == 1, 5, "the target refused")
+        assert not node.pipeline.has_target
+        io["target"].publish(_target(0.3, 0.1, 0.5))  # within reach: taken
+        h.wait(lambda: node.pipeline.has_target, 5, "a target within reach")
+        assert node.counts["bad_target"] == 1
+    finally:
+        h.close()
+
+
+def test_dac_controller_counts_inputs_its_law_does_not_use_and_logs_once(ctx):
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    node, h, io = _dac_rig(ctx)  # law end_effector: trajectories are not its input
+    try:
+        logged = []
+        real_warning = node.get_logger().warning
+        node.get_logger().warning = lambda text, **kw: (logged.append(text), real_warning(text, **kw))
+        point = JointTrajectoryPoint(positions=list(Q0))
+        for _ in range(3):
+            io["trajectory"].publish(JointTrajectory(joint_names=list(ARM), points=[point]))
+        h.wait(lambda: node.counts["unused_input"] == 3, 5, "three unused trajectories counted")
+        assert sum("~/joint_trajectory ignored" in text for text in logged) == 1
+    finally:
+        h.close()
+
+
+def test_sustained_saturation_is_an_error_and_zeroes_the_efforts(ctx):
+    """Effort limits far below what a distant (reachable) target needs: after saturation_timeout_s the
+    controller trips: /diagnostics ERROR naming the cause, zero efforts latched until re-activation."""
+    node, h, io = _dac_rig(ctx, effort_limits=[0.01] * 5, saturation_timeout_s=0.3)
+    try:
+        statuses = []
+        name = node.get_fully_qualified_name()
+        h.probe.create_subscription(
+            DiagnosticArray,
+            "/diagnostics",
+            lambda m: statuses.extend((s.level, s.message) for s in m.status if s.name == name),
+            10,
+        )
+        io["target"].publish(_target(0.5, 0.3, 0.2))
+        h.wait(lambda: node.pipeline.has_target, 5, "the target")
+        deadline = time.monotonic() + 5
+        while not node.counts["fault"] and time.monotonic() < deadline:
+            io["states"].publish(_arm_state(time.time_ns()))
+            time.sleep(0.01)
+        assert node.counts["fault"] == 1, node.counts
+        n = len(io["efforts"])
+        for _ in range(10):
+            io["states"].publish(_arm_state(time.time_ns()))
+            time.sleep(0.01)
+        h.wait(lambda: len(io["efforts"]) >= n + 5, 5, "efforts after the fault")
+        with h.lock:
+            assert all(not any(m.data) for m in io["efforts"][n:])
+        h.wait(lambda: any(lv == DiagnosticStatus.ERROR and "limits" in m for lv, m in statuses), 5, "ERROR")
+        node.trigger_deactivate()
+        node.trigger_activate()
+        assert node.fault == ""
+    finally:
+        h.close()
+
+
+def _nan_model(path: Path) -> Path:
+    """The shipped model with every floating-point weight NaN: every output is NaN."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    from ros_lnn.inference.runtime import default_model_path
+
+    model = onnx.load(str(default_model_path()))
+    for init in model.graph.initializer:
+        array = numpy_helper.to_array(init)
+        if np.issubdtype(array.dtype, np.floating):
+            init.CopyFrom(numpy_helper.from_array(np.full_like(array, np.nan), init.name))
+    onnx.save(model, str(path))
+    return path
+
+
+def test_a_model_that_is_not_finite_at_rest_is_refused_at_configure(ctx, tmp_path):
+    pytest.importorskip("onnx")
+    path = _nan_model(tmp_path / "nan.onnx")
+    node = ServoLnnNode(
+        namespace=f"/safe{next(_ns)}",
+        context=ctx,
+        parameter_overrides=[Parameter("model_path", value=str(path))],
+    )
+    try:
+        assert not start_servo(node)
+        assert node.runtime is None
+        assert "non-finite" in node.last_error and "nan.onnx" in node.last_error
+        assert "\n" not in node.last_error
+    finally:
+        node.destroy_node()

@@ -395,6 +395,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         runtime = ServoLnnRuntime(
             path, v["free_joints"] or None, v["servo_joints"] or None, threads=v["model_threads"]
         )
+        runtime.check_nominal()  # a model that is not finite at rest never runs
         forces = v["free_joint_forces"]
         if forces and len(forces) != runtime.n_f:
             raise RosLnnError(
