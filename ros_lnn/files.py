@@ -33,8 +33,30 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def output_file_problem(path) -> str:
-    """Why ``path`` cannot be written as a regular file ('' when it can)."""
+def _nearest_existing(p: Path) -> Path:
+    while not p.exists() and p.parent != p:
+        p = p.parent
+    return p
+
+
+def output_dir_problem(path) -> str:
+    """Why ``path`` cannot be (created and) written as a directory ('' when it can)."""
+    p = Path(os.fspath(path)).expanduser()
+    if p.exists():
+        if not p.is_dir():
+            return "exists and is not a directory"
+        return "" if os.access(p, os.W_OK | os.X_OK) else "is a directory this process cannot write"
+    base = _nearest_existing(p.absolute())
+    if not base.is_dir():
+        return f"cannot be created: {base} is not a directory"
+    if not os.access(base, os.W_OK | os.X_OK):
+        return f"cannot be created: {base} is not writable"
+    return ""
+
+
+def output_file_problem(path, create_parents: bool = False) -> str:
+    """Why ``path`` cannot be written as a regular file ('' when it can); ``create_parents``: a
+    missing directory is fine when it can be created."""
     text = os.fspath(path)
     if not text:
         return "is empty"
@@ -54,6 +76,9 @@ def output_file_problem(path) -> str:
         if not os.access(p, os.W_OK):
             return "is not writable"
         return ""
+    if create_parents and not parent.exists():
+        problem = output_dir_problem(parent)
+        return f"is in a directory that {problem}" if problem else ""
     if not parent.is_dir():
         return f"is in a directory that does not exist ({parent})"
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -115,3 +140,43 @@ def read_text_limited(path, limit: int = MAX_CONFIG_BYTES, what: str = "file") -
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{what} {p} is not UTF-8 text") from None
+
+
+#: Deepest nesting of lists and mappings a configuration file may have.
+MAX_YAML_DEPTH = 64
+
+
+def load_yaml(path, what: str = "config", limit: int = MAX_CONFIG_BYTES):
+    """The YAML document of a configuration file, read by :func:`read_text_limited` and parsed by a
+    safe loader that refuses aliases (``*name``: a few lines can expand to gigabytes) and nesting
+    deeper than :data:`MAX_YAML_DEPTH`; ConfigError (one line) on any of these or invalid YAML."""
+    text = read_text_limited(path, limit, what)
+    return parse_yaml(text, f"{what} {Path(os.fspath(path)).expanduser()}")
+
+
+def parse_yaml(text: str, source: str = "YAML"):
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise ConfigError(
+                    f"{source}: YAML aliases (*{event.anchor}) are not accepted; write the value out"
+                )
+            self.depth += 1
+            if self.depth > MAX_YAML_DEPTH:
+                raise ConfigError(f"{source}: nested deeper than {MAX_YAML_DEPTH} levels")
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    try:
+        return yaml.load(text, Loader=Loader)  # a SafeLoader subclass: plain data only
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: nested too deeply") from None
