@@ -410,3 +410,39 @@ def test_a_model_that_is_not_finite_at_rest_is_refused_at_configure(ctx, tmp_pat
         assert "\n" not in node.last_error
     finally:
         node.destroy_node()
+
+
+def test_a_second_publisher_of_other_joints_never_degrades_diagnostics(ctx):
+    """A gripper's own joint_states publisher beside the crane's: its messages are counted
+    (other_joints), not rejected; /diagnostics stay OK and every crane state is processed."""
+    node = _servo(ctx, input_timeout_s=1.0)
+    ns = node.get_namespace()
+    h = Harness(node, context=ctx)
+    try:
+        statuses = []
+        name = node.get_fully_qualified_name()
+        h.probe.create_subscription(
+            DiagnosticArray,
+            "/diagnostics",
+            lambda m: statuses.extend(
+                (time.monotonic(), s.level, s.message) for s in m.status if s.name == name
+            ),
+            10,
+        )
+        states = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
+        for k in range(150):
+            now = time.time_ns()
+            states.publish(_crane_state(now, k))
+            gripper = JointState(name=["gripper_finger"], position=[0.01], velocity=[0.0])
+            gripper.header.stamp = _time(now)
+            states.publish(gripper)
+            time.sleep(0.005)
+        h.wait(lambda: node.counts["other_joints"] >= 100, 5, "the gripper's states counted")
+        last = time.monotonic()
+        h.wait(lambda: any(t > last for t, _, _ in statuses), 5, "a fresh status")
+        _, level, message = statuses[-1]
+        assert level == DiagnosticStatus.OK, message
+        assert node.counts["missing_joint"] == 0
+        assert node.counts["processed"] >= 100
+    finally:
+        h.close()

@@ -54,7 +54,7 @@ from .diagnostics import (
     status_name,
     warn_throttled,
 )
-from .joint_state_reader import READ_REASONS, JointStateReader, trajectory_size
+from .joint_state_reader import NOT_REJECTED, READ_REASONS, JointStateReader, trajectory_size
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .messages import (
     ENERGY_TYPE,
@@ -499,7 +499,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
     def _reject(self, reason: str, detail: str, counted: bool = False) -> None:
         if not counted:
             self.counts[reason] += 1
-        if reason != "warming_up":
+        if reason not in ("warming_up",) + NOT_REJECTED:
             warn_throttled(self, reason, f"joint_states skipped ({reason}): {detail}")
 
     def _on_joint_state(self, raw: bytes) -> None:
@@ -777,7 +777,9 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
     def _publish_diagnostics(self) -> None:
         values = self.diagnostics_values()
         window = self.window.update(self.counts)
-        rejected = tuple(r for r in INVALID_REASONS if r != "warming_up") + ("invalid_command",)
+        rejected = tuple(r for r in INVALID_REASONS if r not in ("warming_up",) + NOT_REJECTED) + (
+            "invalid_command",
+        )
         level, message = input_status(window, rejected, self.last_input, self.values["input_timeout_s"])
         values.update(
             {f"window_{k}": v for k, v in window.items() if k in rejected + ("received", "processed")}
