@@ -223,6 +223,23 @@ def _arm_msg(q=ARM_POSE, qd=(0.0,) * 5, names=ARM_JOINTS, stamp_offset_s=0.0):
     return build
 
 
+def _send_quiet(topic: str, build, repeat: int = 3):
+    """``_send`` with the normal stream paused: dac_controller keeps the newest joint state only
+    (input_queue_depth 1), so a bad state sent between normal ones may be superseded before it is read."""
+
+    def action(driver: Driver, target: str):
+        driver.stream_on[target] = False
+        try:
+            time.sleep(0.02)
+            for i in range(repeat):
+                driver.publish(target, topic, build(driver, i))
+                time.sleep(0.01)
+        finally:
+            driver.stream_on[target] = True
+
+    return action
+
+
 def _law_iii_trajectory(driver, i):
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -256,37 +273,37 @@ def dac_controller_cases():
         ),
         (
             "joint_states NaN",
-            _send("joint_states", _arm_msg(q=(nan, 0, 0, 0, 0))),
+            _send_quiet("joint_states", _arm_msg(q=(nan, 0, 0, 0, 0))),
             "count:bad_joint_state",
             "",
         ),
         (
             "joint_states inf velocity",
-            _send("joint_states", _arm_msg(qd=(0, inf, 0, 0, 0))),
+            _send_quiet("joint_states", _arm_msg(qd=(0, inf, 0, 0, 0))),
             "count:bad_joint_state",
             "",
         ),
         (
             "joint_states missing a joint",
-            _send("joint_states", _arm_msg(q=ARM_POSE[:4], qd=(0,) * 4, names=ARM_JOINTS[:4])),
+            _send_quiet("joint_states", _arm_msg(q=ARM_POSE[:4], qd=(0,) * 4, names=ARM_JOINTS[:4])),
             "count:bad_joint_state",
             "",
         ),
         (
             "joint_states duplicated name",
-            _send("joint_states", _arm_msg(names=ARM_JOINTS[:4] + ("joint1",))),
+            _send_quiet("joint_states", _arm_msg(names=ARM_JOINTS[:4] + ("joint1",))),
             "count:duplicate_names",
             "",
         ),
         (
             "joint_states stamped 10 s ago",
-            _send("joint_states", _arm_msg(stamp_offset_s=-10.0)),
+            _send_quiet("joint_states", _arm_msg(stamp_offset_s=-10.0)),
             "count:old_stamp",
             "",
         ),
         (
             "joint_states stamped +1 h",
-            _send("joint_states", _arm_msg(stamp_offset_s=3600.0)),
+            _send_quiet("joint_states", _arm_msg(stamp_offset_s=3600.0)),
             "count:future_stamp",
             "",
         ),
@@ -298,7 +315,7 @@ def dac_controller_cases():
         ),
         (
             "crane joint_states to the arm",
-            _send("joint_states", lambda d, i: _state_msg(d, i)),
+            _send_quiet("joint_states", lambda d, i: _state_msg(d, i)),
             "count:bad_joint_state",
             "",
         ),
