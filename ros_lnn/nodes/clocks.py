@@ -17,7 +17,3 @@ def steady_timer(node, period_s: float, callback):
     """``node.create_timer`` on the steady clock."""
     return node.create_timer(float(period_s), callback, clock=steady_clock())
 
-
-def ros_now_ns(node) -> int:
-    """The node's ROS time [ns]; 0 while ``use_sim_time`` is on and no ``/clock`` arrived yet."""
-    return node.get_clock().now().nanoseconds
