@@ -89,3 +89,153 @@ def test_relay_forwards_commands_and_zeroes_when_they_stop(ctx):
     finally:
         h.close()
         node.destroy_node()
+
+
+ARM = ["joint1", "joint2", "joint3", "joint4", "joint5"]
+
+
+def _watchdog(ctx, namespace, **params):
+    overrides = [Parameter(k, value=v) for k, v in {"joints": ARM, "timeout_s": TIMEOUT, **params}.items()]
+    return EffortWatchdogNode(namespace=namespace, context=ctx, parameter_overrides=overrides)
+
+
+def test_a_wrong_sized_first_command_never_sets_the_size(ctx):
+    """The size comes from `joints`: a first [] or 3-value command is dropped and answered by zeros of
+    the real size; every real 5-value command after it is forwarded."""
+    node = _watchdog(ctx, "/wd_size")
+    h = Harness(node, context=ctx)
+    try:
+        received = h.collect(
+            Float64MultiArray,
+            "/wd_size/commands_out",
+            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
+        )
+        producer = h.publisher(
+            Float64MultiArray,
+            "/wd_size/commands_in",
+            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
+        )
+        h.wait(lambda: len(received) >= 2, 10, "zeros before the first command")
+        producer.publish(Float64MultiArray(data=[]))
+        producer.publish(Float64MultiArray(data=[1.0, 2.0, 3.0]))
+        h.wait(lambda: node.counts["dropped"] == 2, 10, "the two wrong-sized commands counted")
+        real = [[0.1 * k, 0.2, -0.3, 0.4, 0.5 * k] for k in range(1, 11)]
+        for values in real:
+            producer.publish(Float64MultiArray(data=values))
+            time.sleep(0.005)
+        h.wait(lambda: node.counts["forwarded"] == len(real), 10, "the real commands forwarded")
+        h.wait(lambda: all(v in [list(m.data) for m in received] for v in real), 10, "the real commands")
+        sizes = {len(m.data) for m in received}
+        assert sizes == {5}, f"the watchdog published commands of sizes {sizes}"
+        assert node.counts["forwarded"] == len(real)
+    finally:
+        h.close()
+
+
+def test_zeros_on_the_steady_clock_when_clock_and_commands_stop_together(ctx):
+    """use_sim_time: /clock runs while commands flow, then /clock and the commands stop together (a
+    crashed simulator): zeros come within the timeout, measured on the steady clock."""
+    from rosgraph_msgs.msg import Clock as ClockMsg
+
+    node = _watchdog(ctx, "/wd_clock", use_sim_time=True, period_s=0.02)
+    h = Harness(node, context=ctx)
+    try:
+        received = []
+        h.probe.create_subscription(
+            Float64MultiArray,
+            "/wd_clock/commands_out",
+            lambda m: received.append((time.monotonic(), list(m.data))),
+            qos_profile_system_default,
+        )
+        clock = h.publisher(ClockMsg, "/clock", 10)
+        producer = h.publisher(
+            Float64MultiArray,
+            "/wd_clock/commands_in",
+            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
+        )
+        sim_ns = 1_000_000_000
+        command = [1.0, -1.0, 0.5, 0.2, 0.1]
+        for _ in range(50):  # 0.5 s of a running simulator
+            sim_ns += 10_000_000
+            clock.publish(ClockMsg(clock=rclpy_time(sim_ns)))
+            producer.publish(Float64MultiArray(data=command))
+            time.sleep(0.01)
+        stopped = time.monotonic()
+        h.wait(lambda: node.get_clock().now().nanoseconds == sim_ns, 5, "the node's clock at the last /clock")
+        h.wait(lambda: any(t > stopped and v == [0.0] * 5 for t, v in received), 5, "zeros after the stop")
+        first_zero = next(t for t, v in received if t > stopped and v == [0.0] * 5)
+        assert first_zero - stopped < TIMEOUT + 0.25, f"zeros {first_zero - stopped:.3f} s after the stop"
+        assert node.get_clock().now().nanoseconds == sim_ns  # the ROS clock did stop
+        time.sleep(0.3)
+        after = [v for t, v in received if t > first_zero]
+        assert len(after) >= 5 and all(v == [0.0] * 5 for v in after), "zeros repeated while stopped"
+    finally:
+        h.close()
+
+
+def rclpy_time(ns: int):
+    from builtin_interfaces.msg import Time
+
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+@pytest.mark.parametrize(
+    ("params", "words"),
+    [
+        ({"timeout_s": math.nan}, "finite"),
+        ({"timeout_s": -1.0}, ">= 0.001"),
+        ({"timeout_s": 1e308}, "<= 10"),
+        ({"timeout_s": "abc"}, "number"),
+        ({"period_s": 0.0}, ">= 0.001"),
+        ({"period_s": -1.0}, ">= 0.001"),
+        ({"period_s": 0.5, "timeout_s": 0.1}, "period_s must not exceed timeout_s"),
+        ({"joints": []}, "joints is empty"),
+        ({"joints": ["a", "a"]}, "more than once"),
+    ],
+)
+def test_start_up_values_are_checked(ctx, params, words):
+    from ros_lnn.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(")) as info:
+        _watchdog(ctx, "/wd_bad", **params)
+    assert "\n" not in str(info.value)
+
+
+def test_a_bad_start_up_value_is_one_line_and_exit_2():
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ros_lnn.nodes.effort_watchdog",
+            "--ros-args",
+            "-p",
+            "timeout_s:=abc",
+            "-p",
+            "joints:=[a,b]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out
+    assert "Traceback" not in out
+    errors = [line for line in out.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "timeout_s" in errors[0], out
+
+
+def test_a_declared_parameter_cannot_be_deleted_nor_set(ctx):
+    node = _watchdog(ctx, "/wd_delete")
+    try:
+        for name in ("joints", "timeout_s"):
+            result = node.set_parameters([Parameter(name)])[0]  # NOT_SET: a delete
+            assert not result.successful and "cannot be deleted" in result.reason
+            assert node.has_parameter(name)
+        result = node.set_parameters([Parameter("timeout_s", value=5.0)])[0]
+        assert not result.successful and "read when the node starts" in result.reason
+        assert node.get_parameter("joints").value == ARM
+    finally:
+        node.destroy_node()

@@ -26,20 +26,22 @@ PACKAGE = ROOT / "ros_lnn"
 ALLOWED = {
     "ros_lnn": set(),
     "errors": set(),
+    "files": {"errors"},
     "timing": set(),
     "physics": {"errors"},
-    "bags": {"errors", "physics"},
+    "bags": {"errors", "files", "physics"},
     "recordings": {"errors", "physics", "bags"},
     "estimation": {"errors", "physics"},
     "inference": {"errors", "physics", "ros_lnn"},
     "control": {"errors", "physics", "inference", "estimation"},
     "models": {"errors", "physics", "inference", "ros_lnn"},
     "families": {"errors", "physics", "inference", "models"},
-    "training": {"errors", "physics", "inference", "models", "families", "bags", "ros_lnn"},
+    "training": {"errors", "files", "physics", "inference", "models", "families", "bags", "ros_lnn"},
     "zoo": {"errors", "physics", "models", "families", "training"},
-    "nodes": {"errors", "physics", "estimation", "inference", "control", "bags", "ros_lnn"},
+    "nodes": {"errors", "files", "physics", "estimation", "inference", "control", "bags", "ros_lnn"},
     "commands": {
         "errors",
+        "files",
         "timing",
         "physics",
         "bags",
@@ -55,13 +57,13 @@ ALLOWED = {
         "commands",
         "ros_lnn",
     },
-    "cli": {"errors", "ros_lnn"},
+    "cli": {"errors", "files", "ros_lnn"},
 }
 #: A command imports library code, not another command; the DAC demo's closed-loop simulation is
 #: shared by two commands until it moves into the library (after the DAC work merges).
 COMMAND_TO_COMMAND = {("commands.demo", "commands.dac_demo"), ("commands.bench_control", "commands.dac_demo")}
 #: The deployment path (and what it stands on) runs without torch and without the training side.
-DEPLOYMENT = {"nodes", "inference", "estimation", "control", "physics", "bags", "errors", "timing"}
+DEPLOYMENT = {"nodes", "inference", "estimation", "control", "physics", "bags", "errors", "files", "timing"}
 TRAINING_SIDE = {
     "torch",
     "onnx",
@@ -83,6 +85,7 @@ LIBRARY = {
     "training",
     "zoo",
     "errors",
+    "files",
     "timing",
 }
 #: rclpy, messages and launch; ament_index_python (an optional look-up of installed files) is allowed.

@@ -3,6 +3,7 @@ overrides (the command line's)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,9 @@ class BagMapping:
             default = known[key].default
             if default is MISSING:  # dict fields
                 default = known[key].default_factory()  # type: ignore[misc,operator]
+            reason = _value_problem(value, default)
+            if reason:
+                raise ConfigError(f"{source}: bag.{key} = {_short(value)}: {reason}")
             try:
                 typed[key] = (
                     type(default)(value)
@@ -150,15 +154,10 @@ class BagMapping:
     @classmethod
     def from_yaml(cls, path, overrides: dict | None = None) -> BagMapping:
         """Read the ``bag:`` section of ``path`` (or the whole file when it has none)."""
-        import yaml
+        from ..files import load_yaml
 
         path = Path(path)
-        try:
-            doc = yaml.safe_load(path.read_text()) or {}
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read the config ({exc.strerror})") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        doc = load_yaml(path, "config") or {}
         section = doc.get("bag", doc) if isinstance(doc, dict) else None
         if not isinstance(section, dict):
             raise ConfigError(f"{path}: expected a 'bag:' mapping")
@@ -174,6 +173,37 @@ class BagMapping:
 
     def with_overrides(self, **overrides) -> BagMapping:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _value_problem(value, default) -> str:
+    """Why a YAML value cannot stand for a setting with this default ('' when it can)."""
+    if value is None:
+        return ""
+    if isinstance(default, str):
+        return "" if isinstance(value, str) else "must be a text value"
+    if isinstance(default, bool):
+        return "" if isinstance(value, bool) else "must be true or false"
+    if isinstance(default, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"must be a {'whole ' if isinstance(default, int) else ''}number"
+        if not math.isfinite(value):
+            return "must be finite"
+        if isinstance(default, int) and value != int(value):
+            return "must be a whole number"
+        return ""
+    if isinstance(default, dict):
+        return "" if isinstance(value, dict) else "must be a mapping"
+    if isinstance(default, tuple):
+        if isinstance(value, str):
+            return ""
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            return "give a joint name or a list of joint names"
+    return ""
 
 
 CRANE = dict(free_joints=("pendulum_joint",), servo_joints=("cart_joint",), system="crane")

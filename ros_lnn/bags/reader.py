@@ -25,6 +25,9 @@ def open_bag(path):
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such bag; record one with 'ros2 bag record' or 'ros-lnn record'")
+    problem = bag_path_problem(path)
+    if problem:
+        raise DataError(f"{path}: {problem}; give a bag directory or its .db3/.mcap file")
     try:
         reader = Reader(path)
         reader.open()
@@ -36,6 +39,22 @@ def open_bag(path):
             f"{path}: corrupt or truncated bag ({type(exc).__name__}: {exc}); re-record it"
         ) from None
     return reader
+
+
+def bag_path_problem(path: Path) -> str:
+    """Only a directory of regular files or a regular file is opened: a FIFO or a device named as a
+    bag (or put inside one) would block or read without end."""
+    from ..files import input_file_problem
+
+    if path.is_dir():
+        for member in sorted(path.iterdir()):
+            if member.name == "metadata.yaml" or member.suffix in (".db3", ".mcap", ".yaml"):
+                problem = input_file_problem(member)
+                if problem:
+                    return f"{member.name} {problem}"
+        return ""
+    problem = input_file_problem(path)
+    return problem
 
 
 def bag_files_sha256(path) -> str:

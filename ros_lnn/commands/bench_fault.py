@@ -3,7 +3,9 @@
 servo_lnn, sim and dac_controller run in their own processes on a ROS domain of their own; every case
 runs once, then rounds in random order until ``--duration`` seconds have passed (default 120; ``--quick``:
 one round). Prints a line per case as it runs when it fails, the table of cases at the end, and as its
-last line ``fault cases: N tried, C crashed, H hung, F non-finite outputs`` (N distinct cases).
+lines ``fault cases: N tried, C crashed, H hung, F non-finite outputs`` (N distinct cases) and
+``safety: M missed stops, A accepted bad values, T tracebacks`` (issue 23: a stop that did not come in
+time, a value that must be refused and was taken, traceback lines the nodes printed).
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ def bench_fault(args) -> dict:
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(150 + os.getpid() % 80)
     model = getattr(args, "model", None) or ""
-    targets = [faults.servo_lnn_target(model), faults.sim_target(), faults.dac_controller_target()]
+    targets = [
+        faults.servo_lnn_target(model),
+        faults.sim_target(),
+        faults.dac_controller_target(),
+        faults.TARGETS["effort_watchdog"](),
+    ]
     cases = [case for build in faults.CASES.values() for case in build()]
     print(
         f"fault injection: {machine_description()}; load average {os.getloadavg()[0]:.1f}; "
@@ -60,13 +67,15 @@ def bench_fault(args) -> dict:
         f"{len(summary.verdicts)} case runs, {failed} failed (not counted, not resumed or a wrong reply); "
         f"load average at the end {os.getloadavg()[0]:.1f}"
     )
-    line = summary.line()
+    line, safety = summary.line(), summary.safety_line()
     print(line)
+    print(safety)
     return {
         "machine": machine_description(),
         "runs": len(summary.verdicts),
         "failed": failed,
         "summary": line,
+        "safety": safety,
         "cases": [
             {"node": t, "case": n, "runs": len(v), "passed": sum(x.passed for x in v)}
             for (t, n), v in table.items()

@@ -118,6 +118,27 @@ class ServoLnnRuntime:
         tag = str(self.metadata.provenance.get("data_hash", ""))[:8]
         return f"{self.path.name}{'@' + tag if tag else ''}"
 
+    def check_nominal(self) -> None:
+        """Evaluate the model at nominal states (rest at zero, and a small displacement with small
+        velocities); ModelError naming the outputs that are not finite. A model that cannot give a
+        number at rest would give none on the robot either: it is refused before it runs."""
+        rest = np.zeros((1, self.n))
+        moved = np.full((1, self.n), 0.1)
+        q, qd = np.vstack([rest, moved]), np.vstack([rest, 0.1 * moved])
+        qdd_e, Q_f = np.zeros((2, self.n_e)), np.zeros((2, self.n_f))
+        try:
+            out = self.evaluate(q, qd, qdd_e, Q_f)
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types; say which model failed
+            raise ModelError(
+                f"{self.path}: evaluating at a nominal state failed ({type(exc).__name__})"
+            ) from None
+        bad = sorted(name for name, value in out.items() if not np.all(np.isfinite(value)))
+        if bad:
+            raise ModelError(
+                f"{self.path} gives non-finite {', '.join(bad)} at a nominal state (q = 0, q̇ = 0): "
+                "the model is refused"
+            )
+
     def _check_graph(self) -> None:
         inputs = {i.name: i for i in self.session.get_inputs()}
         expected = {"q": self.n, "qd": self.n, "Q_f": self.n_f}

@@ -49,9 +49,10 @@ from ..control.dac import LAWS, Gains
 from ..control.pipeline import DacPipeline, PipelineOutput
 from ..errors import ConfigError, RosLnnError
 from . import compat
+from .clocks import steady_timer
 from .diagnostics import CountWindow, RateLatency, diagnostic_status, status_name, warn_throttled
 from .lifecycle import LifecycleTeardown, configure_and_activate
-from .params import CONFIGURE, LIVE, STARTUP, Param, ParameterTable
+from .params import CONFIGURE, LIVE, MAX_PATH, STARTUP, Param, ParameterTable
 from .process import init_ros, run_node_process
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 from .serialized import SerializedTemplate
@@ -82,6 +83,9 @@ def _gains_hold(values: dict) -> str:
     return ""
 
 
+#: Longest robot_description taken (a URDF with its <ros2_control> block is tens of kB).
+MAX_DESCRIPTION = 4 * 1024 * 1024
+
 #: Parameters that set the law's gains, and the :class:`Gains` field each one sets.
 GAIN_PARAMETERS = {
     "kd_linear": "kd_linear",
@@ -97,9 +101,19 @@ GAIN_PARAMETERS = {
 # gains and the learned port's bound apply from the next joint state on, the marker scale at once.
 # CONFIGURE ones are read at configure or activate and refused while the node is configured.
 PARAMETERS = ParameterTable(
-    Param("robot_description", "", "URDF of the arm (string); empty = read model_path", CONFIGURE),
     Param(
-        "model_path", "", "URDF or multibody YAML file; empty = the shipped config/dac_chain.urdf", CONFIGURE
+        "robot_description",
+        "",
+        "URDF of the arm (string); empty = read model_path",
+        CONFIGURE,
+        max_length=MAX_DESCRIPTION,
+    ),
+    Param(
+        "model_path",
+        "",
+        "URDF or multibody YAML file; empty = the shipped config/dac_chain.urdf",
+        CONFIGURE,
+        max_length=MAX_PATH,
     ),
     Param(
         "joint_names",
@@ -230,6 +244,7 @@ PARAMETERS = ParameterTable(
         "joints must be joint_names); its τ̂_res(q, q̇, q̈_r) is added to the efforts; empty = certain model "
         "only",
         CONFIGURE,
+        max_length=MAX_PATH,
     ),
     Param(
         "residual_limit",
@@ -324,6 +339,50 @@ PARAMETERS = ParameterTable(
         ge=0.01,
         le=3600.0,
     ),
+    Param(
+        "workspace_margin",
+        0.1,
+        "~/ee_target farther than the arm's reach (URDF link lengths from the first joint) plus this is "
+        "refused [m]",
+        CONFIGURE,
+        ge=0.0,
+        le=100.0,
+    ),
+    Param(
+        "saturation_timeout_s",
+        2.0,
+        "efforts at their limits without a break for this long is a fault: /diagnostics ERROR and "
+        "fault_reaction [s]; 0 = off",
+        CONFIGURE,
+        ge=0.0,
+        le=3600.0,
+    ),
+    Param(
+        "task_error_limit",
+        0.0,
+        "law III: an end-effector error above this for fault_window_s is a fault [m]; 0 = off (a "
+        "growing error is a fault either way)",
+        CONFIGURE,
+        ge=0.0,
+        le=1e3,
+    ),
+    Param(
+        "fault_window_s",
+        2.0,
+        "law III set points: a task error that grew at each tenth of this window (by more than 5 cm "
+        "and 50 %) is a fault [s]",
+        CONFIGURE,
+        ge=0.1,
+        le=3600.0,
+    ),
+    Param(
+        "fault_reaction",
+        "zero",
+        "on a fault: zero (zero efforts, latched until the node is deactivated and activated again), "
+        "hold (hold the current pose) or warn (diagnostics only)",
+        CONFIGURE,
+        choices=("zero", "hold", "warn"),
+    ),
     Param("autostart", True, "configure and activate on start (main only)", STARTUP),
     rules=(_gains_hold,),
 )
@@ -340,6 +399,8 @@ REJECT_REASONS = (
     "old_stamp",
     "future_stamp",
     "step_error",
+    "clock_not_started",
+    "unused_input",
 )
 #: Longest ~/joint_trajectory taken: bounds the work one message can cause.
 MAX_TRAJECTORY_POINTS = 10_000
@@ -395,12 +456,13 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             on_change=self._apply_parameters,
         )
         self.last_error = ""
+        self.stale, self.fault, self._fault_time = False, "", -math.inf
         self._subs, self._timers, self._pubs = [], [], {}
         self.counts.update(
             dict.fromkeys(
                 REJECT_REASONS
                 + RESIDUAL_COUNTS
-                + ("processed", "saturated", "singular_damped", "internal_error"),
+                + ("processed", "saturated", "singular_damped", "internal_error", "fault"),
                 0,
             )
         )
@@ -571,6 +633,11 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         )
         self._templates = (port_t, effort_t) if port_t.ok and effort_t.ok else None
         self._zero_commands = (np.zeros(n_port), np.zeros(n_eff))
+        from ..control.monitor import reach_bound
+
+        self._workspace = reach_bound(
+            self.pipeline.pinocchio.pin, self.pipeline.pinocchio.frame_ids["end_effector"]
+        )
         self.get_logger().info(
             f"configured: model '{model.name}' ({model.n_bodies} bodies), law {self.p('law')}, "
             f"joints {self.pipeline.joint_names}"
@@ -583,14 +650,25 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory, COMMAND_QOS),
             self.create_subscription(PoseStamped, "~/ee_target", self._on_ee_target, COMMAND_QOS),
         ]
+        # the stale-state watchdog and diagnostics on the steady clock: they must fire when /clock stops
         self._timers = [
-            self.create_timer(float(self.p("watchdog_period_s")), self._watchdog),
-            self.create_timer(float(self.p("diagnostics_period_s")), self._publish_diagnostics),
+            steady_timer(self, self.p("watchdog_period_s"), self._watchdog),
+            steady_timer(self, self.p("diagnostics_period_s"), self._publish_diagnostics),
         ]
         if "markers" in self._pubs and float(self.p("marker_period_s")) > 0:
             # off the per-sample path: building and converting a MarkerArray costs more than a whole step
-            self._timers.append(self.create_timer(float(self.p("marker_period_s")), self._publish_markers))
+            self._timers.append(steady_timer(self, self.p("marker_period_s"), self._publish_markers))
         self._marker_sample = None
+        from ..control.monitor import FaultMonitor
+
+        self._monitor = FaultMonitor(
+            float(self.p("saturation_timeout_s")),
+            float(self.p("task_error_limit")),
+            float(self.p("fault_window_s")),
+        )
+        self.fault, self._fault_time = "", -math.inf
+        self._reaction = self.p("fault_reaction")
+        self._unused_logged: set[str] = set()
         self.last_state_time: float | None = None
         self.last_target_time: float | None = None
         self.stale = False
@@ -636,6 +714,10 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
 
     def _on_ee_target(self, msg: PoseStamped) -> None:
         assert self.pipeline is not None  # subscriptions live from activate to deactivate
+        if self.pipeline.law != "end_effector":
+            return self._unused("~/ee_target", f"law {self.pipeline.law} follows ~/joint_trajectory")
+        if float(self.p("circle_radius")) > 0:
+            return self._unused("~/ee_target", "the built-in circle (circle_radius > 0) is followed")
         frame = msg.header.frame_id
         p, o = msg.pose.position, msg.pose.orientation
         try:
@@ -643,12 +725,33 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             quat = [o.w, o.x, o.y, o.z] if (o.w or o.x or o.y or o.z) else None
             if frame and frame != self.p("frame_id"):
                 position, quat = self._to_world(frame, position, quat)
+            reason = self._outside_workspace(position)
+            if reason:
+                return self._reject("bad_target", reason)
             self.pipeline.set_ee_target(position, quat)
             self.last_target_time = time.monotonic()
         except LookupError as exc:
             self._reject("bad_target", str(exc))
         except (RosLnnError, ValueError, ArithmeticError) as exc:
             self._reject("bad_target", f"~/ee_target: {exc}")
+
+    def _outside_workspace(self, position) -> str:
+        """Why a world-frame target position is refused ('' when it is taken)."""
+        p = np.asarray(position, float)
+        if not np.all(np.isfinite(p)):
+            return "~/ee_target: position must be finite"
+        if self._workspace is None:
+            return ""
+        centre, radius = self._workspace
+        with np.errstate(over="ignore"):
+            distance = float(np.linalg.norm(p - centre))
+        limit = radius + float(self.p("workspace_margin"))
+        if distance > limit:
+            return (
+                f"~/ee_target {p.round(3).tolist()} is {distance:.3g} m from the arm's first joint, beyond "
+                f"its reach {radius:.3g} m + workspace_margin"
+            )
+        return ""
 
     def _to_world(self, frame: str, position, quat):
         """A target given in ``frame`` in the world frame ``frame_id``: the fixed frames of the
@@ -689,8 +792,17 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             self._tf_buffer = tf2_ros.Buffer()
             self._tf_listener = tf2_ros.TransformListener(self._tf_buffer, self)
 
+    def _unused(self, topic: str, why: str) -> None:
+        """An input the running law does not use: counted, logged once per activation."""
+        self.counts["unused_input"] += 1
+        if topic not in self._unused_logged:
+            self._unused_logged.add(topic)
+            self.get_logger().warning(f"{topic} ignored: {why} (counted as unused_input; logged once)")
+
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         assert self.pipeline is not None  # subscriptions live from activate to deactivate
+        if self.pipeline.law == "end_effector":
+            return self._unused("~/joint_trajectory", "law end_effector (III) follows ~/ee_target")
         names = list(msg.joint_names)
         missing = [j for j in self.pipeline.joint_names if j not in names]
         if missing or not msg.points:
@@ -722,8 +834,17 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         self.stats.arrive()
         names = msg.name
         stamp = stamp_ns(msg.header.stamp)
+        now = self.get_clock().now().nanoseconds
+        if now == 0:  # use_sim_time and no /clock yet: no age can be judged, so no effort is trusted
+            self.counts["clock_not_started"] += 1
+            warn_throttled(
+                self,
+                "clock_not_started",
+                "use_sim_time is set and no /clock arrived yet: zero efforts until the clock runs",
+            )
+            return self._publish_commands(*self._zero_commands)
         if stamp:  # an unstamped message (0) is taken as now
-            age = self.get_clock().now().nanoseconds - stamp
+            age = now - stamp
             if age > self._state_timeout * 1e9:  # the README's promise: old states give zero efforts
                 self.counts["old_stamp"] += 1
                 warn_throttled(
@@ -791,6 +912,15 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
             port, effort = np.zeros_like(port), np.zeros_like(effort)
         self.last_state_time = time.monotonic()
         self.stale = False
+        if not self.fault or self._reaction != "zero":
+            saturated = bool(out.efforts.saturated.any())
+            set_point = self.pipeline.law == "end_effector" and not self.pipeline.needs_clock
+            error = float(np.linalg.norm(out.result.task_error)) if set_point else math.nan
+            cause = self._monitor.update(self.last_state_time, saturated, error)
+            if cause:
+                self._trip(cause, q)
+        if self.fault and self._reaction == "zero":
+            port, effort = self._zero_commands
         self.counts["processed"] += 1
         self.counts["saturated"] += int(out.efforts.saturated.any())
         self.last_output = out
@@ -798,6 +928,21 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         self._marker_sample = (out, port)  # published by the marker timer
         self.stats.latency(time.perf_counter() - t0)
         self.cpu_times.append(time.thread_time() - c0)
+
+    def _trip(self, cause: str, q) -> None:
+        """A fault: counted, one error line, /diagnostics ERROR with the cause, and fault_reaction."""
+        assert self.pipeline is not None  # called from _on_joint_state
+        self.counts["fault"] += 1
+        self.fault, self._fault_time = cause, time.monotonic()
+        action = {
+            "zero": "zero efforts until the node is deactivated and activated again",
+            "hold": "holding the current pose",
+            "warn": "control goes on (fault_reaction warn)",
+        }[self._reaction]
+        self.get_logger().error(f"fault: {cause}: {action}")
+        if self._reaction == "hold":
+            self.pipeline.hold(q)
+            self._monitor.reset()
 
     def _learned_port(self, out, port, state: str):
         """The published port with the learned part ``E τ̂_res`` (so that ``Gᵀ port = u`` before the limits);
@@ -904,12 +1049,21 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
                 obstacle_potential=out.result.obstacle_potential,
             )
         values["stale"] = self.stale
+        values["fault_cause"] = self.fault
         values["residual_model"] = self.residual.path.name if self.residual is not None else ""
         return values
 
     def _publish_diagnostics(self) -> None:
         values = self.diagnostics_values()
-        if self.stale:
+        recent = time.monotonic() - self._fault_time < max(5.0, 5 * float(self.p("diagnostics_period_s")))
+        if self.fault and (self._reaction == "zero" or recent):
+            latched = (
+                " (zero efforts, latched: deactivate and activate to reset)"
+                if self._reaction == "zero"
+                else ""
+            )
+            level, message = DiagnosticStatus.ERROR, f"fault: {self.fault}{latched}"
+        elif self.stale:
             level, message = DiagnosticStatus.ERROR, "joint_states stale: zero efforts"
         elif self.last_output is None:
             level, message = DiagnosticStatus.WARN, "waiting for joint_states"

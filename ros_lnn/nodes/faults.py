@@ -69,6 +69,17 @@ class Verdict:
     seconds: float = 0.0
     detail: str = ""
     runs: int = 1
+    missed_stop: bool = False  # a safety stop (zero efforts, stale ERROR) did not come in time
+    accepted_bad: bool = False  # a value that breaks its rule was taken
+    tracebacks: int = 0  # traceback lines the node printed during the case
+
+
+class MissedStop(AssertionError):
+    """A case's safety stop did not come within its time."""
+
+
+class AcceptedBadValue(AssertionError):
+    """A parameter value (or input) that must be refused was taken."""
 
 
 def message_type(name: str):
@@ -173,6 +184,8 @@ class Driver:
         self.pubs: dict = {}
         self.received: dict = {}  # fully qualified topic -> count
         self.non_finite: dict = {}  # fully qualified topic -> count
+        self.latest: dict = {}  # fully qualified topic -> (monotonic receive time, its numbers)
+        self._clock_pub = None
         self.diagnostics: dict = {}  # status name -> {key: value}
         self.lock = threading.Lock()
         self.stream_on: dict = {}
@@ -223,8 +236,10 @@ class Driver:
         self.k[target.name] = 0
 
     def _on_output(self, topic: str, msg) -> None:
-        bad = sum(1 for v in numbers(msg) if not math.isfinite(v))
+        values = numbers(msg)
+        bad = sum(1 for v in values if not math.isfinite(v))
         with self.lock:
+            self.latest[topic] = (time.monotonic(), values)
             self.received[topic] += 1
             if bad:
                 self.non_finite[topic] += 1
@@ -261,6 +276,32 @@ class Driver:
 
     def now_ns(self) -> int:
         return time.time_ns()
+
+    def publish_clock(self, ns: int) -> None:
+        """One /clock message (for targets started with use_sim_time)."""
+        from rosgraph_msgs.msg import Clock
+
+        from .stamps import ns_to_stamp
+
+        if self._clock_pub is None:
+            self._clock_pub = self.node.create_publisher(Clock, "/clock", 10)
+        self._clock_pub.publish(Clock(clock=ns_to_stamp(ns)))
+
+    def output_topic(self, name: str, topic: str) -> str:
+        return topic if topic.startswith("/") else f"{self.namespace(name)}/{topic}"
+
+    def wait_output(self, name: str, topic: str, predicate, since: float, timeout: float):
+        """Seconds from ``since`` until a message on the target's ``topic`` received after ``since``
+        met ``predicate(numbers)``; None when none did within ``timeout``."""
+        full = self.output_topic(name, topic)
+        deadline = since + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                entry = self.latest.get(full)
+            if entry is not None and entry[0] > since and predicate(entry[1]):
+                return entry[0] - since
+            time.sleep(0.002)
+        return None
 
     # -- processes ----------------------------------------------------------------------------
     def start(self, name: str, extra: dict | None = None) -> NodeProcess:
@@ -402,10 +443,15 @@ class Driver:
         with self.lock:
             bad_before = sum(self.non_finite.values())
         # counters as they stand: from a fresh /diagnostics status
-        self.wait_counted(name, ["received", "steps", "processed"], {}, timeout=0.5)
+        self.wait_counted(name, ["received", "steps", "processed", "forwarded"], {}, timeout=0.5)
         before = self.counts(name)
+        log_before = len(self.procs[name].log)
         try:
             case.action(self)
+        except MissedStop as exc:
+            verdict.passed, verdict.missed_stop, verdict.detail = False, True, f"missed stop: {exc}"
+        except AcceptedBadValue as exc:
+            verdict.passed, verdict.accepted_bad, verdict.detail = False, True, f"accepted: {exc}"
         except AssertionError as exc:
             verdict.passed, verdict.detail = False, f"reply: {exc}"
         except Exception as exc:  # noqa: BLE001 - the harness reports, it does not stop
@@ -424,6 +470,7 @@ class Driver:
         with self.lock:
             verdict.non_finite = sum(self.non_finite.values()) - bad_before
         tracebacks = [line for line in proc.log if line.startswith("Traceback")]
+        verdict.tracebacks = sum(line.startswith("Traceback") for line in proc.log[log_before:])
         if tracebacks:
             verdict.detail += f" {len(tracebacks)} traceback(s) in the node's output"
         verdict.passed = (
@@ -537,7 +584,11 @@ def dac_controller_target() -> Target:
         "ros_lnn.nodes.dac_controller",
         {"autostart": True, "diagnostics_period_s": 0.1, "state_timeout_s": 0.5},
         True,
-        inputs={"joint_states": "sensor_msgs/JointState"},
+        inputs={
+            "joint_states": "sensor_msgs/JointState",
+            "dac_controller/ee_target": "geometry_msgs/PoseStamped",
+            "dac_controller/joint_trajectory": "trajectory_msgs/JointTrajectory",
+        },
         outputs={
             "dac_controller/port_command": "std_msgs/Float64MultiArray",
             "dac_controller/joint_effort_command": "std_msgs/Float64MultiArray",
@@ -563,10 +614,16 @@ def _refused(parameter: str, value, words: str = ""):
     def action(driver: Driver, target: str):
         reply = driver.set_parameter(target, parameter, value)
         assert reply is not None, f"set_parameters({parameter}) got no answer within {SERVICE_TIMEOUT_S} s"
-        assert not reply[0], f"{parameter}={value!r} was accepted"
+        if reply[0]:
+            raise AcceptedBadValue(f"{parameter}={_short(value)} was accepted")
         assert words in reply[1], f"reason {reply[1]!r} lacks {words!r}"
 
     return action
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _accepted_then_restored(parameter: str, value, restore):
@@ -1145,15 +1202,25 @@ def dac_controller_cases() -> list[Case]:
     return bind("dac_controller", cases)
 
 
+def _safety():
+    from . import faults_safety
+
+    return faults_safety
+
+
 TARGETS: dict[str, Callable[[], Target]] = {
     "servo_lnn": servo_lnn_target,
     "sim": sim_target,
     "dac_controller": dac_controller_target,
+    "effort_watchdog": lambda: _safety().effort_watchdog_target(),
 }
+#: The cases per target: the original ones here, those of issue 23 (safety stops, deletes, string
+#: bounds, paths, workspace, the watchdog) in faults_safety.py.
 CASES: dict[str, Callable[[], list]] = {
-    "servo_lnn": servo_lnn_cases,
-    "sim": sim_cases,
-    "dac_controller": dac_controller_cases,
+    "servo_lnn": lambda: servo_lnn_cases() + _safety().servo_lnn_cases(),
+    "sim": lambda: sim_cases() + _safety().sim_cases(),
+    "dac_controller": lambda: dac_controller_cases() + _safety().dac_controller_cases(),
+    "effort_watchdog": lambda: _safety().effort_watchdog_cases(),
 }
 
 
@@ -1167,6 +1234,12 @@ class Summary:
         hung = sum(v.hung for v in self.verdicts)
         bad = sum(v.non_finite for v in self.verdicts)
         return f"fault cases: {len(cases)} tried, {crashed} crashed, {hung} hung, {bad} non-finite outputs"
+
+    def safety_line(self) -> str:
+        missed = sum(v.missed_stop for v in self.verdicts)
+        accepted = sum(v.accepted_bad for v in self.verdicts)
+        tracebacks = sum(v.tracebacks for v in self.verdicts)
+        return f"safety: {missed} missed stops, {accepted} accepted bad values, {tracebacks} tracebacks"
 
 
 def run_cases(

@@ -22,7 +22,10 @@ CDR_LE = b"\x00\x01"
 #: Bigger joint states are refused before parsing (bounds the work one message can cause).
 MAX_BYTES = 65536
 #: Why :meth:`JointStateReader.read` refused a message.
-READ_REASONS = ("malformed", "bad_size", "duplicate_joint", "missing_joint")
+READ_REASONS = ("malformed", "bad_size", "duplicate_joint", "missing_joint", "other_joints")
+#: A message that names none of the model's joints (a gripper's own publisher): skipped, counted,
+#: never a rejection — extra joints and other publishers do not degrade diagnostics.
+NOT_REJECTED = ("other_joints",)
 
 
 class _Cursor:
@@ -144,6 +147,8 @@ class JointStateReader:
         elif len(set(names)) != k:
             repeated = sorted({j for j in names if names.count(j) > 1})
             reason, detail = "duplicate_joint", f"joint names {repeated} appear more than once"
+        elif names and not any(j in names for j in self.joints):
+            reason, detail = "other_joints", f"none of the model joints in {names[:8]}"
         elif any(j not in names for j in self.joints):
             missing = [j for j in self.joints if j not in names]
             reason, detail = "missing_joint", f"model joints {missing} not in {names}"

@@ -18,6 +18,12 @@ construction (plain nodes), and refuses a live ``set_parameters`` with a reason:
   cross-parameter rules) before it is taken;
 * ``CONFIGURE``: read at configure; refused while the node is configured (clean it up first);
 * ``STARTUP``: read once when the node starts; refused after that.
+
+A declared parameter cannot be deleted (``ros2 param delete`` arrives as a set of type NOT_SET): the
+node reads every one of its parameters, so a delete is refused with the way to change the value
+instead. Every string (and every string entry of a list) has a length bound, ``max_length``
+(:data:`MAX_STRING` by default), and every list at most ``max_items`` entries (:data:`MAX_ITEMS`):
+a 1 MiB ``frame_id`` is refused, not kept in memory.
 """
 
 from __future__ import annotations
@@ -29,6 +35,12 @@ from dataclasses import dataclass
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 
 LIVE, CONFIGURE, STARTUP = "live", "configure", "startup"
+#: Longest string a parameter takes unless its ``max_length`` says otherwise (frame ids, joint names).
+MAX_STRING = 1024
+#: Longest path a path parameter takes (Linux PATH_MAX).
+MAX_PATH = 4096
+#: Most entries a list parameter takes unless its ``max_items`` says otherwise.
+MAX_ITEMS = 4096
 _APPLIES_TEXT = {LIVE: "live", CONFIGURE: "at configure", STARTUP: "at start-up"}
 
 
@@ -37,7 +49,8 @@ class Param:
     """One parameter. Number rules (``ge``, ``gt``, ``le``) hold for a number and for each entry of a
     number list; ``off`` is a value allowed besides the range that switches the feature off;
     ``choices`` holds for a string and for each entry of a string list; ``unique``: list entries
-    distinct; ``size``: allowed list lengths; ``check``: any other rule, value -> reason ('' if fine)."""
+    distinct; ``size``: allowed list lengths; ``check``: any other rule, value -> reason ('' if fine);
+    ``max_length``: longest string (or string entry); ``max_items``: most list entries."""
 
     name: str
     default: object
@@ -52,6 +65,8 @@ class Param:
     size: tuple = ()
     items: type | None = None
     check: Callable | None = None
+    max_length: int = MAX_STRING
+    max_items: int = MAX_ITEMS
 
     @property
     def kind(self) -> type:
@@ -80,6 +95,10 @@ class Param:
             parts.append("no repeats")
         if self.size:
             parts.append("entries: " + " or ".join(str(s) for s in self.size))
+        elif self.kind is list:
+            parts.append(f"at most {self.max_items} entries")
+        if self.kind is str or (self.kind is list and self.item_kind is str):
+            parts.append(f"at most {self.max_length} characters")
         return ", ".join(parts)
 
     def coerce(self, value):
@@ -99,14 +118,16 @@ class Param:
             if value is None:
                 return ""
             if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-                return f"must be a list, got {value!r}"
+                return f"must be a list, got {_short(value)}"
+            if len(value) > self.max_items:
+                return f"has {len(value)} entries, at most {self.max_items} are taken"
             entries = list(value)
             if self.size and len(entries) not in self.size:
                 return f"needs {' or '.join(str(s) for s in self.size)} entries, got {len(entries)}"
             for entry in entries:
                 reason = self._scalar_problem(entry, self.item_kind)
                 if reason:
-                    return f"entry {entry!r} {reason}"
+                    return f"entry {_short(entry)} {reason}"
             if self.unique and len(set(entries)) != len(entries):
                 repeated = sorted({e for e in entries if entries.count(e) > 1})
                 return f"names {repeated} more than once"
@@ -118,15 +139,17 @@ class Param:
 
     def _scalar_problem(self, value, kind) -> str:
         if kind is bool:
-            return "" if isinstance(value, bool) else f"must be true or false, got {value!r}"
+            return "" if isinstance(value, bool) else f"must be true or false, got {_short(value)}"
         if kind is str:
             if not isinstance(value, str):
-                return f"must be a string, got {value!r}"
+                return f"must be a string, got {_short(value)}"
+            if len(value) > self.max_length:
+                return f"is {len(value)} characters long, at most {self.max_length} are taken"
             if self.choices and value not in self.choices:
                 return f"must be one of {', '.join(self.choices)}, got '{value}'"
             return ""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"must be a number, got {value!r}"
+            return f"must be a number, got {_short(value)}"
         if kind is int and not isinstance(value, int):
             return f"must be an integer, got {value!r}"
         if not math.isfinite(value):
@@ -205,6 +228,11 @@ class ParameterTable:
             p = self.params.get(parameter.name)
             if p is None:
                 continue
+            if parameter.value is None and _deleted(parameter):
+                return _refuse(
+                    f"{p.name} is declared by the node and cannot be deleted; set a value instead "
+                    f"(ros2 param set ... {p.name} <value>)"
+                )
             if p.applies == STARTUP and started:
                 return _refuse(f"{p.name} is read when the node starts; restart it with -p {p.name}:=...")
             if p.applies == CONFIGURE and configured:
@@ -243,6 +271,8 @@ class ParameterTable:
 
         def check(parameters) -> SetParametersResult:
             result = self.check_set(parameters, self.read(node), configured(), bool(started))
+            if not result.successful:
+                _restore_types(node, parameters)
             if result.successful and extra_check is not None:
                 proposed = self.read(node)
                 proposed.update({p.name: p.value for p in parameters if p.name in self.params})
@@ -263,6 +293,29 @@ class ParameterTable:
         compat.add_post_set_parameters_callback(node, cache, check)
         started.append(True)
         return values
+
+
+def _restore_types(node, parameters) -> None:
+    """rclpy writes a dynamically typed parameter's new type into its descriptor before the on-set
+    callbacks run; after a refusal the descriptor gets the type of the value the node kept."""
+    for parameter in parameters:
+        try:
+            descriptor = node.describe_parameter(parameter.name)
+            descriptor.type = node.get_parameter(parameter.name).type_.value
+        except Exception:  # noqa: BLE001 - an undeclared name: rclpy's own answer stands
+            continue
+
+
+def _deleted(parameter) -> bool:
+    """A set of type NOT_SET: rclpy's way of deleting (undeclaring) a parameter."""
+    kind = getattr(parameter, "type_", None)
+    return kind is None or getattr(kind, "name", "") == "NOT_SET"
+
+
+def _short(value, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters: a refusal's reason never echoes a huge value."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 12]}... ({len(text)} chars)"
 
 
 def _refuse(reason: str) -> SetParametersResult:

@@ -41,7 +41,9 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from ..errors import RosLnnError
 from ..estimation.servo_estimator import SKIP_REASONS, ServoEstimator
+from ..files import open_output, output_file_problem
 from . import compat
+from .clocks import steady_timer
 from .diagnostics import (
     CountWindow,
     RateLatency,
@@ -52,7 +54,7 @@ from .diagnostics import (
     status_name,
     warn_throttled,
 )
-from .joint_state_reader import READ_REASONS, JointStateReader, trajectory_size
+from .joint_state_reader import NOT_REJECTED, READ_REASONS, JointStateReader, trajectory_size
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .messages import (
     ENERGY_TYPE,
@@ -62,7 +64,7 @@ from .messages import (
     prediction_msg,
     report_interfaces,
 )
-from .params import CONFIGURE, STARTUP, Param, ParameterTable
+from .params import CONFIGURE, MAX_PATH, STARTUP, Param, ParameterTable
 from .process import init_ros, run_node_process
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 from .serialized import PackedMessages
@@ -83,7 +85,7 @@ AXES = {
     "-z": (0.0, 0.0, -1.0),
 }
 #: joint_states skipped, by reason (the reader's, the node's stamp checks, the estimator's).
-INVALID_REASONS = READ_REASONS + ("stale", "future") + SKIP_REASONS
+INVALID_REASONS = READ_REASONS + ("stale", "future", "clock_not_started") + SKIP_REASONS
 #: Other counts in /diagnostics.
 COUNTED = (
     "processed",
@@ -115,6 +117,14 @@ def _rollout_steps(values: dict) -> str:
     return ""
 
 
+def latency_log_problem(value: str) -> str:
+    """``latency_log``: empty (off), or a regular file, new or existing, in a directory that exists."""
+    if not value:
+        return ""
+    problem = output_file_problem(value)
+    return f"'{value}' {problem}" if problem else ""
+
+
 PARAMETERS = ParameterTable(
     Param(
         "model_path",
@@ -122,6 +132,7 @@ PARAMETERS = ParameterTable(
         "ONNX model: a file, a file name in share/ros_lnn/models, or empty = the shipped "
         "crane_servo_lnn.onnx",
         CONFIGURE,
+        max_length=MAX_PATH,
     ),
     Param(
         "free_joints",
@@ -256,8 +267,11 @@ PARAMETERS = ParameterTable(
         "",
         "benchmarks: at shutdown, write every processed sample's in-node latency (s, wall "
         "clock), the callback thread's CPU time for it and for its model call (s), and the counters to this "
-        ".npz file; empty = off",
+        "file, in .npz format, under exactly this name (a regular file, new or existing, in a directory that "
+        "exists); empty = off",
         CONFIGURE,
+        max_length=MAX_PATH,
+        check=latency_log_problem,
     ),
     Param(
         "autostart",
@@ -267,6 +281,12 @@ PARAMETERS = ParameterTable(
     ),
     rules=(_rollout_steps,),
 )
+
+
+def _accept(parameters):
+    from rcl_interfaces.msg import SetParametersResult
+
+    return SetParametersResult(successful=True)
 
 
 def resolve_model_path(value: str):
@@ -298,6 +318,9 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
             extra_check=self._check_forces,
             on_change=self._parameters_changed,
         )
+        self._sim_time = bool(self.get_parameter("use_sim_time").value)
+        # use_sim_time switched live: the stamp checks follow it from the next joint state on
+        compat.add_post_set_parameters_callback(self, self._sim_time_changed, _accept)
         self.stats = RateLatency()
         self._arrivals, self._latencies = self.stats.arrivals, self.stats.latencies
         self.window = CountWindow()
@@ -311,6 +334,11 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         if self.runtime is not None and forces and len(forces) != self.runtime.n_f:
             return f"free_joint_forces needs {self.runtime.n_f} finite values for {self.runtime.free_joints}"
         return ""
+
+    def _sim_time_changed(self, parameters) -> None:
+        for parameter in parameters:
+            if parameter.name == "use_sim_time" and isinstance(parameter.value, bool):
+                self._sim_time = parameter.value
 
     def _parameters_changed(self, names) -> None:
         est = self.estimator
@@ -367,6 +395,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         runtime = ServoLnnRuntime(
             path, v["free_joints"] or None, v["servo_joints"] or None, threads=v["model_threads"]
         )
+        runtime.check_nominal()  # a model that is not finite at rest never runs
         forces = v["free_joint_forces"]
         if forces and len(forces) != runtime.n_f:
             raise RosLnnError(
@@ -436,7 +465,8 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
                         Float64MultiArray, "servo_commands", self._on_array, COMMAND_QOS, raw=True
                     )
                 )
-            self._timers.append(self.create_timer(v["diagnostics_period_s"], self._publish_diagnostics))
+            # on the steady clock: diagnostics (and their stale ERROR) go on when /clock stops
+            self._timers.append(steady_timer(self, v["diagnostics_period_s"], self._publish_diagnostics))
             if "markers" in self._pubs:
                 # Markers at marker_rate_hz from the newest sample, off the per-sample path (building and
                 # converting a MarkerArray costs more than a whole sample's other outputs).
@@ -469,7 +499,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
     def _reject(self, reason: str, detail: str, counted: bool = False) -> None:
         if not counted:
             self.counts[reason] += 1
-        if reason != "warming_up":
+        if reason not in ("warming_up",) + NOT_REJECTED:
             warn_throttled(self, reason, f"joint_states skipped ({reason}): {detail}")
 
     def _on_joint_state(self, raw: bytes) -> None:
@@ -495,8 +525,12 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         now_ns = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
         if ns == 0:
             ns = now_ns
+        if now_ns == 0:  # use_sim_time and no /clock yet: an age cannot be judged, the output is held
+            return self._reject(
+                "clock_not_started", "use_sim_time is set and no /clock arrived yet: outputs held"
+            )
         max_age = self.values["max_input_age_s"]
-        if max_age > 0 and now_ns > 0 and abs(now_ns - ns) > max_age * 1e9:
+        if max_age > 0 and abs(now_ns - ns) > max_age * 1e9:
             if ns > now_ns:
                 return self._reject(
                     "future",
@@ -743,7 +777,9 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
     def _publish_diagnostics(self) -> None:
         values = self.diagnostics_values()
         window = self.window.update(self.counts)
-        rejected = tuple(r for r in INVALID_REASONS if r != "warming_up") + ("invalid_command",)
+        rejected = tuple(r for r in INVALID_REASONS if r not in ("warming_up",) + NOT_REJECTED) + (
+            "invalid_command",
+        )
         level, message = input_status(window, rejected, self.last_input, self.values["input_timeout_s"])
         values.update(
             {f"window_{k}": v for k, v in window.items() if k in rejected + ("received", "processed")}
@@ -775,16 +811,22 @@ def write_latency_log(node: ServoLnnNode) -> None:
             runtime.evaluate(q, qd, qdd_e, Q_f)
             evaluate_cpu.append(time.thread_time() - c)
     try:
-        np.savez(
-            path,
-            latency_s=np.frombuffer(node._latency_log, dtype=float),
-            cpu_s=np.frombuffer(node._cpu_log, dtype=float),
-            model_cpu_s=np.frombuffer(node._model_cpu_log, dtype=float),
-            evaluate_cpu_s=np.frombuffer(evaluate_cpu, dtype=float),
-            **{k: np.int64(v) for k, v in node.diagnostics_values().items() if isinstance(v, int)},
-        )
+        problem = output_file_problem(path)
+        if problem:
+            raise RosLnnError(problem)
+        with open_output(path) as f:
+            np.savez(
+                f,
+                latency_s=np.frombuffer(node._latency_log, dtype=float),
+                cpu_s=np.frombuffer(node._cpu_log, dtype=float),
+                model_cpu_s=np.frombuffer(node._model_cpu_log, dtype=float),
+                evaluate_cpu_s=np.frombuffer(evaluate_cpu, dtype=float),
+                **{k: np.int64(v) for k, v in node.diagnostics_values().items() if isinstance(v, int)},
+            )
     except OSError as exc:
         node.get_logger().error(f"latency_log: cannot write {path} ({exc.strerror or exc})")
+    except RosLnnError as exc:
+        node.get_logger().error(f"latency_log: {path} {exc}: nothing written")
 
 
 def start(node: ServoLnnNode) -> bool:

@@ -58,15 +58,10 @@ def shipped_config(name: str = DEFAULT_CONFIG) -> Path:
 
 def residual_settings(config) -> dict:
     """The ``dac_residual:`` section: ``model`` (resolved path), ``effort_timing``, ``trim``."""
-    import yaml
+    from ..files import load_yaml
 
     path = Path(config)
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the config ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    doc = load_yaml(path, "config") or {}
     section = doc.get(SECTION) if isinstance(doc, dict) else None
     if not isinstance(section, dict) or not section.get("model"):
         raise ConfigError(

@@ -147,6 +147,17 @@ def check(spec: RunSpec, resolved: RunSpec) -> None:
     suffix = Path(str(resolved.out)).suffix
     if suffix not in (".onnx", ".pt"):
         raise ConfigError(f"--out {resolved.out}: write x.onnx (export) or x.pt (checkpoint)")
+    from ..files import output_dir_problem, output_file_problem
+
+    problem = output_file_problem(resolved.out, create_parents=True)
+    if problem:
+        raise ConfigError(f"--out {resolved.out} {problem}; choose another path (checked before training)")
+    problem = output_dir_problem(resolved.checkpoint_folder)
+    if problem:
+        raise ConfigError(
+            f"checkpoint folder {resolved.checkpoint_folder} {problem}; choose another --out or "
+            "--checkpoint-dir (checked before training)"
+        )
     options = resolved.options()
     family.check_options(options, spec.given)
     refuse_links_without_chain(options, spec.given)
