@@ -106,28 +106,9 @@ class ArmMapping:
 
 
 def read_config(path) -> Any:
-    import yaml
+    from ..files import load_yaml
 
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such config file (a regular YAML file)")
-    if path.stat().st_size > 1 << 20:
-        raise ConfigError(f"{path}: larger than 1 MiB; not a mapping file")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read ({exc})") from None
-    if "&" in text and "*" in text:
-        try:
-            events = list(yaml.parse(text, Loader=yaml.SafeLoader))
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
-        if any(isinstance(e, yaml.AliasEvent) for e in events):
-            raise ConfigError(f"{path}: YAML aliases are not accepted in a mapping; write the values out")
-    try:
-        return yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError) as exc:
-        raise ConfigError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
+    return load_yaml(path, "arm mapping")
 
 
 def arm_section(path) -> dict:

@@ -28,27 +28,40 @@ GRAPH_INPUTS = ("q", "qd")
 GRAPH_OUTPUTS = ("friction", "residual")
 
 
-def read_arm_metadata(path) -> dict:
-    """The arm metadata of an ONNX file (ModelError if it is not an arm model)."""
-    import onnx
+def _session(path: Path, threads: int = 1):
+    import onnxruntime as ort
 
-    path = Path(path)
     if not path.is_file():
         raise ModelError(f"{path}: no such model file")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
     try:
-        proto = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:  # onnx raises several types for a corrupt file
-        raise ModelError(f"{path}: not an ONNX model ({exc})") from None
-    props = {p.key: p.value for p in proto.metadata_props}
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # ONNX Runtime raises its own types for unreadable graphs
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"{path}: not a readable ONNX model ({first})") from None
+
+
+def _metadata(session, path: Path) -> dict:
+    props = session.get_modelmeta().custom_metadata_map
     if METADATA_KEY not in props:
         raise ModelError(f"{path}: not an arm model (no '{METADATA_KEY}' metadata)")
     try:
         meta = json.loads(props[METADATA_KEY])
     except json.JSONDecodeError as exc:
         raise ModelError(f"{path}: arm metadata is not JSON ({exc})") from None
-    if meta.get("format") != FORMAT_VERSION:
-        raise ModelError(f"{path}: arm model format {meta.get('format')}, this package reads {FORMAT_VERSION}")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
+        found = meta.get("format") if isinstance(meta, dict) else None
+        raise ModelError(f"{path}: arm model format {found}, this package reads {FORMAT_VERSION}")
     return meta
+
+
+def read_arm_metadata(path) -> dict:
+    """The arm metadata of an ONNX file (ModelError if it is not an arm model)."""
+    path = Path(path)
+    return _metadata(_session(path), path)
 
 
 def is_arm_model(path) -> bool:
@@ -63,10 +76,9 @@ class ArmModel:
     """Inverse dynamics, M, C, g, friction and residual of an identified arm (numpy + Pinocchio + ORT)."""
 
     def __init__(self, path, threads: int = 1):
-        import onnxruntime as ort
-
         self.path = Path(path)
-        self.meta = read_arm_metadata(self.path)
+        self.session = _session(self.path, threads)
+        self.meta = _metadata(self.session, self.path)
         self.joints = tuple(self.meta["joints"])
         self.n = len(self.joints)
         nominal = ArmRigidBody.from_urdf(self.meta["urdf"], self.joints, self.meta["gravity"])
@@ -75,13 +87,6 @@ class ArmModel:
         self.phi = np.asarray(self.meta["phi"], dtype=float)
         self.coulomb_velocity = float(self.meta["coulomb_velocity"])
         self.residual_enabled = bool(self.meta.get("residual_enabled", False))
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        try:
-            self.session = ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            raise ModelError(f"{self.path}: ONNX Runtime cannot load the graph ({exc})") from None
         names = {o.name for o in self.session.get_outputs()}
         if not set(GRAPH_OUTPUTS) <= names:
             raise ModelError(f"{self.path}: graph outputs {sorted(names)}, expected {list(GRAPH_OUTPUTS)}")

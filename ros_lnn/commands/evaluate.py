@@ -43,7 +43,13 @@ def _keep(trials, names: str | None):
 
 
 def run(args) -> int:
+    from ..arm.model import is_arm_model
     from ..inference.runtime import ServoLnnRuntime
+
+    if args.model and is_arm_model(args.model):
+        from .arm_flow import evaluate as evaluate_arm_model
+
+        return evaluate_arm_model(args)
 
     rt = ServoLnnRuntime(args.model)
     if args.bag:

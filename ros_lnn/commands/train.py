@@ -291,7 +291,13 @@ def canonical_command(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..arm.mapping import is_arm_config
     from ..training.run import run as run_training
+
+    if args.config and is_arm_config(args.config):
+        from .arm_flow import train as train_arm_model
+
+        return train_arm_model(args)
 
     result = run_training(run_spec(args), progress=lambda line: print(line, flush=True))
     if result is None:  # torchrun: another rank exports and reports
