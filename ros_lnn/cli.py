@@ -1,4 +1,4 @@
-"""The ``ros-lnn`` command. Each subcommand lives in ``ros_lnn/commands/<name>.py`` with
+"""The ``ros-lnn`` command. Each subcommand lives in ``ros_lnn/commands/<name>.py`` (``-`` → ``_``) with
 ``add_arguments(parser)`` and ``run(args) -> int``; modules are imported only when their subcommand
 runs, so the deployment commands never import torch."""
 
@@ -25,12 +25,13 @@ COMMANDS = {
     "train": "train a model (ServoLNN by default) and export it to ONNX",
     "export": "export a trained checkpoint to ONNX with metadata",
     "evaluate": "evaluate an ONNX model on simulated or recorded trials",
+    "convert": "a robot's CSV log (UR RTDE, libfranka, vendor) → rosbag2 /joint_states by a column map",
     "bench": "benchmarks: inference, node, control, dac-node, fault, ingest, train, delan, zoo",
 }
 
 
 def _load(name):
-    return importlib.import_module(f"ros_lnn.commands.{name}")
+    return importlib.import_module(f"ros_lnn.commands.{name.replace('-', '_')}")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
