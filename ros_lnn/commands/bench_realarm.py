@@ -81,7 +81,10 @@ def bench_realarm(args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.output or tmp) / "realarm_model.onnx"
         t0 = time.perf_counter()
-        result = train_arm(train, urdf, mapping, out=out, progress=lambda s: print(f"  {s}"))
+        from ..arm.residual import ResidualOptions
+
+        options = ResidualOptions(epochs=args.epochs) if args.epochs else ResidualOptions()
+        result = train_arm(train, urdf, mapping, out=out, options=options, progress=lambda s: print(f"  {s}"))
         learned_s = time.perf_counter() - t0
         model = ArmModel(out)
         l_mean = row("learned: fit + residual + gear ripple (ros_lnn)", model.inverse_dynamics(te.q, te.qd, te.qdd), learned_s)
