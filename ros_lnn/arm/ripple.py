@@ -52,37 +52,48 @@ def _design(q, k):
     return np.concatenate([np.sin(phase), np.cos(phase)], axis=1)
 
 
-def fit_ripple(q, qd, target, q_val, target_val, rate_hz: float, lines: int = LINES, ridge: float = 1e-3, min_gain: float = 0.01) -> Ripple:
-    """Per joint: the strongest ``lines`` frequencies of ``target`` (raw τ minus the smooth model),
-    amplitudes by ridge, kept only if they lower the joint's validation error by ``min_gain``."""
+def _select_and_fit(q, y, k_max: float, lines: int, ridge: float):
+    """The ``lines`` strongest frequencies of ``y`` over the grid below ``k_max``, and ridge amplitudes."""
+    grid = np.arange(10.0, k_max, GRID_STEP)
+    y = y - y.mean()
+    power = np.zeros(len(grid))
+    for chunk in range(0, len(grid), 200):
+        ks = grid[chunk : chunk + 200]
+        c = _design(q, ks).T @ y / len(y)
+        power[chunk : chunk + len(ks)] = c[: len(ks)] ** 2 + c[len(ks) :] ** 2
+    ks = np.sort(grid[np.argsort(power)[-lines:]])
+    X = _design(q, ks)
+    coef = np.linalg.solve(X.T @ X + ridge * len(y) * np.eye(2 * len(ks)), X.T @ y)
+    return ks, coef
+
+
+def fit_ripple(q, qd, target, rate_hz: float, lines: int = LINES, ridge: float = 1e-2, folds: int = 5, min_gain: float = 0.01) -> Ripple:
+    """Per joint: the strongest ``lines`` frequencies of ``target`` (what the low-pass filter removed
+    from τ), amplitudes by ridge. A joint keeps its ripple only if it lowers the error on held-out
+    stretches by ``min_gain``: blocked cross-validation over ``folds`` contiguous stretches of the
+    samples, frequencies chosen anew in each fold (one validation stretch can sit where the arm
+    visits angles the rest never does)."""
     n = target.shape[1]
     K = np.zeros((n, lines))
     A = np.zeros((n, lines))
     B = np.zeros((n, lines))
     joints = {}
+    bounds = np.linspace(0, len(q), folds + 1).astype(int)
     for j in range(n):
         k_max = resolvable_k(qd[:, j], rate_hz)
         if k_max < 20:
             joints[j] = {"kept": False, "reason": f"the sample rate resolves spatial frequencies up to {k_max:.0f} rad⁻¹ only"}
             continue
-        grid = np.arange(10.0, k_max, GRID_STEP)
-        y = target[:, j] - target[:, j].mean()
-        power = np.zeros(len(grid))
-        for chunk in range(0, len(grid), 200):
-            X = _design(q[:, j], grid[chunk : chunk + 200])
-            c = X.T @ y / len(y)
-            m = len(grid[chunk : chunk + 200])
-            power[chunk : chunk + 200] = c[:m] ** 2 + c[m:] ** 2
-        ks = np.sort(grid[np.argsort(power)[-lines:]])
-        X = _design(q[:, j], ks)
-        lam = ridge * len(y)
-        coef = np.linalg.solve(X.T @ X + lam * np.eye(2 * len(ks)), X.T @ y)
-        Xv = _design(q_val[:, j], ks)
-        yv = target_val[:, j] - target[:, j].mean()
-        before = float(np.mean(yv**2))
-        after = float(np.mean((yv - Xv @ coef) ** 2))
+        before = after = 0.0
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            rest = np.r_[0:a, b : len(q)]
+            ks, coef = _select_and_fit(q[rest, j], target[rest, j], k_max, lines, ridge)
+            y = target[a:b, j] - target[rest, j].mean()
+            before += float(np.sum(y**2))
+            after += float(np.sum((y - _design(q[a:b, j], ks) @ coef) ** 2))
         gain = 1.0 - after / before if before > 0 else 0.0
         kept = gain >= min_gain
+        ks, coef = _select_and_fit(q[:, j], target[:, j], k_max, lines, ridge)
         joints[j] = {
             "kept": bool(kept),
             "validation_gain_percent": 100.0 * gain,
@@ -91,4 +102,4 @@ def fit_ripple(q, qd, target, q_val, target_val, rate_hz: float, lines: int = LI
         }
         if kept:
             K[j], A[j], B[j] = ks, coef[: len(ks)], coef[len(ks) :]
-    return Ripple(K, A, B, {"joints": joints})
+    return Ripple(K, A, B, {"joints": joints, "folds": folds, "lines": lines, "ridge": ridge})

@@ -79,7 +79,9 @@ def train_arm(
         f"{len(tr)} training, {len(va)} validation samples at {tr.rate_hz:.0f} Hz; "
         f"zero-phase Butterworth {tr.cutoff_hz:g} Hz on q, q̇ (→ q̈) and τ; {mapping.describe()}"
     )
+    every = Samples(*(np.concatenate([getattr(tr, k), getattr(va, k)]) for k in ("q", "qd", "qdd", "tau", "tau_raw")), tr.rate_hz, tr.cutoff_hz)
     t0 = time.perf_counter()
+    # fitted on the training samples only: the validation samples judge the residual on top of it
     fit = idn.identify(arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=mapping.coulomb_velocity, progress=say)
     fit_s = time.perf_counter() - t0
     say(f"least-squares fit: {fit_s:.1f} s")
@@ -120,12 +122,12 @@ def train_arm(
         say("gear ripple: off")
     else:
         # the ripple lives above the filter's cutoff: fitted to what the filter removed from τ
-        rip = fit_ripple(tr.q, tr.qd, tr.tau_raw - tr.tau, va.q, va.tau_raw - va.tau, tr.rate_hz)
+        rip = fit_ripple(every.q, every.qd, every.tau_raw - every.tau, every.rate_hz)
         for j, info in rip.report["joints"].items():
             if info["kept"]:
                 say(
                     f"gear ripple {arm.joints[j]}: strongest line {info['strongest_k']:.1f} rad⁻¹, "
-                    f"validation error of the raw torque {-info['validation_gain_percent']:+.1f} %"
+                    f"cross-validated error of the raw torque {-info['validation_gain_percent']:+.1f} %"
                 )
         off = [arm.joints[j] for j, info in rip.report["joints"].items() if not info["kept"]]
         if off:

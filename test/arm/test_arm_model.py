@@ -140,7 +140,7 @@ def test_gear_ripple_is_found_at_its_spatial_frequency():
     ripple = np.stack([0.3 * np.sin(241.0 * q[:, 0] + 0.4), np.zeros(len(t))], 1)
     target = ripple + 0.1 * rng.normal(size=q.shape)
     half = len(t) // 2
-    r = ripple_mod.fit_ripple(q[:half], qd[:half], target[:half], q[half:], target[half:], rate_hz=1000.0)
+    r = ripple_mod.fit_ripple(q[:half], qd[:half], target[:half], rate_hz=1000.0)
     assert r.report["joints"][0]["kept"] and r.report["joints"][0]["strongest_k"] == pytest.approx(241.0, abs=0.5)
     assert not r.report["joints"][1]["kept"]  # noise alone: switched off
     pred = r.torque(q[half:])
