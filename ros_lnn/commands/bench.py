@@ -45,6 +45,12 @@ BENCHES = {
         "bench_realdata",
         "train on one robot recording, test on others: ServoLNN vs structural LS fit and zero, ablations",
     ),
+    "collision": (
+        "ros_lnn.commands.bench_collision",
+        "bench_collision",
+        "external torque observer on a simulated Panda with pulses: identified model vs URDF-nominal "
+        "(--duration s of training/calibration motion, default 60; --model: skip training)",
+    ),
     "zoo": (
         "ros_lnn.commands.bench_zoo",
         "bench_zoo",
