@@ -479,9 +479,9 @@ def _block_maxima(t, s, block_s: float) -> np.ndarray:
 # -- wrench ----------------------------------------------------------------------------------------
 class WrenchEstimator:
     """The wrench at a URDF frame whose joint torque ``Jᵀ F`` explains ``τ_ext``:
-    ``F = (J Jᵀ + λ² I)⁻¹ J τ_ext`` (the damped pseudo-inverse of Jᵀ). ``J`` is the frame's Jacobian
-    in the LOCAL_WORLD_ALIGNED convention: force and torque about the frame's origin, in the base
-    frame's axes."""
+    ``F = (J Jᵀ + λ² I)⁻¹ J τ_ext`` (the damped pseudo-inverse of Jᵀ). ``J`` is the frame's Jacobian in
+    Pinocchio's LOCAL convention: force and torque about the frame's origin, in the frame's own axes
+    (a WrenchStamped with that frame_id)."""
 
     def __init__(self, arm: ArmRigidBody, frame: str, damping: float = 0.01):
         self.pin = pinocchio()
@@ -500,7 +500,7 @@ class WrenchEstimator:
         pin = self.pin
         self._q[self.arm.order] = q
         J = pin.computeFrameJacobian(
-            self.arm.model, self._data, self._q, self.frame_id, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+            self.arm.model, self._data, self._q, self.frame_id, pin.ReferenceFrame.LOCAL
         )
         return J[:, self.arm.order]
 

@@ -121,9 +121,10 @@ def bench_collision(args) -> dict:
             result = train_arm(
                 [train_run.recording("train")], arm.urdf_text, mapping, out=model_path, options=options
             )
+            rre = result.metrics["validation_torque_rre_percent_fit"]
             say(
-                f"trained in {result.train_s:.0f} s: residual {'kept' if result.residual_enabled else 'off'}; "
-                f"validation torque error of the fit {np.round(result.metrics['validation_torque_rre_percent_fit'], 1).tolist()} %"
+                f"trained in {result.train_s:.0f} s: residual {'on' if result.residual_enabled else 'off'}; "
+                f"validation torque error of the fit {np.round(rre, 1).tolist()} %"
             )
         model = ArmModel(model_path)
         observers = {"identified": ob.MomentumObserver(model, GAIN), "urdf": ob.MomentumObserver(arm, GAIN)}
@@ -175,11 +176,12 @@ def bench_collision(args) -> dict:
         "thresholds": {k: v.to_dict() for k, v in thresholds.items()},
         "runtime_s": time.perf_counter() - start,
     }
+    f = figures
     print(
-        f"collision detection: {figures['pulses']} pulses, detected {figures['detected']}, false alarms "
-        f"{figures['false_alarms']} in {figures['free_s']:.0f} s, median delay {figures['median_delay_ms']:.1f} ms, "
-        f"smallest detected {figures['smallest_detected_percent']:.1f} % of max torque; URDF-nominal observer: "
-        f"{figures['urdf_detected']} detected, {figures['urdf_false_alarms']} false alarms"
+        f"collision detection: {f['pulses']} pulses, detected {f['detected']}, false alarms "
+        f"{f['false_alarms']} in {f['free_s']:.0f} s, median delay {f['median_delay_ms']:.1f} ms, "
+        f"smallest detected {f['smallest_detected_percent']:.1f} % of max torque; URDF-nominal observer: "
+        f"{f['urdf_detected']} detected, {f['urdf_false_alarms']} false alarms"
     )
     return figures
 
