@@ -25,12 +25,14 @@ COMMANDS = {
     "train": "train a model (ServoLNN by default) and export it to ONNX",
     "export": "export a trained checkpoint to ONNX with metadata",
     "evaluate": "evaluate an ONNX model on simulated or recorded trials",
-    "bench": "benchmarks: inference, node, control, dac-node, fault, ingest, train, delan, zoo",
+    "calibrate-observer": "collision thresholds of the effort_observer node from collision-free arm "
+    "recordings",
+    "bench": "benchmarks: inference, node, control, dac-node, fault, ingest, train, delan, zoo, collision",
 }
 
 
 def _load(name):
-    return importlib.import_module(f"ros_lnn.commands.{name}")
+    return importlib.import_module(f"ros_lnn.commands.{name.replace('-', '_')}")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

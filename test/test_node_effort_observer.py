@@ -208,3 +208,68 @@ def test_urdf_nominal_observer_runs_without_a_model(make, pulse_run):
     no_effort = JointState(name=list(JOINTS), position=[0.0] * 7, velocity=[0.0] * 7)
     pub.publish(no_effort)
     h.wait(lambda: node.counts["no_effort"] == 1, 5, "the state without efforts to be rejected")
+
+
+def test_calibrate_observer_command_writes_thresholds_the_node_loads(make, model_path, tmp_path, capsys):
+    """ros-lnn calibrate-observer on a free-motion bag: the thresholds bound the free residual of a
+    fresh free run, sit below the pulses, and the node refuses them for another gain."""
+    from ros_lnn import cli
+    from ros_lnn.arm import observer as ob
+    from ros_lnn.arm.model import ArmModel
+    from ros_lnn.arm.simulation import simulate_arm
+    from ros_lnn.bags.writer import BagWriter
+
+    free = simulate_arm(arm(), 12.0, friction=friction(), seed=23)
+    bag = tmp_path / "free_bag"
+    with BagWriter(bag) as w:
+        w.joint_states(
+            "/joint_states",
+            T0_NS + np.round(free.t * 1e9).astype(np.int64),
+            JOINTS,
+            free.q,
+            free.qd,
+            free.tau,
+        )
+    out = tmp_path / "th.yaml"
+    code = cli.main(
+        [
+            "calibrate-observer",
+            "--model",
+            str(model_path),
+            "--bag",
+            str(bag),
+            "--gain",
+            str(K),
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    assert "written to" in capsys.readouterr().out
+    th = ob.Thresholds.load(out)
+    assert th.joints == JOINTS and th.info["observer"] == {
+        "method": "momentum",
+        "gains": [K],
+        "model": model_path.name,
+    }
+    other = simulate_arm(arm(), 6.0, friction=friction(), seed=24)
+    r = ob.run_observer(ob.MomentumObserver(ArmModel(model_path), K), other.t, other.q, other.qd, other.tau)
+    assert (np.abs(r[500:]) < th.band(other.qd[500:])).all()
+    assert (th.static < 0.03 * arm().effort_limits()).all()  # pulses of 3 % and more stand out
+    node, _ = make({"model_path": str(model_path), "thresholds": str(out), "gains": [2 * K]}, name="mismatch")
+    assert not start(node)
+    assert "calibrated for the momentum observer with gains [100.0]" in node.last_error
+    assert (
+        cli.main(
+            [
+                "calibrate-observer",
+                "--model",
+                str(model_path),
+                "--bag",
+                str(tmp_path / "nope"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )

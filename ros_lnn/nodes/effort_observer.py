@@ -200,6 +200,15 @@ def build_observer(values: dict):
     thresholds = None
     if values["thresholds"]:
         thresholds = ob.Thresholds.load(values["thresholds"]).reordered(joints)
+        made_for = thresholds.info.get("observer") or {}
+        wanted = {"method": values["method"], "gains": [float(g) for g in gains]}
+        if made_for and {k: made_for.get(k) for k in wanted} != wanted:
+            raise ConfigError(
+                f"thresholds {values['thresholds']} were calibrated for the {made_for.get('method')} "
+                f"observer with gains {made_for.get('gains')}; this node runs {wanted['method']} with "
+                f"{wanted['gains']} "
+                "(calibrate again, or set method and gains as calibrated)"
+            )
     wrench = None
     if values["wrench_frame"]:
         kin = ArmRigidBody.from_urdf(values["urdf"], joints) if values["urdf"] else None
