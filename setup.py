@@ -85,6 +85,7 @@ setup(
             "dac_controller = ros_lnn.nodes.dac_controller:main",
             "dac_chain_sim = ros_lnn.nodes.dac_chain_sim:main",
             "effort_watchdog = ros_lnn.nodes.effort_watchdog:main",
+            "effort_observer = ros_lnn.nodes.effort_observer:main",
         ],
     },
 )

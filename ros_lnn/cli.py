@@ -26,7 +26,10 @@ COMMANDS = {
     "export": "export a trained checkpoint to ONNX with metadata",
     "evaluate": "evaluate an ONNX model on simulated or recorded trials",
     "convert": "a robot's CSV log (UR RTDE, libfranka, vendor) → rosbag2 /joint_states by a column map",
-    "bench": "benchmarks: inference, node, control, dac-node, fault, ingest, train, delan, zoo",
+    "calibrate-observer": "collision thresholds of the effort_observer node from collision-free arm "
+    "recordings",
+    "bench": "benchmarks: inference, node, control, dac-node, fault, ingest, train, delan, realdata, "
+    "realarm, collision, zoo",
 }
 
 

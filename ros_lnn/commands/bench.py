@@ -51,6 +51,12 @@ BENCHES = {
         "a fully actuated arm (--bag, --test-bag or --test-fraction, --config, --urdf): learned model vs "
         "regressor least squares vs URDF, held-out torque error",
     ),
+    "collision": (
+        "ros_lnn.commands.bench_collision",
+        "bench_collision",
+        "external torque observer on a simulated Panda with pulses: identified model vs URDF-nominal "
+        "(--duration s of training/calibration motion, default 60; --model: skip training)",
+    ),
     "zoo": (
         "ros_lnn.commands.bench_zoo",
         "bench_zoo",

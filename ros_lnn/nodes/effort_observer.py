@@ -1,0 +1,459 @@
+"""``effort_observer``: lifecycle node that watches a fully actuated arm's joint states for torques
+nobody commanded — a person pushing the arm, a collision, a changed payload.
+
+configure   load the arm model (``model_path``: an ``.onnx`` from ``ros-lnn train`` with an arm config)
+            or, with ``model_path`` empty, the URDF-nominal dynamics of ``urdf`` (no friction); the
+            thresholds YAML of ``ros-lnn calibrate-observer``; check every parameter (one error line
+            when any does not fit; the node stays unconfigured)
+activate    subscribe ``joint_states`` (position, velocity and effort of every model joint; effort =
+            measured joint torque, or motor current × ``effort_gains``) and publish per input sample,
+            with the input's stamp:
+              ~/model_effort     sensor_msgs/JointState      model joints: q, q̇, effort = τ̂(q, q̇, q̈_f)
+              ~/external_effort  sensor_msgs/JointState      model joints: q, q̇, effort = estimated τ_ext
+              ~/external_wrench  geometry_msgs/WrenchStamped at ``wrench_frame`` (its own axes), when set
+            and, when ``thresholds`` is set:
+              ~/collision        sensor_msgs/JointState      one message at each collision onset: name =
+                                 the joints whose |τ_ext| crossed their threshold at that sample, effort =
+                                 their τ_ext (signed, N·m), position = their threshold at that sample
+              /diagnostics       ERROR while a collision lasts, WARN for ``collision_hold_s`` after it
+                                 ended (and for bad inputs), else OK; the last collision's joint, peak
+                                 and stamp among the values
+deactivate  stop the subscription; cleanup drops the model.
+
+``τ_ext``: the generalized-momentum observer (``method: momentum``, De Luca; no accelerations) or the
+direct residual ``τ̂(q, q̇, q̈_f) − τ`` (``method: direct``), both a first-order lag of gain ``gains``
+(1/s) per joint (:mod:`ros_lnn.arm.observer`). Every output is reliable (a default-QoS subscriber
+receives it); the input is subscribed best effort. No torch: Pinocchio and ONNX Runtime.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import WrenchStamped
+from rclpy.lifecycle import Node as LifecycleNode
+from rclpy.lifecycle import State, TransitionCallbackReturn
+from sensor_msgs.msg import JointState
+
+from ..errors import ConfigError, RosLnnError
+from . import compat
+from .diagnostics import (
+    CountWindow,
+    RateLatency,
+    diagnostic_status,
+    guarded,
+    input_status,
+    report_error,
+    status_name,
+    warn_throttled,
+)
+from .joint_state_reader import READ_REASONS, JointStateReader
+from .lifecycle import LifecycleTeardown, configure_and_activate
+from .params import CONFIGURE, STARTUP, Param, ParameterTable
+from .process import init_ros, run_node_process
+from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
+
+INVALID_REASONS = READ_REASONS + ("no_velocity", "no_effort", "non_finite")
+COUNTED = ("received", "processed", "collisions", "internal_error")
+
+
+def _gain_count(values: dict) -> str:
+    return "" if len(values["gains"]) >= 1 else "gains needs 1 value (every joint) or one per joint"
+
+
+PARAMETERS = ParameterTable(
+    Param(
+        "model_path",
+        "",
+        "arm model (.onnx from ros-lnn train with an arm config); empty = the URDF-nominal dynamics of urdf",
+        CONFIGURE,
+    ),
+    Param(
+        "urdf",
+        "",
+        "URDF file: the dynamics when model_path is empty, and the kinematics of the wrench; empty = the "
+        "URDF in the model's metadata",
+        CONFIGURE,
+    ),
+    Param(
+        "joints",
+        [],
+        "actuated joints in order; empty = the model's (required with the URDF-nominal dynamics)",
+        CONFIGURE,
+        items=str,
+        unique=True,
+    ),
+    Param(
+        "method",
+        "momentum",
+        "momentum (De Luca, no q̈) or direct (τ̂ with filtered q̈ − τ)",
+        CONFIGURE,
+        choices=("momentum", "direct"),
+    ),
+    Param(
+        "gains",
+        [50.0],
+        "observer gain K per joint (1/s): one value for every joint, or one per joint",
+        CONFIGURE,
+        gt=0.0,
+        le=10000.0,
+    ),
+    Param(
+        "qdd_filter_window",
+        9,
+        "samples of the causal fit that estimates q̈ (τ̂ and the direct method)",
+        CONFIGURE,
+        ge=3,
+        le=1000,
+    ),
+    Param(
+        "effort_gains",
+        [],
+        "per joint the factor from the effort field to joint torque (motor current "
+        "× drive gain, N·m/A); empty = the model's mapping (1 for joint torques)",
+        CONFIGURE,
+    ),
+    Param(
+        "thresholds",
+        "",
+        "thresholds YAML of ros-lnn calibrate-observer; empty = no collision detection",
+        CONFIGURE,
+    ),
+    Param(
+        "collision_hold_s",
+        2.0,
+        "/diagnostics stays WARN this long after a collision ended",
+        ge=0.0,
+        le=3600.0,
+    ),
+    Param("wrench_frame", "", "URDF frame of ~/external_wrench; empty = not published", CONFIGURE),
+    Param("wrench_damping", 0.01, "damping λ of the Jacobian's pseudo-inverse", CONFIGURE, ge=0.0, le=10.0),
+    Param("model_threads", 1, "ONNX Runtime intra-op threads", CONFIGURE, ge=1, le=64),
+    Param(
+        "input_queue_depth",
+        100,
+        "joint_states subscription depth (best effort, keep last)",
+        CONFIGURE,
+        ge=1,
+        le=100000,
+    ),
+    Param(
+        "input_timeout_s",
+        1.0,
+        "no joint_states for this long: /diagnostics ERROR (stale)",
+        ge=0.01,
+        le=3600.0,
+    ),
+    Param("diagnostics_period_s", 1.0, "period of /diagnostics", CONFIGURE, ge=0.01, le=3600.0),
+    Param(
+        "autostart",
+        False,
+        "configure and activate at start-up (ros2 run / launch without a lifecycle manager)",
+        STARTUP,
+    ),
+    rules=(_gain_count,),
+)
+
+
+def build_observer(values: dict):
+    """(observer, joints, effort gains, thresholds or None, wrench estimator or None, description)
+    from the node's parameter values (raises RosLnnError with the reason)."""
+    from ..arm import observer as ob
+    from ..arm.rigid_body import ArmRigidBody
+
+    model = None
+    if values["model_path"]:
+        from ..arm.model import ArmModel
+
+        model = ArmModel(values["model_path"], threads=values["model_threads"])
+        joints = tuple(values["joints"] or model.joints)
+        if joints != model.joints:
+            raise ConfigError(f"parameter joints {list(joints)} differ from the model's {list(model.joints)}")
+        dynamics, described = model, model.describe()
+        mapping = model.meta.get("mapping") or {}
+        scale = mapping.get("effort_scale") or {}
+        default_gains = (
+            [float(scale.get(j, 1.0)) for j in joints] if mapping.get("effort") == "motor_current" else None
+        )
+    else:
+        if not values["urdf"]:
+            raise ConfigError("give model_path (an arm model) or urdf (the URDF-nominal observer)")
+        if not values["joints"]:
+            raise ConfigError("parameter joints: the URDF-nominal observer needs the actuated joints")
+        joints = tuple(values["joints"])
+        dynamics = ArmRigidBody.from_urdf(values["urdf"], joints)
+        described, default_gains = f"URDF-nominal dynamics of {len(joints)} joints (no friction)", None
+    n = len(joints)
+    gains = values["gains"]
+    if len(gains) not in (1, n):
+        raise ConfigError(f"parameter gains has {len(gains)} values; give 1 or {n} (one per joint)")
+    effort_gains = values["effort_gains"] or default_gains or [1.0] * n
+    if len(effort_gains) != n or not all(np.isfinite(effort_gains)) or 0.0 in effort_gains:
+        raise ConfigError(f"parameter effort_gains needs {n} finite, non-zero values (or none)")
+    observer = ob.make_observer(
+        dynamics, values["method"], gains if len(gains) == n else gains[0], values["qdd_filter_window"]
+    )
+    thresholds = None
+    if values["thresholds"]:
+        thresholds = ob.Thresholds.load(values["thresholds"]).reordered(joints)
+        made_for = thresholds.info.get("observer") or {}
+        wanted = {"method": values["method"], "gains": [float(g) for g in gains]}
+        if made_for and {k: made_for.get(k) for k in wanted} != wanted:
+            raise ConfigError(
+                f"thresholds {values['thresholds']} were calibrated for the {made_for.get('method')} "
+                f"observer with gains {made_for.get('gains')}; this node runs {wanted['method']} with "
+                f"{wanted['gains']} "
+                "(calibrate again, or set method and gains as calibrated)"
+            )
+    wrench = None
+    if values["wrench_frame"]:
+        kin = ArmRigidBody.from_urdf(values["urdf"], joints) if values["urdf"] else None
+        if kin is None:
+            if model is None:
+                raise ConfigError("wrench_frame needs a URDF")
+            kin = model.nominal
+        wrench = ob.WrenchEstimator(kin, values["wrench_frame"], values["wrench_damping"])
+    return observer, joints, np.asarray(effort_gains, dtype=float), thresholds, wrench, described
+
+
+class EffortObserverNode(LifecycleTeardown, LifecycleNode):
+    _configured_attribute = "observer"
+
+    def __init__(self, node_name: str = "effort_observer", **kwargs):
+        super().__init__(node_name, **kwargs)
+        self.observer = None
+        self.last_error = ""
+        self._subs, self._timers, self._pubs = [], [], {}
+        self.counts = dict.fromkeys(INVALID_REASONS + COUNTED, 0)
+        self.values = PARAMETERS.attach(self, configured=lambda: self.observer is not None)
+        self.stats = RateLatency()
+        self.window = CountWindow()
+        self.last_input: float | None = None
+        self.last_collision: dict = {}
+        self._collision_end: float | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        try:
+            problems = PARAMETERS.problems(PARAMETERS.read(self))
+            if problems:
+                raise RosLnnError(problems[0])
+            (self.observer, self.joints, self.effort_gains, self.thresholds, self.wrench, described) = (
+                build_observer(self.values)
+            )
+        except Exception as exc:  # noqa: BLE001 - configure must always say why it failed, whatever failed
+            self.observer = None
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            self.last_error = text if isinstance(exc, RosLnnError) else f"{type(exc).__name__}: {text}"
+            self.get_logger().error(f"configure failed: {self.last_error}")
+            return TransitionCallbackReturn.FAILURE
+        from ..arm.observer import CollisionDetector
+
+        n = len(self.joints)
+        self.reader = JointStateReader(self.joints, n)
+        self.detector = CollisionDetector(self.thresholds) if self.thresholds is not None else None
+        pub = self.create_lifecycle_publisher
+        self._pubs = {
+            "model_effort": pub(
+                JointState, "~/model_effort", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
+            ),
+            "external_effort": pub(
+                JointState, "~/external_effort", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
+            ),
+            "collision": pub(
+                JointState, "~/collision", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES
+            ),
+            "diagnostics": pub(DiagnosticArray, "/diagnostics", COMMAND_QOS),
+        }
+        if self.wrench is not None:
+            self._pubs["external_wrench"] = pub(
+                WrenchStamped, "~/external_wrench", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
+            )
+        detection = (
+            "thresholds " + self.values["thresholds"] if self.detector else "no thresholds: no detection"
+        )
+        self.get_logger().info(
+            f"configured: {described}; {self.values['method']} observer, K {self.values['gains']} 1/s; "
+            + detection
+        )
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        try:
+            self._subs.append(
+                self.create_subscription(
+                    JointState,
+                    "joint_states",
+                    self._on_joint_state,
+                    input_qos(self.values["input_queue_depth"]),
+                    raw=True,
+                )
+            )
+            self._timers.append(
+                self.create_timer(self.values["diagnostics_period_s"], self._publish_diagnostics)
+            )
+            self.observer.reset()
+            if self.detector is not None:
+                self.detector.reset()
+            self._t0_ns = None
+            self.last_input = None
+            self.window.start(self.counts)
+        except Exception as exc:  # noqa: BLE001 - an activation that fails leaves the node inactive, with the reason
+            self._drop_io()
+            report_error(self, "activate", exc)
+            return TransitionCallbackReturn.FAILURE
+        self.get_logger().info("activated")
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        self._drop_io()
+        return super().on_deactivate(state)
+
+    # -- per sample -----------------------------------------------------------------------------
+    def _on_joint_state(self, raw: bytes) -> None:
+        try:
+            self._process(raw)
+        except Exception as exc:  # noqa: BLE001 - never into the executor: counted, logged, the stream goes on
+            report_error(self, "joint_states", exc)
+
+    def _reject(self, reason: str, detail: str) -> None:
+        self.counts[reason] += 1
+        warn_throttled(self, reason, f"joint_states skipped ({reason}): {detail}")
+
+    def _process(self, raw: bytes) -> None:
+        t_start = time.perf_counter()
+        self.counts["received"] += 1
+        self.stats.arrive(t_start)
+        self.last_input = t_start
+        reader = self.reader
+        reason = reader.read(raw)
+        if reason:
+            return self._reject(reason, reader.detail)
+        if reader.qd is None:
+            return self._reject("no_velocity", "the observer needs the joint velocities")
+        if reader.effort_free is None:
+            return self._reject("no_effort", "the observer needs the measured joint efforts")
+        q, qd = reader.q.copy(), reader.qd.copy()
+        tau = reader.effort_free * self.effort_gains
+        if not (np.isfinite(q).all() and np.isfinite(qd).all() and np.isfinite(tau).all()):
+            return self._reject("non_finite", "NaN or inf in the joints' position, velocity or effort")
+        ns = reader.stamp_ns
+        if self._t0_ns is None or ns < self._t0_ns:
+            self._t0_ns = ns
+        t = (ns - self._t0_ns) * 1e-9
+        r = self.observer.update(t, q, qd, tau)
+        stamp = Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+        frame = reader.frame_id
+        names = list(self.joints)
+        pubs = self._pubs
+        pubs["model_effort"].publish(
+            self._joint_state(stamp, frame, names, q, qd, self.observer.model_effort)
+        )
+        pubs["external_effort"].publish(self._joint_state(stamp, frame, names, q, qd, r))
+        if self.wrench is not None:
+            w = self.wrench.wrench(q, r)
+            msg = WrenchStamped()
+            msg.header.stamp, msg.header.frame_id = stamp, self.wrench.frame
+            f, m = msg.wrench.force, msg.wrench.torque
+            f.x, f.y, f.z, m.x, m.y, m.z = (float(v) for v in w)
+            pubs["external_wrench"].publish(msg)
+        if self.detector is not None:
+            self._detect(t, stamp, frame, r, qd, t_start)
+        self.counts["processed"] += 1
+        self.stats.latency(time.perf_counter() - t_start)
+
+    @staticmethod
+    def _joint_state(stamp, frame, names, q, qd, effort) -> JointState:
+        msg = JointState()
+        msg.header.stamp, msg.header.frame_id = stamp, frame
+        msg.name = names
+        msg.position, msg.velocity, msg.effort = q.tolist(), qd.tolist(), [float(x) for x in effort]
+        return msg
+
+    def _detect(self, t, stamp, frame, r, qd, now) -> None:
+        det = self.detector
+        was_active = det.active.any()
+        onsets = det.update(t, r, qd)
+        if onsets:
+            self.counts["collisions"] += 1
+            msg = JointState()
+            msg.header.stamp, msg.header.frame_id = stamp, frame
+            msg.name = [self.joints[o.joint] for o in onsets]
+            msg.effort = [o.residual for o in onsets]
+            msg.position = [o.threshold for o in onsets]
+            self._pubs["collision"].publish(msg)
+            first = max(onsets, key=lambda o: abs(o.residual) / o.threshold)
+            self.last_collision = {
+                "joint": self.joints[first.joint],
+                "stamp_s": round(stamp.sec + stamp.nanosec * 1e-9, 6),
+                "peak": abs(first.residual),
+            }
+            warn_throttled(
+                self,
+                "collision",
+                f"collision on {', '.join(msg.name)}: τ_ext {np.round(msg.effort, 2).tolist()} N·m",
+                period_s=0.5,
+            )
+            if not was_active:
+                self._publish_diagnostics()
+        if det.active.any():
+            j = int(np.argmax(np.where(det.active, det.peak, -1.0)))
+            if self.last_collision.get("joint") == self.joints[j]:
+                self.last_collision["peak"] = max(self.last_collision["peak"], float(det.peak[j]))
+            self._collision_end = None
+        elif was_active:
+            self._collision_end = now
+
+    # -- diagnostics ----------------------------------------------------------------------------
+    @guarded("diagnostics")
+    def _publish_diagnostics(self) -> None:
+        window = self.window.update(self.counts)
+        rejected = tuple(INVALID_REASONS)
+        level, message = input_status(window, rejected, self.last_input, self.values["input_timeout_s"])
+        det = self.detector
+        if det is not None and det.active.any():
+            joints = [self.joints[j] for j in np.flatnonzero(det.active)]
+            level, message = DiagnosticStatus.ERROR, f"collision on {', '.join(joints)}"
+        elif (
+            self._collision_end is not None
+            and time.perf_counter() - self._collision_end < self.values["collision_hold_s"]
+            and level == DiagnosticStatus.OK
+        ):
+            level, message = (
+                DiagnosticStatus.WARN,
+                f"collision ended {time.perf_counter() - self._collision_end:.1f} s ago",
+            )
+        summary = self.stats.summary()
+        values = {
+            "input_rate_hz": summary["rate_hz"],
+            "latency_median_us": summary["latency_median_us"],
+            "latency_p99_us": summary["latency_p99_us"],
+            "method": self.values["method"],
+            **dict(self.counts),
+            **{f"last_collision_{k}": v for k, v in self.last_collision.items()},
+        }
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [
+            diagnostic_status(
+                status_name(self), self.values["model_path"] or self.values["urdf"], level, message, values
+            )
+        ]
+        self._pubs["diagnostics"].publish(msg)
+
+
+def start(node: EffortObserverNode) -> bool:
+    return configure_and_activate(node, lambda: node.observer is not None)
+
+
+def main(argv=None) -> int:
+    init_ros(argv if argv is not None else sys.argv)
+    return run_node_process(EffortObserverNode(), compat.autostart_or_stay_unconfigured(start))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
