@@ -26,6 +26,7 @@ COMMANDS = {
     "export": "export a trained checkpoint to ONNX with metadata",
     "evaluate": "evaluate an ONNX model on simulated or recorded trials",
     "convert": "a robot's CSV log (UR RTDE, libfranka, vendor) → rosbag2 /joint_states by a column map",
+    "excite": "design an exciting trajectory for arm identification (JointTrajectory YAML + report)",
     "bench": "benchmarks: inference, node, control, dac-node, fault, ingest, train, delan, zoo",
 }
 

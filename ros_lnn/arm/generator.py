@@ -26,12 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from .fourier import FourierTrajectory, Limits, random_multisine
+from .fourier import DEFAULT_ACCELERATION, FourierTrajectory, Limits, random_multisine
 from .mapping import ArmMapping
 from .rigid_body import ArmRigidBody, pinocchio
 
 ENCODER_BITS = 20  # positions quantised to 2π / 2²⁰ rad
-DEFAULT_ACCELERATION = 3.0  # rad/s² per (rad/s) of velocity limit, where a URDF gives none
 
 
 @dataclass
