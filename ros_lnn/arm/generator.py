@@ -47,17 +47,25 @@ class Payload:
         self.inertia = np.asarray(self.inertia, dtype=float).reshape(3, 3)
 
     def parameters(self) -> np.ndarray:
-        """The payload's ten inertial parameters about the link's joint frame (Pinocchio's order)."""
-        pin = pinocchio()
-        return np.asarray(
-            pin.Inertia(float(self.mass), self.com, self.inertia).toDynamicParameters(), dtype=float
-        )
+        """The payload's ten inertial parameters about the link's joint frame (Pinocchio's order
+        ``m, m c, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz``; the inertia moved to the frame's origin)."""
+        m, c = float(self.mass), self.com
+        I = self.inertia + m * (c @ c * np.eye(3) - np.outer(c, c))
+        return np.array([m, *(m * c), I[0, 0], I[0, 1], I[1, 1], I[0, 2], I[1, 2], I[2, 2]])
 
     @classmethod
     def from_parameters(cls, p) -> Payload:
-        pin = pinocchio()
-        inertia = pin.Inertia.FromDynamicParameters(np.asarray(p, dtype=float))
-        return cls(float(inertia.mass), np.array(inertia.lever), np.array(inertia.inertia))
+        p = np.asarray(p, dtype=float)
+        m = float(p[0])
+        c = p[1:4] / m
+        I = np.array([[p[4], p[5], p[7]], [p[5], p[6], p[8]], [p[7], p[8], p[9]]])
+        return cls(m, c, I - m * (c @ c * np.eye(3) - np.outer(c, c)))
+
+    def is_physical(self) -> bool:
+        """Positive mass; inertia about the centre of mass positive semi-definite with principal
+        moments satisfying the triangle inequality."""
+        eig = np.linalg.eigvalsh(0.5 * (self.inertia + self.inertia.T))
+        return bool(self.mass > 0 and eig.min() >= 0 and 2 * eig.max() <= eig.sum() * (1 + 1e-9))
 
     def as_dict(self) -> dict:
         return {
