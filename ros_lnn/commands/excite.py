@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     if not 0.0 <= args.margin < 0.4:
         raise ConfigError(f"--margin {args.margin}: give a fraction in [0, 0.4)")
     out = Path(args.out)
+    if not out.parent.is_dir():
+        raise ConfigError(f"{out}: the folder {out.parent} does not exist")
     if out.suffix not in (".yaml", ".yml"):
         raise ConfigError(f"{out}: the trajectory file must end in .yaml")
     arm = ArmRigidBody.from_urdf(args.urdf, joints)

@@ -47,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     from ..arm.recording import read_arm_bag
     from ..errors import ConfigError
 
+    for target in (args.out, args.json):
+        if target and not Path(target).absolute().parent.is_dir():
+            raise ConfigError(f"{target}: the folder {Path(target).absolute().parent} does not exist")
     if args.out and Path(args.out).resolve() == Path(args.model).resolve():
         raise ConfigError("--out is the input model; write the model with the payload to a new file")
     model = ArmModel(args.model)
