@@ -10,6 +10,11 @@ torque offset as well (a sensor's drift between the recordings), or only mass an
 (``point_mass``: the inertia about the centre of mass is set to zero — short or gentle recordings
 excite the inertia poorly). The centre of mass and inertia are in the last link's joint frame.
 
+The model's own error of the last link is indistinguishable from a payload in one recording. With a
+reference recording without the payload on the same trajectory, a correction of the last link's
+parameters and of the friction is fitted on both at once and the payload is what differs between
+them (on the generator: 7.8 % mass and 5.8 mm error without a reference, 0.04 % and 0.04 mm with).
+
 The new model is the same ONNX file with ``pi`` in its metadata changed — the graph (friction and
 learned residual) is untouched. Needs Pinocchio, ONNX and ONNX Runtime only.
 """
@@ -83,7 +88,7 @@ def identify_payload(
 ) -> PayloadFit:
     """Least squares of the payload's parameters on ``recordings`` (ArmRecording, the model's joints).
 
-    ``reference``: recordings of the same arm without the payload (best: the same trajectory). Then
+    ``reference``: recordings of the same arm without the payload on the same trajectory. Then
     the model's own error is estimated alongside — a correction of the last link's ten parameters and
     of the friction, shared by both sets of recordings — and the payload is what differs between them.
     Without a reference the payload absorbs the model's error of the last link."""

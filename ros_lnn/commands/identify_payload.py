@@ -15,8 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--reference-bag",
         action="append",
         default=[],
-        help="recording(s) without the payload, best on the same trajectory: the model's own error of the "
-        "last link and friction is estimated alongside and cancels (without one, it goes into the payload)",
+        help="recording(s) without the payload on the same trajectory: the model's own error of the last "
+        "link and friction is estimated alongside and cancels (without one, it goes into the payload)",
     )
     parser.add_argument(
         "--config", default=None, help="mapping YAML for the bag (default: the mapping stored in the model)"
