@@ -38,7 +38,8 @@ ALLOWED = {
     "families": {"errors", "physics", "inference", "models"},
     "training": {"errors", "files", "physics", "inference", "models", "families", "bags", "ros_lnn"},
     "zoo": {"errors", "physics", "models", "families", "training"},
-    "nodes": {"errors", "files", "physics", "estimation", "inference", "control", "bags", "ros_lnn"},
+    "arm": {"errors", "files", "bags", "estimation", "ros_lnn"},
+    "nodes": {"errors", "files", "physics", "estimation", "inference", "control", "bags", "arm", "ros_lnn"},
     "commands": {
         "errors",
         "files",
@@ -53,6 +54,7 @@ ALLOWED = {
         "families",
         "training",
         "zoo",
+        "arm",
         "nodes",
         "commands",
         "ros_lnn",
@@ -72,8 +74,11 @@ TRAINING_SIDE = {
     "ros_lnn.families",
     "ros_lnn.training",
     "ros_lnn.zoo",
+    "ros_lnn.arm.residual",
+    "ros_lnn.arm.training",
 }
 LIBRARY = {
+    "arm",
     "physics",
     "bags",
     "recordings",

@@ -26,12 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from .fourier import FourierTrajectory, Limits, random_multisine
+from .fourier import DEFAULT_ACCELERATION, FourierTrajectory, Limits, random_multisine
 from .mapping import ArmMapping
 from .rigid_body import ArmRigidBody, pinocchio
 
 ENCODER_BITS = 20  # positions quantised to 2π / 2²⁰ rad
-DEFAULT_ACCELERATION = 3.0  # rad/s² per (rad/s) of velocity limit, where a URDF gives none
 
 
 @dataclass
@@ -48,17 +47,25 @@ class Payload:
         self.inertia = np.asarray(self.inertia, dtype=float).reshape(3, 3)
 
     def parameters(self) -> np.ndarray:
-        """The payload's ten inertial parameters about the link's joint frame (Pinocchio's order)."""
-        pin = pinocchio()
-        return np.asarray(
-            pin.Inertia(float(self.mass), self.com, self.inertia).toDynamicParameters(), dtype=float
-        )
+        """The payload's ten inertial parameters about the link's joint frame (Pinocchio's order
+        ``m, m c, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz``; the inertia moved to the frame's origin)."""
+        m, c = float(self.mass), self.com
+        I = self.inertia + m * (c @ c * np.eye(3) - np.outer(c, c))
+        return np.array([m, *(m * c), I[0, 0], I[0, 1], I[1, 1], I[0, 2], I[1, 2], I[2, 2]])
 
     @classmethod
     def from_parameters(cls, p) -> Payload:
-        pin = pinocchio()
-        inertia = pin.Inertia.FromDynamicParameters(np.asarray(p, dtype=float))
-        return cls(float(inertia.mass), np.array(inertia.lever), np.array(inertia.inertia))
+        p = np.asarray(p, dtype=float)
+        m = float(p[0])
+        c = p[1:4] / m
+        I = np.array([[p[4], p[5], p[7]], [p[5], p[6], p[8]], [p[7], p[8], p[9]]])
+        return cls(m, c, I - m * (c @ c * np.eye(3) - np.outer(c, c)))
+
+    def is_physical(self) -> bool:
+        """Positive mass; inertia about the centre of mass positive semi-definite with principal
+        moments satisfying the triangle inequality."""
+        eig = np.linalg.eigvalsh(0.5 * (self.inertia + self.inertia.T))
+        return bool(self.mass > 0 and eig.min() >= 0 and 2 * eig.max() <= eig.sum() * (1 + 1e-9))
 
     def as_dict(self) -> dict:
         return {
@@ -320,3 +327,78 @@ def write_recording(path, rec: Generated, storage: str = "sqlite3", topic: str =
     with BagWriter(path, storage) as writer:
         writer.joint_states(topic, rec.stamp_ns, rec.mapping.actuated_joints, rec.q, rec.qd, rec.effort)
     return Path(path)
+
+
+def main(argv=None) -> int:
+    """``python -m ros_lnn.arm.generator URDF --joints … -o BAG``: one generated recording, its mapping
+    (``BAG.mapping.yaml``, for training) and its truth (``BAG.truth.json``)."""
+    import argparse
+    import json
+    import sys
+
+    import yaml
+
+    from ..errors import RosLnnError
+    from .excitation import read_joint_trajectory
+
+    parser = argparse.ArgumentParser(prog="python -m ros_lnn.arm.generator", description=main.__doc__)
+    parser.add_argument("urdf")
+    parser.add_argument("--joints", required=True, help="actuated joints, comma-separated")
+    parser.add_argument("-o", "--out", required=True, help="rosbag2 directory to write")
+    parser.add_argument("--duration", type=float, default=20.0)
+    parser.add_argument(
+        "--trajectory", default="",
+        help="a JointTrajectory YAML (ros-lnn excite), 'random' (a random multisine within the URDF's "
+        "limits, as excite's baseline), or '' (a random one at 60 %% of the limits)",
+    )  # fmt: skip
+    parser.add_argument("--rate", type=float, default=500.0, help="Hz (100–1000)")
+    parser.add_argument("--effort", choices=("motor_current", "joint_states"), default="motor_current")
+    parser.add_argument("--noise-free", action="store_true")
+    parser.add_argument("--seed", type=int, default=1, help="stamps, noise and the random trajectory")
+    parser.add_argument("--arm-seed", type=int, default=0, help="the true arm (parameters, friction)")
+    parser.add_argument(
+        "--payload", default="", help="mass,cx,cy,cz[,Ixx,Iyy,Izz] (kg, m, kg·m² about the CoM)"
+    )
+    parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3")
+    args = parser.parse_args(argv)
+    try:
+        joints = [j.strip() for j in args.joints.split(",") if j.strip()]
+        gen = ArmGenerator(args.urdf, joints, seed=args.arm_seed)
+        payload = None
+        if args.payload:
+            v = [float(x) for x in args.payload.split(",")]
+            if len(v) not in (4, 7):
+                raise ConfigError("--payload: mass,cx,cy,cz or mass,cx,cy,cz,Ixx,Iyy,Izz")
+            payload = Payload(v[0], v[1:4], np.diag(v[4:7]) if len(v) == 7 else np.zeros((3, 3)))
+        if args.trajectory == "random":
+            traj = random_multisine(gen.limits, args.duration, 5, seed=args.seed, margin=0.05)
+        elif args.trajectory:
+            traj = read_joint_trajectory(args.trajectory)
+            if traj.joints != gen.joints:
+                raise ConfigError(
+                    f"{args.trajectory}: joints {list(traj.joints)}, expected {list(gen.joints)}"
+                )
+        else:
+            traj = None
+        options = GeneratorOptions(rate_hz=args.rate, effort=args.effort, noise=not args.noise_free)
+        duration = traj.duration if hasattr(traj, "duration") else args.duration
+        rec = gen.generate(duration, trajectory=traj, payload=payload, options=options, seed=args.seed)
+        path = write_recording(args.out, rec, storage=args.storage)
+    except RosLnnError as exc:
+        print(f"generator: error: {exc}", file=sys.stderr)
+        return 2
+    mapping = {
+        "actuated_joints": list(rec.mapping.actuated_joints),
+        "effort": rec.mapping.effort,
+        **({"effort_scale": dict(rec.mapping.effort_scale)} if rec.mapping.effort_scale else {}),
+    }
+    Path(f"{path}.mapping.yaml").write_text(yaml.safe_dump({"arm": mapping}, sort_keys=False))
+    Path(f"{path}.truth.json").write_text(json.dumps(gen.truth(payload), indent=1) + "\n")
+    print(
+        f"wrote {path}: {len(rec.t)} joint states, {rec.t[-1]:.1f} s; {path}.mapping.yaml, {path}.truth.json"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -34,11 +34,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     import numpy as np
 
     from ..arm.csvlog import parse_column_map, read_csv_log, write_joint_states_bag
-    from ..errors import DataError
+    from ..errors import ConfigError, DataError
 
+    if not Path(args.out).absolute().parent.is_dir():
+        raise ConfigError(f"{args.out}: the folder {Path(args.out).absolute().parent} does not exist")
     cmap = parse_column_map(args.columns)
     delimiter = args.delimiter.replace("\\t", "\t") if args.delimiter else None
     log = read_csv_log(args.csv, cmap, time_unit=args.time_unit, delimiter=delimiter)

@@ -97,3 +97,21 @@ def test_noise_free_recording_identifies_to_the_true_torques(tmp_path):
     # the nominal URDF (no fit) is far off: the generated arm is not the URDF
     nominal = gen.nominal.inverse_dynamics(back.q, back.qd, rec.qdd_true)
     assert idn.relative_error_percent(back.tau, nominal).mean() > 5.0
+
+
+def test_command_line_writes_bag_mapping_and_truth(tmp_path):
+    import json
+
+    from ros_lnn.arm.generator import main
+    from ros_lnn.arm.mapping import ArmMapping
+
+    bag = tmp_path / "gen"
+    argv = [str(URDF), "--joints", ",".join(JOINTS), "--duration", "3", "--rate", "100", "-o", str(bag)]
+    assert main([*argv, "--payload", "1.5,0,0,0.1", "--trajectory", "random"]) == 0
+    mapping = ArmMapping.from_yaml(f"{bag}.mapping.yaml")
+    assert mapping.effort == "motor_current" and len(mapping.effort_scale) == 7
+    rec = read_arm_bag(bag, mapping)
+    assert 250 < len(rec) <= 300
+    truth = json.loads(open(f"{bag}.truth.json").read())
+    assert truth["payload"]["mass_kg"] == 1.5 and len(truth["pi"]) == 70
+    assert main([*argv[:-1], str(tmp_path / "x"), "--payload", "1,2"]) == 2
