@@ -26,6 +26,7 @@ COMMANDS = {
     "export": "export a trained checkpoint to ONNX with metadata",
     "evaluate": "evaluate an ONNX model on simulated or recorded trials",
     "convert": "a robot's CSV log (UR RTDE, libfranka, vendor) → rosbag2 /joint_states by a column map",
+    "generate-arm": "a realistic recording of a simulated arm (URDF, friction, noise, jitter, payload)",
     "excite": "design an exciting trajectory for arm identification (JointTrajectory YAML + report)",
     "identify-payload": "an arm model + a recording with a payload → its mass, CoM, inertia and a new model",
     "calibrate-observer": "collision thresholds of the effort_observer node from collision-free arm "

@@ -63,7 +63,13 @@ ALLOWED = {
 }
 #: A command imports library code, not another command; the DAC demo's closed-loop simulation is
 #: shared by two commands until it moves into the library (after the DAC work merges).
-COMMAND_TO_COMMAND = {("commands.demo", "commands.dac_demo"), ("commands.bench_control", "commands.dac_demo")}
+COMMAND_TO_COMMAND = {
+    ("commands.demo", "commands.dac_demo"),
+    ("commands.bench_control", "commands.dac_demo"),
+    # the arm flow of 'train' and 'evaluate' (argument namespaces and printing, shared by both)
+    ("commands.train", "commands.arm_flow"),
+    ("commands.evaluate", "commands.arm_flow"),
+}
 #: The deployment path (and what it stands on) runs without torch and without the training side.
 DEPLOYMENT = {"nodes", "inference", "estimation", "control", "physics", "bags", "errors", "files", "timing"}
 TRAINING_SIDE = {

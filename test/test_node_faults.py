@@ -15,9 +15,9 @@ from conftest import HAVE_RCLPY, requires_rclpy
 pytestmark = [requires_rclpy, pytest.mark.ros]
 
 if HAVE_RCLPY:
-    from ros_lnn.nodes import faults
+    from ros_lnn.nodes import fault_registry, faults
 
-    CASES = [case for build in faults.CASES.values() for case in build()]
+    CASES = [case for build in fault_registry.CASES.values() for case in build()]
 else:
     CASES = []
 
@@ -28,7 +28,7 @@ def driver():
     env["ROS_DOMAIN_ID"] = str(random.SystemRandom().randint(101, 200))  # a domain of its own
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
-    d = faults.Driver([build() for build in faults.TARGETS.values()], env=env)
+    d = faults.Driver([build() for build in fault_registry.TARGETS.values()], env=env)
     yield d
     d.close()
 

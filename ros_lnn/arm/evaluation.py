@@ -27,7 +27,9 @@ def torque_metrics(joints, tau, pred) -> dict:
     }
 
 
-def evaluate_arm(model: ArmModel, recordings: list[ArmRecording], mapping: ArmMapping, keep_series: bool = False) -> dict:
+def evaluate_arm(
+    model: ArmModel, recordings: list[ArmRecording], mapping: ArmMapping, keep_series: bool = False
+) -> dict:
     """``{bag name: metrics}`` with the model's figures and, under ``least_squares_fit``, the fit's."""
     out = {}
     for rec in recordings:

@@ -49,7 +49,9 @@ def structural_base(arm: ArmRigidBody, samples: int = 200, seed: int = 0) -> Bas
     hi = np.where(np.isfinite(hi) & (hi < 10), hi, np.pi)
     q = rng.uniform(lo, hi, size=(samples, arm.n))
     qd, qdd = rng.normal(size=(2, samples, arm.n))
-    W = np.concatenate([arm.regressor(q, qd, qdd), friction.regressor(qd)], axis=2).reshape(-1, arm.n_params + 3 * arm.n)
+    W = np.concatenate([arm.regressor(q, qd, qdd), friction.regressor(qd)], axis=2).reshape(
+        -1, arm.n_params + 3 * arm.n
+    )
     scale = np.linalg.norm(W, axis=0)
     live = scale > 1e-10 * scale.max()
     Ws = np.zeros_like(W)
@@ -126,7 +128,8 @@ def identify(
 
 
 def _full_parameters(arm: ArmRigidBody, base: BaseParameters, beta: np.ndarray) -> np.ndarray:
-    """``[π; φ]`` closest to the URDF (relative to each parameter's size) whose base combination is ``beta``."""
+    """``[π; φ]`` closest to the URDF (relative to each parameter's size) whose base combination
+    is ``beta``."""
     prior = np.concatenate([arm.body_parameters(), np.zeros(3 * arm.n)])
     size = np.abs(prior)
     per_body = np.repeat([max(np.abs(prior[10 * b : 10 * b + 10]).max(), 1e-3) for b in range(arm.n)], 10)
@@ -151,7 +154,8 @@ def fit_report(arm: ArmRigidBody, fit: ArmFit, A: np.ndarray, tau: np.ndarray) -
         fr[joint] = {
             **{name: float(v) for name, v in zip(friction.NAMES, fit.phi[3 * j : 3 * j + 3])},
             "share_percent": {
-                name: 100.0 * float(np.linalg.norm(terms[:, i])) / norm for i, name in enumerate(friction.NAMES)
+                name: 100.0 * float(np.linalg.norm(terms[:, i])) / norm
+                for i, name in enumerate(friction.NAMES)
             },
         }
     return {

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
@@ -45,8 +44,14 @@ class ArmMapping:
     def __post_init__(self):
         joints = self.actuated_joints
         joints = [joints] if isinstance(joints, str) else joints
-        if not isinstance(joints, (list, tuple)) or not joints or not all(isinstance(j, str) and j for j in joints):
-            raise ConfigError(f"actuated_joints = {self.actuated_joints!r}: give the list of driven joint names")
+        if (
+            not isinstance(joints, (list, tuple))
+            or not joints
+            or not all(isinstance(j, str) and j for j in joints)
+        ):
+            raise ConfigError(
+                f"actuated_joints = {self.actuated_joints!r}: give the list of driven joint names"
+            )
         if len(set(joints)) != len(joints):
             raise ConfigError(f"actuated_joints lists a joint twice: {list(joints)}")
         object.__setattr__(self, "actuated_joints", tuple(joints))
@@ -65,11 +70,22 @@ class ArmMapping:
         for joint, gain in scale.items():
             if joint not in self.actuated_joints:
                 raise ConfigError(f"effort_scale names {joint!r}, which is not an actuated joint")
-            if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not math.isfinite(gain) or gain == 0:
+            if (
+                isinstance(gain, bool)
+                or not isinstance(gain, (int, float))
+                or not math.isfinite(gain)
+                or gain == 0
+            ):
                 raise ConfigError(f"effort_scale.{joint} = {gain!r}: give a finite, non-zero gain (N·m/A)")
         if scale and self.effort != "motor_current":
-            raise ConfigError("effort_scale is given but effort is not motor_current; set effort: motor_current")
-        for key, lo, hi in (("filter_cutoff_hz", 0.0, 1e4), ("coulomb_velocity", 1e-5, 10.0), ("gap_factor", 1.5, 1e6)):
+            raise ConfigError(
+                "effort_scale is given but effort is not motor_current; set effort: motor_current"
+            )
+        for key, lo, hi in (
+            ("filter_cutoff_hz", 0.0, 1e4),
+            ("coulomb_velocity", 1e-5, 10.0),
+            ("gap_factor", 1.5, 1e6),
+        ):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (lo <= value <= hi):
                 raise ConfigError(f"{key} = {value!r}: give a number in [{lo:g}, {hi:g}]")
@@ -91,7 +107,9 @@ class ArmMapping:
     @classmethod
     def from_dict(cls, values: dict, source: str = "mapping") -> ArmMapping:
         if not isinstance(values, dict):
-            raise ConfigError(f"{source}: the arm mapping must be a YAML mapping, got {type(values).__name__}")
+            raise ConfigError(
+                f"{source}: the arm mapping must be a YAML mapping, got {type(values).__name__}"
+            )
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:

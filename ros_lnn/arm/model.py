@@ -39,7 +39,7 @@ def _session(path: Path, threads: int = 1):
     options.log_severity_level = 3
     try:
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # ONNX Runtime raises its own types for unreadable graphs
+    except Exception as exc:  # noqa: BLE001 - ONNX Runtime raises its own types for unreadable graphs
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{path}: not a readable ONNX model ({first})") from None
 

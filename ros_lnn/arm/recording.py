@@ -42,8 +42,14 @@ class ArmRecording:
         b = int(round(stop * len(self)))
         qd = None if self.qd is None else self.qd[a:b]
         return ArmRecording(
-            name or f"{self.name}[{start:g}:{stop:g}]", self.joints, self.t[a:b], self.q[a:b], qd, self.tau[a:b],
-            dict(self.counts), self.sha256,
+            name or f"{self.name}[{start:g}:{stop:g}]",
+            self.joints,
+            self.t[a:b],
+            self.q[a:b],
+            qd,
+            self.tau[a:b],
+            dict(self.counts),
+            self.sha256,
         )
 
     def segments(self, gap_factor: float) -> list[ArmRecording]:
@@ -53,7 +59,18 @@ class ArmRecording:
         for k, (a, b) in enumerate(bounds):
             if b - a >= 64:
                 qd = None if self.qd is None else self.qd[a:b]
-                out.append(ArmRecording(f"{self.name}#{k}", self.joints, self.t[a:b], self.q[a:b], qd, self.tau[a:b], self.counts, self.sha256))
+                out.append(
+                    ArmRecording(
+                        f"{self.name}#{k}",
+                        self.joints,
+                        self.t[a:b],
+                        self.q[a:b],
+                        qd,
+                        self.tau[a:b],
+                        self.counts,
+                        self.sha256,
+                    )
+                )
         return out
 
 
@@ -66,10 +83,16 @@ def read_arm_bag(path, mapping: ArmMapping) -> ArmRecording:
     reader = open_bag(path)
     try:
         js = read_named_arrays(
-            reader, mapping.joint_states_topic, joints, {"q": "position", "qd": "velocity", "e": "effort"}, bag_name=name
+            reader,
+            mapping.joint_states_topic,
+            joints,
+            {"q": "position", "qd": "velocity", "e": "effort"},
+            bag_name=name,
         )
         if mapping.effort_topic and mapping.effort_topic != mapping.joint_states_topic:
-            ef = read_named_arrays(reader, mapping.effort_topic, joints, {"e": mapping.effort_field}, bag_name=name)
+            ef = read_named_arrays(
+                reader, mapping.effort_topic, joints, {"e": mapping.effort_field}, bag_name=name
+            )
             e_stamp = ef.recv_ns if mapping.stamps == "receive" else ef.stamp_ns
             effort_src = (e_stamp, ef.values["e"])
         else:
@@ -87,7 +110,9 @@ def read_arm_bag(path, mapping: ArmMapping) -> ArmRecording:
     if effort_src is not None:
         s, v = effort_src
         order, _ = tb.order_and_dedupe(s)
-        e = np.column_stack([np.interp(t_ns, s[order], v[order][:, j], left=np.nan, right=np.nan) for j in range(len(joints))])
+        e = np.column_stack(
+            [np.interp(t_ns, s[order], v[order][:, j], left=np.nan, right=np.nan) for j in range(len(joints))]
+        )
     has_velocity = bool(np.isfinite(qd).any())
     finite = np.isfinite(q).all(1) & np.isfinite(e).all(1)
     if has_velocity:

@@ -44,7 +44,9 @@ class FrictionTerm(nn.Module):
 class ResidualNet(nn.Module):
     """Per-joint (``joint``) or whole-state (``state``) tanh MLP with fixed input/output scaling."""
 
-    def __init__(self, n: int, inputs: str, prismatic, hidden: int, mean, std, scale, coulomb_velocity: float):
+    def __init__(
+        self, n: int, inputs: str, prismatic, hidden: int, mean, std, scale, coulomb_velocity: float
+    ):
         super().__init__()
         self.n, self.inputs, self.hidden = n, inputs, hidden
         self.v = float(coulomb_velocity)
@@ -63,7 +65,11 @@ class ResidualNet(nn.Module):
             self.b3 = nn.Parameter(torch.zeros(n))
         else:
             self.net = nn.Sequential(
-                nn.Linear(k * n, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, n)
+                nn.Linear(k * n, hidden),
+                nn.Tanh(),
+                nn.Linear(hidden, hidden),
+                nn.Tanh(),
+                nn.Linear(hidden, n),
             )
             nn.init.zeros_(self.net[-1].weight)
             nn.init.zeros_(self.net[-1].bias)
@@ -152,7 +158,16 @@ class ResidualResult:
 
 
 def train_residual(
-    q, qd, target, q_val, qd_val, target_val, prismatic, coulomb_velocity, options: ResidualOptions, progress=None
+    q,
+    qd,
+    target,
+    q_val,
+    qd_val,
+    target_val,
+    prismatic,
+    coulomb_velocity,
+    options: ResidualOptions,
+    progress=None,
 ) -> ResidualResult:
     """Fit the residual to ``target`` (τ − τ̂_fit, N × n) with early stopping on the validation set."""
     say = progress or (lambda _text: None)
@@ -160,9 +175,20 @@ def train_residual(
     n = target.shape[1]
     scale = np.std(target, axis=0)
     scale = np.where(scale > 1e-9, scale, 1.0)
-    probe = ResidualNet(n, options.inputs, prismatic, options.hidden, np.zeros((n, 4)), np.ones((n, 4)), scale, coulomb_velocity)
+    probe = ResidualNet(
+        n,
+        options.inputs,
+        prismatic,
+        options.hidden,
+        np.zeros((n, 4)),
+        np.ones((n, 4)),
+        scale,
+        coulomb_velocity,
+    )
     with torch.no_grad():
-        feats = probe.features(torch.as_tensor(q, dtype=torch.float32), torch.as_tensor(qd, dtype=torch.float32))
+        feats = probe.features(
+            torch.as_tensor(q, dtype=torch.float32), torch.as_tensor(qd, dtype=torch.float32)
+        )
     mean = feats.mean(0).numpy()
     std = feats.std(0).numpy() + 1e-6
     net = ResidualNet(n, options.inputs, prismatic, options.hidden, mean, std, scale, coulomb_velocity)
@@ -192,7 +218,10 @@ def train_residual(
         if val < best[0]:
             best = (val, copy.deepcopy(net.state_dict()), epoch)
         if epoch % 25 == 0:
-            say(f"residual epoch {epoch}: validation {val:.4g} (fit alone {zero_err:.4g}, best {best[0]:.4g} at {best[2]})")
+            say(
+                f"residual epoch {epoch}: validation {val:.4g} (fit alone {zero_err:.4g}, "
+                f"best {best[0]:.4g} at {best[2]})"
+            )
         if epoch - best[2] > options.patience or time.perf_counter() - start > options.time_limit_s:
             break
     net.load_state_dict(best[1])
@@ -213,7 +242,10 @@ def train_residual(
 
 def predict_residual(net: ResidualNet, q, qd) -> np.ndarray:
     with torch.no_grad():
-        out = net(torch.as_tensor(np.asarray(q), dtype=torch.float32), torch.as_tensor(np.asarray(qd), dtype=torch.float32))
+        out = net(
+            torch.as_tensor(np.asarray(q), dtype=torch.float32),
+            torch.as_tensor(np.asarray(qd), dtype=torch.float32),
+        )
     return out.numpy().astype(float)
 
 

@@ -12,6 +12,7 @@ ripple only if it lowers that joint's error on the validation samples.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,7 +68,16 @@ def _select_and_fit(q, y, k_max: float, lines: int, ridge: float):
     return ks, coef
 
 
-def fit_ripple(q, qd, target, rate_hz: float, lines: int = LINES, ridge: float = 1e-2, folds: int = 5, min_gain: float = 0.01) -> Ripple:
+def fit_ripple(
+    q,
+    qd,
+    target,
+    rate_hz: float,
+    lines: int = LINES,
+    ridge: float = 1e-2,
+    folds: int = 5,
+    min_gain: float = 0.01,
+) -> Ripple:
     """Per joint: the strongest ``lines`` frequencies of ``target`` (what the low-pass filter removed
     from τ), amplitudes by ridge. A joint keeps its ripple only if it lowers the error on held-out
     stretches by ``min_gain``: blocked cross-validation over ``folds`` contiguous stretches of the
@@ -82,10 +92,13 @@ def fit_ripple(q, qd, target, rate_hz: float, lines: int = LINES, ridge: float =
     for j in range(n):
         k_max = resolvable_k(qd[:, j], rate_hz)
         if k_max < 20:
-            joints[j] = {"kept": False, "reason": f"the sample rate resolves spatial frequencies up to {k_max:.0f} rad⁻¹ only"}
+            joints[j] = {
+                "kept": False,
+                "reason": f"the sample rate resolves spatial frequencies up to {k_max:.0f} rad⁻¹ only",
+            }
             continue
         before = after = 0.0
-        for a, b in zip(bounds[:-1], bounds[1:]):
+        for a, b in itertools.pairwise(bounds):
             rest = np.r_[0:a, b : len(q)]
             ks, coef = _select_and_fit(q[rest, j], target[rest, j], k_max, lines, ridge)
             y = target[a:b, j] - target[rest, j].mean()

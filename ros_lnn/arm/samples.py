@@ -25,7 +25,9 @@ class Samples:
         return len(self.q)
 
 
-def filtered_samples(recordings: list[ArmRecording], cutoff_hz: float, gap_factor: float, raw_tau: bool = False) -> Samples:
+def filtered_samples(
+    recordings: list[ArmRecording], cutoff_hz: float, gap_factor: float, raw_tau: bool = False
+) -> Samples:
     """Each recording split at gaps, each piece filtered on its own, all stacked. ``raw_tau``: keep
     the measured torque unfiltered (evaluation) instead of the filtered one (training)."""
     parts = []

@@ -53,7 +53,7 @@ def train_arm(
     progress=None,
 ) -> ArmTrainResult:
     """``residual`` / ``ripple``: auto (trained, kept where it helps on validation) or off."""
-    from .residual import ResidualNet, ResidualOptions, export_arm_onnx, predict_residual, train_residual
+    from .residual import ResidualNet, ResidualOptions, export_arm_onnx, train_residual
     from .ripple import Ripple, fit_ripple
 
     log: list[str] = []
@@ -79,27 +79,53 @@ def train_arm(
         f"{len(tr)} training, {len(va)} validation samples at {tr.rate_hz:.0f} Hz; "
         f"zero-phase Butterworth {tr.cutoff_hz:g} Hz on q, q̇ (→ q̈) and τ; {mapping.describe()}"
     )
-    every = Samples(*(np.concatenate([getattr(tr, k), getattr(va, k)]) for k in ("q", "qd", "qdd", "tau", "tau_raw")), tr.rate_hz, tr.cutoff_hz)
+    every = Samples(
+        *(np.concatenate([getattr(tr, k), getattr(va, k)]) for k in ("q", "qd", "qdd", "tau", "tau_raw")),
+        tr.rate_hz,
+        tr.cutoff_hz,
+    )
     t0 = time.perf_counter()
     # fitted on the training samples only: the validation samples judge the residual on top of it
-    fit = idn.identify(arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=mapping.coulomb_velocity, progress=say)
+    fit = idn.identify(
+        arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=mapping.coulomb_velocity, progress=say
+    )
     fit_s = time.perf_counter() - t0
     say(f"least-squares fit: {fit_s:.1f} s")
     for joint, m in fit.report["masses_kg"].items():
         say(f"  body of {joint}: mass {m:.3f} kg (URDF {fit.report['urdf_masses_kg'][joint]:.3f})")
     fit_tr = idn.predict(arm, fit, tr.q, tr.qd, tr.qdd)
     fit_va = idn.predict(arm, fit, va.q, va.qd, va.qdd)
-    prismatic = [arm.model.joints[arm.model.getJointId(j)].shortname().startswith("JointModelP") for j in arm.joints]
+    prismatic = [
+        arm.model.joints[arm.model.getJointId(j)].shortname().startswith("JointModelP") for j in arm.joints
+    ]
     if residual == "off":
         n = arm.n
-        net = ResidualNet(n, options.inputs, prismatic, 4, np.zeros((n, 4)), np.ones((n, 4)), np.ones(n), mapping.coulomb_velocity)
+        net = ResidualNet(
+            n,
+            options.inputs,
+            prismatic,
+            4,
+            np.zeros((n, 4)),
+            np.ones((n, 4)),
+            np.ones(n),
+            mapping.coulomb_velocity,
+        )
         net.enabled.fill_(0.0)
         res_info = {"enabled": False, "reason": "residual: off"}
         enabled = False
         say("residual: off (the least-squares fit alone)")
     else:
         res = train_residual(
-            tr.q, tr.qd, tr.tau - fit_tr, va.q, va.qd, va.tau - fit_va, prismatic, mapping.coulomb_velocity, options, say
+            tr.q,
+            tr.qd,
+            tr.tau - fit_tr,
+            va.q,
+            va.qd,
+            va.tau - fit_va,
+            prismatic,
+            mapping.coulomb_velocity,
+            options,
+            say,
         )
         net, enabled = res.net, res.enabled
         res_info = {
@@ -115,8 +141,6 @@ def train_arm(
             f"residual ({options.inputs} inputs): validation error {res.val_error:.4g} vs fit alone "
             f"{res.val_error_fit:.4g} ({res.gain_percent:+.1f} %) after {res.epochs_run} epochs: {verdict}"
         )
-    smooth_tr = fit_tr + predict_residual(net, tr.q, tr.qd)
-    smooth_va = fit_va + predict_residual(net, va.q, va.qd)
     if ripple == "off":
         rip = Ripple.none(arm.n)
         say("gear ripple: off")
@@ -155,8 +179,11 @@ def train_arm(
             identification={k: v for k, v in fit.report.items() if k != "bodies"},
             metrics=metrics,
             mapping={k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(mapping).items()},
-            data={"train": [r.name for r in train], "validation": [r.name for r in validation],
-                  "sha256": sorted({r.sha256 for r in train + validation if r.sha256})},
+            data={
+                "train": [r.name for r in train],
+                "validation": [r.name for r in validation],
+                "sha256": sorted({r.sha256 for r in train + validation if r.sha256}),
+            },
             package_version=__version__,
             train_s=result.train_s,
         )

@@ -39,8 +39,11 @@ def train(args) -> int:
         raise ConfigError(f"--out {out}: {problem}")
     train_recs = [read_arm_bag(b, mapping) for b in args.bag]
     val_recs = [read_arm_bag(b, mapping) for b in args.val_bag] if args.val_bag else None
-    print(f"arm model: {mapping.describe()}; training on {', '.join(r.name for r in train_recs)} "
-          f"({sum(r.duration for r in train_recs):.1f} s together)", flush=True)
+    print(
+        f"arm model: {mapping.describe()}; training on {', '.join(r.name for r in train_recs)} "
+        f"({sum(r.duration for r in train_recs):.1f} s together)",
+        flush=True,
+    )
     options = ResidualOptions()
     if args.epochs:
         options.epochs = args.epochs
@@ -51,7 +54,13 @@ def train(args) -> int:
     if args.patience:
         options.patience = args.patience
     result = train_arm(
-        train_recs, urdf, mapping, out=out, validation=val_recs, options=options, progress=lambda s: print(s, flush=True)
+        train_recs,
+        urdf,
+        mapping,
+        out=out,
+        validation=val_recs,
+        options=options,
+        progress=lambda s: print(s, flush=True),
     )
     if args.test_bag:
         from ..arm.evaluation import evaluate_arm
@@ -79,9 +88,14 @@ def evaluate(args) -> int:
     if args.config:
         mapping = ArmMapping.from_yaml(args.config)
     else:
-        mapping = ArmMapping.from_dict(model.meta.get("mapping") or {"actuated_joints": list(model.joints)}, "the model's mapping")
+        mapping = ArmMapping.from_dict(
+            model.meta.get("mapping") or {"actuated_joints": list(model.joints)}, "the model's mapping"
+        )
     if tuple(mapping.actuated_joints) != model.joints:
-        raise ConfigError(f"the mapping's actuated_joints {list(mapping.actuated_joints)} differ from the model's {list(model.joints)}")
+        raise ConfigError(
+            f"the mapping's actuated_joints {list(mapping.actuated_joints)} differ from the model's "
+            f"{list(model.joints)}"
+        )
     print(model.describe())
     recordings = [read_arm_bag(b, mapping) for b in args.bag]
     results = evaluate_arm(model, recordings, mapping, keep_series=not args.no_plots)
@@ -90,8 +104,14 @@ def evaluate(args) -> int:
         print(f"{name}: {m['samples']} samples at {m['rate_hz']:.0f} Hz")
         print(f"  {'joint':<24} {'rre %':>8} {'nMSE':>8} {'fit rre %':>10}")
         for j in model.joints:
-            print(f"  {j:<24} {m['torque_rre_percent'][j]:8.2f} {m['torque_nmse'][j]:8.4f} {fit['torque_rre_percent'][j]:10.2f}")
-        print(f"  torque rre mean {m['torque_rre_mean_percent']:.2f} % (least-squares fit alone {fit['torque_rre_mean_percent']:.2f} %)")
+            print(
+                f"  {j:<24} {m['torque_rre_percent'][j]:8.2f} {m['torque_nmse'][j]:8.4f} "
+                f"{fit['torque_rre_percent'][j]:10.2f}"
+            )
+        print(
+            f"  torque rre mean {m['torque_rre_mean_percent']:.2f} % "
+            f"(least-squares fit alone {fit['torque_rre_mean_percent']:.2f} %)"
+        )
     if not args.no_plots:
         folder = Path(args.plots or f"evaluation_{Path(args.model).stem}")
         for name, m in results.items():

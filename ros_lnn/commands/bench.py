@@ -99,7 +99,10 @@ def add_arguments(parser):
     arm.add_argument("--bag", nargs="+", metavar="BAG", help="training recording(s) of the arm")
     arm.add_argument("--test-bag", nargs="+", metavar="BAG", help="held-out recording(s)")
     arm.add_argument(
-        "--test-fraction", type=float, default=0.3, help="without --test-bag: the last share of each --bag held out (0.3)"
+        "--test-fraction",
+        type=float,
+        default=0.3,
+        help="without --test-bag: the last share of each --bag held out (0.3)",
     )
     arm.add_argument("--config", help="YAML whose bag: section lists actuated_joints (the arm mapping)")
     arm.add_argument("--urdf", help="the robot's URDF (default: the config's robot_description)")

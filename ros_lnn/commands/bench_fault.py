@@ -15,7 +15,7 @@ from collections import defaultdict
 
 
 def bench_fault(args) -> dict:
-    from ..nodes import faults
+    from ..nodes import fault_registry, faults
     from ..timing import machine_description
 
     quick = bool(getattr(args, "quick", False))
@@ -28,9 +28,9 @@ def bench_fault(args) -> dict:
         faults.servo_lnn_target(model),
         faults.sim_target(),
         faults.dac_controller_target(),
-        faults.TARGETS["effort_watchdog"](),
+        fault_registry.TARGETS["effort_watchdog"](),
     ]
-    cases = [case for build in faults.CASES.values() for case in build()]
+    cases = [case for build in fault_registry.CASES.values() for case in build()]
     print(
         f"fault injection: {machine_description()}; load average {os.getloadavg()[0]:.1f}; "
         f"{len(cases)} cases on {', '.join(t.name for t in targets)}; "

@@ -29,7 +29,8 @@ def _mapping(args):
 
 
 def bench_realarm(args) -> dict:
-    from ..arm import friction, identification as idn
+    from ..arm import friction
+    from ..arm import identification as idn
     from ..arm.model import ArmModel
     from ..arm.recording import read_arm_bag
     from ..arm.rigid_body import ArmRigidBody
@@ -60,7 +61,15 @@ def bench_realarm(args) -> dict:
 
     def row(name, pred, seconds):
         rre = idn.relative_error_percent(te.tau, pred)
-        rows.append({"model": name, "rre": rre.tolist(), "mean": float(np.nanmean(rre)), "worst": float(np.nanmax(rre)), "train_s": seconds})
+        rows.append(
+            {
+                "model": name,
+                "rre": rre.tolist(),
+                "mean": float(np.nanmean(rre)),
+                "worst": float(np.nanmax(rre)),
+                "train_s": seconds,
+            }
+        )
         return float(np.nanmean(rre))
 
     nominal = arm.inverse_dynamics(te.q, te.qd, te.qdd)
@@ -72,12 +81,21 @@ def bench_realarm(args) -> dict:
     w = 1.0 / np.std(tr.tau, axis=0)
     Aw, bw = idn.weighted_rows(A, tr.tau - nom_tr, w)
     phi = np.linalg.lstsq(Aw, bw, rcond=None)[0]
-    row("URDF nominal + friction fitted", nominal + friction.torque(phi, te.qd, mapping.coulomb_velocity), time.perf_counter() - t0)
+    row(
+        "URDF nominal + friction fitted",
+        nominal + friction.torque(phi, te.qd, mapping.coulomb_velocity),
+        time.perf_counter() - t0,
+    )
     t0 = time.perf_counter()
     fit = idn.identify(arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=mapping.coulomb_velocity)
     ols_s = time.perf_counter() - t0
-    r_mean = row("regressor least squares + friction (baseline)", idn.predict(arm, fit, te.q, te.qd, te.qdd), ols_s)
-    print(f"least squares: {fit.base_count} base parameters, condition number {fit.condition_number:.1f}, {ols_s:.1f} s")
+    r_mean = row(
+        "regressor least squares + friction (baseline)", idn.predict(arm, fit, te.q, te.qd, te.qdd), ols_s
+    )
+    print(
+        f"least squares: {fit.base_count} base parameters, condition number "
+        f"{fit.condition_number:.1f}, {ols_s:.1f} s"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.output or tmp) / "realarm_model.onnx"
         t0 = time.perf_counter()
@@ -87,16 +105,24 @@ def bench_realarm(args) -> dict:
         result = train_arm(train, urdf, mapping, out=out, options=options, progress=lambda s: print(f"  {s}"))
         learned_s = time.perf_counter() - t0
         model = ArmModel(out)
-        l_mean = row("learned: fit + residual + gear ripple (ros_lnn)", model.inverse_dynamics(te.q, te.qd, te.qdd), learned_s)
+        l_mean = row(
+            "learned: fit + residual + gear ripple (ros_lnn)",
+            model.inverse_dynamics(te.q, te.qd, te.qdd),
+            learned_s,
+        )
     width = max(len(r["model"]) for r in rows)
     print(f"\nheld-out torque rre per joint [%] ({', '.join(mapping.actuated_joints)})")
     print(f"{'model':<{width}}  {'mean':>6}  {'worst':>6}  {'train s':>8}  per joint")
     for r in rows:
         secs = "—" if r["train_s"] is None else f"{r['train_s']:.1f}"
-        print(f"{r['model']:<{width}}  {r['mean']:6.1f}  {r['worst']:6.1f}  {secs:>8}  " + " ".join(f"{v:5.1f}" for v in r["rre"]))
+        print(
+            f"{r['model']:<{width}}  {r['mean']:6.1f}  {r['worst']:6.1f}  {secs:>8}  "
+            + " ".join(f"{v:5.1f}" for v in r["rre"])
+        )
     ratio = l_mean / r_mean
     print(
-        f"held-out torque rre [%]: learned {l_mean:.2f}, regressor-OLS {r_mean:.2f}, URDF-nominal {n_mean:.2f}, "
+        f"held-out torque rre [%]: learned {l_mean:.2f}, regressor-OLS {r_mean:.2f}, "
+        f"URDF-nominal {n_mean:.2f}, "
         f"ratio L/R = {ratio:.3f}"
     )
     return {

@@ -16,4 +16,3 @@ def steady_clock():
 def steady_timer(node, period_s: float, callback):
     """``node.create_timer`` on the steady clock."""
     return node.create_timer(float(period_s), callback, clock=steady_clock())
-

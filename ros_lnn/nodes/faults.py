@@ -11,7 +11,7 @@ parameter services by a driver in this process; every case is judged the same wa
 A :class:`Target` says how to start a node, what it listens to, what it publishes and what normal input
 is; a :class:`Case` is a name, a target, an action on the :class:`Driver` and the expectation. Cases for
 ``servo_lnn`` and ``sim`` are in :func:`servo_lnn_cases` and :func:`sim_cases`; a node adds its own by
-registering a target in :data:`TARGETS` and a case list in :data:`CASES` (``dac_controller``: a few generic
+registering a target and a case list in :mod:`.fault_registry` (``dac_controller``: a few generic
 cases here; its own belong beside its fixes). Used by test/test_node_faults.py (each case once) and by
 ``ros-lnn bench fault`` (every case, rounds in random order, for a duration).
 """
@@ -1200,28 +1200,6 @@ def dac_controller_cases() -> list[Case]:
         ),
     ]
     return bind("dac_controller", cases)
-
-
-def _safety():
-    from . import faults_safety
-
-    return faults_safety
-
-
-TARGETS: dict[str, Callable[[], Target]] = {
-    "servo_lnn": servo_lnn_target,
-    "sim": sim_target,
-    "dac_controller": dac_controller_target,
-    "effort_watchdog": lambda: _safety().effort_watchdog_target(),
-}
-#: The cases per target: the original ones here, those of issue 23 (safety stops, deletes, string
-#: bounds, paths, workspace, the watchdog) in faults_safety.py.
-CASES: dict[str, Callable[[], list]] = {
-    "servo_lnn": lambda: servo_lnn_cases() + _safety().servo_lnn_cases(),
-    "sim": lambda: sim_cases() + _safety().sim_cases(),
-    "dac_controller": lambda: dac_controller_cases() + _safety().dac_controller_cases(),
-    "effort_watchdog": lambda: _safety().effort_watchdog_cases(),
-}
 
 
 @dataclass

@@ -63,7 +63,9 @@ def test_rigid_body_matches_rnea_crba_and_aba_in_mapping_order():
     rng = np.random.default_rng(0)
     q, qd, qdd = rng.normal(size=(3, 4, 7))
     tau = arm.inverse_dynamics(q, qd, qdd)
-    np.testing.assert_allclose(np.einsum("nij,j->ni", arm.regressor(q, qd, qdd), arm.body_parameters()), tau, atol=1e-10)
+    np.testing.assert_allclose(
+        np.einsum("nij,j->ni", arm.regressor(q, qd, qdd), arm.body_parameters()), tau, atol=1e-10
+    )
     for k in range(4):
         M = arm.mass_matrix(q[k])
         C = arm.coriolis_matrix(q[k], qd[k])
@@ -100,7 +102,9 @@ def test_least_squares_recovers_the_true_torque_without_noise(gen):
     ident = arm.with_parameters(fit.pi)
     M = ident.mass_matrix(rec.q_true[k])
     np.testing.assert_allclose(
-        M @ rec.qdd_true[k] + ident.coriolis_matrix(rec.q_true[k], rec.qd_true[k]) @ rec.qd_true[k] + ident.gravity_torque(rec.q_true[k]),
+        M @ rec.qdd_true[k]
+        + ident.coriolis_matrix(rec.q_true[k], rec.qd_true[k]) @ rec.qd_true[k]
+        + ident.gravity_torque(rec.q_true[k]),
         tau_rigid[k],
         atol=1e-6 * np.abs(tau_rigid).max(),
     )
@@ -117,7 +121,11 @@ def test_trained_model_file_is_self_contained_and_never_worse_than_its_fit_on_va
     pred = model.inverse_dynamics(s.q, s.qd, s.qdd)
     fit = model.inverse_dynamics(s.q, s.qd, s.qdd, residual=False)
     # friction from the graph equals the numpy friction of the fitted parameters
-    np.testing.assert_allclose(model.non_rigid_torque(s.q, s.qd) - model.residual_torque(s.q, s.qd), model.friction_torque(s.qd), atol=1e-4)
+    np.testing.assert_allclose(
+        model.non_rigid_torque(s.q, s.qd) - model.residual_torque(s.q, s.qd),
+        model.friction_torque(s.qd),
+        atol=1e-4,
+    )
     assert np.all(np.isfinite(pred))
     urdf_nominal = ArmRigidBody.from_urdf(URDF, JOINTS).inverse_dynamics(s.q, s.qd, s.qdd)
     rre_model = idn.relative_error_percent(s.tau, pred).mean()
@@ -141,7 +149,9 @@ def test_gear_ripple_is_found_at_its_spatial_frequency():
     target = ripple + 0.1 * rng.normal(size=q.shape)
     half = len(t) // 2
     r = ripple_mod.fit_ripple(q[:half], qd[:half], target[:half], rate_hz=1000.0)
-    assert r.report["joints"][0]["kept"] and r.report["joints"][0]["strongest_k"] == pytest.approx(241.0, abs=0.5)
+    assert r.report["joints"][0]["kept"] and r.report["joints"][0]["strongest_k"] == pytest.approx(
+        241.0, abs=0.5
+    )
     assert not r.report["joints"][1]["kept"]  # noise alone: switched off
     pred = r.torque(q[half:])
     assert np.sqrt(np.mean((pred[:, 0] - ripple[half:, 0]) ** 2)) < 0.1 * 0.3
@@ -155,7 +165,10 @@ def test_mapping_keys_for_motor_currents_and_one_line_errors():
         (dict(actuated_joints=["a", "a"]), "twice"),
         (dict(actuated_joints=["a"], effort="amps"), "effort"),
         (dict(actuated_joints=["a"], effort_scale={"a": 2.0}), "motor_current"),
-        (dict(actuated_joints=["a"], effort="motor_current", effort_scale={"z": 2.0}), "not an actuated joint"),
+        (
+            dict(actuated_joints=["a"], effort="motor_current", effort_scale={"z": 2.0}),
+            "not an actuated joint",
+        ),
         (dict(actuated_joints=["a"], effort="motor_current", effort_scale={"a": float("nan")}), "finite"),
     ):
         with pytest.raises(ConfigError, match=match):
@@ -175,7 +188,11 @@ def test_a_file_that_is_not_an_arm_model_is_refused(tmp_path):
 
 def _cli(*argv, cwd):
     return subprocess.run(
-        [sys.executable, "-m", "ros_lnn.cli", *map(str, argv)], cwd=cwd, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "ros_lnn.cli", *map(str, argv)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
@@ -191,17 +208,43 @@ def test_cli_train_evaluate_and_bench_on_the_arm_flow(tmp_path, bags, trained):
         f"  robot_description: {URDF}\n"
     )
     out = tmp_path / "model.onnx"
-    r = _cli("train", "--config", config, "--bag", train_bag, "--test-bag", test_bag, "--epochs", "30", "--out", out, cwd=tmp_path)
+    r = _cli(
+        "train",
+        "--config",
+        config,
+        "--bag",
+        train_bag,
+        "--test-bag",
+        test_bag,
+        "--epochs",
+        "30",
+        "--out",
+        out,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "base parameters, condition number" in r.stdout and "no force" not in r.stdout
     assert "motor current × drive gain" in r.stdout
     assert out.is_file()
     js = tmp_path / "eval.json"
-    r = _cli("evaluate", "--model", out, "--bag", test_bag, "--json", js, "--plots", tmp_path / "plots", cwd=tmp_path)
+    r = _cli(
+        "evaluate",
+        "--model",
+        out,
+        "--bag",
+        test_bag,
+        "--json",
+        js,
+        "--plots",
+        tmp_path / "plots",
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     metrics = json.loads(js.read_text())["test"]
     assert set(metrics["torque_rre_percent"]) == set(JOINTS)
-    assert metrics["torque_rre_mean_percent"] == pytest.approx(np.mean(list(metrics["torque_rre_percent"].values())))
+    assert metrics["torque_rre_mean_percent"] == pytest.approx(
+        np.mean(list(metrics["torque_rre_percent"].values()))
+    )
     assert metrics["least_squares_fit"]["torque_rre_mean_percent"] > 0
     assert (tmp_path / "plots" / "test_torque.png").is_file()
     # an arm config without a URDF: one line, exit 2
@@ -220,8 +263,21 @@ def test_bench_realarm_last_line_on_a_generated_arm(tmp_path, bags):
     )
     js = tmp_path / "bench.json"
     r = _cli(
-        "bench", "realarm", "--bag", train_bag, "--test-bag", test_bag, "--config", config, "--urdf", URDF,
-        "--epochs", "20", "--json", js, cwd=tmp_path,
+        "bench",
+        "realarm",
+        "--bag",
+        train_bag,
+        "--test-bag",
+        test_bag,
+        "--config",
+        config,
+        "--urdf",
+        URDF,
+        "--epochs",
+        "20",
+        "--json",
+        js,
+        cwd=tmp_path,
     )
     assert r.returncode == 0, r.stderr[-2000:]
     lines = [line for line in r.stdout.splitlines() if line.strip()]

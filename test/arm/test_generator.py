@@ -102,16 +102,16 @@ def test_noise_free_recording_identifies_to_the_true_torques(tmp_path):
 def test_command_line_writes_bag_mapping_and_truth(tmp_path):
     import json
 
-    from ros_lnn.arm.generator import main
     from ros_lnn.arm.mapping import ArmMapping
+    from ros_lnn.cli import main
 
     bag = tmp_path / "gen"
     argv = [str(URDF), "--joints", ",".join(JOINTS), "--duration", "3", "--rate", "100", "-o", str(bag)]
-    assert main([*argv, "--payload", "1.5,0,0,0.1", "--trajectory", "random"]) == 0
+    assert main(["generate-arm", *argv, "--payload", "1.5,0,0,0.1", "--trajectory", "random"]) == 0
     mapping = ArmMapping.from_yaml(f"{bag}.mapping.yaml")
     assert mapping.effort == "motor_current" and len(mapping.effort_scale) == 7
     rec = read_arm_bag(bag, mapping)
     assert 250 < len(rec) <= 300
     truth = json.loads(open(f"{bag}.truth.json").read())
     assert truth["payload"]["mass_kg"] == 1.5 and len(truth["pi"]) == 70
-    assert main([*argv[:-1], str(tmp_path / "x"), "--payload", "1,2"]) == 2
+    assert main(["generate-arm", *argv[:-1], str(tmp_path / "x"), "--payload", "1,2"]) == 2
