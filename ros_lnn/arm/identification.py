@@ -94,9 +94,16 @@ def identify(
     *,
     coulomb_velocity: float = friction.COULOMB_VELOCITY,
     base: BaseParameters | None = None,
+    prior_weight: float = 0.0,
+    regressor: np.ndarray | None = None,
     progress=None,
 ) -> ArmFit:
-    """Weighted least squares of base parameters + friction on (filtered) samples."""
+    """Weighted least squares of base parameters + friction on (filtered) samples.
+
+    ``prior_weight`` γ > 0: the URDF as a prior — ``min ‖A_w [π; φ] − b_w‖² + γ s ‖D⁻¹(π − π_urdf)‖²``
+    (``D``: each parameter's size, ``s``: the mean diagonal of ``A_wᵀA_w``), which pulls the parameters
+    the data hardly determine (a wrist's inertia seen through noisy currents) towards the URDF.
+    ``regressor``: ``[Y, F]`` (N, n, 10 n + 3 n) when already computed."""
     tau = np.asarray(tau, dtype=float)
     if tau.ndim != 2 or tau.shape[1] != arm.n:
         raise DataError(f"torques of shape {tau.shape}; expected (samples, {arm.n})")
@@ -105,14 +112,17 @@ def identify(
     say = progress or (lambda _text: None)
     base = base or structural_base(arm)
     say(f"regressor of {len(tau)} samples × {arm.n} joints")
-    A = np.concatenate([arm.regressor(q, qd, qdd), friction.regressor(qd, coulomb_velocity)], axis=2)
+    A = full_regressor(arm, q, qd, qdd, coulomb_velocity) if regressor is None else regressor
     spread = np.std(tau, axis=0)
     weights = 1.0 / np.where(spread > 1e-9, spread, 1.0)
     Aw, bw = weighted_rows(A[:, :, base.columns], tau, weights)
     cond = float(np.linalg.cond(Aw / np.linalg.norm(Aw, axis=0)))
-    beta, *_ = np.linalg.lstsq(Aw, bw, rcond=None)
     say(f"{base.count} base parameters, condition number {cond:.1f} (columns scaled to unit norm)")
-    full = _full_parameters(arm, base, beta)
+    if prior_weight > 0:
+        full = _with_prior(arm, A, tau, weights, prior_weight)
+    else:
+        beta, *_ = np.linalg.lstsq(Aw, bw, rcond=None)
+        full = _full_parameters(arm, base, beta)
     n_pi = arm.n_params
     fit = ArmFit(
         joints=arm.joints,
@@ -127,13 +137,34 @@ def identify(
     return fit
 
 
+def full_regressor(arm: ArmRigidBody, q, qd, qdd, coulomb_velocity: float = friction.COULOMB_VELOCITY):
+    """``[Y, F]`` (N, n, 10 n + 3 n): rigid body and friction."""
+    return np.concatenate([arm.regressor(q, qd, qdd), friction.regressor(qd, coulomb_velocity)], axis=2)
+
+
+def _parameter_scale(arm: ArmRigidBody, prior: np.ndarray) -> np.ndarray:
+    """Each parameter's size: its URDF magnitude, at least 1 % of its body's largest parameter."""
+    per_body = np.repeat([max(np.abs(prior[10 * b : 10 * b + 10]).max(), 1e-3) for b in range(arm.n)], 10)
+    return np.maximum(np.abs(prior[: arm.n_params]), 1e-2 * per_body)
+
+
+def _with_prior(arm: ArmRigidBody, A, tau, weights, gamma: float) -> np.ndarray:
+    Aw, bw = weighted_rows(A, tau, weights)
+    prior = np.concatenate([arm.body_parameters(), np.zeros(3 * arm.n)])
+    G = Aw.T @ Aw
+    penalty = np.zeros(len(prior))
+    penalty[: arm.n_params] = 1.0 / _parameter_scale(arm, prior) ** 2
+    lam = gamma * float(np.mean(np.diag(G)[: arm.n_params])) / float(np.mean(penalty[: arm.n_params]))
+    lhs = G + lam * np.diag(penalty)
+    rhs = Aw.T @ bw + lam * penalty * prior
+    return np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+
+
 def _full_parameters(arm: ArmRigidBody, base: BaseParameters, beta: np.ndarray) -> np.ndarray:
     """``[π; φ]`` closest to the URDF (relative to each parameter's size) whose base combination
     is ``beta``."""
     prior = np.concatenate([arm.body_parameters(), np.zeros(3 * arm.n)])
-    size = np.abs(prior)
-    per_body = np.repeat([max(np.abs(prior[10 * b : 10 * b + 10]).max(), 1e-3) for b in range(arm.n)], 10)
-    scale = np.concatenate([np.maximum(size[: arm.n_params], 1e-2 * per_body), np.ones(3 * arm.n)])
+    scale = np.concatenate([_parameter_scale(arm, prior), np.ones(3 * arm.n)])
     K = base.combination
     r = beta - K @ prior
     delta = scale * np.linalg.lstsq(K * scale, r, rcond=None)[0]

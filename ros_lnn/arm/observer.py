@@ -225,12 +225,38 @@ def make_observer(dynamics, method: str = "momentum", gain=100.0, window: int = 
     raise ConfigError(f"observer method '{method}': one of {', '.join(METHODS)}")
 
 
+class _Replayed:
+    """Per-state terms of ``dyn`` with friction + residual taken from a table computed for the whole
+    recording in one ONNX Runtime call (``run_observer``: the per-sample call was most of its time)."""
+
+    def __init__(self, dyn: RigidDynamics, table: np.ndarray):
+        self.dyn, self.table, self.k = dyn, table, 0
+        self.n, self.joints = dyn.n, dyn.joints
+
+    def terms(self, q, qd):
+        q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
+        out = (
+            self.dyn.mass_matrix(q),
+            self.dyn.coriolis_matrix(q, qd),
+            self.dyn.gravity_torque(q),
+            self.table[self.k],
+        )
+        self.k += 1
+        return out
+
+
 def run_observer(observer, t, q, qd, tau) -> np.ndarray:
-    """The observer over a whole recording: r (N, n)."""
+    """The observer over a whole recording: r (N, n) — the same steps as sample by sample."""
     observer.reset()
+    dyn = observer.dyn
+    if isinstance(dyn, ModelDynamics):
+        observer.dyn = _Replayed(dyn, dyn.model.non_rigid_torque(np.asarray(q), np.asarray(qd)))
     out = np.empty((len(t), observer.n))
-    for k in range(len(t)):
-        out[k] = observer.update(float(t[k]), q[k], qd[k], tau[k])
+    try:
+        for k in range(len(t)):
+            out[k] = observer.update(float(t[k]), q[k], qd[k], tau[k])
+    finally:
+        observer.dyn = dyn
     return out
 
 

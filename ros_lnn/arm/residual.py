@@ -98,16 +98,19 @@ class ResidualNet(nn.Module):
 
 
 class RippleTerm(nn.Module):
-    """``Σ_i a_i sin(k_i q_j) + b_i cos(k_i q_j)`` per joint (:mod:`ros_lnn.arm.ripple`)."""
+    """Per joint ``Σ_i (a_i + c_i s) sin(k_i q_j) + (b_i + d_i s) cos(k_i q_j)``, ``s = |q̇_j| / σ_j``
+    (:mod:`ros_lnn.arm.ripple`)."""
 
-    def __init__(self, k, a, b):
+    def __init__(self, ripple):
         super().__init__()
-        for name, value in (("k", k), ("a", a), ("b", b)):
-            self.register_buffer(name, torch.as_tensor(np.asarray(value), dtype=torch.float32))
+        for name in ("k", "a", "b", "c", "d", "speed_scale"):
+            value = np.asarray(getattr(ripple, name))
+            self.register_buffer(name, torch.as_tensor(value, dtype=torch.float32))
 
-    def forward(self, q):
+    def forward(self, q, qd):
         phase = q.unsqueeze(-1) * self.k
-        return (torch.sin(phase) * self.a + torch.cos(phase) * self.b).sum(-1)
+        s = (qd.abs() / self.speed_scale).unsqueeze(-1)
+        return (torch.sin(phase) * (self.a + self.c * s) + torch.cos(phase) * (self.b + self.d * s)).sum(-1)
 
 
 class ArmGraph(nn.Module):
@@ -120,7 +123,7 @@ class ArmGraph(nn.Module):
         self.ripple = ripple
 
     def forward(self, q, qd):
-        return self.friction(qd), self.residual(q, qd) + self.ripple(q)
+        return self.friction(qd), self.residual(q, qd) + self.ripple(q, qd)
 
 
 @dataclass
@@ -259,9 +262,7 @@ def export_arm_onnx(path, phi, coulomb_velocity: float, residual: ResidualNet, r
 
     from .model import GRAPH_INPUTS, GRAPH_OUTPUTS, METADATA_KEY
 
-    graph = ArmGraph(
-        FrictionTerm(phi, coulomb_velocity), copy.deepcopy(residual), RippleTerm(ripple.k, ripple.a, ripple.b)
-    ).eval()
+    graph = ArmGraph(FrictionTerm(phi, coulomb_velocity), copy.deepcopy(residual), RippleTerm(ripple)).eval()
     n = residual.n
     args = (torch.zeros(2, n), torch.zeros(2, n))
     with warnings.catch_warnings():

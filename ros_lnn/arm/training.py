@@ -19,6 +19,9 @@ from .recording import ArmRecording
 from .rigid_body import ArmRigidBody
 from .samples import Samples, filtered_samples
 
+#: weights of the URDF prior tried (0: plain least squares on the base parameters)
+PRIOR_WEIGHTS = (0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+
 
 @dataclass
 class ArmTrainResult:
@@ -80,14 +83,32 @@ def train_arm(
         f"zero-phase Butterworth {tr.cutoff_hz:g} Hz on q, q̇ (→ q̈) and τ; {mapping.describe()}"
     )
     every = Samples(
-        *(np.concatenate([getattr(tr, k), getattr(va, k)]) for k in ("q", "qd", "qdd", "tau", "tau_raw")),
-        tr.rate_hz,
-        tr.cutoff_hz,
+        **{k: np.concatenate([getattr(tr, k), getattr(va, k)]) for k in ("q", "qd", "qdd", "tau", "tau_raw")},
+        rate_hz=tr.rate_hz,
+        cutoff_hz=tr.cutoff_hz,
     )
     t0 = time.perf_counter()
-    # fitted on the training samples only: the validation samples judge the residual on top of it
-    fit = idn.identify(
-        arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=mapping.coulomb_velocity, progress=say
+    # fitted on the training samples only: the validation samples choose the URDF prior's weight
+    # and judge the residual on top of the fit
+    base = idn.structural_base(arm)
+    A_tr = idn.full_regressor(arm, tr.q, tr.qd, tr.qdd, mapping.coulomb_velocity)
+    fits: dict[float, idn.ArmFit] = {}
+    choice: list[tuple[float, float]] = []
+    for gamma in PRIOR_WEIGHTS:
+        trial = idn.identify(
+            arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=mapping.coulomb_velocity, base=base,
+            prior_weight=gamma, regressor=A_tr, progress=say if gamma == 0 else None,
+        )  # fmt: skip
+        err = float(np.mean(idn.relative_error_percent(va.tau, idn.predict(arm, trial, va.q, va.qd, va.qdd))))
+        choice.append((err, gamma))
+        fits[gamma] = trial
+    best_gamma = min(choice)[1]
+    fit = fits[best_gamma]
+    say(
+        "URDF prior weight on validation (mean torque rre %): "
+        + ", ".join(f"{g:g}: {e:.2f}" for e, g in choice)
+        + f" → {best_gamma:g}"
+        + (" (plain least squares)" if best_gamma == 0 else "")
     )
     fit_s = time.perf_counter() - t0
     say(f"least-squares fit: {fit_s:.1f} s")
@@ -164,6 +185,8 @@ def train_arm(
         "rate_hz": tr.rate_hz,
         "cutoff_hz": tr.cutoff_hz,
         "fit_s": fit_s,
+        "prior_weight": best_gamma,
+        "prior_weight_validation_rre": {f"{g:g}": e for e, g in choice},
         "residual": res_info,
         "ripple": {arm.joints[j]: info for j, info in rip.report["joints"].items()},
     }
