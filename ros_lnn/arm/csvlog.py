@@ -101,8 +101,7 @@ def parse_column_map(spec: str) -> ColumnMap:
     if "=" not in spec and (path.suffix in (".yaml", ".yml") or path.exists()):
         from .mapping import read_config
 
-        doc = read_config(path)
-        return column_map_from_dict(doc, str(path))
+        return column_map_from_dict(read_config(path), str(path))
     items = {}
     for part in spec.split(","):
         part = part.strip()
@@ -193,7 +192,7 @@ def _split(line: str, delimiter: str) -> list[str]:
 
 def _sniff_delimiter(header: str) -> str:
     counts = {d: header.count(d) for d in (",", ";", "\t")}
-    best = max(counts, key=counts.get)
+    best = max(counts, key=counts.__getitem__)
     if counts[best]:
         return best
     return " " if len(header.split()) > 1 else ","
@@ -226,7 +225,7 @@ def read_csv_log(path, cmap: ColumnMap, time_unit: str | None = None, delimiter:
     first = [c.strip().strip('"') for c in _split(lines[0][1], delim)]
     by_name = any(isinstance(c.name, str) for c in _all_columns(cmap))
     header = by_name or not all(_is_number(c) for c in first if c)
-    index = {}
+    index: dict[str, int] = {}
     if header:
         for k, name in enumerate(first):
             index.setdefault(name, k)
@@ -248,8 +247,9 @@ def read_csv_log(path, cmap: ColumnMap, time_unit: str | None = None, delimiter:
     joints = cmap.joint_names
     n = len(joints)
     stamps: list[int] = []
-    values = {f: [] for f in ("position", "velocity", "effort")}
-    bad, examples = 0, []
+    values: dict[str, list[list[float]]] = {f: [] for f in ("position", "velocity", "effort")}
+    bad = 0
+    examples: list[str] = []
     parsed_times: list[Decimal] = []
     for lineno, line in lines:
         cells = _split(line, delim)

@@ -249,15 +249,16 @@ def design_excitation(
     class _Budget(Exception):
         pass
 
-    state = {"x": best_x, "cost": best_cost}
+    state_x, state_cost = best_x, best_cost
     deadline = start + max_seconds
 
     def objective(x):
+        nonlocal state_x, state_cost
         if time.perf_counter() > deadline:
             raise _Budget
         cost = cost_of(build(x))
-        if cost < state["cost"]:
-            state["x"], state["cost"] = np.array(x), cost
+        if cost < state_cost:
+            state_x, state_cost = np.array(x), cost
         return cost
 
     iteration = [0]
@@ -265,7 +266,7 @@ def design_excitation(
     def callback(_x):
         iteration[0] += 1
         if iteration[0] % 5 == 0:
-            say(f"  iteration {iteration[0]}: condition number {np.exp(state['cost']):.1f}")
+            say(f"  iteration {iteration[0]}: condition number {np.exp(state_cost):.1f}")
 
     try:
         minimize(
@@ -273,7 +274,7 @@ def design_excitation(
         )
     except _Budget:
         say(f"stopped at the time budget ({max_seconds:g} s)")
-    traj = build(state["x"])
+    traj = build(state_x)
     if not traj.within(limits):
         raise DataError("the designed trajectory leaves the limits (a bug: please report it)")
     # the verdict on states the search never saw: 4 × as many, shifted by a third of a step
@@ -294,7 +295,7 @@ def design_excitation(
         len(check),
         evaluations,
         seconds,
-        design_condition_number=float(np.exp(state["cost"])),
+        design_condition_number=float(np.exp(state_cost)),
         design_samples=samples,
     )
 

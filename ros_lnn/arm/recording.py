@@ -94,6 +94,7 @@ def read_arm_bag(path, mapping: ArmMapping) -> ArmRecording:
                 reader, mapping.effort_topic, joints, {"e": mapping.effort_field}, bag_name=name
             )
             e_stamp = ef.recv_ns if mapping.stamps == "receive" else ef.stamp_ns
+            assert e_stamp is not None  # JointState/JointTrajectory streams always carry header stamps
             effort_src = (e_stamp, ef.values["e"])
         else:
             effort_src = None
@@ -102,6 +103,7 @@ def read_arm_bag(path, mapping: ArmMapping) -> ArmRecording:
     finally:
         reader.close()
     stamp = js.recv_ns if mapping.stamps == "receive" or np.all(js.stamp_ns == 0) else js.stamp_ns
+    assert stamp is not None  # JointState/JointTrajectory streams always carry header stamps
     keep, counts = tb.order_and_dedupe(stamp)
     t_ns = stamp[keep]
     q = js.values["q"][keep]

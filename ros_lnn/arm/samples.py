@@ -41,5 +41,13 @@ def filtered_samples(
     if not parts:
         names = ", ".join(r.name for r in recordings)
         raise DataError(f"{names}: no stretch of 64 or more samples without a gap")
-    stack = [np.concatenate([p[i] for p in parts]) for i in range(5)]
-    return Samples(*stack, rate_hz=float(np.median(rates)), cutoff_hz=float(np.median(cutoffs)))
+    q, qd, qdd, tau, tau_raw = (np.concatenate([p[i] for p in parts]) for i in range(5))
+    return Samples(
+        q=q,
+        qd=qd,
+        qdd=qdd,
+        tau=tau,
+        tau_raw=tau_raw,
+        rate_hz=float(np.median(rates)),
+        cutoff_hz=float(np.median(cutoffs)),
+    )

@@ -36,18 +36,19 @@ def add_arguments(parser):
 def run(args) -> int:
     import yaml
 
-    from ..arm.excitation import read_joint_trajectory
-    from ..arm.fourier import random_multisine
+    from ..arm.excitation import SampledTrajectory, read_joint_trajectory
+    from ..arm.fourier import FourierTrajectory, random_multisine
     from ..arm.generator import ArmGenerator, GeneratorOptions, Payload, write_recording
 
     joints = [j.strip() for j in args.joints.split(",") if j.strip()]
     gen = ArmGenerator(args.urdf, joints, seed=args.arm_seed)
-    payload = None
+    payload: Payload | None = None
     if args.payload:
         v = [float(x) for x in args.payload.split(",")]
         if len(v) not in (4, 7):
             raise ConfigError("--payload: mass,cx,cy,cz or mass,cx,cy,cz,Ixx,Iyy,Izz")
-        payload = Payload(v[0], v[1:4], np.diag(v[4:7]) if len(v) == 7 else np.zeros((3, 3)))
+        payload = Payload(v[0], np.array(v[1:4]), np.diag(v[4:7]) if len(v) == 7 else np.zeros((3, 3)))
+    traj: FourierTrajectory | SampledTrajectory | None
     if args.trajectory == "random":
         traj = random_multisine(gen.limits, args.duration, 5, seed=args.seed, margin=0.05)
     elif args.trajectory:
@@ -57,7 +58,7 @@ def run(args) -> int:
     else:
         traj = None
     options = GeneratorOptions(rate_hz=args.rate, effort=args.effort, noise=not args.noise_free)
-    duration = traj.duration if hasattr(traj, "duration") else args.duration
+    duration = traj.duration if isinstance(traj, SampledTrajectory) else args.duration
     rec = gen.generate(duration, trajectory=traj, payload=payload, options=options, seed=args.seed)
     path = write_recording(args.out, rec, storage=args.storage)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -56,6 +57,9 @@ from .lifecycle import LifecycleTeardown, configure_and_activate
 from .params import CONFIGURE, STARTUP, Param, ParameterTable
 from .process import init_ros, run_node_process
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
+
+if TYPE_CHECKING:
+    from ..arm.observer import CollisionDetector, DirectObserver, MomentumObserver
 
 INVALID_REASONS = READ_REASONS + ("no_velocity", "no_effort", "non_finite")
 COUNTED = ("received", "processed", "collisions", "internal_error")
@@ -173,6 +177,7 @@ def build_observer(values: dict):
         joints = tuple(values["joints"] or model.joints)
         if joints != model.joints:
             raise ConfigError(f"parameter joints {list(joints)} differ from the model's {list(model.joints)}")
+        dynamics: ArmModel | ArmRigidBody
         dynamics, described = model, model.describe()
         mapping = model.meta.get("mapping") or {}
         scale = mapping.get("effort_scale") or {}
@@ -225,7 +230,9 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
 
     def __init__(self, node_name: str = "effort_observer", **kwargs):
         super().__init__(node_name, **kwargs)
-        self.observer = None
+        self.observer: MomentumObserver | DirectObserver | None = None
+        self.detector: CollisionDetector | None = None
+        self._t0_ns: int | None = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
         self.counts = dict.fromkeys(INVALID_REASONS + COUNTED, 0)
@@ -296,6 +303,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             self._timers.append(
                 self.create_timer(self.values["diagnostics_period_s"], self._publish_diagnostics)
             )
+            assert self.observer is not None  # activate follows a successful configure
             self.observer.reset()
             if self.detector is not None:
                 self.detector.reset()
@@ -345,14 +353,14 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         if self._t0_ns is None or ns < self._t0_ns:
             self._t0_ns = ns
         t = (ns - self._t0_ns) * 1e-9
-        r = self.observer.update(t, q, qd, tau)
+        observer = self.observer
+        assert observer is not None  # subscriptions live from activate to deactivate
+        r = observer.update(t, q, qd, tau)
         stamp = Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
         frame = reader.frame_id
         names = list(self.joints)
         pubs = self._pubs
-        pubs["model_effort"].publish(
-            self._joint_state(stamp, frame, names, q, qd, self.observer.model_effort)
-        )
+        pubs["model_effort"].publish(self._joint_state(stamp, frame, names, q, qd, observer.model_effort))
         pubs["external_effort"].publish(self._joint_state(stamp, frame, names, q, qd, r))
         if self.wrench is not None:
             w = self.wrench.wrench(q, r)
@@ -376,6 +384,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
 
     def _detect(self, t, stamp, frame, r, qd, now) -> None:
         det = self.detector
+        assert det is not None  # called from _process only when there is a detector
         was_active = det.active.any()
         onsets = det.update(t, r, qd)
         if onsets:

@@ -27,8 +27,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from rclpy.publisher import Publisher
 
 SERVICE_TIMEOUT_S = 1.0
 
@@ -185,7 +189,7 @@ class Driver:
         self.received: dict = {}  # fully qualified topic -> count
         self.non_finite: dict = {}  # fully qualified topic -> count
         self.latest: dict = {}  # fully qualified topic -> (monotonic receive time, its numbers)
-        self._clock_pub = None
+        self._clock_pub: Publisher[Any] | None = None
         self.diagnostics: dict = {}  # status name -> {key: value}
         self.lock = threading.Lock()
         self.stream_on: dict = {}
