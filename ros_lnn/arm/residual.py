@@ -54,6 +54,7 @@ class ResidualNet(nn.Module):
         self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
         self.register_buffer("std", torch.as_tensor(std, dtype=torch.float32))
         self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float32))
+        self.enabled: torch.Tensor
         self.register_buffer("enabled", torch.tensor(1.0))
         k = 4
         if inputs == "joint":
@@ -64,15 +65,12 @@ class ResidualNet(nn.Module):
             self.w3 = nn.Parameter(torch.zeros(n, hidden))
             self.b3 = nn.Parameter(torch.zeros(n))
         else:
+            last = nn.Linear(hidden, n)
+            nn.init.zeros_(last.weight)
+            nn.init.zeros_(last.bias)
             self.net = nn.Sequential(
-                nn.Linear(k * n, hidden),
-                nn.Tanh(),
-                nn.Linear(hidden, hidden),
-                nn.Tanh(),
-                nn.Linear(hidden, n),
+                nn.Linear(k * n, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), last
             )
-            nn.init.zeros_(self.net[-1].weight)
-            nn.init.zeros_(self.net[-1].bias)
 
     def features(self, q, qd):
         r = self.revolute
