@@ -28,8 +28,8 @@ def einsum(spec: str, *xs):
         a, b = xs
         return (a * b).sum(-1)
     if spec == "...kij,...j->...ki":
-        D, v = xs
-        return (D @ v[..., None, :, None]).squeeze(-1)
+        D, v = xs  # one (k·i, j) × (j, 1) product per sample, not k tiny ones
+        return (D.flatten(-3, -2) @ v.unsqueeze(-1)).squeeze(-1).unflatten(-1, D.shape[-3:-1])
     if spec == "...k,...ki->...i":
         v, X = xs
         return (v.unsqueeze(-2) @ X).squeeze(-2)
