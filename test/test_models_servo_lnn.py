@@ -181,3 +181,21 @@ def test_seven_joint_delan_loss_and_gradient_match_the_autograd_reference():
     assert float((ga - gr).norm() / gr.norm()) <= 1e-10
     _M, dM, _V, _dV = m.terms(batch["q"])
     assert float(dM.abs().max()) > 1e-3  # ∂M/∂q is exercised
+
+
+@pytest.mark.parametrize("m", [2, 4, 5, 7])
+def test_solve_matches_numpy_on_both_sides_of_the_lapack_switch(m):
+    """TORCH.solve (unrolled below LAPACK_SOLVE_FROM coordinates, LAPACK's Cholesky from there in eager
+    runs) against numpy's general solver, values and the gradient of a scalar of the solution."""
+    g = torch.Generator().manual_seed(m)
+    X = torch.randn(64, m, m, generator=g, dtype=torch.float64)
+    A = (X @ X.transpose(-1, -2) + m * torch.eye(m, dtype=torch.float64)).requires_grad_(True)
+    b = torch.randn(64, m, generator=g, dtype=torch.float64, requires_grad=True)
+    x = TORCH.solve(A, b)
+    ref = np.linalg.solve(A.detach().numpy(), b.detach().numpy()[..., None])[..., 0]
+    assert np.abs(x.detach().numpy() - ref).max() <= 1e-12 * np.abs(ref).max()
+    w = torch.randn(64, m, generator=g, dtype=torch.float64)
+    (x * w).sum().backward()
+    # d(wᵀA⁻¹b)/db = A⁻ᵀ w (A symmetric: A⁻¹ w)
+    grad_b = np.linalg.solve(A.detach().numpy(), w.numpy()[..., None])[..., 0]
+    assert np.abs(b.grad.numpy() - grad_b).max() <= 1e-12 * np.abs(grad_b).max()
