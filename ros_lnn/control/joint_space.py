@@ -309,21 +309,27 @@ def _attitude_errors(R: np.ndarray, R_d: np.ndarray):
 class JointTargetKinematics:
     """The desired state of laws I/II from a joint-space sample ``(q_d, q̇_d, q̈_d)``: body rotations
     ``R_d``, CoMs ``r_d``, twists ``ν_d = G(q_d) q̇_d`` and their rates ``ν̇_d = G q̈_d + Ġ q̇_d`` — from
-    one Pinocchio pass (Jacobian and its rate) on a workspace of its own, without forming ``G`` or ``Ġ``:
-    the world-origin twists ``𝒥_b q̇_d`` and ``𝒥_b q̈_d + 𝒥̇_b q̇_d`` moved to the CoMs
-    (``v = v_O + ω × r``, ``a = a_O + ω̇ × r + ω × v``). ``__call__`` keeps the last sample's result and
-    returns it again while the same sample is asked for (a held target, a repeated time)."""
+    one Pinocchio pass (second-order forward kinematics) on a copy of the model with an operational frame
+    at every body's CoM (the body's axes): per body its placement, its velocity and its classical
+    acceleration in world-aligned axes (``v``, ``ω``, ``a = v̇``, ``ω̇``), without forming ``G`` or ``Ġ``.
+    ``__call__`` keeps the last sample's result and returns it again while the same sample is asked for
+    (a held target, a repeated time)."""
 
     def __init__(self, pmodel: PinocchioModel):
-        self.pmodel, self.pin = pmodel, pmodel.pin
-        self.data = pmodel.pin.createData()
-        n, nv = pmodel.model.n_bodies, pmodel.nv
-        self.n_bodies, self.nv = n, nv
-        self._placements = pmodel.body_joint.tolist()
-        self._support = pmodel.support
-        self._rates = np.zeros((2 * nv, 2 * n))  # [[q̇ S, q̈ S], [0, q̇ S]]
-        self._jj = np.empty((6, 2 * nv))
-        self._com_map = _point_map(np.arange(n), pmodel.body_lever, n)
+        self.pmodel = pmodel
+        model = self.pin = pin.Model(pmodel.pin)
+        self._frames = [
+            model.addFrame(
+                pin.Frame(
+                    f"ros_lnn_com_{b}",
+                    int(pmodel.body_joint[b]),
+                    pin.SE3(pmodel.body_rotation[b], pmodel.body_lever[b]),
+                    pin.FrameType.OP_FRAME,
+                )
+            )
+            for b in range(pmodel.model.n_bodies)
+        ]
+        self.data = model.createData()
         self._key: tuple | None = None
         self._value: tuple | None = None
         self.evaluations = 0  # Pinocchio passes made (the cache's misses)
@@ -333,28 +339,18 @@ class JointTargetKinematics:
         key = (q.tobytes(), qd.tobytes(), qdd.tobytes())
         if key == self._key:
             return self._value
-        pm, pd, pmodel, n, nv = self.pin, self.data, self.pmodel, self.n_bodies, self.nv
-        pin.computeJointJacobiansTimeVariation(pm, pd, q, qd)
+        pm, pd = self.pin, self.data
+        pin.forwardKinematics(pm, pd, q, qd, qdd)
         self.evaluations += 1
-        jj = self._jj
-        jj[:, :nv], jj[:, nv:] = pd.J, pd.dJ
-        placements = pd.oMi.tolist()
-        T = np.array([placements[j].homogeneous for j in self._placements])
-        r = self._com_map.dot(T.reshape(-1)).reshape(n, 3)
-        R = T[:, :3, :3] if pmodel.body_rotation_identity else T[:, :3, :3] @ pmodel.body_rotation
-        X = self._rates
-        np.multiply(qd[:, None], self._support, out=X[:nv, :n])
-        np.multiply(qdd[:, None], self._support, out=X[:nv, n:])
-        X[nv:, n:] = X[:nv, :n]
-        sp = jj.dot(X)  # (6, 2N): world-origin twists, then their rates
-        kin = sp.T.reshape(2, n, 2, 3).transpose(0, 2, 1, 3).copy()  # [twist, rate][linear, angular]
-        vel, acc = kin
-        sk = kin[:, 1].reshape(2 * n, 3).dot(_SKEW).reshape(2, n, 3, 3)  # [ω]×, [ω̇]×
-        arm = (sk @ r[:, :, None])[:, :, :, 0]  # ω × r, ω̇ × r in one batched product
-        vel[0] += arm[0]  # v = v_O + ω × r
-        acc[0] += arm[1]
-        acc[0] += (sk[0] @ vel[0][:, :, None])[:, :, 0]  # a = a_O + ω̇ × r + ω × v
-        self._key, self._value = key, (R, r, vel, acc)
+        placements, motion = [], []
+        for f in self._frames:
+            placements.append(pin.updateFramePlacement(pm, pd, f).homogeneous)
+            v = pin.getFrameVelocity(pm, pd, f, _LWA)
+            a = pin.getFrameClassicalAcceleration(pm, pd, f, _LWA)
+            motion.append((v.linear, v.angular, a.linear, a.angular))
+        T = np.array(placements)
+        kin = np.array(motion).transpose(1, 0, 2)  # (4, N, 3): v, ω, a, ω̇
+        self._key, self._value = key, (T[:, :3, :3], T[:, :3, 3], kin[:2], kin[2:])
         return self._value
 
 
