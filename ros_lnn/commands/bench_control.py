@@ -511,7 +511,7 @@ def law_ii_trajectory_against_law_iii(reps: int, dt: float = 1e-3) -> dict:
     compared first (port command and efforts, relative)."""
     from ..control.closed_loop import multisine_joint_path
     from ..control.dac import Gains
-    from ..control.pipeline import DacPipeline
+    from ..control.pipeline import DacPipeline, JointTrajectorySampler
     from ..physics.multibody_urdf import model_from_urdf
 
     arm = model_from_urdf(_demo_arm(), "demo arm")
@@ -520,15 +520,12 @@ def law_ii_trajectory_against_law_iii(reps: int, dt: float = 1e-3) -> dict:
     law_ii = DacPipeline(arm, "pose", Gains(damping=0.05), ee_link="tool0")
     law_ii.set_joint_trajectory(times, path)
     law_iii = DacPipeline(arm, "end_effector", Gains(damping=0.05), ee_link="tool0")
+    sample = JointTrajectorySampler(times, path)  # the states: near the path, off it by a little
     rng = np.random.default_rng(5)
     count = min(reps, 5000)
-    t_k = 1.0 + dt * np.arange(count)
+    t_k = (1.0 + dt * np.arange(count)).tolist()
     states = [
-        (
-            law_ii._trajectory(t)[0] + rng.normal(size=5) * 0.02,
-            law_ii._trajectory(t)[1] + rng.normal(size=5) * 0.1,
-        )
-        for t in t_k
+        (sample(t)[0] + rng.normal(size=5) * 0.02, sample(t)[1] + rng.normal(size=5) * 0.1) for t in t_k
     ]
     law_iii.set_ee_target(law_iii.step(*states[0]).ee_position + np.array([0.05, -0.03, 0.04]))
     diff = 0.0

@@ -387,8 +387,8 @@ class JointTargetLawJointSpace(EndEffectorLawJointSpace):
         self._field = None  # laws I/II have no obstacle term
         self._point_map = self._point_map[: 3 * n]
         self._pose = controller.law == "pose"
-        self._lam = np.repeat([controller.gains.lambda_position, controller.gains.lambda_attitude], 3 * n)
-        self._lam = self._lam.reshape(2, n, 3)
+        gains = controller.gains
+        self._lam = np.repeat([gains.lambda_position, gains.lambda_attitude], 3 * n).reshape(2, n, 3)
         self.target = JointTargetKinematics(pmodel)
 
     def step(self, q, qd, q_d, qd_d, qdd_d):

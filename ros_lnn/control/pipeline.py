@@ -351,6 +351,7 @@ class DacPipeline:
             return PipelineOutput(result, cmd, data, ee_pos, target.position, self._law_iii.guarded)
         # laws I/II in joint coordinates: the target's kinematics once per trajectory sample
         law = self._law_joint_target
+        assert law is not None  # laws I/II
         result, gen, data, ee_pos = law.step(qm, qdm, *self._joint_sample(t, q))
         qdd_r = None
         if self.efforts.residual is not None:
