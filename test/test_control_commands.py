@@ -31,6 +31,9 @@ def test_bench_reports_every_size_and_law():
         for key in (f"chain{n}_lawI", f"chain{n}_lawII", f"chain{n}_lawIII", f"arm{n}_pipeline_lawIII"):
             stats = res["steps"][key]
             assert 0 < stats["median_us"] <= stats["p99_us"] and stats["cpu_median_us"] > 0
+    law_ii = res["law_ii_trajectory"]  # the law II row: both paths timed, and they agreed before
+    assert law_ii["relative_difference"] <= 1e-9 and law_ii["law_iii_target_us"] > 0
+    assert law_ii["ratio_ii_iii"] == law_ii["law_ii_trajectory_us"] / law_ii["law_iii_target_us"]
 
 
 def test_dac_node_bench_is_dispatched_by_ros_lnn_bench():

@@ -148,3 +148,20 @@ def test_refuses_metadata_of_other_joints(tmp_path):
     with pytest.raises(ValueError, match="do not match"):
         export_onnx(model, tmp_path / "x.onnx", wrong)
     assert not (tmp_path / "x.onnx").exists()
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_six_joint_delan_exports_the_unrolled_solve_and_matches_the_eager_lapack_path(tmp_path, dynamo):
+    """From LAPACK_SOLVE_FROM coordinates the eager model solves M q̈ = … with LAPACK's Cholesky; the export
+    must still trace the unrolled form (ONNX has no Cholesky) and give the eager model's numbers."""
+    from ros_lnn.models.torch_ops import LAPACK_SOLVE_FROM
+
+    n = 6
+    assert n >= LAPACK_SOLVE_FROM
+    torch.manual_seed(4)
+    delan = ServoLNN([f"j{i}" for i in range(n)], [], hidden=(16, 16)).double().eval()
+    path = export_onnx(delan, tmp_path / "delan6.onnx", dtype="float64", dynamo=dynamo)
+    import onnx
+
+    assert all(node.domain in ("", "ai.onnx") for node in onnx.load(str(path)).graph.node)  # standard ops
+    _check_parity(delan, path, "float64", rtol=1e-10, batches=(1, 5))

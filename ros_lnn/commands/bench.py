@@ -95,6 +95,12 @@ def add_arguments(parser):
     parser.add_argument("--epochs", type=int, help="bench zoo/delan: training epochs")
     parser.add_argument("--links", type=int, nargs="+", help="bench zoo tlnn: chain sizes (default 2 3 4)")
     parser.add_argument("--data", help="bench delan, zoo delan: the DeLaN character data (folder or .npz)")
+    parser.add_argument(
+        "--reference",
+        metavar="DIR",
+        help="bench train: a checkout of the published DeLaN implementation (milutter/"
+        "deep_lagrangian_networks), trained side by side with this package's DeLaN (imported from DIR)",
+    )
     arm = parser.add_argument_group("bench realarm")
     arm.add_argument("--bag", nargs="+", metavar="BAG", help="training recording(s) of the arm")
     arm.add_argument("--test-bag", nargs="+", metavar="BAG", help="held-out recording(s)")

@@ -153,6 +153,7 @@ def bench_control(args) -> dict:
         results["figures"] = [str(p) for p in write_figures(out, folder)]
         print("closed-loop demo: " + ", ".join(f"{k} {v:.3g}" for k, v in results["demo"].items()))
         print("figures: " + ", ".join(results["figures"]))
+    results["law_ii_trajectory"] = law_ii_trajectory_against_law_iii(reps)
     results["law_iii_vs_pinocchio"] = law_iii_against_reference(reps)
     return results
 
@@ -497,6 +498,81 @@ def simulator_rates(reps: int, dt: float = 2e-3) -> dict:
         f"Baumgarte) {out['present_step']:.0f} steps/s, Pinocchio (pin.aba, joint coordinates) "
         f"{out['pinocchio_step']:.0f} steps/s ({out['pinocchio_step'] / out['present_step']:.1f}x); forward "
         f"dynamics alone {out['present_forward_dynamics']:.0f}/s vs {out['pinocchio_forward_dynamics']:.0f}/s"
+    )
+    return out
+
+
+def law_ii_trajectory_against_law_iii(reps: int, dt: float = 1e-3) -> dict:
+    """Per controller callback on the demo arm, timed interleaved in this process (median of ``reps``
+    each): law II following a joint trajectory (a multi-sine path, the clock advancing ``dt`` per call so
+    that every call asks for a new trajectory sample — no cache hit), the same law the plain way
+    (:meth:`DacPipeline.step_body_twists`: the coordinate-free law on ``G``, ``Ġ`` and the target's
+    kinematics through :func:`kinematics`), and law III on a fixed target. The two law II paths are
+    compared first (port command and efforts, relative)."""
+    from ..control.closed_loop import multisine_joint_path
+    from ..control.dac import Gains
+    from ..control.pipeline import DacPipeline, JointTrajectorySampler
+    from ..physics.multibody_urdf import model_from_urdf
+
+    arm = model_from_urdf(_demo_arm(), "demo arm")
+    q0 = np.array([0.1, -0.7, 1.3, 0.5, 0.3])
+    times, path = multisine_joint_path(q0, (0.35, 0.35, 0.3, 0.5, 0.6), 10.0, seed=3, ramp_s=0.5)
+    law_ii = DacPipeline(arm, "pose", Gains(damping=0.05), ee_link="tool0")
+    law_ii.set_joint_trajectory(times, path)
+    law_iii = DacPipeline(arm, "end_effector", Gains(damping=0.05), ee_link="tool0")
+    sample = JointTrajectorySampler(times, path)  # the states: near the path, off it by a little
+    rng = np.random.default_rng(5)
+    count = min(reps, 5000)
+    t_k = (1.0 + dt * np.arange(count)).tolist()
+    states = [
+        (sample(t)[0] + rng.normal(size=5) * 0.02, sample(t)[1] + rng.normal(size=5) * 0.1) for t in t_k
+    ]
+    law_iii.set_ee_target(law_iii.step(*states[0]).ee_position + np.array([0.05, -0.03, 0.04]))
+    diff = 0.0
+    for k in range(0, count, max(1, count // 20)):
+        fast, plain = law_ii.step(*states[k], t_k[k]), law_ii.step_body_twists(*states[k], t_k[k])
+        for a, b in (
+            (fast.result.tau_c, plain.result.tau_c),
+            (fast.efforts.requested, plain.efforts.requested),
+        ):
+            diff = max(diff, float(np.abs(a - b).max() / np.abs(b).max()))
+    if diff > 1e-9:
+        raise RuntimeError(
+            f"bench control: law II in joint coordinates and the plain law differ ({diff:.1e})"
+        )
+    cases = {
+        "law_ii_trajectory": lambda k: law_ii.step(*states[k], t_k[k]),
+        "law_ii_trajectory_plain": lambda k: law_ii.step_body_twists(*states[k], t_k[k]),
+        "law_iii_target": lambda k: law_iii.step(*states[k]),
+    }
+    for k in range(min(50, count)):
+        for fn in cases.values():
+            fn(k)
+    clock = time.perf_counter_ns
+    samples = {name: np.empty(reps) for name in cases}
+    for i in range(reps):
+        k = i % count
+        for name, fn in cases.items():
+            t0 = clock()
+            fn(k)
+            samples[name][i] = clock() - t0
+    med = {name: float(np.median(v) / 1e3) for name, v in samples.items()}
+    out = {
+        **{f"{name}_us": value for name, value in med.items()},
+        "ratio_ii_iii": med["law_ii_trajectory"] / med["law_iii_target"],
+        "ratio_plain_ii": med["law_ii_trajectory_plain"] / med["law_ii_trajectory"],
+        "relative_difference": diff,
+    }
+    print(
+        f"law II on a joint trajectory, N=5 demo arm ({reps} interleaved reps, a new trajectory sample every "
+        f"call): {med['law_ii_trajectory']:.1f} us; the same law the plain way (G, Ġ and the target's "
+        f"kinematics per call) {med['law_ii_trajectory_plain']:.1f} us ({out['ratio_plain_ii']:.2f}x); "
+        f"efforts agree to {diff:.1e}"
+    )
+    print(
+        f"law II trajectory / law III target per callback: {med['law_ii_trajectory']:.1f} / "
+        f"{med['law_iii_target']:.1f} us, ratio = {out['ratio_ii_iii']:.2f} (goal <= 1.5: "
+        f"{'met' if out['ratio_ii_iii'] <= 1.5 else 'not met'})"
     )
     return out
 

@@ -13,6 +13,15 @@
    (the analytic step's loss under ``torch.compile``; the autograd baseline cannot be compiled:
    AOTAutograd refuses double backward).
 
+3. DeLaN training side by side (:mod:`ros_lnn.zoo.delan_reference`), last: this package's DeLaN family on
+   the DeLaN character data (when found: ``--data`` or the default location) and on a 7-joint planar arm
+   (exact inverse dynamics at random states), 64 × 2 softplus, batch 512, the same epochs; samples·epochs
+   per second of the training loop and the final test torque error. With ``--reference DIR`` the published
+   implementation's torch training (imported from the checkout DIR, never copied here) runs on the same
+   data in the same process; the last line is then ``DeLaN training: package S1 samples*epochs/s,
+   reference S2, ratio = X; test error package E1, reference E2`` (X = S1 / S2), without it the package's
+   figures only. ``--epochs`` sets the epochs (default 300; 20 with ``--quick``).
+
 Device: cuda when available (else CPU); float32 as ``ros-lnn train`` trains by default.
 """
 
@@ -338,6 +347,11 @@ def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
             f"paper schedule with --compile: {sched_compiled['paper_schedule_s']:.1f} s, measured, compiling "
             f"included ({sched_compiled['compile']}); {sched_compiled['epochs_per_s']:.1f} epochs/s"
         )
+    delan = delan_side_by_side(
+        getattr(args, "reference", None),
+        epochs=getattr(args, "epochs", None) or (20 if quick else 300),
+        data=getattr(args, "data", None),
+    )
     return {
         "device": str(device),
         "device_name": name,
@@ -348,4 +362,66 @@ def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
         "sizes": sizes,
         "schedule": sched,
         "schedule_compiled": sched_compiled,
+        "delan": delan,
     }
+
+
+def delan_side_by_side(reference=None, *, epochs: int = 300, data=None, arm_samples: int = 3000) -> dict:
+    """This package's DeLaN and, with ``reference`` (a checkout's folder), the published implementation on
+    the character data (when found) and a 7-joint arm: one table row per data set and implementation, then
+    the summary line (:mod:`ros_lnn.zoo.delan_reference`). CPU, one intra-op thread for both."""
+    import torch
+
+    from ..errors import DataError
+    from ..physics.delan_data import load_character_data
+    from ..zoo.delan_reference import arm_data, train_package, train_reference
+
+    if reference is not None:
+        from ..zoo.delan_reference import load_reference
+
+        load_reference(reference)  # a wrong folder fails now, before the package's training
+    torch.set_num_threads(1)
+    sets = {}
+    try:
+        sets["character"] = load_character_data(data)
+    except DataError as exc:
+        print(f"DeLaN character data not used: {exc}")
+    sets["arm7"] = arm_data(7, arm_samples)
+    print(
+        f"DeLaN training, {epochs} epochs, 64x2 softplus, batch 512, lr 5e-4, weight decay 1e-5, float32 "
+        "CPU, one thread; samples*epochs/s of the training loop, test torque error (mean over samples of the "
+        "squared error summed over joints):"
+    )
+    print(
+        f"  {'data':10s} {'samples':>7s} {'implementation':16s} {'samples*epochs/s':>17s} {'s':>8s} "
+        f"{'test error':>11s}"
+    )
+    rows: dict = {}
+    for name, (train, test) in sets.items():
+        runs = {"package": train_package(train, test, epochs=epochs)}
+        if reference is not None:
+            runs["reference"] = train_reference(reference, train, test, epochs=epochs)
+        for impl, r in runs.items():
+            print(
+                f"  {name:10s} {r['samples']:7d} {impl:16s} {r['samples_epochs_per_s']:17.0f} "
+                f"{r['seconds']:8.1f} {r['test_torque_error']:11.3e}"
+            )
+        rows[name] = runs
+    head = rows.get("character") or rows["arm7"]
+    pkg = head["package"]
+    out = {"epochs": epochs, "rows": rows, "summary_data": "character" if "character" in rows else "arm7"}
+    if reference is None:
+        print(
+            f"DeLaN training: package {pkg['samples_epochs_per_s']:.0f} samples*epochs/s; test error package "
+            f"{pkg['test_torque_error']:.3e} ({out['summary_data']} data; no --reference given)"
+        )
+        return out
+    ref = head["reference"]
+    out["ratio"] = pkg["samples_epochs_per_s"] / ref["samples_epochs_per_s"]
+    print(f"(reference minibatches: {ref['batches']}; data set of the line below: {out['summary_data']})")
+    print(
+        f"DeLaN training: package {pkg['samples_epochs_per_s']:.0f} samples*epochs/s, reference "
+        f"{ref['samples_epochs_per_s']:.0f}, ratio = {out['ratio']:.2f}; test error package "
+        f"{pkg['test_torque_error']:.3e}, reference {ref['test_torque_error']:.3e}"
+    )
+    return out

@@ -125,11 +125,7 @@ class EndEffectorLawJointSpace:
                 [local, pmodel.body_lever[pb] + (pmodel.body_rotation[pb] @ offsets[:, :, None])[:, :, 0]]
             )
             self._point_support = pmodel.support[:, pb].T.copy()
-        point_map = np.zeros((len(body), 3, n, 4, 4))  # x_k = T_b[:3] [local_k; 1]
-        for k, (b, x) in enumerate(zip(body, local)):
-            for i in range(3):
-                point_map[k, i, b, i, :3], point_map[k, i, b, i, 3] = x, 1.0
-        self._point_map = point_map.reshape(3 * len(body), 16 * n)
+        self._point_map = _point_map(body, local, n)  # x_k = T_b[:3] [local_k; 1]
 
     def step(
         self, q: np.ndarray, qd: np.ndarray, target: EndEffectorTarget | None, hold_attitude: bool = False
@@ -220,6 +216,16 @@ class EndEffectorLawJointSpace:
         qd_r = w.dot(coef)
         qdd_r = w_dot.dot(coef)
         qdd_r += w[:, :m].dot(y_dot)
+        result, u, data = self._port_command(q, qd, qd_r, qdd_r, jj, J, dJ, r, R, H, C, e, U)
+        return result, u, data, pos, target
+
+    def _port_command(self, q, qd, qd_r, qdd_r, jj, J, dJ, r, R, H, C, task_error, U, inertia=None):
+        """``(DacResult, u = Gᵀ τ_c, JointSpaceData)`` from the reference as joint rates ``q̇_r, q̈_r``
+        (``ν_r = G q̇_r``, ``ν̇_r = G q̈_r + Ġ q̇_r``): the law's port command (eqs 37/46) at the state whose
+        Pinocchio terms are given (``jj = [𝒥 | 𝒥̇]``, CoMs ``r``, rotations ``R``, ``H``, ``C``; the world
+        inertias ``R I_b Rᵀ`` when already formed)."""
+        ctl, pmodel = self.controller, self.pmodel
+        nv, n = self.nv, self.n_bodies
         # 6N: world-origin twists of q̇, q̇_r and the rate 𝒥 q̈_r + 𝒥̇ q̇_r, moved to the CoMs in one product
         v3 = self._joint_rates  # (n, 3): q̇, q̇_r, q̈_r
         v3[:, 0], v3[:, 1], v3[:, 2] = qd, qd_r, qdd_r
@@ -236,7 +242,8 @@ class EndEffectorLawJointSpace:
         nu, nu_r, nu_r_dot = out[0], out[1], out[2]
         s = nu - nu_r
         # τ_c = 𝓜 (ν̇_r − k s) + 𝓒(ν) ν_r − 𝓕_{g,J}: the law's port command
-        inertia = R @ pmodel.inertia_body @ R.transpose(0, 2, 1)
+        if inertia is None:
+            inertia = R @ pmodel.inertia_body @ R.transpose(0, 2, 1)
         acc = nu_r_dot - self._kd_rate * s if self._mass_weighted else nu_r_dot.copy()
         cols = np.empty((n, 3, 2))
         cols[:, :, 0], cols[:, :, 1] = acc[1], nu_r[1]
@@ -265,5 +272,199 @@ class EndEffectorLawJointSpace:
         u = (J.T.dot(wrench[:, :, 0].T) * self._support).sum(axis=1)
         self.joint_reference = (qd_r, qdd_r)  # q̇_r, q̈_r (model order): the learned port's acceleration input
         lyap = 0.5 * float(H.dot(s_q).dot(s_q))
-        result = DacResult(tau.reshape(-1), s.reshape(-1), lyap, nu_r.reshape(-1), nu_r_dot.reshape(-1), e, U)
-        return result, u, data, pos, target
+        return (
+            DacResult(
+                tau.reshape(-1), s.reshape(-1), lyap, nu_r.reshape(-1), nu_r_dot.reshape(-1), task_error, U
+            ),
+            u,
+            data,
+        )
+
+
+_VEE_TRACE = np.zeros((9, 4))  # flat 3×3 → (vee(A − Aᵀ), tr A)
+_VEE_TRACE[[7, 5, 2, 6, 3, 1], [0, 0, 1, 1, 2, 2]] = (1.0, -1.0, 1.0, -1.0, 1.0, -1.0)
+_VEE_TRACE[[0, 4, 8], 3] = 1.0
+
+
+def _attitude_errors(R: np.ndarray, R_d: np.ndarray):
+    """``(e, w)`` per body: ``e = 2 vec(q ⊗ q_d⁻¹)`` with the scalar part ``w ≥ 0`` of the error
+    quaternion, from the error rotation ``R_e = R R_dᵀ`` without forming quaternions: ``w = ½√(1 + tr R_e)``
+    and ``e = vee(R_e − R_eᵀ) / (2w)`` (Shepperd's first branch). Bodies whose error exceeds 120°
+    (``tr R_e < 0``, where that branch loses accuracy) take the full Shepperd conversion."""
+    Re = R @ R_d.transpose(0, 2, 1)
+    vt = Re.reshape(-1, 9).dot(_VEE_TRACE)  # vee(R_e − R_eᵀ) and tr R_e in one product
+    e, tr = vt[:, :3], vt[:, 3]
+    if float(tr.min()) > 0.0:
+        root = np.sqrt(1.0 + tr)
+        e /= root[:, None]
+        return e, 0.5 * root
+    w = np.empty(len(Re))
+    for b in range(len(Re)):
+        qe = _matrix_quat(Re[b])  # w ≥ 0
+        w[b] = qe[0]
+        e[b] = (2.0 * qe[1], 2.0 * qe[2], 2.0 * qe[3])
+    return e, w
+
+
+class JointTargetKinematics:
+    """The desired state of laws I/II from a joint-space sample ``(q_d, q̇_d, q̈_d)``: body rotations
+    ``R_d``, CoMs ``r_d``, twists ``ν_d = G(q_d) q̇_d`` and their rates ``ν̇_d = G q̈_d + Ġ q̇_d`` — from
+    one Pinocchio pass (second-order forward kinematics) on a copy of the model with an operational frame
+    at every body's CoM (the body's axes): per body its placement, its velocity and its classical
+    acceleration in world-aligned axes (``v``, ``ω``, ``a = v̇``, ``ω̇``), without forming ``G`` or ``Ġ``.
+    ``__call__`` keeps the last sample's result and returns it again while the same sample is asked for
+    (a held target, a repeated time)."""
+
+    def __init__(self, pmodel: PinocchioModel):
+        self.pmodel = pmodel
+        model = self.pin = pin.Model(pmodel.pin)
+        self._frames = [
+            model.addFrame(
+                pin.Frame(
+                    f"ros_lnn_com_{b}",
+                    int(pmodel.body_joint[b]),
+                    pin.SE3(pmodel.body_rotation[b], pmodel.body_lever[b]),
+                    pin.FrameType.OP_FRAME,
+                )
+            )
+            for b in range(pmodel.model.n_bodies)
+        ]
+        self.data = model.createData()
+        self._key: tuple | None = None
+        self._value: tuple | None = None
+        self.evaluations = 0  # Pinocchio passes made (the cache's misses)
+
+    def __call__(self, q, qd, qdd):
+        """``(R_d (N, 3, 3), r_d (N, 3), [v_d; ω_d] (2, N, 3), [a_d; ω̇_d] (2, N, 3))`` (model order)."""
+        key = (q.tobytes(), qd.tobytes(), qdd.tobytes())
+        if key == self._key:
+            return self._value
+        pm, pd = self.pin, self.data
+        pin.forwardKinematics(pm, pd, q, qd, qdd)
+        self.evaluations += 1
+        placements, motion = [], []
+        for f in self._frames:
+            placements.append(pin.updateFramePlacement(pm, pd, f).homogeneous)
+            v = pin.getFrameVelocity(pm, pd, f, _LWA)
+            a = pin.getFrameClassicalAcceleration(pm, pd, f, _LWA)
+            motion.append((v.linear, v.angular, a.linear, a.angular))
+        T = np.array(placements)
+        kin = np.array(motion).transpose(1, 0, 2)  # (4, N, 3): v, ω, a, ω̇
+        self._key, self._value = key, (T[:, :3, :3], T[:, :3, 3], kin[:2], kin[2:])
+        return self._value
+
+
+def _point_map(body, local, n):
+    """The linear map from the stacked joint placements (N × 4 × 4, flattened) to the points ``local``
+    (body-joint coordinates) of ``body``: ``x_k = T_b[:3] [local_k; 1]``."""
+    point_map = np.zeros((len(body), 3, n, 4, 4))
+    for k, (b, x) in enumerate(zip(body, local)):
+        for i in range(3):
+            point_map[k, i, b, i, :3], point_map[k, i, b, i, 3] = x, 1.0
+    return point_map.reshape(3 * len(body), 16 * n)
+
+
+class JointTargetLawJointSpace(EndEffectorLawJointSpace):
+    """Laws I (``velocity``) and II (``pose``) of ``controller`` on a joint-space target, evaluated in joint
+    coordinates: the numbers of :meth:`DacController.compute` with ``𝓐 = G H⁻¹ Gᵀ``
+    (:class:`ros_lnn.control.mobility.JointSpaceOperators`) on the body-twist target of the joint sample,
+    in another order of evaluation. With ``x = ν_d − Λ e_p`` (law II; ``ν_d`` for law I) and ``ẋ``:
+
+    * ``ν_r = P x = G q̇_r`` with ``q̇_r = H⁻¹ b``, ``b = Gᵀ𝓜 x = Σ_b 𝒥_bᵀ [m x_v; I x_ω + r × m x_v]``;
+    * ``ν̇_r = G q̈_r + Ġ q̇_r`` with ``q̈_r = H⁻¹ (ḃ − Ḣ q̇_r)``, ``Ḣ = C + Cᵀ`` and
+      ``ḃ = Ġᵀ𝓜x + Gᵀ(𝓜̇x + 𝓜ẋ)``, where ``Ġ_bᵀ [f; m] = 𝒥̇_bᵀ [f; m + r × f] + 𝒥_bᵀ [0; ṙ × f]``;
+    * the attitude error from ``R R_dᵀ`` (:func:`_attitude_errors`), the desired state from
+      :class:`JointTargetKinematics` (one Pinocchio pass per trajectory sample, none while it repeats);
+    * ``τ_c``, ``u = Gᵀ τ_c`` and ``V`` as law III (:meth:`EndEffectorLawJointSpace._port_command`).
+
+    ``test/test_control_joint_space.py`` holds every output against the coordinate-free law."""
+
+    def __init__(self, controller: DacController, pmodel: PinocchioModel, frame_id: int):
+        super().__init__(controller, pmodel, frame_id)
+        if controller.law not in ("velocity", "pose"):
+            raise ValueError(f"JointTargetLawJointSpace takes laws I/II, not '{controller.law}'")
+        n = self.n_bodies
+        self._field = None  # laws I/II have no obstacle term
+        self._point_map = self._point_map[: 3 * n]
+        self._pose = controller.law == "pose"
+        gains = controller.gains
+        self._lam = np.repeat([gains.lambda_position, gains.lambda_attitude], 3 * n).reshape(2, n, 3)
+        self.target = JointTargetKinematics(pmodel)
+
+    def step(self, q, qd, q_d, qd_d, qdd_d):
+        """``(DacResult, u = Gᵀ τ_c (model order), JointSpaceData, end-effector position)`` at the joint
+        state ``(q, q̇)`` for the joint-space target sample ``(q_d, q̇_d, q̈_d)`` (all model order)."""
+        pmodel, pm, pd = self.pmodel, self.pin, self.data
+        nv, n = self.nv, self.n_bodies
+        R_d, r_d, vel_d, acc_d = self.target(q_d, qd_d, qdd_d)
+        H_inv = symmetric(pmodel, pin.computeMinverse(pm, pd, q))
+        C = pin.computeCoriolisMatrix(pm, pd, q, qd).copy()
+        H = symmetric(pmodel, pin.crba(pm, pd, q))
+        pin.computeJointJacobiansTimeVariation(pm, pd, q, qd)
+        jj = np.empty((6, 2 * nv))  # [𝒥 | 𝒥̇]
+        jj[:, :nv], jj[:, nv:] = pd.J, pd.dJ
+        J, dJ = jj[:, :nv], jj[:, nv:]
+        ee = pin.updateFramePlacement(pm, pd, self.frame_id).translation.copy()
+        placements = pd.oMi.tolist()
+        T = np.array([placements[j].homogeneous for j in self._placements])
+        r = self._point_map.dot(T.reshape(-1)).reshape(n, 3)
+        R = T[:, :3, :3] if pmodel.body_rotation_identity else T[:, :3, :3] @ pmodel.body_rotation
+        # the current twists: world-origin twists 𝒥_b q̇ moved to the CoMs
+        sp = J.dot(qd[:, None] * self._support)
+        omega = sp[3:].T
+        omega_skew = omega.dot(_SKEW).reshape(n, 3, 3)
+        # x = ν_d − Λ e_p and its rate (law II), x = ν_d (law I); (2, N, 3): linear, angular. Cross
+        # products in batches: [(ω + ω_d) × e, ω × x_ω, ω × r], then [r × y_f, r × ẏ_f, ṙ × y_f, ω × I x_ω]
+        pair = np.empty((3, n, 3, 3))
+        vec = np.empty((3, n, 3, 1))
+        if self._pose:
+            e = np.empty((2, n, 3))
+            e[0] = r - r_d
+            e[1], w = _attitude_errors(R, R_d)
+            x = vel_d - self._lam * e
+            pair[0] = (omega + vel_d[1]).dot(_SKEW).reshape(n, 3, 3)
+            vec[0, :, :, 0] = e[1]
+        else:
+            x = vel_d
+            pair[0], vec[0] = 0.0, 0.0
+        pair[1] = pair[2] = omega_skew
+        vec[1, :, :, 0], vec[2, :, :, 0] = x[1], r
+        crossed = (pair @ vec)[:, :, :, 0]
+        v = sp[:3].T + crossed[2]  # CoM velocities v_O + ω × r
+        if self._pose:
+            e_dot = np.empty((2, n, 3))
+            e_dot[0] = v - vel_d[0]
+            e_dot[1] = w[:, None] * (omega - vel_d[1]) + 0.5 * crossed[0]  # w (ω − ω_d) + ½ (ω + ω_d) × e
+            x_dot = acc_d - self._lam * e_dot
+            task_error = e.reshape(-1)
+        else:
+            x_dot = acc_d
+            task_error = np.concatenate([v.ravel(), omega.ravel()]) - vel_d.reshape(-1)
+        # y = 𝓜 x, ẏ = 𝓜̇ x + 𝓜 ẋ with 𝓜̇ = blockdiag(0, Ω I − I Ω)
+        inertia = R @ pmodel.inertia_body @ R.transpose(0, 2, 1)
+        cols = np.empty((n, 3, 3))
+        cols[:, :, 0], cols[:, :, 1], cols[:, :, 2] = x[1], x_dot[1], crossed[1]
+        I_cols = inertia @ cols  # I x_ω, I ẋ_ω, I (ω × x_ω)
+        y_f = self._masses * x[0]
+        yd_f = self._masses * x_dot[0]
+        quad = np.empty((4, n, 3, 3))
+        quad[0] = quad[1] = r.dot(_SKEW).reshape(n, 3, 3)
+        quad[2] = v.dot(_SKEW).reshape(n, 3, 3)
+        quad[3] = omega_skew
+        vec4 = np.empty((4, n, 3, 1))
+        vec4[0, :, :, 0], vec4[1, :, :, 0], vec4[2, :, :, 0] = y_f, yd_f, y_f
+        vec4[3] = I_cols[:, :, 0:1]
+        c4 = (quad @ vec4)[:, :, :, 0]
+        W = np.empty((6, 2 * n))  # [wrench of y | wrench of ẏ plus the Ġᵀ part 𝒥ᵀ[0; ṙ × f]]
+        W[:3, :n], W[:3, n:] = y_f.T, yd_f.T
+        W[3:, :n] = (I_cols[:, :, 0] + c4[0]).T
+        W[3:, n:] = (c4[3] - I_cols[:, :, 2] + I_cols[:, :, 1] + c4[1] + c4[2]).T
+        S = self._support
+        b = (J.T.dot(W[:, :n]) * S).sum(axis=1)
+        b_dot = ((J.T.dot(W[:, n:]) + dJ.T.dot(W[:, :n])) * S).sum(axis=1)
+        qd_r = H_inv.dot(b)
+        qdd_r = H_inv.dot(b_dot - (C + C.T).dot(qd_r))
+        result, u, data = self._port_command(
+            q, qd, qd_r, qdd_r, jj, J, dJ, r, R, H, C, task_error, 0.0, inertia
+        )
+        return result, u, data, ee

@@ -18,6 +18,7 @@ nothing is computed from them.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -36,7 +37,7 @@ from .dac import (
     end_effector_state,
 )
 from .effort import EffortCommand, PortToEfforts, Residual
-from .joint_space import EndEffectorLawJointSpace
+from .joint_space import EndEffectorLawJointSpace, JointTargetLawJointSpace
 from .mobility import JointSpaceOperators
 from .obstacles import ObstacleField, SphereObstacle, default_control_points
 
@@ -76,25 +77,36 @@ class JointTrajectorySampler:
             if v.shape != q.shape or not np.all(np.isfinite(v)):
                 raise DataError("joint trajectory: velocities must be finite, one per joint and point")
         self.t, self.q, self.v = t, q, v
+        self._times = t.tolist()
+        h = np.diff(t)[:, None]
+        segments = np.empty((max(len(t) - 1, 0), 4, q.shape[1]))  # per segment [q_k, h q̇_k, q_k+1, h q̇_k+1]
+        segments[:, 0], segments[:, 1], segments[:, 2], segments[:, 3] = q[:-1], h * v[:-1], q[1:], h * v[1:]
+        self._segments = segments
 
     def __call__(self, t: float):
-        ts = self.t
-        zero = np.zeros_like(self.q[0])
+        """``(q, q̇, q̈)`` at ``t`` (before the first point: the first at rest; after the last: the last)."""
+        ts = self._times
         if t <= ts[0]:
+            zero = np.zeros_like(self.q[0])
             return self.q[0].copy(), zero, zero.copy()
         if t >= ts[-1]:
+            zero = np.zeros_like(self.q[0])
             return self.q[-1].copy(), zero, zero.copy()
-        k = int(np.searchsorted(ts, t) - 1)
+        k = bisect.bisect_left(ts, t) - 1
         h = ts[k + 1] - ts[k]
         s = (t - ts[k]) / h
-        q0, q1, v0, v1 = self.q[k], self.q[k + 1], self.v[k] * h, self.v[k + 1] * h
-        h00, h10, h01, h11 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2
-        d00, d10, d01, d11 = 6 * s**2 - 6 * s, 3 * s**2 - 4 * s + 1, -6 * s**2 + 6 * s, 3 * s**2 - 2 * s
-        e00, e10, e01, e11 = 12 * s - 6, 6 * s - 4, -12 * s + 6, 6 * s - 2
-        q = h00 * q0 + h10 * v0 + h01 * q1 + h11 * v1
-        qd = (d00 * q0 + d10 * v0 + d01 * q1 + d11 * v1) / h
-        qdd = (e00 * q0 + e10 * v0 + e01 * q1 + e11 * v1) / h**2
-        return q, qd, qdd
+        s2 = s * s
+        s3 = s2 * s
+        # Hermite basis, its first and second derivatives (in s; divided by h and h² for t)
+        basis = np.array(
+            [
+                [2 * s3 - 3 * s2 + 1, s3 - 2 * s2 + s, -2 * s3 + 3 * s2, s3 - s2],
+                [(6 * s2 - 6 * s) / h, (3 * s2 - 4 * s + 1) / h, (-6 * s2 + 6 * s) / h, (3 * s2 - 2 * s) / h],
+                [(12 * s - 6) / h**2, (6 * s - 4) / h**2, (-12 * s + 6) / h**2, (6 * s - 2) / h**2],
+            ]
+        )
+        out = basis.dot(self._segments[k])
+        return out[0], out[1], out[2]
 
 
 def circle_path(center, radius, period_s, normal=(1.0, 0.0, 0.0), phase=0.0):
@@ -168,6 +180,7 @@ class DacPipeline:
         self._target_workspace = self.pinocchio.pin.createData()  # joint targets (laws I/II): FK at q_d
         self.law, self.ee_attitude = law, ee_attitude
         self._law_iii = self._joint_space_law()
+        self._law_joint_target = self._joint_target_law()
         self._ee_target: EndEffectorTarget | None = None
         self._trajectory: JointTrajectorySampler | None = None
         self._hold_q: np.ndarray | None = None
@@ -180,6 +193,12 @@ class DacPipeline:
         frame = self.pinocchio.frame_ids["end_effector"]
         return EndEffectorLawJointSpace(self.controller, self.pinocchio, frame)
 
+    def _joint_target_law(self) -> JointTargetLawJointSpace | None:
+        if self.law == "end_effector":
+            return None
+        frame = self.pinocchio.frame_ids["end_effector"]
+        return JointTargetLawJointSpace(self.controller, self.pinocchio, frame)
+
     @property
     def gains(self) -> Gains:
         return self.controller.gains
@@ -191,6 +210,7 @@ class DacPipeline:
         controller = DacController(self.model, self.law, gains, ctl.end_effector, ctl.obstacles)
         self.controller = controller
         self._law_iii = self._joint_space_law()
+        self._law_joint_target = self._joint_target_law()
 
     def set_residual(self, residual: Residual | None, limit=None) -> None:
         """The learned part ``τ̂_res(q, q̇, q̈_r)`` (``joint_names`` order) added to the efforts, bounded
@@ -263,14 +283,23 @@ class DacPipeline:
         return self._ee_target is not None or self._trajectory is not None or self._ee_path is not None
 
     # ------------------------------------------------------------------ the step
-    def _joint_target(self, t, q_now):
+    def _joint_sample(self, t, q_now):
+        """The joint-space target ``(q_d, q̇_d, q̈_d)`` at ``t`` in model order: the trajectory's sample, or
+        the held configuration at rest."""
         if self._trajectory is not None:
             q, qd, qdd = self._trajectory(t)
         else:
             if self._hold_q is None:
                 self._hold_q = np.asarray(q_now, float).copy()
             q, qd, qdd = self._hold_q, np.zeros_like(self._hold_q), np.zeros_like(self._hold_q)
-        qm, qdm, qddm = self.model_order(q), self.model_order(qd), self.model_order(qdd)
+        if self._in_model_order:
+            return q, qd, qdd
+        return self.model_order(q), self.model_order(qd), self.model_order(qdd)
+
+    def _joint_target(self, t, q_now):
+        """The body-twist target (:class:`VelocityTarget` / :class:`BodyPoseTarget`) of the joint sample at
+        ``t`` through :func:`kinematics` and ``G``, ``Ġ`` (the path of :meth:`step_body_twists`)."""
+        qm, qdm, qddm = self._joint_sample(t, q_now)
         key = (qm.tobytes(), qdm.tobytes(), qddm.tobytes())
         if self._joint_target_cache is not None and self._joint_target_cache[0] == key:
             return self._joint_target_cache[1]  # holding, or past the last point: the same target again
@@ -285,6 +314,29 @@ class DacPipeline:
         self._joint_target_cache = (key, target)
         return target
 
+    def step_body_twists(self, q, qd, t: float = 0.0) -> PipelineOutput:
+        """Laws I/II as :meth:`step` computes them, the plain way: the coordinate-free law
+        (:meth:`DacController.compute`) on the Pinocchio workspace with ``𝓐 = G H⁻¹ Gᵀ`` formed from
+        ``G``, ``Ġ``, and the target's body poses, twists and rates from :func:`kinematics` at the joint
+        sample. The same numbers as :meth:`step` to round-off at several times its cost (``ros-lnn bench
+        control`` times both); kept as the reference the tests and the benchmark compare against."""
+        if self._law_iii is not None:
+            raise ConfigError("step_body_twists: laws I/II only (law III runs in joint coordinates)")
+        qm, qdm = self._model_state(q, qd)
+        data = kinematics(self.pinocchio, qm, qdm)
+        ee_pos = end_effector_state(self.model, data, self.controller.end_effector)[0]
+        target = self._joint_target(t, q)
+        result = self.controller.compute(
+            data, target, JointSpaceOperators(self.model, data, data.G, data.G_dot)
+        )
+        qdd_r = None
+        if self.efforts.residual is not None:
+            qdd_r = self.joint_reference_acceleration(data, result).take(self._to_configured)
+        cmd = self.efforts(
+            data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=data.G, qdd_r=qdd_r
+        )
+        return PipelineOutput(result, cmd, data, ee_pos, None)
+
     def step(self, q, qd, t: float = 0.0) -> PipelineOutput:
         qm, qdm = self._model_state(q, qd)
         if self._law_iii is not None:
@@ -297,17 +349,12 @@ class DacPipeline:
                 qdd_r = self._law_iii.joint_reference[1].take(self._to_configured)
             cmd = self.efforts.from_generalized(gen, q, qd, qdd_r)
             return PipelineOutput(result, cmd, data, ee_pos, target.position, self._law_iii.guarded)
-        data = kinematics(self.pinocchio, qm, qdm)
-        ee_pos = end_effector_state(self.model, data, self.controller.end_effector)[0]
-        target = self._joint_target(t, q)
-        # joint coordinates: the constraints hold exactly, 𝓐 = G H⁻¹ Gᵀ (n×n, not the Schur complement)
-        result = self.controller.compute(
-            data, target, JointSpaceOperators(self.model, data, data.G, data.G_dot)
-        )
+        # laws I/II in joint coordinates: the target's kinematics once per trajectory sample
+        law = self._law_joint_target
+        assert law is not None  # laws I/II
+        result, gen, data, ee_pos = law.step(qm, qdm, *self._joint_sample(t, q))
         qdd_r = None
         if self.efforts.residual is not None:
-            qdd_r = self.joint_reference_acceleration(data, result).take(self._to_configured)
-        cmd = self.efforts(
-            data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=data.G, qdd_r=qdd_r
-        )
+            qdd_r = law.joint_reference[1].take(self._to_configured)
+        cmd = self.efforts.from_generalized(gen, q, qd, qdd_r)
         return PipelineOutput(result, cmd, data, ee_pos, None)

@@ -74,27 +74,35 @@ class CausalPolyDerivative:
             return None
         if self._spacing != self._key:
             self._key = self._spacing
-            tau = np.asarray(times) - t
             self._weights = (
-                self._slope_weights(tau)
+                self._slope_weights([ti - t for ti in times])
                 if self.degree == 2 and self.order == 1
-                else self._derivative_weights(tau)
+                else self._derivative_weights(np.asarray(times) - t)
             )
         assert self._weights is not None  # made above for the first spacing held
         return self._weights @ ring[slot + 1 + w - held : slot + 1 + w]
 
     @staticmethod
-    def _slope_weights(tau: np.ndarray) -> np.ndarray:
+    def _slope_weights(tau) -> np.ndarray:
         """:meth:`_derivative_weights` of the quadratic fit's slope in closed form (the estimator's
         default, recomputed at every sample of a stream with jittered stamps): the second row of the
-        inverse of the 3×3 normal matrix from the power sums S_k = Σ s^k, by cofactors."""
-        scale = max(-tau[0], 1e-12)
-        s = tau * (1.0 / scale)
-        s2 = s * s
-        S0, S1, S2, S3, S4 = float(len(s)), float(s.sum()), float(s @ s), float(s @ s2), float(s2 @ s2)
+        inverse of the 3×3 normal matrix from the power sums S_k = Σ s^k, by cofactors. ``tau``: the
+        held times relative to the newest, oldest first (a sequence of floats); plain float arithmetic
+        over the few held samples (a handful of numpy calls on 9 numbers cost several times more)."""
+        scale = max(-float(tau[0]), 1e-12)
+        inv = 1.0 / scale
+        s = [x * inv for x in tau]
+        S1 = S2 = S3 = S4 = 0.0
+        for v in s:
+            v2 = v * v
+            S1 += v
+            S2 += v2
+            S3 += v2 * v
+            S4 += v2 * v2
+        S0 = float(len(s))
         det = scale * (S0 * (S2 * S4 - S3 * S3) - S1 * (S1 * S4 - S3 * S2) + S2 * (S1 * S3 - S2 * S2))
         c0, c1, c2 = (S3 * S2 - S1 * S4) / det, (S0 * S4 - S2 * S2) / det, (S2 * S1 - S0 * S3) / det
-        return (c0 + c1 * s + c2 * s2)[None]
+        return np.array([[c0 + c1 * v + c2 * (v * v) for v in s]])
 
     def _derivative_weights(self, tau: np.ndarray) -> np.ndarray:
         """Rows w_k with w_k · x = d^k/dt^k of the least-squares fit at τ = 0 (cached: a stream at a

@@ -213,7 +213,9 @@ class ServoLNN(nn.Module):
         L, dL = L.unflatten(-1, (n, n)), dL.unflatten(-1, (n, n))  # dL (..., k, i, j)
         Lt = L.transpose(-1, -2)
         M = L @ Lt + self.eps_eye
-        A = dL @ Lt.unsqueeze(-3)  # (∂L/∂q_k) Lᵀ
+        # (∂L/∂q_k) Lᵀ for every k as one (n², n) × (n, n) product per sample: a batch of B matrices,
+        # not of B·n tiny ones (several times faster on a CPU's batched matmul for n = 7)
+        A = (dL.flatten(-3, -2) @ Lt).unflatten(-2, (n, n))
         return M, A + A.transpose(-1, -2), V, dV
 
     def _diag_activation(self, Lp, dLp):

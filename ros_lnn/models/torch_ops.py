@@ -28,8 +28,8 @@ def einsum(spec: str, *xs):
         a, b = xs
         return (a * b).sum(-1)
     if spec == "...kij,...j->...ki":
-        D, v = xs
-        return (D @ v[..., None, :, None]).squeeze(-1)
+        D, v = xs  # one (k·i, j) × (j, 1) product per sample, not k tiny ones
+        return (D.flatten(-3, -2) @ v.unsqueeze(-1)).squeeze(-1).unflatten(-1, D.shape[-3:-1])
     if spec == "...k,...ki->...i":
         v, X = xs
         return (v.unsqueeze(-2) @ X).squeeze(-2)
@@ -66,11 +66,26 @@ class TorchOps:
 
     @staticmethod
     def solve(A, b):
-        """``A⁻¹ b`` for a symmetric positive definite ``A`` (..., m, m) of small fixed m; b (..., m)."""
+        """``A⁻¹ b`` for a symmetric positive definite ``A`` (..., m, m) of small fixed m; b (..., m).
+        Unrolled Cholesky (elementwise ops only: what ONNX export, tracing and ``torch.compile`` see), or
+        in eager CPU runs from :data:`LAPACK_SOLVE_FROM` coordinates on LAPACK's batched Cholesky (the
+        unrolled form's O(m³) small ops cost more from m ≈ 4 on: 7 coordinates, batch 512, forward and
+        backward 5.8 → 3.0 ms)."""
         m = A.shape[-1]
         if m == 1:
             return b / A[..., 0]
+        if m >= LAPACK_SOLVE_FROM and A.device.type == "cpu" and _eager():
+            return torch.cholesky_solve(b.unsqueeze(-1), torch.linalg.cholesky(A)).squeeze(-1)
         return cholesky_solve_unrolled(A, b)
+
+
+#: Coordinate count from which :meth:`TorchOps.solve` uses LAPACK in eager CPU runs (measured crossover ≈ 4).
+LAPACK_SOLVE_FROM = 5
+
+
+def _eager() -> bool:
+    """Not under ONNX export, TorchScript tracing, ``torch.export`` or ``torch.compile``."""
+    return not (torch.onnx.is_in_onnx_export() or torch.jit.is_tracing() or torch.compiler.is_compiling())
 
 
 def cholesky_solve_unrolled(A, b):

@@ -94,8 +94,12 @@ def train_delan(
     losses=("inv", "fwd"),
     progress=print,
     log_every=500,
+    compile=False,
+    free_joints=("joint_1", "joint_2"),
 ):
-    """A ServoLNN with no servo joints (DeLaN) trained by the project trainer; returns (model, history)."""
+    """A ServoLNN with no servo joints (DeLaN) trained by the project trainer; returns (model, history).
+    ``compile``: the loss under ``torch.compile`` (as ``ros-lnn train --compile``); ``free_joints``: the
+    joint names (their count is the model's)."""
     import torch
 
     from ..models.servo_lnn import ServoLNN
@@ -104,7 +108,7 @@ def train_delan(
 
     seed_everything(seed)
     model = ServoLNN(
-        ["joint_1", "joint_2"],
+        list(free_joints),
         [],
         hidden=hidden,
         activation="softplus",
@@ -124,6 +128,7 @@ def train_delan(
         log_every=log_every,
         val_every=epochs + 1,
         threads=1,
+        compile=compile,
     )
     history = run_training(
         model, {k: train[k] for k in ("q", "qd", "qdd", "Q")}, None, cfg, progress=progress
