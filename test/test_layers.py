@@ -1,5 +1,5 @@
 """The package's import graph, read from the source (a static scan of every ``import`` statement):
-no import cycle between modules or between packages, imports only down the layers of DESIGN.md, the
+no import cycle between modules or between packages, imports only down the layers of docs/architecture.md, the
 deployment path free of torch and of the training side, the library free of ROS and of argparse.
 
 Counting rule: every import statement counts wherever it sits: at module level, inside a function,
@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ros_lnn"
 
-#: What each part of the package may import from the others (DESIGN.md: nodes → estimation/control/
+#: What each part of the package may import from the others (docs/architecture.md: nodes → estimation/control/
 #: inference/physics; commands → training → families → models → physics; bags need no torch).
 #: "ros_lnn" is the package root (its __version__).
 ALLOWED = {

@@ -171,7 +171,8 @@ def train_arm(
         for j, info in rip.report["joints"].items():
             if info["kept"]:
                 say(
-                    f"gear ripple {arm.joints[j]}: strongest line {info['strongest_k']:.1f} rad⁻¹, "
+                    f"gear ripple {arm.joints[j]} ({info['variant']}): "
+                    f"strongest line {info['strongest_k']:.1f} rad⁻¹, "
                     f"cross-validated error of the raw torque {-info['validation_gain_percent']:+.1f} %"
                 )
         off = [arm.joints[j] for j, info in rip.report["joints"].items() if not info["kept"]]

@@ -62,16 +62,30 @@ def train(args) -> int:
         options=options,
         progress=lambda s: print(s, flush=True),
     )
-    if args.test_bag:
-        from ..arm.evaluation import evaluate_arm
-        from ..arm.model import ArmModel
+    from ..arm.evaluation import evaluate_arm
+    from ..arm.model import ArmModel
 
-        test = [read_arm_bag(b, mapping) for b in args.test_bag]
-        for name, m in evaluate_arm(ArmModel(out), test, mapping).items():
-            print(
-                f"test {name}: torque rre {m['torque_rre_mean_percent']:.2f} % "
-                f"(least-squares fit alone {m['least_squares_fit']['torque_rre_mean_percent']:.2f} %)"
-            )
+    model = ArmModel(out)
+    test = [read_arm_bag(b, mapping) for b in args.test_bag] if args.test_bag else []
+    tested = evaluate_arm(model, test, mapping, keep_series=True) if test else {}
+    for name, m in tested.items():
+        print(
+            f"test {name}: torque rre {m['torque_rre_mean_percent']:.2f} % "
+            f"(least-squares fit alone {m['least_squares_fit']['torque_rre_mean_percent']:.2f} %)"
+        )
+    if not args.no_report:
+        folder = Path(args.report or out.with_name(f"{out.stem}_report"))
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, m in tested.items():
+            _plot(folder, f"test_{name}", m.pop("series"), model.joints)
+        report = {
+            "metrics": result.metrics,
+            "identification": model.meta.get("identification"),
+            "test": tested,
+        }
+        (folder / "metrics.json").write_text(json.dumps(report, indent=2))
+        (folder / "training.log").write_text("\n".join(result.log) + "\n")
+        print(f"report: {folder} (metrics.json, training.log{', torque plots' if tested else ''})")
     print(f"wrote {result.path} ({result.train_s:.0f} s)")
     return 0
 

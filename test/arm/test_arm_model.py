@@ -226,6 +226,9 @@ def test_cli_train_evaluate_and_bench_on_the_arm_flow(tmp_path, bags, trained):
     assert "base parameters, condition number" in r.stdout and "no force" not in r.stdout
     assert "motor current × drive gain" in r.stdout
     assert out.is_file()
+    report = json.loads((tmp_path / "model_report" / "metrics.json").read_text())
+    assert report["metrics"]["training_samples"] > 0 and "test" in report["test"]
+    assert (tmp_path / "model_report" / "test_test_torque.png").is_file()
     js = tmp_path / "eval.json"
     r = _cli(
         "evaluate",
