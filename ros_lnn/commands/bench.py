@@ -92,7 +92,7 @@ def add_arguments(parser):
         "default reports/dac_demo; zoo, delan: JSON and PNG, default reports/zoo)",
     )
     parser.add_argument("--seeds", type=int, help="bench zoo: number of seeds (servo-seeds 10, lnn-nh 3)")
-    parser.add_argument("--epochs", type=int, help="bench zoo/delan: training epochs")
+    parser.add_argument("--epochs", type=int, help="bench zoo/delan/realarm: training epochs")
     parser.add_argument("--links", type=int, nargs="+", help="bench zoo tlnn: chain sizes (default 2 3 4)")
     parser.add_argument("--data", help="bench delan, zoo delan: the DeLaN character data (folder or .npz)")
     parser.add_argument(
@@ -111,7 +111,11 @@ def add_arguments(parser):
         help="without --test-bag: the last share of each --bag held out (0.3)",
     )
     arm.add_argument("--config", help="YAML whose bag: section lists actuated_joints (the arm mapping)")
-    arm.add_argument("--urdf", help="the robot's URDF (default: the config's robot_description)")
+    arm.add_argument(
+        "--urdf",
+        help="the robot's URDF (default: the config's robot_description; without one the learned model "
+        "is DeLaN + joint friction, compared with zero torque and the friction-only model)",
+    )
 
 
 def run(args) -> int:

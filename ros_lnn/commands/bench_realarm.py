@@ -1,7 +1,11 @@
 """``ros-lnn bench realarm``: a fully actuated arm's held-out torque error — the learned model
 (least-squares fit + residual + gear ripple) against the one-second regressor least-squares fit and
 the URDF's nominal parameters, trained on ``--bag`` and tested on ``--test-bag`` (or on the last
-``--test-fraction`` of each training recording)."""
+``--test-fraction`` of each training recording).
+
+Without a URDF (no ``--urdf``, no ``robot_description``) the learned model is the DeLaN with joint
+friction (:mod:`ros_lnn.arm.delan`), compared with predicting zero torque and with the friction-only
+model (per-joint least squares of viscous, Coulomb and offset)."""
 
 from __future__ import annotations
 
@@ -22,24 +26,15 @@ def _mapping(args):
     mapping = ArmMapping.from_yaml(args.config)
     urdf = args.urdf or mapping.robot_description
     if not urdf:
-        raise ConfigError("bench realarm needs a URDF: --urdf, or robot_description in the config")
+        return mapping, None
     if not args.urdf and not Path(urdf).is_absolute():
         urdf = str(Path(args.config).parent / urdf)
     return mapping, urdf
 
 
-def bench_realarm(args) -> dict:
-    from ..arm import friction
-    from ..arm import identification as idn
-    from ..arm.model import ArmModel
+def _split(args, mapping):
     from ..arm.recording import read_arm_bag
-    from ..arm.rigid_body import ArmRigidBody
-    from ..arm.samples import filtered_samples
-    from ..arm.training import train_arm
 
-    if not args.bag:
-        raise ConfigError("bench realarm needs --bag TRAIN... (and --test-bag TEST, or --test-fraction)")
-    mapping, urdf = _mapping(args)
     recordings = [read_arm_bag(b, mapping) for b in args.bag]
     if args.test_bag:
         train = recordings
@@ -53,15 +48,21 @@ def bench_realarm(args) -> dict:
         test = [r.part(1.0 - frac, 1.0, f"{r.name}[{1 - frac:.0%}:]") for r in recordings]
         split = f"first {1 - frac:.0%} of each recording for training, last {frac:.0%} held out"
     print(f"bench realarm: {mapping.describe()}; {split}")
-    arm = ArmRigidBody.from_urdf(urdf, mapping.actuated_joints)
-    tr = filtered_samples(train, mapping.filter_cutoff_hz, mapping.gap_factor)
-    te = filtered_samples(test, mapping.filter_cutoff_hz, mapping.gap_factor, raw_tau=True)
-    print(f"{len(tr)} training samples, {len(te)} test samples at {te.rate_hz:.0f} Hz")
-    rows = []
+    return train, test
 
-    def row(name, pred, seconds):
-        rre = idn.relative_error_percent(te.tau, pred)
-        rows.append(
+
+class _Table:
+    """Rows of held-out torque rre per joint."""
+
+    def __init__(self, tau) -> None:
+        self.tau = tau
+        self.rows: list[dict] = []
+
+    def row(self, name, pred, seconds) -> float:
+        from ..arm import identification as idn
+
+        rre = idn.relative_error_percent(self.tau, pred)
+        self.rows.append(
             {
                 "model": name,
                 "rre": rre.tolist(),
@@ -71,6 +72,40 @@ def bench_realarm(args) -> dict:
             }
         )
         return float(np.nanmean(rre))
+
+    def print(self, joints) -> None:
+        width = max(len(r["model"]) for r in self.rows)
+        print(f"\nheld-out torque rre per joint [%] ({', '.join(joints)})")
+        print(f"{'model':<{width}}  {'mean':>6}  {'worst':>6}  {'train s':>8}  per joint")
+        for r in self.rows:
+            secs = "—" if r["train_s"] is None else f"{r['train_s']:.1f}"
+            print(
+                f"{r['model']:<{width}}  {r['mean']:6.1f}  {r['worst']:6.1f}  {secs:>8}  "
+                + " ".join(f"{v:5.1f}" for v in r["rre"])
+            )
+
+
+def bench_realarm(args) -> dict:
+    from ..arm import friction
+    from ..arm import identification as idn
+    from ..arm.model import ArmModel
+    from ..arm.rigid_body import ArmRigidBody
+    from ..arm.samples import filtered_samples
+    from ..arm.training import train_arm
+
+    if not args.bag:
+        raise ConfigError("bench realarm needs --bag TRAIN... (and --test-bag TEST, or --test-fraction)")
+    mapping, urdf = _mapping(args)
+    if urdf is None:
+        return bench_realarm_delan(args, mapping)
+    train, test = _split(args, mapping)
+    arm = ArmRigidBody.from_urdf(urdf, mapping.actuated_joints)
+    tr = filtered_samples(train, mapping.filter_cutoff_hz, mapping.gap_factor)
+    te = filtered_samples(test, mapping.filter_cutoff_hz, mapping.gap_factor, raw_tau=True)
+    print(f"{len(tr)} training samples, {len(te)} test samples at {te.rate_hz:.0f} Hz")
+    table = _Table(te.tau)
+    row = table.row
+    rows = table.rows
 
     nominal = arm.inverse_dynamics(te.q, te.qd, te.qdd)
     n_mean = row("URDF nominal parameters, no fit", nominal, None)
@@ -110,15 +145,7 @@ def bench_realarm(args) -> dict:
             model.inverse_dynamics(te.q, te.qd, te.qdd),
             learned_s,
         )
-    width = max(len(r["model"]) for r in rows)
-    print(f"\nheld-out torque rre per joint [%] ({', '.join(mapping.actuated_joints)})")
-    print(f"{'model':<{width}}  {'mean':>6}  {'worst':>6}  {'train s':>8}  per joint")
-    for r in rows:
-        secs = "—" if r["train_s"] is None else f"{r['train_s']:.1f}"
-        print(
-            f"{r['model']:<{width}}  {r['mean']:6.1f}  {r['worst']:6.1f}  {secs:>8}  "
-            + " ".join(f"{v:5.1f}" for v in r["rre"])
-        )
+    table.print(mapping.actuated_joints)
     ratio = l_mean / r_mean
     print(
         f"held-out torque rre [%]: learned {l_mean:.2f}, regressor-OLS {r_mean:.2f}, "
@@ -135,4 +162,53 @@ def bench_realarm(args) -> dict:
         "train_s": learned_s,
         "residual": result.metrics["residual"],
         "ripple": result.metrics["ripple"],
+    }
+
+
+def bench_realarm_delan(args, mapping) -> dict:
+    """No URDF: zero torque, the friction-only model and DeLaN + friction on the held-out data."""
+    from ..arm import friction
+    from ..arm.delan import DelanOptions, friction_least_squares, train_delan_recordings
+    from ..arm.samples import filtered_samples
+
+    train, test = _split(args, mapping)
+    print("no URDF (no --urdf, no robot_description): the learned model is DeLaN + joint friction")
+    tr = filtered_samples(train, mapping.filter_cutoff_hz, mapping.gap_factor)
+    te = filtered_samples(test, mapping.filter_cutoff_hz, mapping.gap_factor, raw_tau=True)
+    print(f"{len(tr)} training samples, {len(te)} test samples at {te.rate_hz:.0f} Hz")
+    table = _Table(te.tau)
+    table.row("zero torque", np.zeros_like(te.tau), None)
+    t0 = time.perf_counter()
+    phi = friction_least_squares(tr.qd, tr.tau, mapping.coulomb_velocity)
+    f_mean = table.row(
+        "friction only (least squares per joint)",
+        friction.torque(phi, te.qd, mapping.coulomb_velocity),
+        time.perf_counter() - t0,
+    )
+    options = DelanOptions(epochs=args.epochs) if args.epochs else DelanOptions()
+    t0 = time.perf_counter()
+    result = train_delan_recordings(train, mapping, options, progress=lambda s: print(f"  {s}", flush=True))
+    learned_s = time.perf_counter() - t0
+    l_mean = table.row("DeLaN + friction (ros_lnn, no URDF)", result.predict(te.q, te.qd, te.qdd), learned_s)
+    table.print(mapping.actuated_joints)
+    ratio = l_mean / f_mean
+    print(
+        f"held-out torque rre [%]: learned {l_mean:.2f}, friction-only {f_mean:.2f}, ratio L/F = {ratio:.3f}"
+    )
+    return {
+        "rows": table.rows,
+        "joints": list(mapping.actuated_joints),
+        "learned": l_mean,
+        "friction_only": f_mean,
+        "ratio": ratio,
+        "train_s": learned_s,
+        "delan": {
+            "epochs_planned": result.epochs_planned,
+            "epochs_run": result.epochs_run,
+            "best_epoch": result.best_epoch,
+            "stopped_early": result.stopped_early,
+            "timed_out": result.timed_out,
+            "validation_error": result.val_error,
+            "validation_error_friction_only": result.val_error_start,
+        },
     }
