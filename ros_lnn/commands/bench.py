@@ -11,7 +11,12 @@ BENCHES = {
         "bench_inference",
         "ONNX runtime vs torch (analytic) vs torch (autograd) per-sample latency, batched throughput",
     ),
-    "node": ("ros_lnn.commands.bench_node", "bench_node", "estimator node driven at 1 kHz / 5 kHz over DDS"),
+    "node": (
+        "ros_lnn.commands.bench_node",
+        "bench_node",
+        "estimator node driven at 1 kHz / 5 kHz over DDS (--observer: the effort_observer node at 1 kHz "
+        "on a simulated Panda)",
+    ),
     "control": ("ros_lnn.commands.bench_control", "bench_control", "DAC controller step time for N bodies"),
     "dac-node": (
         "ros_lnn.commands.bench_control",
@@ -84,6 +89,12 @@ def add_arguments(parser):
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     parser.add_argument("--model", help="ONNX model (default: the shipped one)")
     parser.add_argument("--duration", type=float, default=None, help="seconds, for timed benchmarks")
+    parser.add_argument(
+        "--observer",
+        action="store_true",
+        help="bench node: the effort_observer node at 1 kHz on a simulated Panda instead of servo_lnn "
+        "(--model: an arm model; default: one trained first)",
+    )
     parser.add_argument(
         "--output",
         "--out",

@@ -14,6 +14,8 @@ per sample; medians of both): ``per-sample CPU: callback C us, runtime.evaluate 
 Both are measured under the same conditions (a sample every millisecond, caches as the machine leaves
 them between samples). The line before gives ``ServoLnnRuntime.evaluate`` timed back to back in the same
 process at the end of the run, with warm caches.
+
+``--observer``: the effort_observer node instead (:mod:`ros_lnn.commands.bench_observer_node`).
 """
 
 from __future__ import annotations
@@ -240,6 +242,10 @@ def callback_cost(model: str, n: int = 3000) -> dict:
 
 
 def bench_node(args) -> dict:
+    if getattr(args, "observer", False):
+        from .bench_observer_node import bench_observer_node
+
+        return bench_observer_node(args)
     from ..inference.runtime import default_model_path
     from ..nodes.process import executor_kind
 

@@ -1,0 +1,36 @@
+"""``ros-lnn bench node --observer`` over real DDS, short: a model trained quickly (the fit alone), the
+effort_observer node in its own process, 2 s of simulated Panda joint states at 1 kHz."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import requires_rclpy, requires_torch
+
+pytestmark = [requires_rclpy, requires_torch, pytest.mark.ros, pytest.mark.slow]
+
+LAST = re.compile(
+    r"^effort_observer: 1 kHz processed (?P<p>\d+\.\d\d) %, latency p50 (?P<a>\d+\.\d\d) ms "
+    r"p99 (?P<b>\d+\.\d\d) ms, CPU (?P<c>\d+) us/sample$"
+)
+
+
+def test_bench_node_observer_prints_its_figures():
+    # its own process, as a user runs it (rclpy's EventsExecutor wants a real stderr for faulthandler)
+    out = subprocess.run(
+        [sys.executable, "-m", "ros_lnn.cli", "bench", "node", "--observer", "--quick", "--duration", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    m = LAST.match(lines[-1])
+    assert m, lines[-1]
+    assert float(m["p"]) > 50.0
+    assert 0 < float(m["a"]) <= float(m["b"]) and int(m["c"]) > 0
+    assert any("residual off" in line for line in lines)  # --quick: the fit alone
