@@ -8,7 +8,7 @@ EXTRAS ?= train,ros,ros-build,test
 JAZZY_EXTRAS ?= train,ros-jazzy,ros-jazzy-build,test
 PYTEST_ARGS ?= -q -ra -p no:cacheprovider
 
-.PHONY: demo test test-kilted test-jazzy lint venv venv-jazzy msgs bench clean
+.PHONY: demo test test-kilted test-jazzy lint check venv venv-jazzy msgs bench clean
 
 # $(1): the environment's folder, $(2): the extras installed into it.
 define make_venv
@@ -76,6 +76,15 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check ros_lnn test launch
 	$(VENV)/bin/ruff format --check ros_lnn test launch
 	$(VENV)/bin/mypy ros_lnn
+
+# lint + the fast unit tests (no DDS, no training runs): the check to run before every commit
+FAST_TESTS ?= test/test_layers.py test/test_docs.py test/test_version.py test/test_package_xml.py \
+  test/test_physics_chain.py test/test_physics_crane.py test/test_servo_estimator.py \
+  test/test_control_dac.py test/test_control_joint_space.py test/test_models_losses.py \
+  test/test_node_filters.py test/test_sim_stepper.py test/test_multibody_pin.py \
+  test/arm/test_generator.py test/arm/test_convert.py test/test_arm_observer.py
+check: lint
+	$(PY) -m pytest $(PYTEST_ARGS) $(FAST_TESTS)
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/ros-lnn bench inference
