@@ -38,7 +38,8 @@ ALLOWED = {
     "families": {"errors", "physics", "inference", "models"},
     "training": {"errors", "files", "physics", "inference", "models", "families", "bags", "ros_lnn"},
     "zoo": {"errors", "physics", "models", "families", "training"},
-    "arm": {"errors", "files", "bags", "estimation", "ros_lnn"},
+    # arm.residual, arm.training and arm.delan are its torch side: DeLaN builds on models
+    "arm": {"errors", "files", "bags", "estimation", "models", "ros_lnn"},
     "nodes": {"errors", "files", "physics", "estimation", "inference", "control", "bags", "arm", "ros_lnn"},
     "commands": {
         "errors",
@@ -82,6 +83,7 @@ TRAINING_SIDE = {
     "ros_lnn.zoo",
     "ros_lnn.arm.residual",
     "ros_lnn.arm.training",
+    "ros_lnn.arm.delan",
 }
 LIBRARY = {
     "arm",

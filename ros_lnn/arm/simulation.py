@@ -17,7 +17,9 @@ The run records what a robot reports — q, q̇ and the motor torque τ with sen
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -272,3 +274,32 @@ def pulse_schedule(
         )
         for i, (j, f) in enumerate(pairs)
     ]
+
+
+PANDA_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
+
+
+def panda_urdf() -> Path:
+    """The shipped Panda URDF (ament index, the install prefix, or the source tree)."""
+    paths = []
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        paths.append(
+            Path(get_package_share_directory("ros_lnn")) / "config" / "robots" / "panda" / "panda.urdf"
+        )
+    except Exception:  # noqa: BLE001 - no ament index, or the package is not in it
+        pass
+    paths.append(Path(sys.prefix) / "share" / "ros_lnn" / "config" / "robots" / "panda" / "panda.urdf")
+    paths.append(Path(__file__).resolve().parents[2] / "config" / "robots" / "panda" / "panda.urdf")
+    for path in paths:
+        if path.is_file():
+            return path
+    raise ConfigError(f"the Panda URDF is not installed (looked in: {', '.join(map(str, paths))})")
+
+
+def panda_generator(seed: int = 1):
+    """(URDF arm, true arm, true friction, noise) of the benchmarks' simulated Panda."""
+    arm = ArmRigidBody.from_urdf(panda_urdf(), PANDA_JOINTS)
+    truth = perturbed_arm(arm, seed=seed)
+    return arm, truth, TrueFriction.like_a_real_arm(arm.effort_limits()), Noise()

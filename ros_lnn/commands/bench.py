@@ -131,6 +131,8 @@ def add_arguments(parser):
 
 def run(args) -> int:
     module, func, _ = BENCHES[args.what]
+    if args.what == "node" and getattr(args, "observer", False):
+        module, func = "ros_lnn.commands.bench_observer_node", "bench_observer_node"
     if args.studies and args.what != "zoo":
         from ..errors import ConfigError
 

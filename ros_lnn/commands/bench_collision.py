@@ -22,12 +22,13 @@ smallest detected P % of max torque; URDF-nominal observer: D0 detected, F0 fals
 
 from __future__ import annotations
 
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+from ..arm.simulation import PANDA_JOINTS, panda_generator
 
 GAIN = 150.0
 FRACTIONS = (0.04, 0.07, 0.12)
@@ -35,37 +36,8 @@ SETTLE_S = 0.1
 RATE_PER_H = 0.1
 
 
-def panda_urdf() -> Path:
-    paths = []
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        paths.append(
-            Path(get_package_share_directory("ros_lnn")) / "config" / "robots" / "panda" / "panda.urdf"
-        )
-    except Exception:  # noqa: BLE001 - no ament index, or the package is not in it
-        pass
-    paths.append(Path(sys.prefix) / "share" / "ros_lnn" / "config" / "robots" / "panda" / "panda.urdf")
-    paths.append(Path(__file__).resolve().parents[2] / "config" / "robots" / "panda" / "panda.urdf")
-    for path in paths:
-        if path.is_file():
-            return path
-    from ..errors import ConfigError
-
-    raise ConfigError(f"the Panda URDF is not installed (looked in: {', '.join(map(str, paths))})")
-
-
-JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
-
-
-def generator(seed: int = 1):
-    """(URDF arm, true arm, true friction, noise) of the bench's robot."""
-    from ..arm import simulation as sim
-    from ..arm.rigid_body import ArmRigidBody
-
-    arm = ArmRigidBody.from_urdf(panda_urdf(), JOINTS)
-    truth = sim.perturbed_arm(arm, seed=seed)
-    return arm, truth, sim.TrueFriction.like_a_real_arm(arm.effort_limits()), sim.Noise()
+JOINTS = PANDA_JOINTS
+generator = panda_generator
 
 
 def detect(t, r, qd, thresholds, pulses, settle_s: float = SETTLE_S) -> dict:

@@ -32,17 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..timing import machine_description
+from ..timing import machine_description, percentile, process_cpu_seconds
 
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _pct(x, q):
-    return float(np.percentile(x, q)) if len(x) else float("nan")
+_cpu_seconds = process_cpu_seconds
+_pct = percentile
 
 
 def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domain_env: dict) -> dict:
@@ -242,10 +235,6 @@ def callback_cost(model: str, n: int = 3000) -> dict:
 
 
 def bench_node(args) -> dict:
-    if getattr(args, "observer", False):
-        from .bench_observer_node import bench_observer_node
-
-        return bench_observer_node(args)
     from ..inference.runtime import default_model_path
     from ..nodes.process import executor_kind
 

@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from ..timing import machine_description
-from .bench_node import _cpu_seconds, _pct
+from ..timing import percentile as _pct
+from ..timing import process_cpu_seconds as _cpu_seconds
 
 GAIN = 150.0
 THRESHOLD_FRACTION = 0.10
@@ -54,8 +55,9 @@ def observer_model(args, workdir: Path, say) -> Path:
     from ..arm import simulation as sim
     from ..arm.mapping import ArmMapping
     from ..arm.residual import ResidualOptions
+    from ..arm.simulation import PANDA_JOINTS as JOINTS
+    from ..arm.simulation import panda_generator as generator
     from ..arm.training import train_arm
-    from .bench_collision import JOINTS, generator
 
     quick = bool(getattr(args, "quick", False))
     arm, truth, friction, noise = generator()
@@ -96,7 +98,8 @@ def write_thresholds(model_path: Path, path: Path) -> Path:
 def stream(duration_s: float, seed: int = 12):
     """(joints, q, qd, tau) of a pulse-free run of the generator, 1 kHz."""
     from ..arm import simulation as sim
-    from .bench_collision import JOINTS, generator
+    from ..arm.simulation import PANDA_JOINTS as JOINTS
+    from ..arm.simulation import panda_generator as generator
 
     arm, truth, friction, noise = generator()
     run = sim.simulate_arm(truth, duration_s, nominal=arm, friction=friction, noise=noise, seed=seed)
