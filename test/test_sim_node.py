@@ -124,6 +124,12 @@ def test_servo_follows_trajectory_commands_and_efforts_act_on_free_joints(make):
     cmd.publish(msg)
     h.wait(lambda: node.counts["commands"] == 1 and node.counts["invalid_command"] == 1, what="commands")
     h.wait(lambda: node.sim_time_ns() > start_ns + 500_000_000, timeout=15, what="the plan to run out")
+    # the simulator's clock runs ahead of what DDS has delivered: wait for the states after the plan too
+    h.wait(
+        lambda: any(stamp_ns(m.header.stamp) > start_ns + 450_000_000 for m in list(topics["js"])),
+        timeout=15,
+        what="joint states after the plan",
+    )
     t0 = (start_ns - node.origin_ns) * 1e-9
     plan = ServoPlan(np.array(times) + t0, np.array(pos)[:, None], np.zeros((3, 1)), np.zeros((3, 1)))
     js = by_stamp(topics["js"])
