@@ -253,41 +253,16 @@ def predict_residual(net: ResidualNet, q, qd) -> np.ndarray:
 def export_arm_onnx(path, phi, coulomb_velocity: float, residual: ResidualNet, ripple, metadata: dict):
     """Write the friction + residual graph with the arm metadata to ``path`` (atomically)."""
     import json
-    import os
-    import warnings
 
-    import onnx
-
+    from ..models.export import dynamo_export, write_proto
     from .model import GRAPH_INPUTS, GRAPH_OUTPUTS, METADATA_KEY
 
     graph = ArmGraph(FrictionTerm(phi, coulomb_velocity), copy.deepcopy(residual), RippleTerm(ripple)).eval()
     n = residual.n
-    args = (torch.zeros(2, n), torch.zeros(2, n))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.onnx.export(
-            graph,
-            args,
-            dynamo=True,
-            input_names=list(GRAPH_INPUTS),
-            output_names=list(GRAPH_OUTPUTS),
-            opset_version=18,
-            optimize=True,
-            dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in GRAPH_INPUTS},
-            verbose=False,
-        )
-    assert program is not None
-    proto = program.model_proto
-    entry = proto.metadata_props.add()
-    entry.key = METADATA_KEY
-    entry.value = json.dumps(metadata)
-    from pathlib import Path
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    onnx.save(proto, str(tmp))
-    os.replace(tmp, path)
+    proto = dynamo_export(
+        graph, (torch.zeros(2, n), torch.zeros(2, n)), GRAPH_INPUTS, GRAPH_OUTPUTS, opset=18
+    )
+    write_proto(proto, METADATA_KEY, json.dumps(metadata), path)
     return path
 
 

@@ -144,15 +144,35 @@ def export_onnx(
     return write_model(proto, metadata, path)
 
 
-def write_model(proto, metadata: ModelMetadata, path) -> Path:
-    """Stamp the metadata (``metadata_props['ros_lnn']``) on an exported graph, check it and write it
-    atomically (temporary file, then ``os.replace``): an interrupted export leaves no partial model."""
+def dynamo_export(graph, args, input_names, output_names, opset: int = OPSET):
+    """``graph`` (an ``nn.Module``) as an ONNX ModelProto by the dynamo exporter with the onnxscript
+    optimizer, the first dimension of every input dynamic (``batch``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(
+            graph,
+            args,
+            dynamo=True,
+            input_names=list(input_names),
+            output_names=list(output_names),
+            opset_version=opset,
+            optimize=True,
+            dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in input_names},
+            verbose=False,
+        )
+    assert program is not None  # dynamo=True always returns the program
+    return program.model_proto
+
+
+def write_proto(proto, key: str, value: str, path) -> Path:
+    """Stamp one JSON document under ``metadata_props[key]`` on an exported graph, check it and write
+    it atomically (temporary file, then ``os.replace``): an interrupted export leaves no partial model."""
     import onnx
 
     proto.producer_name = "ros_lnn"
     del proto.metadata_props[:]
     entry = proto.metadata_props.add()
-    entry.key, entry.value = METADATA_KEY, metadata.to_json()
+    entry.key, entry.value = key, value
     onnx.checker.check_model(proto, full_check=True)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,3 +184,8 @@ def write_model(proto, metadata: ModelMetadata, path) -> Path:
         if tmp.exists():
             tmp.unlink()
     return path
+
+
+def write_model(proto, metadata: ModelMetadata, path) -> Path:
+    """:func:`write_proto` with the model's :class:`ModelMetadata` under ``ros_lnn``."""
+    return write_proto(proto, METADATA_KEY, metadata.to_json(), path)

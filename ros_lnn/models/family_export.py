@@ -19,7 +19,6 @@ has no linear solve; ``W⁻¹`` is Gauss–Jordan elimination with partial pivot
 from __future__ import annotations
 
 import copy
-import warnings
 from pathlib import Path
 from typing import cast
 
@@ -177,7 +176,7 @@ def family_metadata(model, coordinate_names, coordinate_units, **fields):
 
 def export_family_onnx(model: nn.Module, path, metadata=None, dtype: str = "float32") -> Path:
     """Write an LNN / LNN-nh / TLNN / neural ODE as ONNX (q, qd → qdd) to ``path`` atomically."""
-    from .export import write_model
+    from .export import dynamo_export, write_model
 
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
@@ -199,21 +198,8 @@ def export_family_onnx(model: nn.Module, path, metadata=None, dtype: str = "floa
         metadata.package_version = __version__
     graph = AccelerationGraph(net)
     args = tuple(torch.zeros(2, n, dtype=DTYPES[dtype]) for _ in GRAPH_INPUTS)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.onnx.export(
-            graph,
-            args,
-            dynamo=True,
-            input_names=list(GRAPH_INPUTS),
-            output_names=list(GRAPH_OUTPUTS),
-            opset_version=OPSET,
-            optimize=True,
-            dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in GRAPH_INPUTS},
-            verbose=False,
-        )
-    assert program is not None  # dynamo=True always returns the program
-    return write_model(program.model_proto, metadata, path)
+    proto = dynamo_export(graph, args, GRAPH_INPUTS, GRAPH_OUTPUTS, OPSET)
+    return write_model(proto, metadata, path)
 
 
 __all__ = [
