@@ -139,10 +139,8 @@ def _gains(gain, n: int) -> np.ndarray:
 
 
 # -- observers ------------------------------------------------------------------------------------
-class MomentumObserver:
-    """De Luca's generalized-momentum observer, one joint state at a time (see the module text)."""
-
-    method = "momentum"
+class _Observer:
+    """What both observers hold: the dynamics, the gain K per joint, the causal q̈ filter, r."""
 
     def __init__(self, dynamics, gain=100.0, window: int = 9):
         from ..estimation.derivative import CausalPolyDerivative
@@ -156,10 +154,19 @@ class MomentumObserver:
     def reset(self) -> None:
         self._t: float | None = None
         self.deriv.reset()
-        self._p = np.zeros(self.n)
-        self._beta = np.zeros(self.n)
         self.r = np.zeros(self.n)
         self.model_effort = np.zeros(self.n)
+
+
+class MomentumObserver(_Observer):
+    """De Luca's generalized-momentum observer, one joint state at a time (see the module text)."""
+
+    method = "momentum"
+
+    def reset(self) -> None:
+        super().reset()
+        self._p = np.zeros(self.n)
+        self._beta = np.zeros(self.n)
 
     def update(self, t: float, q, qd, tau) -> np.ndarray:
         """Add a joint state (time s, q, q̇, measured τ); returns r, the external torque estimate.
@@ -182,25 +189,10 @@ class MomentumObserver:
         return self.r
 
 
-class DirectObserver:
+class DirectObserver(_Observer):
     """``τ̂(q, q̇, q̈_f) − τ`` through a first-order lag of gain ``K`` (see the module text)."""
 
     method = "direct"
-
-    def __init__(self, dynamics, gain=100.0, window: int = 9):
-        from ..estimation.derivative import CausalPolyDerivative
-
-        self.dyn = dynamics_of(dynamics)
-        self.n = self.dyn.n
-        self.K = _gains(gain, self.n)
-        self.deriv = CausalPolyDerivative(window=window, degree=2, order=1)
-        self.reset()
-
-    def reset(self) -> None:
-        self._t: float | None = None
-        self.deriv.reset()
-        self.r = np.zeros(self.n)
-        self.model_effort = np.zeros(self.n)
 
     def update(self, t: float, q, qd, tau) -> np.ndarray:
         q, qd, tau = (np.asarray(x, dtype=float) for x in (q, qd, tau))
