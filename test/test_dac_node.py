@@ -345,6 +345,52 @@ def test_the_simulator_keeps_real_time_and_holds_until_the_first_command(ctx):
         sim.destroy_node()
 
 
+def test_the_lockstep_simulator_steps_once_per_command_on_its_own_clock(ctx):
+    """dac_chain_sim with lockstep: each effort command takes exactly one step, stamped and published on
+    /clock at k·dt from 0 whatever the wall time in between; without commands it steps only after
+    lockstep_timeout_s (holding the arm while braked)."""
+    from ros_lnn.nodes.dac_chain_sim import DacChainSim
+    from ros_lnn.nodes.stamps import stamp_ns
+
+    ns = f"/ls{next(_ns)}"
+    q_init = [0.0, -0.8, 1.4, 0.6, 0.4]
+    sim = DacChainSim(
+        namespace=ns,
+        context=ctx,
+        parameter_overrides=[
+            Parameter("robot_description", value=URDF.read_text()),
+            Parameter("initial_positions", value=q_init),
+            Parameter("rate_hz", value=500.0),
+            Parameter("hold_until_command", value=True),
+            Parameter("lockstep", value=True),
+            Parameter("lockstep_timeout_s", value=0.2),
+        ],
+    )
+    sent, clock = [], []
+    sim.pub.publish = sent.append
+    sim.clock_pub.publish = clock.append
+    try:
+        sim._lockstep_idle()  # no step yet: the first state
+        sim._lockstep_idle()  # within the timeout: nothing
+        assert len(sent) == 1 and list(sent[0].position) == q_init
+        effort = Float64MultiArray()
+        effort.data = [0.0] * 5
+        for _ in range(3):
+            sim._on_effort(effort)
+            time.sleep(0.01)  # five periods of wall time between commands: still one step each
+        sim._lockstep_idle()
+        assert len(sent) == len(clock) == 4
+        stamps = [stamp_ns(m.header.stamp) for m in sent]
+        assert stamps == [2_000_000 * k for k in range(1, 5)]
+        assert [stamp_ns(c.clock) for c in clock] == stamps
+        assert np.abs(np.array(sent[-1].position) - q_init).max() > 0  # gravity acts once released
+        time.sleep(0.25)
+        sim._lockstep_idle()  # a command missing for longer than the timeout: one step anyway
+        assert len(sent) == 5 and stamp_ns(sent[-1].header.stamp) == 10_000_000
+    finally:
+        sim.destroy_node()
+
+
 def test_a_target_not_renewed_in_time_is_dropped_for_a_hold(make):
     node, h, ns = make({"target_timeout_s": 1.0})  # long enough for a loaded machine to answer in time
     _, efforts, states = _io(h, ns)

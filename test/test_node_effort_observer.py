@@ -135,12 +135,15 @@ def test_pulses_are_detected_and_estimated_within_10_percent_over_dds(make, mode
         )
     )
     time.sleep(0.5)
-    for m in joint_states(run):
+    for k, m in enumerate(joint_states(run)):
         pub.publish(m)
         time.sleep(0.0015)
-    # the input is best effort (as on a robot): under a loaded machine a few states can be dropped,
-    # which the observer bridges (it integrates over each actual step); accuracy is checked below
+        if k % 50 == 49:  # a machine slower than 1 kHz (a loaded CI runner) is waited for, not flooded
+            h.wait(lambda: node.counts["received"] >= k - 50, 10, "the node to keep up")
+    # the input is best effort (as on a robot): a few states can still be dropped, which the observer
+    # bridges (it integrates over each actual step); accuracy is checked below
     h.wait(lambda: node.counts["received"] >= len(run.t) * 0.95, 30, "the node to take the joint states")
+    h.wait(lambda: node.counts["processed"] == node.counts["received"], 10, "the last state to be processed")
     h.wait(lambda: len(ext) >= node.counts["processed"] * 0.98, 30, "external_effort")
     assert node.counts["processed"] >= 0.95 * len(run.t)
     with h.lock:

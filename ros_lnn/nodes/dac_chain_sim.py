@@ -25,6 +25,13 @@ start plus ``k · dt``, so timer jitter never reaches the stamps (it would reach
 them). A machine too slow for ``rate_hz`` (more than ``MAX_CATCH_UP`` periods behind) slows the
 simulated time instead: the stamps are re-anchored (one jump, not a drift), counted in ``lagged`` and
 logged.
+
+With ``lockstep`` the simulation waits for its controller instead of keeping wall time, as a
+simulator in lockstep does: each effort command advances one step, the simulated time (from 0) is
+published on ``/clock`` and stamps the states; run the controller with ``use_sim_time:=true``. The
+closed loop is then the same on any machine, however loaded (CI, a laptop). A command that does not come
+within ``lockstep_timeout_s`` of wall time steps anyway (the effort held, or zero once stale), so a lost
+message or a late controller never stalls the arm.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import numpy as np
 import rclpy
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
+from rosgraph_msgs.msg import Clock as ClockMsg
 from std_msgs.msg import Float64MultiArray
 
 from ..errors import RosLnnError
@@ -47,7 +55,7 @@ from .dac_controller import shipped_model_path
 from .diagnostics import warn_throttled
 from .params import declare, param
 from .process import spin
-from .qos import OVERRIDES, SENSOR_QOS, STREAM_QOS, output_qos
+from .qos import COMMAND_QOS, OVERRIDES, SENSOR_QOS, STREAM_QOS, output_qos
 from .stamps import ns_to_stamp
 
 PARAMETERS: tuple[tuple[str, object, str], ...] = (  # name, default, description
@@ -57,6 +65,13 @@ PARAMETERS: tuple[tuple[str, object, str], ...] = (  # name, default, descriptio
     ("initial_positions", [], "initial joint angles (joint_names order); empty = zeros"),
     ("gravity", [0.0, 0.0, -9.81], "gravity [m/s²]"),
     ("rate_hz", 500.0, "joint_states rate; one RK4 step per period"),
+    (
+        "lockstep",
+        False,
+        "one step per effort command, simulated time on /clock (controller with use_sim_time) instead of "
+        "wall time",
+    ),
+    ("lockstep_timeout_s", 0.05, "lockstep: wall time after which a missing command steps anyway [s]"),
     ("command_timeout_s", 0.2, "commands older than this count as zero"),
     (
         "hold_until_command",
@@ -140,12 +155,21 @@ class DacChainSim(Node):
         self._stamp_anchor_ns: int | None = None  # node clock at simulated time 0
         self.timeout = float(p("command_timeout_s"))
         self.braked = bool(p("hold_until_command"))
+        self.clock_pub = None
         self.pub = self.create_publisher(
             JointState, "joint_states", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
         )
         self.create_subscription(Float64MultiArray, "effort_commands", self._on_effort, SENSOR_QOS)
         self.create_subscription(Float64MultiArray, "port_commands", self._on_port, SENSOR_QOS)
-        self.create_timer(self.dt, self._step)
+        self.lockstep = bool(p("lockstep"))
+        if self.lockstep:
+            self.clock_pub = self.create_publisher(ClockMsg, "/clock", output_qos(COMMAND_QOS))
+            self._stamp_anchor_ns = 0  # simulated time from 0, as /clock
+            self._lockstep_timeout = float(p("lockstep_timeout_s"))
+            self._last_step = 0.0  # time.monotonic() of the last step
+            self.create_timer(min(self._lockstep_timeout, 0.01), self._lockstep_idle)
+        else:
+            self.create_timer(self.dt, self._step)
 
     def _mismatch(self, p) -> PlantMismatch:
         """The plant mismatch parameters, per-joint lists taken from joint_names order to the model's."""
@@ -188,6 +212,8 @@ class DacChainSim(Node):
                 self, "effort", f"effort_commands needs {len(self.joint_names)} finite values"
             )
         self.effort, self.effort_time = u[self._to_model], time.monotonic()
+        if self.lockstep:
+            self._step_once()
 
     def _on_port(self, msg):
         tau = np.asarray(msg.data, float)
@@ -235,6 +261,11 @@ class DacChainSim(Node):
         for _ in range(due):  # an early tick (due 0) waits for the next
             self._step_once()
 
+    def _lockstep_idle(self):
+        """Lockstep: one step when no command came for ``lockstep_timeout_s`` (the first state too)."""
+        if time.monotonic() - self._last_step >= self._lockstep_timeout:
+            self._step_once()
+
     def _step_once(self):
         efforts, effort = self.effort_function()
         self.braked = self.braked and self.effort_time is None
@@ -246,6 +277,9 @@ class DacChainSim(Node):
         msg = JointState()
         assert self._stamp_anchor_ns is not None  # set by _step
         msg.header.stamp = ns_to_stamp(self._stamp_anchor_ns + self.steps * self._dt_ns)
+        if self.clock_pub is not None:
+            self._last_step = time.monotonic()
+            self.clock_pub.publish(ClockMsg(clock=msg.header.stamp))
         msg.name = list(self.joint_names)
         msg.position = [float(x) for x in q[self._from_model]]
         msg.velocity = [float(x) for x in qd[self._from_model]]
