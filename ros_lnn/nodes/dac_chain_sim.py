@@ -43,8 +43,8 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from rclpy.node import Node
-from sensor_msgs.msg import JointState
 from rosgraph_msgs.msg import Clock as ClockMsg
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ..errors import RosLnnError
