@@ -22,12 +22,16 @@ def one_thread():
 
 
 def test_bench_train_small(one_thread, capsys):
+    import torch
+
     from ros_lnn.commands.bench_train import PAPER, bench_train
 
     res = bench_train(argparse.Namespace(quick=True), steps=3, rounds=3, schedule_epochs=6)
     printed = capsys.readouterr().out
     step, sched = res["step"], res["schedule"]
-    assert res["device"] == "cpu" and res["threads"] == 1 and "device: cpu" in printed
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # a GPU machine benches its GPU
+    assert res["device"] == device and f"device: {device}" in printed
+    assert device == "cuda" or res["threads"] == 1
     assert step["batch"] == 2048 and step["dtype"] == "float32"
     # same weights, same batch: the same loss and gradient (float32 round-off)
     assert step["loss_rel_diff"] < 1e-5 and step["grad_rel_diff"] < 1e-4
@@ -46,6 +50,23 @@ def test_bench_train_small(one_thread, capsys):
         assert pkg["epochs"] == 20 and pkg["samples_epochs_per_s"] == pytest.approx(
             pkg["samples"] * 20 / pkg["seconds"]
         )
+
+
+def test_scale_out_times_one_epoch_per_batch_and_extrapolates_on_the_cpu(one_thread):
+    import torch
+
+    from ros_lnn.commands.bench_train import scale_out
+
+    lines = []
+    res = scale_out(
+        torch.device("cpu"), samples=40_000, distinct=500, batches=(512, 2048), progress=lines.append
+    )
+    assert [r["batch"] for r in res["rows"]] == [512, 2048] and len(lines) == 2
+    for r in res["rows"]:
+        assert r["extrapolated"] and r["samples_run"] == 2048  # 5 % of 40 000 is below the largest batch
+        assert r["epoch_s"] == pytest.approx(r["seconds_run"] * 40_000 / 2048)
+        assert r["samples_per_s"] == pytest.approx(40_000 / r["epoch_s"])
+    assert "extrapolated from 2048 samples" in lines[0]
 
 
 # A stand-in for a checkout of the published DeLaN implementation: only its import layout and the calls

@@ -112,6 +112,12 @@ def add_arguments(parser):
         help="bench train: a checkout of the published DeLaN implementation (milutter/"
         "deep_lagrangian_networks), trained side by side with this package's DeLaN (imported from DIR)",
     )
+    parser.add_argument(
+        "--scale-samples",
+        type=int,
+        help="bench train: samples of the scale-out epoch (default 3 600 000, an hour of 1 kHz data; 0 skips "
+        "it; --quick skips it unless given)",
+    )
     arm = parser.add_argument_group("bench realarm")
     arm.add_argument("--bag", nargs="+", metavar="BAG", help="training recording(s) of the arm")
     arm.add_argument("--test-bag", nargs="+", metavar="BAG", help="held-out recording(s)")

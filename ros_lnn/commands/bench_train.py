@@ -22,6 +22,12 @@
    reference S2, ratio = X; test error package E1, reference E2`` (X = S1 / S2), without it the package's
    figures only. ``--epochs`` sets the epochs (default 300; 20 with ``--quick``).
 
+4. Scale-out (``--scale-samples N``, 3.6 M by default: an hour of 1 kHz data): the package's DeLaN of a
+   7-joint arm through the trainer, one epoch per batch size (512, the reference's; 16 384, the batch a
+   GPU wants). The data are ``SCALE_DISTINCT`` exact samples repeated to N (throughput does not depend
+   on the values, and exact 7-link dynamics of millions of states would take longer than the training).
+   On a GPU the whole epoch is measured; on the CPU a 5 % share is, and the epoch extrapolated (said so).
+
 Device: cuda when available (else CPU); float32 as ``ros-lnn train`` trains by default.
 """
 
@@ -33,6 +39,8 @@ import time
 import numpy as np
 
 PAPER = {"samples": 4096, "batch": 2048, "epochs": 10_000}
+#: An hour of 1 kHz data, and how many distinct exact samples stand for it.
+SCALE_SAMPLES, SCALE_DISTINCT = 3_600_000, 100_000
 
 
 def paper_data():
@@ -332,6 +340,16 @@ def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
         f"{sched['paper_schedule_s']:.1f} s, {how}; {sched['epochs_per_s']:.1f} epochs/s (target <= 60 s "
         "on one H100)"
     )
+    scale = None
+    scale_samples = getattr(args, "scale_samples", None)
+    if scale_samples or (scale_samples is None and not quick):  # --quick: only when asked for
+        print(f"scale-out on {device} (an hour of 1 kHz data; throughput, repeated exact samples):")
+        scale = scale_out(
+            device,
+            samples=scale_samples or SCALE_SAMPLES,
+            distinct=10_000 if quick else SCALE_DISTINCT,
+            progress=lambda line: print(line, flush=True),
+        )
     sched_compiled = None
     if not quick:
         sched_compiled = paper_schedule(
@@ -362,8 +380,58 @@ def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
         "sizes": sizes,
         "schedule": sched,
         "schedule_compiled": sched_compiled,
+        "scale": scale,
         "delan": delan,
     }
+
+
+def scale_out(
+    device,
+    *,
+    samples: int = SCALE_SAMPLES,
+    distinct: int = SCALE_DISTINCT,
+    batches=(512, 16_384),
+    cpu_share: float = 0.05,
+    progress=print,
+) -> dict:
+    """Seconds per epoch of the package's 7-joint DeLaN on ``samples`` samples, per batch size (module
+    docstring, item 4): measured on a GPU, from a ``cpu_share`` of the samples on the CPU."""
+    from ..zoo.delan_benchmark import train_delan
+    from ..zoo.delan_reference import arm_data
+
+    base, _ = arm_data(7, distinct)
+    share = 1.0 if device.type == "cuda" else cpu_share
+    n = max(int(samples * share), max(batches))
+    idx = np.arange(n) % distinct
+    data = {k: np.asarray(v)[idx] for k, v in base.items()}
+    rows = []
+    for batch in batches:
+        _, history = train_delan(
+            data,
+            epochs=1,
+            batch=batch,
+            log_every=1,
+            progress=lambda line: None,
+            free_joints=[f"joint_{i + 1}" for i in range(7)],
+            device=str(device),
+        )
+        seconds = history["seconds"] * samples / n
+        rows.append(
+            {
+                "batch": batch,
+                "samples_run": n,
+                "seconds_run": history["seconds"],
+                "epoch_s": seconds,
+                "samples_per_s": samples / seconds,
+                "extrapolated": n != samples,
+            }
+        )
+        how = "measured" if n == samples else f"extrapolated from {n} samples ({history['seconds']:.1f} s)"
+        progress(
+            f"  {samples:,} samples, 7-joint DeLaN 64x2, batch {batch:6d}: {seconds:8.1f} s per "
+            f"epoch, {samples / seconds:10.0f} samples/s ({how})"
+        )
+    return {"device": str(device), "samples": samples, "distinct": distinct, "rows": rows}
 
 
 def delan_side_by_side(reference=None, *, epochs: int = 300, data=None, arm_samples: int = 3000) -> dict:

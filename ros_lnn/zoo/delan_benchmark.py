@@ -96,10 +96,11 @@ def train_delan(
     log_every=500,
     compile=False,
     free_joints=("joint_1", "joint_2"),
+    device="cpu",
 ):
     """A ServoLNN with no servo joints (DeLaN) trained by the project trainer; returns (model, history).
     ``compile``: the loss under ``torch.compile`` (as ``ros-lnn train --compile``); ``free_joints``: the
-    joint names (their count is the model's)."""
+    joint names (their count is the model's); ``device``: cpu (one thread), cuda, auto."""
     import torch
 
     from ..models.servo_lnn import ServoLNN
@@ -121,7 +122,7 @@ def train_delan(
         lr=lr,
         weight_decay=weight_decay,
         seed=seed,
-        device="cpu",
+        device=device,
         dtype="float32",
         losses=tuple(losses),
         with_qe=False,
