@@ -54,7 +54,7 @@ from ..physics.multibody_pin_sim import port_efforts, rk4_step
 from .dac_chain_sim_params import PARAMETERS
 from .dac_controller import shipped_model_path
 from .diagnostics import warn_throttled
-from .params import declare, param
+from .params import ParameterValues
 from .process import spin
 from .qos import COMMAND_QOS, OVERRIDES, SENSOR_QOS, STREAM_QOS, output_qos
 from .stamps import ns_to_stamp
@@ -63,15 +63,15 @@ from .stamps import ns_to_stamp
 MAX_CATCH_UP = 10
 
 
-class DacChainSim(Node):
+class DacChainSim(ParameterValues, Node):
     def __init__(self, node_name: str = "dac_chain_sim", **kwargs):
         super().__init__(node_name, **kwargs)
-        for name, default, description in PARAMETERS:
-            declare(self, name, default, description)
+        self.values = PARAMETERS.attach(self)
+        PARAMETERS.check(self)
         from ..physics.multibody_build import load_model
         from ..physics.multibody_urdf import model_from_urdf
 
-        p = lambda name: param(self, name)  # noqa: E731
+        p = self.p
         gravity = [float(g) for g in p("gravity")]
         if p("robot_description"):
             self.model = model_from_urdf(

@@ -44,7 +44,7 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from ..control.pipeline import DacPipeline, PipelineOutput
-from ..errors import ConfigError, RosLnnError
+from ..errors import RosLnnError
 from . import compat
 from .clocks import steady_timer
 from .dac_controller_build import built_in_circle, fault_monitor, load_residual, make_pipeline, residual_limit
@@ -65,6 +65,7 @@ from .dac_controller_messages import array_msg, command_templates, effort_layout
 from .dac_controller_params import GAIN_PARAMETERS, PARAMETERS, gains_from_values
 from .diagnostics import CountWindow, RateLatency, warn_throttled
 from .lifecycle import LifecycleTeardown, configure_and_activate
+from .params import ParameterValues
 from .process import init_ros, run_node_process
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 from .stamps import stamp_ns
@@ -82,7 +83,7 @@ def shipped_model_path() -> Path:
         return here
 
 
-class DacControllerNode(LifecycleTeardown, LifecycleNode):
+class DacControllerNode(ParameterValues, LifecycleTeardown, LifecycleNode):
     _configured_attribute = "pipeline"
     _io_attributes = ("_marker_sample",)
 
@@ -117,9 +118,6 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
         )  # callback thread CPU per processed sample [s]
         self._marker_sample: tuple[PipelineOutput, np.ndarray] | None = None
 
-    def p(self, name):
-        return self.values[name]
-
     # -- parameters -----------------------------------------------------------------------------
     def _residual_limit_problem(self, values: dict) -> str:
         """A running node's residual_limit has one number, or one per joint."""
@@ -139,9 +137,7 @@ class DacControllerNode(LifecycleTeardown, LifecycleNode):
 
     def check_all_parameters(self) -> None:
         """ConfigError naming the first parameter (or rule) that does not hold."""
-        problems = PARAMETERS.problems(PARAMETERS.read(self))
-        if problems:
-            raise ConfigError(problems[0])
+        PARAMETERS.check(self)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def build_pipeline(self) -> DacPipeline:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..control.dac import LAWS, Gains
 from ..errors import ConfigError
-from .params import CONFIGURE, LIVE, MAX_PATH, STARTUP, Param, ParameterTable
+from .params import CONFIGURE, LIVE, MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable
 
 
 def _obstacle_quadruples(values) -> str:
@@ -30,9 +30,6 @@ def _gains_hold(values: dict) -> str:
         return str(exc)
     return ""
 
-
-#: Longest robot_description taken (a URDF with its <ros2_control> block is tens of kB).
-MAX_DESCRIPTION = 4 * 1024 * 1024
 
 #: Parameters that set the law's gains, and the :class:`Gains` field each one sets.
 GAIN_PARAMETERS = {

@@ -148,9 +148,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
     # -- lifecycle ------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         try:
-            problems = PARAMETERS.problems(PARAMETERS.read(self))
-            if problems:
-                raise RosLnnError(problems[0])
+            PARAMETERS.check(self)
             (self.observer, self.joints, self.effort_gains, self.thresholds, self.wrench, described) = (
                 build_observer(self.values)
             )

@@ -52,9 +52,7 @@ class EffortWatchdogNode(Node):
     def __init__(self, node_name: str = "effort_watchdog", **kwargs):
         super().__init__(node_name, **kwargs)
         self.values = PARAMETERS.attach(self)
-        problems = PARAMETERS.problems(PARAMETERS.read(self))
-        if problems:
-            raise ConfigError(problems[0])
+        PARAMETERS.check(self)
         if not self.values["joints"]:
             raise ConfigError(
                 "parameter joints is empty: give the controller's joint names (its `joints` parameter), "

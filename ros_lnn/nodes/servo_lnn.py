@@ -54,6 +54,7 @@ from .messages import (
     PREDICTION_TYPE,
     report_interfaces,
 )
+from .params import ParameterValues
 from .process import init_ros, run_node_process
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 from .serialized import PackedMessages
@@ -76,7 +77,7 @@ def _accept(parameters):
     return SetParametersResult(successful=True)
 
 
-class ServoLnnNode(LifecycleTeardown, LifecycleNode):
+class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
     _configured_attribute = "runtime"
     _io_attributes = ("_marker_timer",)
 
@@ -135,9 +136,6 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
         if timer.is_canceled():
             timer.reset()
 
-    def p(self, name):
-        return self.values[name]
-
     # -- lifecycle ------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         try:
@@ -162,9 +160,7 @@ class ServoLnnNode(LifecycleTeardown, LifecycleNode):
     def _configure(self) -> None:
         from ..inference.runtime import ServoLnnRuntime
 
-        problems = PARAMETERS.problems(PARAMETERS.read(self))
-        if problems:
-            raise RosLnnError(problems[0])
+        PARAMETERS.check(self)
         v = self.values
         path = resolve_model_path(v["model_path"])
         runtime = ServoLnnRuntime(

@@ -44,6 +44,7 @@ from .messages import (
     prediction_msg,
     report_interfaces,
 )
+from .params import ParameterValues
 from .process import init_ros, make_executor, spin
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, output_qos
 from .sim_commands import plan_state, servo_plan
@@ -54,7 +55,7 @@ from .stamps import ns_to_stamp, seconds_to_duration, stamp_ns
 MAX_ARRAY_COMMAND_BYTES = 4096
 
 
-class SimNode(Node):
+class SimNode(ParameterValues, Node):
     def __init__(self, node_name: str = "sim", **kwargs):
         super().__init__(node_name, **kwargs)
         self.counts = {
@@ -69,9 +70,7 @@ class SimNode(Node):
         }
         self.window = CountWindow()
         self.values = values = PARAMETERS.attach(self)
-        problems = PARAMETERS.problems(PARAMETERS.read(self))
-        if problems:
-            raise ConfigError(problems[0])
+        PARAMETERS.check(self)
         try:
             self.system = build_system(values)
         except ValueError as exc:
@@ -181,9 +180,6 @@ class SimNode(Node):
             f"simulating {getattr(sysm, 'name', 'system')} at {1 / self.dt:.0f} Hz: free "
             f"{self.free_names}, servo {self.servo_names}, excitation {values['excitation']}"
         )
-
-    def p(self, name):
-        return self.values[name]
 
     # -- time -----------------------------------------------------------------------------------
     def sim_time_ns(self, t: float | None = None) -> int:
