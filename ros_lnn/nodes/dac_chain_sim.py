@@ -41,7 +41,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import rclpy
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
@@ -55,7 +54,7 @@ from .dac_chain_sim_params import PARAMETERS
 from .dac_controller import shipped_model_path
 from .diagnostics import warn_throttled
 from .params import ParameterValues
-from .process import spin
+from .process import node_main
 from .qos import COMMAND_QOS, OVERRIDES, SENSOR_QOS, STREAM_QOS, output_qos
 from .stamps import ns_to_stamp
 
@@ -236,19 +235,7 @@ class DacChainSim(ParameterValues, Node):
 
 
 def main(argv=None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
-    try:
-        node = DacChainSim()
-    except RosLnnError as exc:
-        print(f"dac_chain_sim: error: {exc}", file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    try:
-        spin(node)
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return node_main("dac_chain_sim", DacChainSim, argv)
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ from .dac_controller_params import GAIN_PARAMETERS, PARAMETERS, gains_from_value
 from .diagnostics import CountWindow, RateLatency, warn_throttled
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .params import ParameterValues
-from .process import init_ros, run_node_process
+from .process import node_main
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 from .stamps import stamp_ns
 
@@ -476,8 +476,7 @@ def start(node: DacControllerNode) -> bool:
 def main(argv=None) -> int:
     """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (less CPU per
     joint state; the lifecycle through services works with it, as for servo_lnn)."""
-    init_ros(argv if argv is not None else sys.argv)
-    return run_node_process(DacControllerNode(), compat.autostart_or_stay_unconfigured(start))
+    return node_main("dac_controller", DacControllerNode, argv, compat.autostart_or_stay_unconfigured(start))
 
 
 if __name__ == "__main__":

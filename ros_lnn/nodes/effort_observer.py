@@ -55,7 +55,7 @@ from .diagnostics import (
 from .effort_observer_params import PARAMETERS
 from .joint_state_reader import READ_REASONS, JointStateReader
 from .lifecycle import LifecycleTeardown, configure_and_activate
-from .process import init_ros, run_node_process
+from .process import node_main
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 
 if TYPE_CHECKING:
@@ -360,8 +360,9 @@ def start(node: EffortObserverNode) -> bool:
 
 
 def main(argv=None) -> int:
-    init_ros(argv if argv is not None else sys.argv)
-    return run_node_process(EffortObserverNode(), compat.autostart_or_stay_unconfigured(start))
+    return node_main(
+        "effort_observer", EffortObserverNode, argv, compat.autostart_or_stay_unconfigured(start)
+    )
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from ..errors import ConfigError
 from .clocks import steady_timer
 from .diagnostics import diagnostic_status, status_name, warn_throttled
 from .effort_watchdog_params import PARAMETERS
-from .process import init_ros, spin
+from .process import node_main
 from .qos import COMMAND_QOS
 
 RELAY_IN_QOS = QoSProfile(
@@ -123,21 +123,7 @@ class EffortWatchdogNode(Node):
 
 
 def main(argv=None) -> int:
-    import rclpy
-
-    init_ros(argv if argv is not None else sys.argv)
-    try:
-        node = EffortWatchdogNode()
-    except ConfigError as exc:
-        rclpy.logging.get_logger("effort_watchdog").error(f"not started: {exc}")
-        rclpy.try_shutdown()
-        return 2
-    try:
-        spin(node)
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return node_main("effort_watchdog", EffortWatchdogNode, argv)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ from .messages import (
     report_interfaces,
 )
 from .params import ParameterValues
-from .process import init_ros, run_node_process
+from .process import node_main
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 from .serialized import PackedMessages
 from .servo_lnn_messages import output_builders, plan_arrays, rollout_msg, servo_markers
@@ -467,9 +467,12 @@ def start(node: ServoLnnNode) -> bool:
 def main(argv=None) -> int:
     """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (it costs
     about a third less CPU per sample; its lifecycle use through services is tested)."""
-    init_ros(argv if argv is not None else sys.argv)
-    return run_node_process(
-        ServoLnnNode(), compat.autostart_or_stay_unconfigured(start), on_exit=write_latency_log
+    return node_main(
+        "servo_lnn",
+        ServoLnnNode,
+        argv,
+        compat.autostart_or_stay_unconfigured(start),
+        on_exit=write_latency_log,
     )
 
 

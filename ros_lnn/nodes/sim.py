@@ -18,7 +18,6 @@ import time
 from typing import Any
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -45,7 +44,7 @@ from .messages import (
     report_interfaces,
 )
 from .params import ParameterValues
-from .process import init_ros, make_executor, spin
+from .process import node_main
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, output_qos
 from .sim_commands import plan_state, servo_plan
 from .sim_params import PARAMETERS, build_system
@@ -452,24 +451,7 @@ class SimNode(ParameterValues, Node):
 
 
 def main(argv=None) -> int:
-    init_ros(argv if argv is not None else sys.argv)
-    code = 0
-    node = None
-    try:
-        node = SimNode()
-        spin(node, make_executor(node.context))
-    except ConfigError as exc:
-        print(f"sim: error: {exc}", file=sys.stderr)
-        code = 2
-    except Exception as exc:  # noqa: BLE001 - start-up must always say why it failed, in one line
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        print(f"sim: error: {type(exc).__name__}: {text}", file=sys.stderr)
-        code = 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return node_main("sim", SimNode, argv)
 
 
 if __name__ == "__main__":
