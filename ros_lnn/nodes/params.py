@@ -43,7 +43,7 @@ MAX_PATH = 4096
 MAX_DESCRIPTION = 4 * 1024 * 1024
 #: Most entries a list parameter takes unless its ``max_items`` says otherwise.
 MAX_ITEMS = 4096
-_APPLIES_TEXT = {LIVE: "live", CONFIGURE: "at configure", STARTUP: "at start-up"}
+APPLIES_TEXT = {LIVE: "live", CONFIGURE: "at configure", STARTUP: "at start-up"}
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ class ParameterTable:
         for p in self:
             text = p.constraints()
             desc = ParameterDescriptor(
-                description=f"{p.description} [applies: {_APPLIES_TEXT[p.applies]}{'; ' + text if text else ''}]",  # noqa: E501
+                description=f"{p.description} [applies: {APPLIES_TEXT[p.applies]}{'; ' + text if text else ''}]",  # noqa: E501
                 additional_constraints=text,
                 dynamic_typing=True,
             )
