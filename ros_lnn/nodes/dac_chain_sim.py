@@ -14,7 +14,7 @@ Plant mismatch (all off by default): the simulated arm can differ from the descr
 uses as real arms do — joint friction (``friction_viscous``, ``friction_coulomb`` with the
 ``friction_coulomb_velocity`` of its tanh), a payload on a link (``payload_mass``, ``payload_offset``
 from the link's centre of mass, ``payload_inertia``, ``payload_link``) and reflected rotor inertia
-(``rotor_inertia``): :mod:`ros_lnn.physics.multibody_pin_plant`. Per-joint values follow ``joint_names``;
+(``rotor_inertia``): :mod:`ros_lnn.physics.multibody.pin_plant`. Per-joint values follow ``joint_names``;
 one value applies to every joint. The ``effort`` of ``joint_states`` is the effort held over the step
 that ended at the message's stamp (what the joints received).
 
@@ -47,9 +47,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ..errors import RosLnnError
-from ..physics.multibody_pin import PinocchioModel
-from ..physics.multibody_pin_plant import Plant, PlantMismatch, mismatch_from_values
-from ..physics.multibody_pin_sim import port_efforts, rk4_step
+from ..physics.multibody.pin import PinocchioModel
+from ..physics.multibody.pin_plant import Plant, PlantMismatch, mismatch_from_values
+from ..physics.multibody.pin_sim import port_efforts, rk4_step
 from .dac_chain_sim_params import PARAMETERS
 from .dac_controller import shipped_model_path
 from .diagnostics import warn_throttled
@@ -67,8 +67,8 @@ class DacChainSim(ParameterValues, Node):
         super().__init__(node_name, **kwargs)
         self.values = PARAMETERS.attach(self)
         PARAMETERS.check(self)
-        from ..physics.multibody_build import load_model
-        from ..physics.multibody_urdf import model_from_urdf
+        from ..physics.multibody.build import load_model
+        from ..physics.multibody.urdf import model_from_urdf
 
         p = self.p
         gravity = [float(g) for g in p("gravity")]

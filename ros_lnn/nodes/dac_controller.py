@@ -142,8 +142,8 @@ class DacControllerNode(ParameterValues, LifecycleTeardown, LifecycleNode):
     # -- lifecycle ------------------------------------------------------------------------------
     def build_pipeline(self) -> DacPipeline:
         from ..control.frames import FrameTable
-        from ..physics.multibody_build import load_model
-        from ..physics.multibody_urdf import model_from_urdf
+        from ..physics.multibody.build import load_model
+        from ..physics.multibody.urdf import model_from_urdf
 
         self.check_all_parameters()
 
@@ -417,7 +417,7 @@ class DacControllerNode(ParameterValues, LifecycleTeardown, LifecycleNode):
             return port
         if state == "clipped":
             self.counts["residual_clipped"] += 1
-        from ..physics.multibody_pin import effort_port
+        from ..physics.multibody.pin import effort_port
 
         assert self.pipeline is not None  # called from _on_joint_state
         residual = np.zeros(len(self.pipeline.pinocchio.joint_names))
