@@ -22,16 +22,16 @@ from ros_lnn.control.mobility import mobility
 from ros_lnn.control.obstacles import ObstacleField, SphereObstacle, clearances, default_control_points
 from ros_lnn.errors import ConfigError
 from ros_lnn.physics.multibody import joint_mismatch, update
-from ros_lnn.physics.multibody_build import load_model, make_chain
-from ros_lnn.physics.multibody_kinematics import (
+from ros_lnn.physics.multibody.build import load_model, make_chain
+from ros_lnn.physics.multibody.kinematics import (
     effort_map,
     forward_kinematics,
     n_rates,
     twist_map,
     twist_map_rate_times,
 )
-from ros_lnn.physics.multibody_quaternion import quat_exp, quat_mul, quat_normalize
-from ros_lnn.physics.multibody_sim import MultibodyState, simulate
+from ros_lnn.physics.multibody.quaternion import quat_exp, quat_mul, quat_normalize
+from ros_lnn.physics.multibody.sim import MultibodyState, simulate
 
 ARM = Path(__file__).resolve().parents[1] / "config" / "dac_chain.urdf"
 
@@ -181,7 +181,7 @@ def test_port_command_rotates_with_the_whole_problem(case):
     res = ctl.compute(update(model, r, quat, nu), target(0.0))
     q = rng.normal(size=4)
     qQ = q / np.linalg.norm(q)
-    from ros_lnn.physics.multibody_quaternion import quat_to_matrix
+    from ros_lnn.physics.multibody.quaternion import quat_to_matrix
 
     Q = quat_to_matrix(qQ)
     model2 = rotated_model(model, Q)

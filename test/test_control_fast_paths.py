@@ -16,15 +16,15 @@ from ros_lnn.control.obstacles import (
 )
 from ros_lnn.control.pipeline import DacPipeline
 from ros_lnn.physics.multibody import gravity_port, kkt_matrix, mass_matrix, pose_only, update
-from ros_lnn.physics.multibody_build import make_chain
-from ros_lnn.physics.multibody_kinematics import (
+from ros_lnn.physics.multibody.build import make_chain
+from ros_lnn.physics.multibody.kinematics import (
     forward_kinematics,
     n_rates,
     twist_map,
     twist_map_rate,
     twist_map_rate_times,
 )
-from ros_lnn.physics.multibody_quaternion import quat_exp, quat_mul
+from ros_lnn.physics.multibody.quaternion import quat_exp, quat_mul
 
 CHAINS = (
     make_chain(5, damping=0.05, gravity=(0, 0, -9.81)),

@@ -30,11 +30,11 @@ from ros_lnn.control.obstacles import (
 )
 from ros_lnn.control.pinocchio_reference import ReferenceLawIII
 from ros_lnn.control.pipeline import DacPipeline
-from ros_lnn.physics.multibody_build import load_model
-from ros_lnn.physics.multibody_kinematics import twist_map_rate
-from ros_lnn.physics.multibody_pin import PinocchioModel, kinematics
-from ros_lnn.physics.multibody_quaternion import quat_normalize, rot_axis
-from ros_lnn.physics.multibody_urdf import model_from_urdf
+from ros_lnn.physics.multibody.build import load_model
+from ros_lnn.physics.multibody.kinematics import twist_map_rate
+from ros_lnn.physics.multibody.pin import PinocchioModel, kinematics
+from ros_lnn.physics.multibody.quaternion import quat_normalize, rot_axis
+from ros_lnn.physics.multibody.urdf import model_from_urdf
 
 URDF = Path(__file__).resolve().parents[1] / "config" / "dac_chain.urdf"
 TOL = 1e-10  # relative to each output's largest entry; measured ≤ 2e-14

@@ -18,9 +18,9 @@ from ros_lnn.control.dac import BodyPoseTarget, DacController, EndEffector, Gain
 from ros_lnn.control.joint_space import JointTargetLawJointSpace, _attitude_errors
 from ros_lnn.control.mobility import JointSpaceOperators
 from ros_lnn.control.pipeline import DacPipeline, JointTrajectorySampler
-from ros_lnn.physics.multibody_kinematics import twist_map_rate
-from ros_lnn.physics.multibody_pin import PinocchioModel
-from ros_lnn.physics.multibody_quaternion import quat_mul_conj, quat_normalize, quat_to_matrix
+from ros_lnn.physics.multibody.kinematics import twist_map_rate
+from ros_lnn.physics.multibody.pin import PinocchioModel
+from ros_lnn.physics.multibody.quaternion import quat_mul_conj, quat_normalize, quat_to_matrix
 
 TOL = 1e-10  # relative to each output's largest entry
 FIELDS = ("tau_c", "s", "nu_r", "nu_r_dot", "task_error")

@@ -13,7 +13,7 @@ import pytest
 from conftest import HAVE_RCLPY, requires_rclpy
 from ros_lnn.control.dac import Gains
 from ros_lnn.control.pipeline import DacPipeline
-from ros_lnn.physics.multibody_build import load_model
+from ros_lnn.physics.multibody.build import load_model
 
 pytestmark = [requires_rclpy, pytest.mark.ros]
 

@@ -16,8 +16,8 @@ import yaml
 from conftest import HAVE_RCLPY, requires_rclpy
 from ros_lnn.control.dac import Gains
 from ros_lnn.control.pipeline import DacPipeline
-from ros_lnn.physics.multibody_build import load_model
-from ros_lnn.physics.multibody_urdf import model_from_urdf
+from ros_lnn.physics.multibody.build import load_model
+from ros_lnn.physics.multibody.urdf import model_from_urdf
 
 pytestmark = [requires_rclpy, pytest.mark.ros]
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import HAVE_RCLPY, HAVE_TORCH, requires_rclpy, requires_torch, stop_process
 from ros_lnn.control.dac import Gains
 from ros_lnn.control.pipeline import DacPipeline
-from ros_lnn.physics.multibody_build import load_model
+from ros_lnn.physics.multibody.build import load_model
 
 pytestmark = [requires_rclpy, pytest.mark.ros]
 
@@ -138,7 +138,7 @@ def _hold_trajectory(h, node, ns):
 @requires_torch
 def test_a_node_with_a_learned_port_commands_what_the_library_does(ctx, ports):
     from ros_lnn.inference.residual import ResidualRuntime
-    from ros_lnn.physics.multibody_pin import kinematics
+    from ros_lnn.physics.multibody.pin import kinematics
 
     node, ns = _node(ctx, law="pose", residual_model=str(ports["random"]))
     assert start(node), node.last_error

@@ -183,7 +183,7 @@ print('ok')
 
 
 def test_the_port_is_bounded_and_a_non_finite_correction_is_dropped():
-    from ros_lnn.physics.multibody_build import load_model
+    from ros_lnn.physics.multibody.build import load_model
 
     arm = load_model(ROOT / "config" / "dac_chain.urdf")
     gen = np.array([1.0, -2.0, 0.5, 0.2, -0.1])
@@ -211,7 +211,7 @@ def test_the_port_is_bounded_and_a_non_finite_correction_is_dropped():
 def test_the_port_is_fed_the_laws_reference_acceleration(law):
     """ν_r = G q̇_r and ν̇_r = G q̈_r + Ġ q̇_r: the q̈_r handed to the port is the law's own (checked on
     the twists the law computes, with the twist map from the kinematics)."""
-    from ros_lnn.physics.multibody_build import load_model
+    from ros_lnn.physics.multibody.build import load_model
 
     arm = load_model(ROOT / "config" / "dac_chain.urdf")
     seen = []
@@ -258,7 +258,7 @@ def test_the_exact_residual_through_the_port_brings_tracking_to_the_floor():
 
 
 def test_gains_of_the_pipeline_are_kept_when_a_port_is_set():
-    from ros_lnn.physics.multibody_build import load_model
+    from ros_lnn.physics.multibody.build import load_model
 
     arm = load_model(ROOT / "config" / "dac_chain.urdf")
     pipe = DacPipeline(arm, "pose", Gains(kd_linear=7.0), ee_link="tool0")

@@ -22,23 +22,23 @@ from ros_lnn.physics.multibody import (
     mass_matrix,
     update,
 )
-from ros_lnn.physics.multibody_build import load_model, make_chain
-from ros_lnn.physics.multibody_kinematics import (
+from ros_lnn.physics.multibody.build import load_model, make_chain
+from ros_lnn.physics.multibody.kinematics import (
     effort_map,
     forward_kinematics,
     twist_map,
     twist_map_rate,
 )
-from ros_lnn.physics.multibody_pin import (
+from ros_lnn.physics.multibody.pin import (
     PinocchioModel,
     effort_port,
     kinematics,
     port_to_joint,
 )
-from ros_lnn.physics.multibody_pin import forward_dynamics as aba
-from ros_lnn.physics.multibody_pin_sim import port_efforts, rk4_step
-from ros_lnn.physics.multibody_quaternion import rot_axis
-from ros_lnn.physics.multibody_urdf import model_from_urdf
+from ros_lnn.physics.multibody.pin import forward_dynamics as aba
+from ros_lnn.physics.multibody.pin_sim import port_efforts, rk4_step
+from ros_lnn.physics.multibody.quaternion import rot_axis
+from ros_lnn.physics.multibody.urdf import model_from_urdf
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 TOL = 1e-10  # relative; measured 1e-16 … 1e-14
@@ -374,7 +374,7 @@ def test_joint_space_simulator_follows_the_maximal_coordinate_one_and_keeps_ener
     """The demo arm falls under gravity from rest: both simulators agree while the maximal-coordinate
     one holds its joints (dt = 1 ms, 0.3 s), and the joint-space one conserves energy to RK4 error."""
     from ros_lnn.physics.multibody import energy, joint_mismatch
-    from ros_lnn.physics.multibody_sim import MultibodyState, simulate
+    from ros_lnn.physics.multibody.sim import MultibodyState, simulate
 
     model = load_model(CONFIG / "dac_chain.urdf")
     pm = PinocchioModel(model)
@@ -406,8 +406,8 @@ def test_the_dac_path_runs_without_torch():
         sys.modules['torch'] = None
         import numpy as np
         from ros_lnn.control.pipeline import DacPipeline
-        from ros_lnn.physics.multibody_build import load_model
-        from ros_lnn.physics.multibody_pin_sim import rk4_step
+        from ros_lnn.physics.multibody.build import load_model
+        from ros_lnn.physics.multibody.pin_sim import rk4_step
         arm = load_model({str(CONFIG / "dac_chain.urdf")!r})
         pipe = DacPipeline(arm, obstacles=[([0.3, 0.1, 0.2], 0.05)])
         q0 = np.array([0.0, -0.8, 1.4, 0.6, 0.4])

@@ -7,9 +7,9 @@ import pytest
 
 from ros_lnn.errors import ConfigError
 from ros_lnn.physics.multibody import forward_dynamics, update
-from ros_lnn.physics.multibody_build import load_model, make_chain, model_from_dict
-from ros_lnn.physics.multibody_kinematics import effort_map, forward_kinematics, twist_map
-from ros_lnn.physics.multibody_urdf import model_from_urdf
+from ros_lnn.physics.multibody.build import load_model, make_chain, model_from_dict
+from ros_lnn.physics.multibody.kinematics import effort_map, forward_kinematics, twist_map
+from ros_lnn.physics.multibody.urdf import model_from_urdf
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 

@@ -15,16 +15,16 @@ from ros_lnn.physics.multibody import (
     momentum,
     update,
 )
-from ros_lnn.physics.multibody_build import make_chain
-from ros_lnn.physics.multibody_kinematics import (
+from ros_lnn.physics.multibody.build import make_chain
+from ros_lnn.physics.multibody.kinematics import (
     effort_map,
     forward_kinematics,
     n_rates,
     twist_map,
     twist_map_rate_times,
 )
-from ros_lnn.physics.multibody_quaternion import quat_mul, quat_to_matrix
-from ros_lnn.physics.multibody_sim import MultibodyState, simulate
+from ros_lnn.physics.multibody.quaternion import quat_mul, quat_to_matrix
+from ros_lnn.physics.multibody.sim import MultibodyState, simulate
 
 DT = 1e-3
 MOMENT_END, FORCE_START, FORCE_END, T_END = 0.2, 0.5, 0.7, 1.0
@@ -321,7 +321,7 @@ def test_energy_is_conserved_with_the_potential_spring_law():
 def test_baumgarte_bounds_the_drift_that_plain_integration_accumulates():
     """An energetic free chain at a coarse step (5 ms): the joint gap grows without stabilisation
     (measured 1.4e-4 m after 2 s, 2.6e-3 m after 20 s) and stays ~4e-6 m with α = β = 5 /s."""
-    from ros_lnn.physics.multibody_kinematics import n_rates
+    from ros_lnn.physics.multibody.kinematics import n_rates
 
     model = make_chain(5)
     rng = np.random.default_rng(0)
@@ -347,7 +347,7 @@ def test_baumgarte_bounds_the_drift_that_plain_integration_accumulates():
 def test_spring_moments_equal_the_joint_by_joint_formula_of_eq_19(law):
     """The vectorised spring moments against eq 19 written one joint at a time (Euler angles of the
     relative rotation R₀ᵀR_pᵀR_c, e₂ = frame [0, cos φ, sin φ]), with a rest rotation on one joint."""
-    from ros_lnn.physics.multibody_quaternion import euler_xyz_intrinsic, rot_axis
+    from ros_lnn.physics.multibody.quaternion import euler_xyz_intrinsic, rot_axis
 
     base = make_chain(4, stiffness=(2.0, 3.0, 5.0), damping=0.0, spring_law=law)
     joints = list(base.joints)

@@ -12,10 +12,10 @@ import pinocchio as pin
 import pytest
 
 from ros_lnn.errors import ConfigError
-from ros_lnn.physics.multibody_build import load_model
-from ros_lnn.physics.multibody_pin import forward_dynamics, kinematics
-from ros_lnn.physics.multibody_pin_plant import Plant, PlantMismatch, mismatch_from_values
-from ros_lnn.physics.multibody_pin_sim import rk4_step
+from ros_lnn.physics.multibody.build import load_model
+from ros_lnn.physics.multibody.pin import forward_dynamics, kinematics
+from ros_lnn.physics.multibody.pin_plant import Plant, PlantMismatch, mismatch_from_values
+from ros_lnn.physics.multibody.pin_sim import rk4_step
 
 URDF = Path(__file__).resolve().parents[1] / "config" / "dac_chain.urdf"
 RNG = np.random.default_rng(3)
@@ -71,7 +71,7 @@ def test_friction_is_viscous_plus_regularised_coulomb(arm):
 
 def _payload_point(arm, q, body, offset):
     """World position of a point fixed in ``body`` at ``offset`` from its CoM (description kinematics)."""
-    from ros_lnn.physics.multibody_pin import PinocchioModel
+    from ros_lnn.physics.multibody.pin import PinocchioModel
 
     data = kinematics(PinocchioModel(arm), q, np.zeros(len(q)), dynamics=False)
     return data.r[body] + data.R[body] @ offset, data.R[body]

@@ -55,8 +55,8 @@ def _chain_cases(n: int, rng):
     from ..control.dac import BodyPoseTarget, DacController, EndEffector, EndEffectorTarget, VelocityTarget
     from ..control.obstacles import ObstacleField, SphereObstacle, default_control_points
     from ..physics.multibody import update
-    from ..physics.multibody_build import make_chain
-    from ..physics.multibody_kinematics import forward_kinematics, n_rates, twist_map
+    from ..physics.multibody.build import make_chain
+    from ..physics.multibody.kinematics import forward_kinematics, n_rates, twist_map
 
     model = make_chain(n, gravity=(0, 0, -9.81), damping=0.05)
     r, quat = forward_kinematics(model, rng.normal(size=3 * (n - 1)) * 0.3)
@@ -82,7 +82,7 @@ def _chain_cases(n: int, rng):
 def _arm_pipeline(n: int):
     from ..control.dac import Gains
     from ..control.pipeline import DacPipeline
-    from ..physics.multibody_build import make_chain
+    from ..physics.multibody.build import make_chain
 
     axes = [[0, 0, 1]] + [[0, 1, 0]] * (n - 1)
     arm = make_chain(
@@ -467,13 +467,13 @@ def simulator_rates(reps: int, dt: float = 2e-3) -> dict:
     """RK4 steps per second of the N = 5 demo arm: the maximal-coordinate model (KKT of eq 32 at every
     stage, Baumgarte α = β = 20 as the simulator node used) and Pinocchio's ABA in joint coordinates."""
     from ..physics.multibody import forward_dynamics, update
-    from ..physics.multibody_kinematics import forward_kinematics, twist_map
-    from ..physics.multibody_pin import PinocchioModel
-    from ..physics.multibody_pin import forward_dynamics as aba
-    from ..physics.multibody_pin_sim import rk4_step as joint_rk4
-    from ..physics.multibody_sim import MultibodyState
-    from ..physics.multibody_sim import rk4_step as body_rk4
-    from ..physics.multibody_urdf import model_from_urdf
+    from ..physics.multibody.kinematics import forward_kinematics, twist_map
+    from ..physics.multibody.pin import PinocchioModel
+    from ..physics.multibody.pin import forward_dynamics as aba
+    from ..physics.multibody.pin_sim import rk4_step as joint_rk4
+    from ..physics.multibody.sim import MultibodyState
+    from ..physics.multibody.sim import rk4_step as body_rk4
+    from ..physics.multibody.urdf import model_from_urdf
 
     arm = model_from_urdf(_demo_arm(), "demo arm")
     n = arm.n_bodies
@@ -512,7 +512,7 @@ def law_ii_trajectory_against_law_iii(reps: int, dt: float = 1e-3) -> dict:
     from ..control.closed_loop import multisine_joint_path
     from ..control.dac import Gains
     from ..control.pipeline import DacPipeline, JointTrajectorySampler
-    from ..physics.multibody_urdf import model_from_urdf
+    from ..physics.multibody.urdf import model_from_urdf
 
     arm = model_from_urdf(_demo_arm(), "demo arm")
     q0 = np.array([0.1, -0.7, 1.3, 0.5, 0.3])
@@ -585,7 +585,7 @@ def law_iii_against_reference(reps: int) -> dict:
     from ..control.dac import Gains
     from ..control.pinocchio_reference import ReferenceLawIII
     from ..control.pipeline import DacPipeline
-    from ..physics.multibody_urdf import model_from_urdf
+    from ..physics.multibody.urdf import model_from_urdf
 
     text = _demo_arm()
     arm = model_from_urdf(text, "demo arm")

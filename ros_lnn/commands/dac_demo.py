@@ -49,8 +49,8 @@ def simulate_demo(duration: float = 6.0, dt: float = 4e-3, avoidance: bool = Tru
     from ..control.obstacles import clearances
     from ..control.pipeline import DacPipeline, circle_path
     from ..nodes.dac_controller import shipped_model_path
-    from ..physics.multibody_build import load_model
-    from ..physics.multibody_pin_sim import port_efforts, rk4_step
+    from ..physics.multibody.build import load_model
+    from ..physics.multibody.pin_sim import port_efforts, rk4_step
 
     arm = load_model(shipped_model_path())
     pipe = DacPipeline(
@@ -212,8 +212,8 @@ def demo_plant():
     """``(arm, Plant)``: the certain model (the shipped URDF) and the arm with
     :data:`DEMO_MISMATCH_VALUES`."""
     from ..nodes.dac_controller import shipped_model_path
-    from ..physics.multibody_build import load_model
-    from ..physics.multibody_pin_plant import Plant, PlantMismatch
+    from ..physics.multibody.build import load_model
+    from ..physics.multibody.pin_plant import Plant, PlantMismatch
 
     arm = load_model(shipped_model_path())
     return arm, Plant(arm, PlantMismatch(**DEMO_MISMATCH_VALUES))

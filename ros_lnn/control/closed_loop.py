@@ -2,7 +2,7 @@
 
 :func:`sampled_loop` evaluates the controller once per sample period on the measured joint state and
 holds its efforts over the period (zero-order hold), while the arm — the description's dynamics or a
-:class:`ros_lnn.physics.multibody_pin_plant.Plant` that differs from it — integrates with RK4. This is
+:class:`ros_lnn.physics.multibody.pin_plant.Plant` that differs from it — integrates with RK4. This is
 the ``dac_chain_sim`` + ``dac_controller`` loop over topics without the topics. Also here: joint paths
 for end-effector curves (damped least-squares IK with a posture in the null space, for the laws that
 track joint trajectories) and multi-sine joint excitations for recordings.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from ..physics.multibody_pin_sim import rk4_step
+from ..physics.multibody.pin_sim import rk4_step
 from .pipeline import DacPipeline
 
 

@@ -33,12 +33,12 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..physics.multibody import MultibodyData, MultibodyModel, gravity_port
-from ..physics.multibody_quaternion import attitude_error, cross, matrix_to_quat, quat_mul_conj, skew
+from ..physics.multibody.quaternion import attitude_error, cross, matrix_to_quat, quat_mul_conj, skew
 from .mobility import ConstraintOperators, JointSpaceOperators, guarded_task_inverse
 from .obstacles import ObstacleField, potential_gradient
 
 if TYPE_CHECKING:
-    from ..physics.multibody_pin import JointSpaceData
+    from ..physics.multibody.pin import JointSpaceData
 
 LAWS = ("velocity", "pose", "end_effector")
 
@@ -317,7 +317,7 @@ class DacController:
     def compute(self, data: MultibodyData | JointSpaceData, target, ops=None) -> DacResult:
         """``ops``: how 𝓐 and P are applied (:mod:`ros_lnn.control.mobility`); default the Schur
         complement, valid at any state, or for a joint-state workspace (Pinocchio,
-        :class:`ros_lnn.physics.multibody_pin.JointSpaceData`) ``𝓐 = G H⁻¹ Gᵀ``."""
+        :class:`ros_lnn.physics.multibody.pin.JointSpaceData`) ``𝓐 = G H⁻¹ Gᵀ``."""
         model = self.model
         if ops is None:
             if getattr(data, "joint_space", False):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
-from ..physics.multibody_kinematics import coordinate_layout, twist_map
+from ..physics.multibody.kinematics import coordinate_layout, twist_map
 
 #: ``residual(q, q̇, q̈_r) -> τ̂_res``: the learned, uncertain part of the RHS (friction, actuator
 #: dynamics, unmodelled loads) at the measured joint state and the joint acceleration the law asks for
@@ -126,7 +126,7 @@ class PortToEfforts:
         if G is not None:
             gen = G.T.dot(np.asarray(tau_c, dtype=float))
         elif getattr(data, "joint_space", False):  # a joint-state workspace (Pinocchio): Gᵀ τ without G
-            from ..physics.multibody_pin import port_to_joint
+            from ..physics.multibody.pin import port_to_joint
 
             gen = port_to_joint(data, tau_c)
         else:

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
-from ..physics.multibody_quaternion import quat_mul, quat_to_matrix
+from ..physics.multibody.quaternion import quat_mul, quat_to_matrix
 
 
 def to_world(translation, rotation_wxyz, position, quat_wxyz=None):

@@ -32,8 +32,8 @@ import math
 import numpy as np
 import pinocchio as pin
 
-from ..physics.multibody_pin import JointSpaceData, PinocchioModel, symmetric
-from ..physics.multibody_quaternion import _SKEW
+from ..physics.multibody.pin import JointSpaceData, PinocchioModel, symmetric
+from ..physics.multibody.quaternion import _SKEW
 from .dac import DacController, DacResult, EndEffectorTarget, _qmul
 from .mobility import guarded_task_inverse, small_inverse
 from .obstacles import joint_space_gradient
@@ -44,7 +44,7 @@ _NEG_SKEW = -_SKEW  # r.dot(_NEG_SKEW) = −[r]× row by row
 
 def _matrix_quat(R) -> tuple:
     """Unit quaternion (w ≥ 0) of a rotation matrix in plain floats (Shepperd), as
-    :func:`ros_lnn.physics.multibody_quaternion.matrix_to_quat`."""
+    :func:`ros_lnn.physics.multibody.quaternion.matrix_to_quat`."""
     (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = R.tolist()
     tr = r00 + r11 + r22
     if tr > 0:

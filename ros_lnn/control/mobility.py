@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..physics.multibody import constraint_jacobian_rate
-from ..physics.multibody_quaternion import skew
+from ..physics.multibody.quaternion import skew
 
 
 def block_diag_blocks(model, blocks_lin: np.ndarray, blocks_ang: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
-from ..physics.multibody_quaternion import _SKEW, cross, skew
+from ..physics.multibody.quaternion import _SKEW, cross, skew
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Joint states in, port command and joint efforts out: the DAC as a robot controller sees it (no ROS).
 
 ``DacPipeline.step(q, q̇, t)`` computes the certain model at the joint state with Pinocchio (body poses,
-twists ``ν = G(q) q̇``, ``H``, ``C``, Jacobians: :mod:`ros_lnn.physics.multibody_pin`), the chosen law on
+twists ``ν = G(q) q̇``, ``H``, ``C``, Jacobians: :mod:`ros_lnn.physics.multibody.pin`), the chosen law on
 the current target, and ``u = Gᵀ τ_c`` with limits. Law III runs in joint coordinates
 (:class:`ros_lnn.control.joint_space.EndEffectorLawJointSpace`, the same numbers as the coordinate-free
 law); laws I/II run the coordinate-free law on the Pinocchio workspace with ``𝓐 = G H⁻¹ Gᵀ``. Targets:
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError, DataError
-from ..physics.multibody_pin import JointSpaceData, PinocchioModel, kinematics
+from ..physics.multibody.pin import JointSpaceData, PinocchioModel, kinematics
 from .dac import (
     BodyPoseTarget,
     DacController,

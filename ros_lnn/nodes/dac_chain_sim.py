@@ -14,7 +14,7 @@ Plant mismatch (all off by default): the simulated arm can differ from the descr
 uses as real arms do — joint friction (``friction_viscous``, ``friction_coulomb`` with the
 ``friction_coulomb_velocity`` of its tanh), a payload on a link (``payload_mass``, ``payload_offset``
 from the link's centre of mass, ``payload_inertia``, ``payload_link``) and reflected rotor inertia
-(``rotor_inertia``): :mod:`ros_lnn.physics.multibody_pin_plant`. Per-joint values follow ``joint_names``;
+(``rotor_inertia``): :mod:`ros_lnn.physics.multibody.pin_plant`. Per-joint values follow ``joint_names``;
 one value applies to every joint. The ``effort`` of ``joint_states`` is the effort held over the step
 that ended at the message's stamp (what the joints received).
 
@@ -41,89 +41,36 @@ import time
 from pathlib import Path
 
 import numpy as np
-import rclpy
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ..errors import RosLnnError
-from ..physics.multibody_pin import PinocchioModel
-from ..physics.multibody_pin_plant import Plant, PlantMismatch, mismatch_from_values
-from ..physics.multibody_pin_sim import port_efforts, rk4_step
+from ..physics.multibody.pin import PinocchioModel
+from ..physics.multibody.pin_plant import Plant, PlantMismatch, mismatch_from_values
+from ..physics.multibody.pin_sim import port_efforts, rk4_step
+from .dac_chain_sim_params import PARAMETERS
 from .dac_controller import shipped_model_path
 from .diagnostics import warn_throttled
-from .params import declare, param
-from .process import spin
+from .params import ParameterValues
+from .process import node_main
 from .qos import COMMAND_QOS, OVERRIDES, SENSOR_QOS, STREAM_QOS, output_qos
 from .stamps import ns_to_stamp
-
-PARAMETERS: tuple[tuple[str, object, str], ...] = (  # name, default, description
-    ("robot_description", "", "URDF of the arm; empty = model_path"),
-    ("model_path", "", "URDF/YAML; empty = the shipped config/dac_chain.urdf"),
-    ("joint_names", [], "joint order of effort_commands and joint_states; empty = the model's moving joints"),
-    ("initial_positions", [], "initial joint angles (joint_names order); empty = zeros"),
-    ("gravity", [0.0, 0.0, -9.81], "gravity [m/s²]"),
-    ("rate_hz", 500.0, "joint_states rate; one RK4 step per period"),
-    (
-        "lockstep",
-        False,
-        "one step per effort command, simulated time on /clock (controller with use_sim_time) instead of "
-        "wall time",
-    ),
-    ("lockstep_timeout_s", 0.05, "lockstep: wall time after which a missing command steps anyway [s]"),
-    ("command_timeout_s", 0.2, "commands older than this count as zero"),
-    (
-        "hold_until_command",
-        False,
-        "hold the arm still until the first effort command arrives, as a robot keeps its brakes "
-        "on until its controller runs",
-    ),
-    (
-        "disturbance",
-        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-        "constant wrench on the last body (force, moment) [N, N m]",
-    ),
-    (
-        "friction_viscous",
-        [],
-        "viscous joint friction d (one, or per joint_names entry) [N m s/rad]; empty = none",
-    ),
-    (
-        "friction_coulomb",
-        [],
-        "Coulomb joint friction c, as c tanh(q̇ / friction_coulomb_velocity) [N m]; empty = none",
-    ),
-    ("friction_coulomb_velocity", 0.05, "velocity over which Coulomb friction turns over [rad/s]"),
-    ("payload_mass", 0.0, "mass the description does not know, on payload_link [kg]"),
-    (
-        "payload_offset",
-        [0.0, 0.0, 0.0],
-        "payload centre of mass from the link's centre of mass, link axes [m]",
-    ),
-    (
-        "payload_inertia",
-        [0.0, 0.0, 0.0],
-        "payload's principal moments of inertia about its centre, link axes [kg m²]",
-    ),
-    ("payload_link", "", "link carrying the payload; empty = the last link"),
-    ("rotor_inertia", [], "reflected motor inertia (one, or per joint_names entry) [kg m²]; empty = none"),
-)
-
 
 #: Most RK4 steps one timer tick takes to catch up with the clock; further behind, the stamps re-anchor.
 MAX_CATCH_UP = 10
 
 
-class DacChainSim(Node):
+class DacChainSim(ParameterValues, Node):
     def __init__(self, node_name: str = "dac_chain_sim", **kwargs):
         super().__init__(node_name, **kwargs)
-        for name, default, description in PARAMETERS:
-            declare(self, name, default, description)
-        from ..physics.multibody_build import load_model
-        from ..physics.multibody_urdf import model_from_urdf
+        self.values = PARAMETERS.attach(self)
+        PARAMETERS.check(self)
+        from ..physics.multibody.build import load_model
+        from ..physics.multibody.urdf import model_from_urdf
 
-        p = lambda name: param(self, name)  # noqa: E731
+        p = self.p
         gravity = [float(g) for g in p("gravity")]
         if p("robot_description"):
             self.model = model_from_urdf(
@@ -288,19 +235,7 @@ class DacChainSim(Node):
 
 
 def main(argv=None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
-    try:
-        node = DacChainSim()
-    except RosLnnError as exc:
-        print(f"dac_chain_sim: error: {exc}", file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    try:
-        spin(node)
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return node_main("dac_chain_sim", DacChainSim, argv)
 
 
 if __name__ == "__main__":

@@ -52,10 +52,10 @@ from .diagnostics import (
     status_name,
     warn_throttled,
 )
+from .effort_observer_params import PARAMETERS
 from .joint_state_reader import READ_REASONS, JointStateReader
 from .lifecycle import LifecycleTeardown, configure_and_activate
-from .params import CONFIGURE, STARTUP, Param, ParameterTable
-from .process import init_ros, run_node_process
+from .process import node_main
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
 
 if TYPE_CHECKING:
@@ -63,104 +63,6 @@ if TYPE_CHECKING:
 
 INVALID_REASONS = READ_REASONS + ("no_velocity", "no_effort", "non_finite")
 COUNTED = ("received", "processed", "collisions", "internal_error")
-
-
-def _gain_count(values: dict) -> str:
-    return "" if len(values["gains"]) >= 1 else "gains needs 1 value (every joint) or one per joint"
-
-
-PARAMETERS = ParameterTable(
-    Param(
-        "model_path",
-        "",
-        "arm model (.onnx from ros-lnn train with an arm config); empty = the URDF-nominal dynamics of urdf",
-        CONFIGURE,
-    ),
-    Param(
-        "urdf",
-        "",
-        "URDF file: the dynamics when model_path is empty, and the kinematics of the wrench; empty = the "
-        "URDF in the model's metadata",
-        CONFIGURE,
-    ),
-    Param(
-        "joints",
-        [],
-        "actuated joints in order; empty = the model's (required with the URDF-nominal dynamics)",
-        CONFIGURE,
-        items=str,
-        unique=True,
-    ),
-    Param(
-        "method",
-        "momentum",
-        "momentum (De Luca, no q̈) or direct (τ̂ with filtered q̈ − τ)",
-        CONFIGURE,
-        choices=("momentum", "direct"),
-    ),
-    Param(
-        "gains",
-        [50.0],
-        "observer gain K per joint (1/s): one value for every joint, or one per joint",
-        CONFIGURE,
-        gt=0.0,
-        le=10000.0,
-    ),
-    Param(
-        "qdd_filter_window",
-        9,
-        "samples of the causal fit that estimates q̈ (τ̂ and the direct method)",
-        CONFIGURE,
-        ge=3,
-        le=1000,
-    ),
-    Param(
-        "effort_gains",
-        [],
-        "per joint the factor from the effort field to joint torque (motor current "
-        "× drive gain, N·m/A); empty = the model's mapping (1 for joint torques)",
-        CONFIGURE,
-    ),
-    Param(
-        "thresholds",
-        "",
-        "thresholds YAML of ros-lnn calibrate-observer; empty = no collision detection",
-        CONFIGURE,
-    ),
-    Param(
-        "collision_hold_s",
-        2.0,
-        "/diagnostics stays WARN this long after a collision ended",
-        ge=0.0,
-        le=3600.0,
-    ),
-    Param("wrench_frame", "", "URDF frame of ~/external_wrench; empty = not published", CONFIGURE),
-    Param("wrench_damping", 0.01, "damping λ of the Jacobian's pseudo-inverse", CONFIGURE, ge=0.0, le=10.0),
-    Param("model_threads", 1, "ONNX Runtime intra-op threads", CONFIGURE, ge=1, le=64),
-    Param(
-        "input_queue_depth",
-        100,
-        "joint_states subscription depth (best effort, keep last)",
-        CONFIGURE,
-        ge=1,
-        le=100000,
-    ),
-    Param(
-        "input_timeout_s",
-        1.0,
-        "no joint_states for this long: /diagnostics ERROR (stale)",
-        ge=0.01,
-        le=3600.0,
-    ),
-    Param("diagnostics_period_s", 1.0, "period of /diagnostics", CONFIGURE, ge=0.01, le=3600.0),
-    Param(
-        "autostart",
-        False,
-        "configure and activate at start-up (ros2 run / launch without a lifecycle manager)",
-        STARTUP,
-    ),
-    rules=(_gain_count,),
-)
 
 
 def build_observer(values: dict):
@@ -246,9 +148,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
     # -- lifecycle ------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         try:
-            problems = PARAMETERS.problems(PARAMETERS.read(self))
-            if problems:
-                raise RosLnnError(problems[0])
+            PARAMETERS.check(self)
             (self.observer, self.joints, self.effort_gains, self.thresholds, self.wrench, described) = (
                 build_observer(self.values)
             )
@@ -460,8 +360,9 @@ def start(node: EffortObserverNode) -> bool:
 
 
 def main(argv=None) -> int:
-    init_ros(argv if argv is not None else sys.argv)
-    return run_node_process(EffortObserverNode(), compat.autostart_or_stay_unconfigured(start))
+    return node_main(
+        "effort_observer", EffortObserverNode, argv, compat.autostart_or_stay_unconfigured(start)
+    )
 
 
 if __name__ == "__main__":

@@ -36,47 +36,10 @@ from std_msgs.msg import Float64MultiArray
 from ..errors import ConfigError
 from .clocks import steady_timer
 from .diagnostics import diagnostic_status, status_name, warn_throttled
-from .params import STARTUP, Param, ParameterTable
-from .process import init_ros, spin
+from .effort_watchdog_params import PARAMETERS
+from .process import node_main
 from .qos import COMMAND_QOS
 
-
-def _period_within_timeout(values: dict) -> str:
-    if values["period_s"] > values["timeout_s"]:
-        return "period_s must not exceed timeout_s (zeros would come later than the timeout promises)"
-    return ""
-
-
-#: Every parameter is read once at start-up; live sets are refused with the way to change them.
-PARAMETERS = ParameterTable(
-    Param(
-        "timeout_s",
-        0.1,
-        "zeros are sent when no valid command arrived for this long [s, steady clock]",
-        STARTUP,
-        ge=0.001,
-        le=10.0,
-    ),
-    Param(
-        "period_s",
-        0.02,
-        "how often the watchdog checks, and repeats zeros while commands are missing [s]",
-        STARTUP,
-        ge=0.001,
-        le=1.0,
-    ),
-    Param(
-        "joints",
-        [],
-        "joint names of the controller, in its order (its `joints` parameter): the size of every command",
-        STARTUP,
-        items=str,
-        unique=True,
-        max_items=1024,
-    ),
-    Param("diagnostics_period_s", 1.0, "period of /diagnostics [s]", STARTUP, ge=0.01, le=3600.0),
-    rules=(_period_within_timeout,),
-)
 RELAY_IN_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.BEST_EFFORT
 )
@@ -89,9 +52,7 @@ class EffortWatchdogNode(Node):
     def __init__(self, node_name: str = "effort_watchdog", **kwargs):
         super().__init__(node_name, **kwargs)
         self.values = PARAMETERS.attach(self)
-        problems = PARAMETERS.problems(PARAMETERS.read(self))
-        if problems:
-            raise ConfigError(problems[0])
+        PARAMETERS.check(self)
         if not self.values["joints"]:
             raise ConfigError(
                 "parameter joints is empty: give the controller's joint names (its `joints` parameter), "
@@ -162,21 +123,7 @@ class EffortWatchdogNode(Node):
 
 
 def main(argv=None) -> int:
-    import rclpy
-
-    init_ros(argv if argv is not None else sys.argv)
-    try:
-        node = EffortWatchdogNode()
-    except ConfigError as exc:
-        rclpy.logging.get_logger("effort_watchdog").error(f"not started: {exc}")
-        rclpy.try_shutdown()
-        return 2
-    try:
-        spin(node)
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return node_main("effort_watchdog", EffortWatchdogNode, argv)
 
 
 if __name__ == "__main__":

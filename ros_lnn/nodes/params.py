@@ -39,9 +39,11 @@ LIVE, CONFIGURE, STARTUP = "live", "configure", "startup"
 MAX_STRING = 1024
 #: Longest path a path parameter takes (Linux PATH_MAX).
 MAX_PATH = 4096
+#: Longest robot_description taken (a URDF with its <ros2_control> block is tens of kB).
+MAX_DESCRIPTION = 4 * 1024 * 1024
 #: Most entries a list parameter takes unless its ``max_items`` says otherwise.
 MAX_ITEMS = 4096
-_APPLIES_TEXT = {LIVE: "live", CONFIGURE: "at configure", STARTUP: "at start-up"}
+APPLIES_TEXT = {LIVE: "live", CONFIGURE: "at configure", STARTUP: "at start-up"}
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,7 @@ class ParameterTable:
         for p in self:
             text = p.constraints()
             desc = ParameterDescriptor(
-                description=f"{p.description} [applies: {_APPLIES_TEXT[p.applies]}{'; ' + text if text else ''}]",  # noqa: E501
+                description=f"{p.description} [applies: {APPLIES_TEXT[p.applies]}{'; ' + text if text else ''}]",  # noqa: E501
                 additional_constraints=text,
                 dynamic_typing=True,
             )
@@ -206,6 +208,14 @@ class ParameterTable:
             coerced = {p.name: p.default for p in self} | self.coerce(values)
             found = [f"parameters: {reason}" for rule in self.rules if (reason := rule(coerced))]
         return found
+
+    def check(self, node) -> None:
+        """ConfigError naming the first parameter (or cross rule) of ``node`` that does not hold."""
+        from ..errors import ConfigError
+
+        problems = self.problems(self.read(node))
+        if problems:
+            raise ConfigError(problems[0])
 
     def coerce(self, values: dict) -> dict:
         """Values as the code uses them; a value that breaks its rule is left as it is (configure, or
@@ -295,6 +305,16 @@ class ParameterTable:
         return values
 
 
+class ParameterValues:
+    """Mixin of a node whose ``values`` come from :meth:`ParameterTable.attach`: ``self.p(name)``, the
+    current (coerced) value of a parameter."""
+
+    values: dict
+
+    def p(self, name: str):
+        return self.values[name]
+
+
 def _restore_types(node, parameters) -> None:
     """rclpy writes a dynamically typed parameter's new type into its descriptor before the on-set
     callbacks run; after a refusal the descriptor gets the type of the value the node kept."""
@@ -320,16 +340,6 @@ def _short(value, limit: int = 60) -> str:
 
 def _refuse(reason: str) -> SetParametersResult:
     return SetParametersResult(successful=False, reason=reason)
-
-
-def declare(node, name: str, default, description: str, *, dynamic: bool = False, read_only: bool = False):
-    """Declare one parameter with a description; returns its value. Array parameters are declared
-    with dynamic typing: rclpy and the YAML parser cannot type an empty list ([] would be rejected
-    or left unset), and an empty list is a meaningful value for several of them."""
-    desc = ParameterDescriptor(
-        description=description, read_only=read_only, dynamic_typing=dynamic or isinstance(default, list)
-    )
-    return node.declare_parameter(name, default, desc).value
 
 
 def param(node, name: str):

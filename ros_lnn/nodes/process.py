@@ -38,16 +38,39 @@ def init_ros(argv) -> None:
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
 
 
-def run_node_process(node, start, on_exit=None) -> int:
-    """Body of a node executable after :func:`init_ros`: ``start(node)`` when the ``autostart``
-    parameter is set, then spin on the executor of :func:`make_executor` until SIGINT/SIGTERM;
-    ``on_exit(node)`` and teardown always run. Exit code 1 when ``start`` reports failure (the node
-    executables wrap it in :func:`.compat.autostart_or_stay_unconfigured`, which keeps the node up)."""
+def node_main(name: str, make_node, argv=None, start=None, on_exit=None) -> int:
+    """A whole node executable: :func:`init_ros`, ``make_node()``, then :func:`run_node_process`. A node
+    that cannot be built (a parameter that breaks its rule, a model that cannot be read) gives one error
+    line on stderr (the ``name`` logger: ``not started: <reason>``) and exit code 2."""
+    import sys
+
+    import rclpy
+
+    from ..errors import RosLnnError
+
+    init_ros(argv if argv is not None else sys.argv)
+    try:
+        node = make_node()
+    except Exception as exc:  # noqa: BLE001 - start-up must always say why it failed, in one line
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        reason = text if isinstance(exc, RosLnnError) else f"{type(exc).__name__}: {text}"
+        rclpy.logging.get_logger(name).error(f"not started: {reason}")
+        rclpy.try_shutdown()
+        return 2
+    return run_node_process(node, start, on_exit)
+
+
+def run_node_process(node, start=None, on_exit=None) -> int:
+    """Body of a node executable after :func:`init_ros`: ``start(node)`` when given and the node's
+    ``autostart`` parameter is set, then spin on the executor of :func:`make_executor` until
+    SIGINT/SIGTERM (exit code 0); ``on_exit(node)`` and teardown always run. Exit code 1 when ``start``
+    reports failure (the lifecycle node executables wrap it in
+    :func:`.compat.autostart_or_stay_unconfigured`, which keeps the node up)."""
     import rclpy
 
     code = 0
     try:
-        if param(node, "autostart") and not start(node):
+        if start is not None and param(node, "autostart") and not start(node):
             code = 1
         else:
             spin(node, make_executor(node.context))

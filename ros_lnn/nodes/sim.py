@@ -18,7 +18,6 @@ import time
 from typing import Any
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -30,7 +29,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..errors import ConfigError
-from ..estimation.trajectory import CriticallyDampedServo, ServoPlan
+from ..estimation.trajectory import CriticallyDampedServo
 from ..physics.excitation import make_excitation
 from ..physics.stepper import FixedStepSimulator
 from .diagnostics import CountWindow, diagnostic_status, guarded, status_name, warn_throttled
@@ -44,216 +43,18 @@ from .messages import (
     prediction_msg,
     report_interfaces,
 )
-from .params import STARTUP, Param, ParameterTable
-from .process import init_ros, make_executor, spin
+from .params import ParameterValues
+from .process import node_main
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, output_qos
-from .stamps import duration_ns, ns_to_stamp, seconds_to_duration, stamp_ns
+from .sim_commands import plan_state, servo_plan
+from .sim_params import PARAMETERS, build_system
+from .stamps import ns_to_stamp, seconds_to_duration, stamp_ns
 
-
-def _chain_lists(values: dict) -> str:
-    if values["system"] != "chain":
-        return ""
-    n = len(values["chain_joints"])
-    bad = [k for k in ("kinds", "masses", "lengths", "inertias") if len(values[f"chain_{k}"]) != n]
-    if bad:
-        return (
-            f"parameters chain_{', chain_'.join(bad)} need {n} entries, one per joint in chain_joints "
-            f"{values['chain_joints']}"
-        )
-    unknown = [j for j in values["chain_servo_joints"] if j not in values["chain_joints"]]
-    return f"chain_servo_joints {unknown} are not in chain_joints" if unknown else ""
-
-
-def _plan_points(values: dict) -> str:
-    if values["plan_horizon_s"] / values["plan_dt_s"] > 1000:
-        return "plan_horizon_s / plan_dt_s must be <= 1000 points (bounds the work of one ~/servo_plan)"
-    return ""
-
-
-def _sweep(values: dict) -> str:
-    return (
-        "sweep_f_low must not exceed sweep_f_high" if values["sweep_f_low"] > values["sweep_f_high"] else ""
-    )
-
-
-PARAMETERS = ParameterTable(
-    Param("system", "crane", "reference system: crane or chain", STARTUP, choices=("crane", "chain")),
-    Param("crane_m1", 0.45, "crane: cart mass (kg)", STARTUP, gt=0.0, le=1e6),
-    Param("crane_m2", 0.13, "crane: bob mass (kg)", STARTUP, gt=0.0, le=1e6),
-    Param("crane_length", 1.5, "crane: string length (m)", STARTUP, gt=0.0, le=1e3),
-    Param("gravity", 9.8, "gravitational acceleration (m/s^2)", STARTUP, ge=-1e3, le=1e3),
-    Param(
-        "chain_joints",
-        ["joint_1", "joint_2", "joint_3"],
-        "chain: joint names, base to tip",
-        STARTUP,
-        unique=True,
-    ),
-    Param(
-        "chain_kinds",
-        ["revolute", "revolute", "revolute"],
-        "chain: revolute or prismatic, per joint",
-        STARTUP,
-        choices=("revolute", "prismatic"),
-    ),
-    Param("chain_masses", [1.0, 1.0, 1.0], "chain: link masses (kg)", STARTUP, gt=0.0, le=1e6),
-    Param("chain_lengths", [1.0, 1.0, 1.0], "chain: link lengths (m)", STARTUP, gt=0.0, le=1e3),
-    Param(
-        "chain_inertias",
-        [0.0, 0.0, 0.0],
-        "chain: link inertias about the centre of mass (kg m^2); mass at the tip",
-        STARTUP,
-        ge=0.0,
-        le=1e6,
-    ),
-    Param(
-        "chain_servo_joints",
-        ["joint_1"],
-        "chain: which joints are servo (position-driven); the rest are free",
-        STARTUP,
-        unique=True,
-    ),
-    Param(
-        "rate_hz",
-        500.0,
-        "joint_states publish rate (Hz); one fixed step (or substeps) per publish",
-        STARTUP,
-        ge=1.0,
-        le=10000.0,
-    ),
-    Param("substeps", 1, "RK4 steps per publish", STARTUP, ge=1, le=1000),
-    Param("real_time_factor", 1.0, "simulated seconds per wall second", STARTUP, ge=0.01, le=100.0),
-    Param(
-        "initial_positions",
-        [],
-        "free joints' initial positions (free-joint order); empty = 0.3 rad/m each",
-        STARTUP,
-        items=float,
-        ge=-1e3,
-        le=1e3,
-    ),
-    Param(
-        "initial_velocities",
-        [],
-        "free joints' initial velocities; empty = zeros",
-        STARTUP,
-        items=float,
-        ge=-1e3,
-        le=1e3,
-    ),
-    Param(
-        "excitation",
-        "multisine",
-        "built-in servo motion until a command arrives: multisine, sweep or hold",
-        STARTUP,
-        choices=("multisine", "sweep", "hold"),
-    ),
-    Param(
-        "excitation_amplitude",
-        [0.1, 0.08, 0.05],
-        "multisine: amplitude per frequency; sweep: first entry",
-        STARTUP,
-        ge=-1e3,
-        le=1e3,
-    ),
-    Param(
-        "excitation_frequencies_hz", [0.2, 0.45, 0.8], "multisine frequencies (Hz)", STARTUP, ge=0.0, le=1e3
-    ),
-    Param("sweep_f_low", 0.1, "sweep: lowest frequency (Hz)", STARTUP, ge=0.0, le=1e3),
-    Param("sweep_f_high", 1.0, "sweep: highest frequency (Hz)", STARTUP, ge=0.0, le=1e3),
-    Param("sweep_period_s", 20.0, "sweep: period of the frequency swing (s)", STARTUP, gt=0.0, le=1e6),
-    Param(
-        "servo_offset",
-        [],
-        "servo joints' rest positions; empty = zeros",
-        STARTUP,
-        items=float,
-        ge=-1e3,
-        le=1e3,
-    ),
-    Param(
-        "servo_command_type",
-        "trajectory",
-        "servo_commands type: trajectory, array (positions) or none",
-        STARTUP,
-        choices=("trajectory", "array", "none"),
-    ),
-    Param(
-        "servo_bandwidth", 20.0, "array commands: critically damped servo bandwidth (rad/s)", gt=0.0, le=1e4
-    ),
-    Param(
-        "max_command_points",
-        2000,
-        "a servo trajectory with more points is refused before it is read (bounds "
-        "the work one message can cause)",
-        ge=1,
-        le=1000000,
-    ),
-    Param(
-        "effort_joints",
-        [],
-        "joint names of effort_commands entries; empty = the free joints in order",
-        STARTUP,
-        items=str,
-        unique=True,
-    ),
-    Param(
-        "effort_timeout_s",
-        0.5,
-        "applied efforts fall back to zero this long after the last effort command; 0 = hold",
-        ge=0.0,
-        le=3600.0,
-    ),
-    Param("publish_clock", False, "publish /clock (simulated time from 0) and stamp with it", STARTUP),
-    Param("publish_ground_truth", True, "publish ~/ground_truth/{driving_force,prediction,energy}", STARTUP),
-    Param(
-        "plan_horizon_s",
-        0.5,
-        "~/servo_plan horizon (upcoming excitation points with accelerations); 0 = off",
-        ge=0.0,
-        le=60.0,
-    ),
-    Param("plan_dt_s", 0.02, "~/servo_plan point spacing (s)", ge=1e-3, le=10.0),
-    Param("plan_rate_hz", 20.0, "~/servo_plan publish rate (Hz)", STARTUP, ge=0.1, le=1000.0, off=0.0),
-    Param("frame_id", "", "frame_id of joint_states and ground truth"),
-    Param(
-        "diagnostics_period_s",
-        1.0,
-        "period of /diagnostics (its counts cover the last 5 periods)",
-        STARTUP,
-        ge=0.01,
-        le=3600.0,
-    ),
-    rules=(_chain_lists, _plan_points, _sweep),
-)
 #: Bigger array or effort commands are refused before they are read.
 MAX_ARRAY_COMMAND_BYTES = 4096
 
 
-def build_system(values: dict):
-    kind = values["system"]
-    if kind == "crane":
-        from ..physics.crane import Crane
-
-        return Crane(values["crane_m1"], values["crane_m2"], values["crane_length"], values["gravity"])
-    from ..physics.chain import Link, PlanarChain
-
-    joints = values["chain_joints"]
-    links = [
-        Link(
-            j,
-            values["chain_kinds"][i],
-            values["chain_masses"][i],
-            values["chain_lengths"][i],
-            None,
-            values["chain_inertias"][i],
-        )
-        for i, j in enumerate(joints)
-    ]
-    return PlanarChain(links, values["chain_servo_joints"], values["gravity"])
-
-
-class SimNode(Node):
+class SimNode(ParameterValues, Node):
     def __init__(self, node_name: str = "sim", **kwargs):
         super().__init__(node_name, **kwargs)
         self.counts = {
@@ -268,9 +69,7 @@ class SimNode(Node):
         }
         self.window = CountWindow()
         self.values = values = PARAMETERS.attach(self)
-        problems = PARAMETERS.problems(PARAMETERS.read(self))
-        if problems:
-            raise ConfigError(problems[0])
+        PARAMETERS.check(self)
         try:
             self.system = build_system(values)
         except ValueError as exc:
@@ -380,9 +179,6 @@ class SimNode(Node):
             f"simulating {getattr(sysm, 'name', 'system')} at {1 / self.dt:.0f} Hz: free "
             f"{self.free_names}, servo {self.servo_names}, excitation {values['excitation']}"
         )
-
-    def p(self, name):
-        return self.values[name]
 
     # -- time -----------------------------------------------------------------------------------
     def sim_time_ns(self, t: float | None = None) -> int:
@@ -550,40 +346,13 @@ class SimNode(Node):
             msg = deserialize_message(raw, JointTrajectory)
         except Exception as exc:  # noqa: BLE001 - rclpy raises several types for bytes it cannot read
             return self._bad_command("servo_commands", f"not a JointTrajectory ({type(exc).__name__})")
-        names = list(msg.joint_names)
-        if len(set(names)) != len(names):
-            return self._bad_command("servo_commands", f"joint_names {names} repeat a name")
-        missing = [j for j in self.servo_names if j not in names]
-        if missing:
-            return self._bad_command("servo_commands", f"joint_names {names} lack {missing}")
-        if not msg.points:
-            return self._bad_command("servo_commands", "no points")
-        cols = [names.index(j) for j in self.servo_names]
         base_ns = stamp_ns(msg.header.stamp) or self.sim_time_ns()
-        k = len(names)
-        pts = msg.points
-        if any(
-            len(pt.positions) != k or len(pt.velocities) not in (0, k) or len(pt.accelerations) not in (0, k)
-            for pt in pts
-        ):
-            return self._bad_command(
-                "servo_commands",
-                "every point needs one position (and velocity/acceleration, if any) per joint",
-            )
-        times = [self._to_sim_s(base_ns + duration_ns(pt.time_from_start)) for pt in pts]
-        has_v = all(len(pt.velocities) for pt in pts)
-        has_a = has_v and all(len(pt.accelerations) for pt in pts)
         try:
-            plan = ServoPlan(
-                times,
-                np.array([pt.positions for pt in pts])[:, cols],
-                np.array([pt.velocities for pt in pts])[:, cols] if has_v else None,
-                np.array([pt.accelerations for pt in pts])[:, cols] if has_a else None,
-            )
+            plan = servo_plan(msg, self.servo_names, lambda ns: self._to_sim_s(base_ns + ns))
         except ValueError as exc:
             return self._bad_command("servo_commands", str(exc))
         self.counts["commands"] += 1
-        self._set_source(lambda t: _plan_state(plan, t), start=float(plan.times[0]))
+        self._set_source(lambda t: plan_state(plan, t), start=float(plan.times[0]))
 
     def _read_array(self, topic: str, raw: bytes, size: int):
         if len(raw) > MAX_ARRAY_COMMAND_BYTES:
@@ -681,30 +450,8 @@ class SimNode(Node):
         self.diagnostics_pub.publish(msg)
 
 
-def _plan_state(plan: ServoPlan, t: float):
-    s = plan.sample(t)
-    return s.q, s.qd, s.qdd
-
-
 def main(argv=None) -> int:
-    init_ros(argv if argv is not None else sys.argv)
-    code = 0
-    node = None
-    try:
-        node = SimNode()
-        spin(node, make_executor(node.context))
-    except ConfigError as exc:
-        print(f"sim: error: {exc}", file=sys.stderr)
-        code = 2
-    except Exception as exc:  # noqa: BLE001 - start-up must always say why it failed, in one line
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        print(f"sim: error: {type(exc).__name__}: {text}", file=sys.stderr)
-        code = 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return node_main("sim", SimNode, argv)
 
 
 if __name__ == "__main__":

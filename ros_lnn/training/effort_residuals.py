@@ -86,8 +86,8 @@ def residual_settings(config) -> dict:
 
 def certain_model(path: Path):
     """``(PinocchioModel, model, sha256)`` of the certain model file."""
-    from ..physics.multibody_build import load_model
-    from ..physics.multibody_pin import PinocchioModel
+    from ..physics.multibody.build import load_model
+    from ..physics.multibody.pin import PinocchioModel
 
     model = load_model(path)
     return PinocchioModel(model), model, hashlib.sha256(Path(path).read_bytes()).hexdigest()

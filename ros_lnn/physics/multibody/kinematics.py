@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from .multibody import MultibodyData, MultibodyModel, require_maximal_coordinates
-from .multibody_quaternion import cross, matrix_to_quat, quat_to_matrix, skew
+from ...errors import ConfigError
+from .model import MultibodyData, MultibodyModel, require_maximal_coordinates
+from .quaternion import cross, matrix_to_quat, quat_to_matrix, skew
 
 _FREE_BASE_COLUMNS = 6
 
@@ -328,7 +328,7 @@ def effort_map(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
 
 def revolute_joint_state(model: MultibodyModel, data: MultibodyData):
     """Angles and rates of the revolute joints (model order) read off the body attitudes and twists."""
-    from .multibody import revolute_angles
+    from .model import revolute_angles
 
     rev = np.array([i for i, j in enumerate(model.joints) if j.kind == "revolute"], dtype=int)
     q = revolute_angles(model, data.R_parent, data.R[model.child])[rev]

@@ -2,10 +2,10 @@
 
 The joints hold by construction (the state is the joint coordinates), so nothing drifts and no
 Baumgarte stabilisation is needed — unlike the maximal-coordinate simulator of
-:mod:`ros_lnn.physics.multibody_sim`, which integrates every body's pose and keeps the joints together
+:mod:`ros_lnn.physics.multibody.sim`, which integrates every body's pose and keeps the joints together
 only up to the integration error. Joint efforts ``u`` drive it; a port ``τ`` (6N body wrenches, e.g. a
 disturbance or the controller's port command) enters as ``Gᵀ τ``; the description's joint springs and
-dampers are added by :func:`ros_lnn.physics.multibody_pin.forward_dynamics`.
+dampers are added by :func:`ros_lnn.physics.multibody.pin.forward_dynamics`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import pinocchio as pin
 
-from .multibody_pin import PinocchioModel, body_poses, forward_dynamics, wrenches_to_joint
+from .pin import PinocchioModel, body_poses, forward_dynamics, wrenches_to_joint
 
 #: ``efforts(t, q, q̇) -> u``: joint efforts (model order) at a stage of the step.
 EffortFunction = Callable[[float, np.ndarray, np.ndarray], np.ndarray]
@@ -38,7 +38,7 @@ def rk4_step(
 ):
     """One classical RK4 step of ``q̈ = aba(q, q̇, u)``; ``efforts`` is evaluated at every stage (a
     continuous-time controller). ``dynamics(q, q̇, u) -> q̈`` replaces the description's forward dynamics
-    (a :class:`ros_lnn.physics.multibody_pin_plant.Plant` that differs from it). Returns ``(q, q̇)`` at
+    (a :class:`ros_lnn.physics.multibody.pin_plant.Plant` that differs from it). Returns ``(q, q̇)`` at
     ``t + dt``."""
     zero = np.zeros(pmodel.nv)
     if dynamics is None:

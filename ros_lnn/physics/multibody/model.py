@@ -20,7 +20,7 @@ Joints (joint k joins parent body p — or the world, p = -1 — to child body c
 * ``spherical`` joints carry torsional springs on the relative XYZ Euler angles (eqs 19–24);
   revolute joints may carry a spring/damper about the axis. Spring moments enter 𝓕 as ``C_F M_J``;
 * ``prismatic`` joints are described (URDF arms) but have no constraint rows here: models with one are
-  evaluated in joint coordinates on Pinocchio (:mod:`ros_lnn.physics.multibody_pin`).
+  evaluated in joint coordinates on Pinocchio (:mod:`ros_lnn.physics.multibody.pin`).
 
 Sign of the joint forces. Eqs 6–7 and 17 give body p the force ``+f_J`` and body c ``−f_J``
 (``C_F = −J_vᵀ``), i.e. ``𝓜 ν̇ = 𝓕 − Jᵀ F_J``; eq 32 as printed (unknown ``−F_J``) has the opposite
@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from .multibody_quaternion import _SKEW, cross, quat_to_matrix
+from ...errors import ConfigError
+from .quaternion import _SKEW, cross, quat_to_matrix
 
 _I3 = np.eye(3)
 JOINT_KINDS = ("spherical", "revolute", "fixed", "prismatic")
@@ -78,7 +78,7 @@ def _normals(axis: np.ndarray) -> np.ndarray:
 class MultibodyModel:
     """Immutable description of a tree of rigid bodies (a chain in the paper) plus index tables."""
 
-    # URDF models only (physics.multibody_urdf): link -> (body, R_link_in_body, p_link_from_CoM)
+    # URDF models only (physics.multibody.urdf): link -> (body, R_link_in_body, p_link_from_CoM)
     frames: dict[str, tuple[int, np.ndarray, np.ndarray]]
     joint_position_limits: dict[str, tuple[float, float]]  # joint name -> (lower, upper), URDF models only
 

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..errors import ConfigError
-from .multibody import Body, Joint, MultibodyModel
+from ...errors import ConfigError
+from .model import Body, Joint, MultibodyModel
 
 _REVOLUTE = (
     "JointModelRX",

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-from ..errors import ConfigError
-from .multibody import MultibodyModel
-from .multibody_pin import PinocchioModel
+from ...errors import ConfigError
+from .model import MultibodyModel
+from .pin import PinocchioModel
 
 
 def _per_joint(values, n: int, name: str) -> np.ndarray:

@@ -27,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from ..errors import ConfigError
-from .multibody import MultibodyModel
-from .multibody_quaternion import _SKEW
+from ...errors import ConfigError
+from .model import MultibodyModel
+from .quaternion import _SKEW
 
 _MOVING = ("revolute", "prismatic")
 
@@ -260,7 +260,7 @@ def symmetric(pmodel: PinocchioModel, M: np.ndarray) -> np.ndarray:
 
 def _quaternions(R: np.ndarray) -> np.ndarray:
     """Unit quaternions (w, x, y, z), w ≥ 0, of rotation matrices (N, 3, 3): Pinocchio's conversion,
-    ≈ 6× the numpy :func:`~ros_lnn.physics.multibody_quaternion.matrix_to_quat` per matrix."""
+    ≈ 6× the numpy :func:`~ros_lnn.physics.multibody.quaternion.matrix_to_quat` per matrix."""
     xyzw = np.array([pin.Quaternion(Ri).coeffs() for Ri in R]).reshape(-1, 4)
     quat = xyzw[:, [3, 0, 1, 2]]
     quat[quat[:, 0] < 0] *= -1.0

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
-from .multibody import Body, Joint, MultibodyModel
-from .multibody_quaternion import rpy_to_matrix
+from ...errors import ConfigError
+from .model import Body, Joint, MultibodyModel
+from .quaternion import rpy_to_matrix
 
 
 def cylinder_inertia(mass: float, length: float, radius: float) -> np.ndarray:
@@ -162,7 +162,7 @@ def load_model(path) -> MultibodyModel:
         raise ConfigError(f"{path}: no such model file; give a YAML chain description or a URDF")
     text = path.read_text()
     if path.suffix.lower() in (".urdf", ".xml"):
-        from .multibody_urdf import model_from_urdf
+        from .urdf import model_from_urdf
 
         return model_from_urdf(text, source=str(path))
     import yaml

@@ -6,7 +6,7 @@ velocity and position residuals back, ``J ν̇ = γ − 2α Jν − β² φ``: t
 critically damped oscillator of rate α = β instead of accumulating. The stabilising multipliers act as
 equal and opposite internal forces, so momentum balance is untouched. Quaternions are renormalised
 after every step. ``test/test_multibody_validation.py`` measures both drifts. Fixed-base arms are
-simulated in joint coordinates instead (:mod:`ros_lnn.physics.multibody_pin_sim`, no drift).
+simulated in joint coordinates instead (:mod:`ros_lnn.physics.multibody.pin_sim`, no drift).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .multibody import MultibodyModel, forward_dynamics, update
-from .multibody_quaternion import quat_normalize, quat_rate
+from .model import MultibodyModel, forward_dynamics, update
+from .quaternion import quat_normalize, quat_rate
 
 
 @dataclass

@@ -1,0 +1,137 @@
+"""The parameters of ``dac_chain_sim`` (:mod:`.params`): its table. Every parameter is read once at
+start-up (a live set is refused with the way to change it); a value that breaks its rule stops the
+node with one line."""
+
+from __future__ import annotations
+
+from .params import MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable
+
+PARAMETERS = ParameterTable(
+    Param(
+        "robot_description",
+        "",
+        "URDF of the arm; empty = model_path",
+        STARTUP,
+        max_length=MAX_DESCRIPTION,
+    ),
+    Param(
+        "model_path",
+        "",
+        "URDF/YAML; empty = the shipped config/dac_chain.urdf",
+        STARTUP,
+        max_length=MAX_PATH,
+    ),
+    Param(
+        "joint_names",
+        [],
+        "joint order of effort_commands and joint_states; empty = the model's moving joints",
+        STARTUP,
+        items=str,
+        unique=True,
+    ),
+    Param(
+        "initial_positions",
+        [],
+        "initial joint angles (joint_names order); empty = zeros",
+        STARTUP,
+        items=float,
+        ge=-1e3,
+        le=1e3,
+    ),
+    Param("gravity", [0.0, 0.0, -9.81], "gravity [m/s²]", STARTUP, size=(3,), ge=-1e3, le=1e3),
+    Param("rate_hz", 500.0, "joint_states rate; one RK4 step per period", STARTUP, gt=0.0, le=100000.0),
+    Param(
+        "lockstep",
+        False,
+        "one step per effort command, simulated time on /clock (controller with use_sim_time) instead of "
+        "wall time",
+        STARTUP,
+    ),
+    Param(
+        "lockstep_timeout_s",
+        0.05,
+        "lockstep: wall time after which a missing command steps anyway [s]",
+        STARTUP,
+        gt=0.0,
+        le=3600.0,
+    ),
+    Param("command_timeout_s", 0.2, "commands older than this count as zero", STARTUP, ge=0.0, le=3600.0),
+    Param(
+        "hold_until_command",
+        False,
+        "hold the arm still until the first effort command arrives, as a robot keeps its brakes "
+        "on until its controller runs",
+        STARTUP,
+    ),
+    Param(
+        "disturbance",
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        "constant wrench on the last body (force, moment) [N, N m]",
+        STARTUP,
+        size=(6,),
+        ge=-1e6,
+        le=1e6,
+    ),
+    Param(
+        "friction_viscous",
+        [],
+        "viscous joint friction d (one, or per joint_names entry) [N m s/rad]; empty = none",
+        STARTUP,
+        items=float,
+        ge=0.0,
+        le=1e6,
+    ),
+    Param(
+        "friction_coulomb",
+        [],
+        "Coulomb joint friction c, as c tanh(q̇ / friction_coulomb_velocity) [N m]; empty = none",
+        STARTUP,
+        items=float,
+        ge=0.0,
+        le=1e6,
+    ),
+    Param(
+        "friction_coulomb_velocity",
+        0.05,
+        "velocity over which Coulomb friction turns over [rad/s]",
+        STARTUP,
+        gt=0.0,
+        le=1e3,
+    ),
+    Param(
+        "payload_mass",
+        0.0,
+        "mass the description does not know, on payload_link [kg]",
+        STARTUP,
+        ge=0.0,
+        le=1e6,
+    ),
+    Param(
+        "payload_offset",
+        [0.0, 0.0, 0.0],
+        "payload centre of mass from the link's centre of mass, link axes [m]",
+        STARTUP,
+        size=(3,),
+        ge=-1e3,
+        le=1e3,
+    ),
+    Param(
+        "payload_inertia",
+        [0.0, 0.0, 0.0],
+        "payload's principal moments of inertia about its centre, link axes [kg m²]",
+        STARTUP,
+        size=(3,),
+        ge=0.0,
+        le=1e6,
+    ),
+    Param("payload_link", "", "link carrying the payload; empty = the last link", STARTUP),
+    Param(
+        "rotor_inertia",
+        [],
+        "reflected motor inertia (one, or per joint_names entry) [kg m²]; empty = none",
+        STARTUP,
+        items=float,
+        ge=0.0,
+        le=1e6,
+    ),
+)

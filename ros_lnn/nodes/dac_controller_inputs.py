@@ -1,0 +1,142 @@
+"""The inputs ``dac_controller`` takes: an ``~/ee_target`` brought into the world frame (the fixed
+``target_frames`` table, then tf2) and checked against the arm's reach, a ``~/joint_trajectory``
+checked and read into arrays in the pipeline's joint order, and the stamp check of a joint state."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .stamps import duration_ns
+
+if TYPE_CHECKING:
+    from ..control.frames import FrameTable
+
+#: Longest ~/joint_trajectory taken: bounds the work one message can cause.
+MAX_TRAJECTORY_POINTS = 10_000
+#: A joint state stamped further ahead of the node's clock than this is refused (a clock error, not a state).
+FUTURE_STAMP_TOLERANCE_S = 0.5
+
+
+class TargetFrames:
+    """Frames an ``~/ee_target`` may come in: the fixed ``target_frames`` table (built at configure)
+    first, then tf2's buffer and listener (/tf, /tf_static) where tf2_ros is installed and ``use_tf``."""
+
+    def __init__(self) -> None:
+        self.table: FrameTable | None = None
+        self.buffer = self.listener = None
+        self.tf_available = False
+
+    def start_tf(self, node, use_tf: bool) -> None:
+        self.buffer = self.listener = None
+        try:
+            import tf2_ros  # type: ignore[import-not-found,import-untyped]  # optional, untyped where installed
+        except ImportError:
+            self.tf_available = False
+            return
+        self.tf_available = True
+        if use_tf:
+            self.buffer = tf2_ros.Buffer()
+            self.listener = tf2_ros.TransformListener(self.buffer, node)
+
+    def stop_tf(self) -> None:
+        self.buffer = self.listener = None
+
+    def to_world(self, frame: str, world: str, position, quat):
+        """A target given in ``frame`` in the world frame ``world``; LookupError (with the way to
+        fix it) when neither the table nor tf2 knows the frame."""
+        assert self.table is not None  # built by configure with the pipeline
+        if frame in self.table:
+            return self.table.to_world(frame, position, quat)
+        if self.buffer is None:
+            raise LookupError(
+                f"~/ee_target in frame '{frame}': no transform to '{world}'; add '{frame}' to "
+                "target_frames/target_frame_poses"
+                + ("" if self.tf_available else " (tf2_ros is not installed here)")
+            )
+        from rclpy.time import Time
+
+        from ..control.frames import to_world
+
+        try:
+            tf = self.buffer.lookup_transform(world, frame, Time()).transform
+        except Exception as exc:  # noqa: BLE001 - tf2's Lookup/Connectivity/Extrapolation exceptions
+            raise LookupError(
+                f"~/ee_target in frame '{frame}': tf2 has no transform to '{world}' ({type(exc).__name__})"
+            ) from None
+        t, r = tf.translation, tf.rotation
+        return to_world([t.x, t.y, t.z], [r.w, r.x, r.y, r.z], position, quat)
+
+
+def outside_workspace(position, workspace, margin: float) -> str:
+    """Why a world-frame target position is refused ('' when it is taken); ``workspace``: the arm's
+    (centre, reach) or None."""
+    p = np.asarray(position, float)
+    if not np.all(np.isfinite(p)):
+        return "~/ee_target: position must be finite"
+    if workspace is None:
+        return ""
+    centre, radius = workspace
+    with np.errstate(over="ignore"):
+        distance = float(np.linalg.norm(p - centre))
+    if distance > radius + margin:
+        return (
+            f"~/ee_target {p.round(3).tolist()} is {distance:.3g} m from the arm's first joint, beyond "
+            f"its reach {radius:.3g} m + workspace_margin"
+        )
+    return ""
+
+
+def trajectory_problem(msg, joint_names) -> str:
+    """Why a ``~/joint_trajectory`` is refused before it is read ('' when it is read)."""
+    names = list(msg.joint_names)
+    missing = [j for j in joint_names if j not in names]
+    if missing or not msg.points:
+        return f"~/joint_trajectory lacks joints {missing} or points"
+    if len(set(names)) != len(names):
+        return f"~/joint_trajectory names a joint twice: {names}"
+    if len(msg.points) > MAX_TRAJECTORY_POINTS:
+        return (
+            f"~/joint_trajectory has {len(msg.points)} points; at most "
+            f"{MAX_TRAJECTORY_POINTS} are taken (send it in pieces)"
+        )
+    return ""
+
+
+def trajectory_arrays(msg, joint_names, start_s: float):
+    """``(times, positions, velocities or None)`` of a checked trajectory in ``joint_names`` order,
+    times from ``start_s``; IndexError, ValueError, OverflowError or TypeError for a malformed one."""
+    names = list(msg.joint_names)
+    idx = [names.index(j) for j in joint_names]
+    times = np.array([start_s + duration_ns(pt.time_from_start) * 1e-9 for pt in msg.points])
+    pos = np.array([[pt.positions[i] for i in idx] for pt in msg.points], float)
+    vel = None
+    if all(len(pt.velocities) == len(names) for pt in msg.points):
+        vel = np.array([[pt.velocities[i] for i in idx] for pt in msg.points], float)
+    return times, pos, vel
+
+
+def stamp_problem(now_ns: int, stamp_ns: int, state_timeout_s: float) -> tuple[str, str]:
+    """``(reason, text)`` when a joint state stamped ``stamp_ns`` is not taken at node time ``now_ns``
+    (``("", "")`` when it is): the clock has not started (use_sim_time, no /clock: no age can be
+    judged), the state is older than ``state_timeout_s`` (zero efforts, the README's promise) or
+    stamped ahead of the clock by more than :data:`FUTURE_STAMP_TOLERANCE_S`. An unstamped message
+    (0) is taken as now."""
+    if now_ns == 0:
+        return "clock_not_started", (
+            "use_sim_time is set and no /clock arrived yet: zero efforts until the clock runs"
+        )
+    if stamp_ns:
+        age = now_ns - stamp_ns
+        if age > state_timeout_s * 1e9:
+            return (
+                "old_stamp",
+                f"joint_states stamped {age * 1e-9:.3g} s ago (> state_timeout_s): zero efforts",
+            )
+        if -age > FUTURE_STAMP_TOLERANCE_S * 1e9:
+            return "future_stamp", (
+                f"joint_states stamped {-age * 1e-9:.3g} s ahead of this "
+                "node's clock (check the clocks / use_sim_time)"
+            )
+    return "", ""

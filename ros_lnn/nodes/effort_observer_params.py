@@ -1,0 +1,104 @@
+"""The parameters of ``effort_observer`` (:mod:`.params`): its table and the rules tied to its
+parameters."""
+
+from __future__ import annotations
+
+from .params import CONFIGURE, STARTUP, Param, ParameterTable
+
+
+def _gain_count(values: dict) -> str:
+    return "" if len(values["gains"]) >= 1 else "gains needs 1 value (every joint) or one per joint"
+
+
+PARAMETERS = ParameterTable(
+    Param(
+        "model_path",
+        "",
+        "arm model (.onnx from ros-lnn train with an arm config); empty = the URDF-nominal dynamics of urdf",
+        CONFIGURE,
+    ),
+    Param(
+        "urdf",
+        "",
+        "URDF file: the dynamics when model_path is empty, and the kinematics of the wrench; empty = the "
+        "URDF in the model's metadata",
+        CONFIGURE,
+    ),
+    Param(
+        "joints",
+        [],
+        "actuated joints in order; empty = the model's (required with the URDF-nominal dynamics)",
+        CONFIGURE,
+        items=str,
+        unique=True,
+    ),
+    Param(
+        "method",
+        "momentum",
+        "momentum (De Luca, no q̈) or direct (τ̂ with filtered q̈ − τ)",
+        CONFIGURE,
+        choices=("momentum", "direct"),
+    ),
+    Param(
+        "gains",
+        [50.0],
+        "observer gain K per joint (1/s): one value for every joint, or one per joint",
+        CONFIGURE,
+        gt=0.0,
+        le=10000.0,
+    ),
+    Param(
+        "qdd_filter_window",
+        9,
+        "samples of the causal fit that estimates q̈ (τ̂ and the direct method)",
+        CONFIGURE,
+        ge=3,
+        le=1000,
+    ),
+    Param(
+        "effort_gains",
+        [],
+        "per joint the factor from the effort field to joint torque (motor current "
+        "× drive gain, N·m/A); empty = the model's mapping (1 for joint torques)",
+        CONFIGURE,
+    ),
+    Param(
+        "thresholds",
+        "",
+        "thresholds YAML of ros-lnn calibrate-observer; empty = no collision detection",
+        CONFIGURE,
+    ),
+    Param(
+        "collision_hold_s",
+        2.0,
+        "/diagnostics stays WARN this long after a collision ended",
+        ge=0.0,
+        le=3600.0,
+    ),
+    Param("wrench_frame", "", "URDF frame of ~/external_wrench; empty = not published", CONFIGURE),
+    Param("wrench_damping", 0.01, "damping λ of the Jacobian's pseudo-inverse", CONFIGURE, ge=0.0, le=10.0),
+    Param("model_threads", 1, "ONNX Runtime intra-op threads", CONFIGURE, ge=1, le=64),
+    Param(
+        "input_queue_depth",
+        100,
+        "joint_states subscription depth (best effort, keep last)",
+        CONFIGURE,
+        ge=1,
+        le=100000,
+    ),
+    Param(
+        "input_timeout_s",
+        1.0,
+        "no joint_states for this long: /diagnostics ERROR (stale)",
+        ge=0.01,
+        le=3600.0,
+    ),
+    Param("diagnostics_period_s", 1.0, "period of /diagnostics", CONFIGURE, ge=0.01, le=3600.0),
+    Param(
+        "autostart",
+        False,
+        "configure and activate at start-up (ros2 run / launch without a lifecycle manager)",
+        STARTUP,
+    ),
+    rules=(_gain_count,),
+)
