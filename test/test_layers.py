@@ -41,6 +41,19 @@ ALLOWED = {
     # arm.residual, arm.training and arm.delan are its torch side: DeLaN builds on models
     "arm": {"errors", "files", "bags", "estimation", "models", "ros_lnn"},
     "nodes": {"errors", "files", "physics", "estimation", "inference", "control", "bags", "arm", "ros_lnn"},
+    # the fault-injection harness: drives the nodes over ROS for the tests and 'ros-lnn bench fault'
+    "harness": {
+        "errors",
+        "files",
+        "physics",
+        "estimation",
+        "inference",
+        "control",
+        "bags",
+        "arm",
+        "nodes",
+        "ros_lnn",
+    },
     "commands": {
         "errors",
         "files",
@@ -57,6 +70,7 @@ ALLOWED = {
         "zoo",
         "arm",
         "nodes",
+        "harness",
         "commands",
         "ros_lnn",
     },
@@ -71,8 +85,20 @@ COMMAND_TO_COMMAND = {
     ("commands.train", "commands.arm_flow"),
     ("commands.evaluate", "commands.arm_flow"),
 }
-#: The deployment path (and what it stands on) runs without torch and without the training side.
-DEPLOYMENT = {"nodes", "inference", "estimation", "control", "physics", "bags", "errors", "files", "timing"}
+#: The deployment path (and what it stands on) runs without torch and without the training side; so does
+#: the fault harness, which drives the nodes where they are deployed.
+DEPLOYMENT = {
+    "nodes",
+    "harness",
+    "inference",
+    "estimation",
+    "control",
+    "physics",
+    "bags",
+    "errors",
+    "files",
+    "timing",
+}
 TRAINING_SIDE = {
     "torch",
     "onnx",
@@ -240,13 +266,13 @@ def test_imports_go_down_the_layers():
     assert wrong == []
 
 
-def test_nothing_in_the_library_imports_nodes_commands_or_the_cli():
+def test_nothing_in_the_library_imports_nodes_the_harness_commands_or_the_cli():
     wrong = [
         f"{m} -> {n}"
         for m, names in GRAPH.items()
         if part(m) in LIBRARY
         for n in internal(names)
-        if part(n) in ("nodes", "commands", "cli")
+        if part(n) in ("nodes", "harness", "commands", "cli")
     ]
     assert wrong == []
 
