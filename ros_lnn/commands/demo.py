@@ -74,7 +74,7 @@ def run(args) -> int:
         return run_dac_demo(args)
     if not args.offline:
         try:
-            from ..nodes.live_demo import run_live_demo
+            from ..demos.live import run_live_demo
         except ImportError as exc:
             print(f"live demo unavailable ({exc}); running the offline demo instead")
         else:
