@@ -96,11 +96,8 @@ ALLOWED = {
     },
     "cli": {"errors", "files", "ros_lnn"},
 }
-#: A command imports library code, not another command; the DAC demo's closed-loop simulation is
-#: shared by two commands until it moves into the library (after the DAC work merges).
+#: A command imports library code, not another command.
 COMMAND_TO_COMMAND = {
-    ("commands.demo", "commands.dac_demo"),
-    ("commands.bench_control", "commands.dac_demo"),
     # the arm flow of 'train' and 'evaluate' (argument namespaces and printing, shared by both)
     ("commands.train", "commands.arm_flow"),
     ("commands.evaluate", "commands.arm_flow"),

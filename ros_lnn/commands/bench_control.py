@@ -145,7 +145,7 @@ def bench_control(args) -> dict:
     if not getattr(args, "quick", False):
         from pathlib import Path
 
-        from .dac_demo import simulate_demo, summarize, write_figures
+        from ..demos.dac import simulate_demo, summarize, write_figures
 
         out = simulate_demo(6.0)
         results["demo"] = summarize(out)
