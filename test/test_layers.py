@@ -96,12 +96,6 @@ ALLOWED = {
     },
     "cli": {"errors", "files", "ros_lnn"},
 }
-#: A command imports library code, not another command.
-COMMAND_TO_COMMAND = {
-    # the arm flow of 'train' and 'evaluate' (argument namespaces and printing, shared by both)
-    ("commands.train", "commands.arm_flow"),
-    ("commands.evaluate", "commands.arm_flow"),
-}
 #: The deployment path (and what it stands on) runs without torch and without the training side; so does
 #: the fault harness, which drives the nodes where they are deployed.
 DEPLOYMENT = {
@@ -275,10 +269,7 @@ def test_imports_go_down_the_layers():
             there = part(name)
             if there != here and there not in ALLOWED[here]:
                 wrong.append(f"{module} -> {name}")
-            if (
-                here == there == "commands"
-                and (module.removeprefix("ros_lnn."), name.removeprefix("ros_lnn.")) not in COMMAND_TO_COMMAND
-            ):
+            if here == there == "commands":  # a command imports library code, not another command
                 wrong.append(f"{module} -> {name} (a command importing a command)")
     assert wrong == []
 
