@@ -28,23 +28,47 @@ ALLOWED = {
     "errors": set(),
     "files": {"errors"},
     "timing": set(),
+    # finding shipped models and configs (source tree, ament index, install prefix)
+    "shipped": set(),
     "physics": {"errors"},
     "bags": {"errors", "files", "physics"},
     "recordings": {"errors", "physics", "bags"},
     "estimation": {"errors", "physics"},
-    "inference": {"errors", "physics", "ros_lnn"},
+    "inference": {"errors", "physics", "shipped", "ros_lnn"},
     "control": {"errors", "physics", "inference", "estimation"},
     "models": {"errors", "physics", "inference", "ros_lnn"},
     "families": {"errors", "physics", "inference", "models"},
-    "training": {"errors", "files", "physics", "inference", "models", "families", "bags", "ros_lnn"},
+    "training": {
+        "errors",
+        "files",
+        "shipped",
+        "physics",
+        "inference",
+        "models",
+        "families",
+        "bags",
+        "ros_lnn",
+    },
     "zoo": {"errors", "physics", "models", "families", "training"},
     # arm.residual, arm.training and arm.delan are its torch side: DeLaN builds on models
-    "arm": {"errors", "files", "bags", "estimation", "models", "ros_lnn"},
-    "nodes": {"errors", "files", "physics", "estimation", "inference", "control", "bags", "arm", "ros_lnn"},
+    "arm": {"errors", "files", "shipped", "bags", "estimation", "models", "ros_lnn"},
+    "nodes": {
+        "errors",
+        "files",
+        "shipped",
+        "physics",
+        "estimation",
+        "inference",
+        "control",
+        "bags",
+        "arm",
+        "ros_lnn",
+    },
     # the fault-injection harness: drives the nodes over ROS for the tests and 'ros-lnn bench fault'
     "harness": {
         "errors",
         "files",
+        "shipped",
         "physics",
         "estimation",
         "inference",
@@ -59,6 +83,7 @@ ALLOWED = {
         "errors",
         "files",
         "timing",
+        "shipped",
         "physics",
         "bags",
         "recordings",
@@ -77,6 +102,7 @@ ALLOWED = {
         "errors",
         "files",
         "timing",
+        "shipped",
         "physics",
         "bags",
         "recordings",
@@ -109,6 +135,7 @@ DEPLOYMENT = {
     "errors",
     "files",
     "timing",
+    "shipped",
 }
 TRAINING_SIDE = {
     "torch",
@@ -137,6 +164,7 @@ LIBRARY = {
     "errors",
     "files",
     "timing",
+    "shipped",
 }
 #: rclpy, messages and launch; ament_index_python (an optional look-up of installed files) is allowed.
 ROS = {
@@ -321,7 +349,7 @@ BLOCK_TORCH = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("package", ["bags", "physics", "estimation", "inference", "control"])
+@pytest.mark.parametrize("package", ["bags", "physics", "estimation", "inference", "control", "shipped"])
 def test_torch_free_packages_import_without_torch(package):
     """Importing every module of the package with torch made unimportable."""
     modules = [m for m in MODULES if part(m) == package]
