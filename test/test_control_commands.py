@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from ros_lnn.commands.bench_control import bench_control
+from ros_lnn.commands.bench.control import bench_control
 from ros_lnn.commands.demo import add_dac_demo_arguments, run_dac_demo
 from ros_lnn.demos.dac import simulate_demo
 

@@ -5,7 +5,7 @@ deployment path free of torch and of the training side, the library free of ROS 
 Counting rule: every import statement counts wherever it sits: at module level, inside a function,
 under ``if TYPE_CHECKING``. A function-level import defers a dependency, it does not remove it, so
 a cycle through one is still a cycle (it only shows up later, at the first call). Dynamic imports
-(``importlib.import_module``) are the command-line dispatch of ``cli.py`` and ``commands/bench.py``,
+(``importlib.import_module``) are the command-line dispatch of ``cli.py`` and ``commands/bench/__init__.py``,
 the top of the graph, and are not followed.
 """
 

@@ -15,8 +15,8 @@ from collections import defaultdict
 
 
 def bench_fault(args) -> dict:
-    from ..harness import fault_registry, faults
-    from ..timing import machine_description
+    from ...harness import fault_registry, faults
+    from ...timing import machine_description
 
     quick = bool(getattr(args, "quick", False))
     duration = float(getattr(args, "duration", None) or (0.0 if quick else 120.0))
