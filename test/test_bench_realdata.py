@@ -15,7 +15,7 @@ pytest.importorskip("rosbags")
 
 
 def test_bench_realdata_quick(capsys):
-    from ros_lnn.commands.bench_realdata import bench_realdata
+    from ros_lnn.commands.bench.realdata import bench_realdata
 
     result = bench_realdata(argparse.Namespace(quick=True))
     printed = capsys.readouterr().out

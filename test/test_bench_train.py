@@ -24,7 +24,7 @@ def one_thread():
 def test_bench_train_small(one_thread, capsys):
     import torch
 
-    from ros_lnn.commands.bench_train import PAPER, bench_train
+    from ros_lnn.commands.bench.train import PAPER, bench_train
 
     res = bench_train(argparse.Namespace(quick=True), steps=3, rounds=3, schedule_epochs=6)
     printed = capsys.readouterr().out
@@ -55,7 +55,7 @@ def test_bench_train_small(one_thread, capsys):
 def test_scale_out_times_one_epoch_per_batch_and_extrapolates_on_the_cpu(one_thread):
     import torch
 
-    from ros_lnn.commands.bench_train import scale_out
+    from ros_lnn.commands.bench.train import scale_out
 
     lines = []
     res = scale_out(
@@ -130,7 +130,7 @@ def stand_in_checkout(tmp_path):
 def test_delan_side_by_side_imports_the_reference_from_the_folder_given(
     one_thread, stand_in_checkout, capsys
 ):
-    from ros_lnn.commands.bench_train import delan_side_by_side
+    from ros_lnn.commands.bench.train import delan_side_by_side
     from ros_lnn.zoo.delan_reference import REFERENCE_HYPER, torque_error, train_reference
 
     res = delan_side_by_side(str(stand_in_checkout), epochs=3, arm_samples=600)

@@ -5,8 +5,9 @@ import json
 
 import numpy as np
 
-from ros_lnn.commands.bench_control import bench_control
-from ros_lnn.commands.dac_demo import add_dac_demo_arguments, run_dac_demo, simulate_demo
+from ros_lnn.commands.bench.control import bench_control
+from ros_lnn.commands.demo import add_dac_demo_arguments, run_dac_demo
+from ros_lnn.demos.dac import simulate_demo
 
 
 def test_demo_writes_figures_and_a_summary(tmp_path):

@@ -417,7 +417,7 @@ def test_a_target_not_renewed_in_time_is_dropped_for_a_hold(make):
 def test_rate_bench_with_the_feeder_in_another_process():
     """The node bench's process feeder: every joint state sent at a modest rate comes back as an effort
     command (the 1 kHz figure itself belongs to `ros-lnn bench control`, not to a test)."""
-    from ros_lnn.commands.bench_control import bench_node_rate
+    from ros_lnn.commands.bench.control import bench_node_rate
 
     out = bench_node_rate(1.5, rate_hz=100.0, feeder="process")
     assert out["feeder"] == "process" and 90.0 < out["sent_rate_hz"] < 110.0

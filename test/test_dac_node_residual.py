@@ -231,7 +231,7 @@ def test_the_shipped_port_closes_the_loop_on_the_mismatched_simulator(ctx):
     """dac_chain_sim with the demo's plant mismatch, in its own process as on a robot, and dac_controller
     (law II on the demo circle's joint path) over topics: the learned port cuts the tool's tracking
     error several times over."""
-    from ros_lnn.commands.dac_demo import DEMO_MISMATCH_VALUES, demo_plant, demo_task
+    from ros_lnn.demos.dac import DEMO_MISMATCH_VALUES, demo_plant, demo_task
 
     arm, _ = demo_plant()
     point, times, q_task = demo_task(arm)
@@ -345,8 +345,8 @@ def test_recording_the_loop_over_topics_gives_the_training_targets(ctx, tmp_path
     joint_states efforts, read by the residual data builder, give the plant's exact residual."""
     import threading
 
-    from ros_lnn.commands.dac_demo import DEMO_MISMATCH_VALUES, demo_plant
     from ros_lnn.commands.record import record
+    from ros_lnn.demos.dac import DEMO_MISMATCH_VALUES, demo_plant
     from ros_lnn.training.effort_residuals import residual_data, shipped_config
     from ros_lnn.training.spec import RunSpec
 

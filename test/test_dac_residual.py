@@ -14,7 +14,11 @@ import numpy as np
 import pytest
 
 from conftest import requires_torch
-from ros_lnn.commands.dac_demo import (
+from ros_lnn.control.closed_loop import multisine_joint_path, sampled_loop
+from ros_lnn.control.dac import Gains
+from ros_lnn.control.effort import PortToEfforts
+from ros_lnn.control.pipeline import DacPipeline
+from ros_lnn.demos.dac import (
     EXCITATION_AMPLITUDE,
     EXCITATION_GAINS,
     SAMPLE_DT,
@@ -23,10 +27,6 @@ from ros_lnn.commands.dac_demo import (
     law_ii,
     write_recordings_bag,
 )
-from ros_lnn.control.closed_loop import multisine_joint_path, sampled_loop
-from ros_lnn.control.dac import Gains
-from ros_lnn.control.effort import PortToEfforts
-from ros_lnn.control.pipeline import DacPipeline
 from ros_lnn.errors import ModelError
 from ros_lnn.training.effort_residuals import shipped_config
 from ros_lnn.training.spec import RunSpec
@@ -167,7 +167,7 @@ def test_the_deployment_path_runs_without_torch(recordings, tmp_path):
 import sys
 sys.modules['torch'] = None  # any import of torch fails
 import numpy as np
-from ros_lnn.commands.dac_demo import demo_plant, law_ii
+from ros_lnn.demos.dac import demo_plant, law_ii
 from ros_lnn.inference.residual import ResidualRuntime
 arm, plant = demo_plant()
 pipe = law_ii(arm, ResidualRuntime({str(model)!r}, {JOINTS!r}))

@@ -5,7 +5,7 @@ deployment path free of torch and of the training side, the library free of ROS 
 Counting rule: every import statement counts wherever it sits: at module level, inside a function,
 under ``if TYPE_CHECKING``. A function-level import defers a dependency, it does not remove it, so
 a cycle through one is still a cycle (it only shows up later, at the first call). Dynamic imports
-(``importlib.import_module``) are the command-line dispatch of ``cli.py`` and ``commands/bench.py``,
+(``importlib.import_module``) are the command-line dispatch of ``cli.py`` and ``commands/bench/__init__.py``,
 the top of the graph, and are not followed.
 """
 
@@ -28,23 +28,62 @@ ALLOWED = {
     "errors": set(),
     "files": {"errors"},
     "timing": set(),
+    # finding shipped models and configs (source tree, ament index, install prefix)
+    "shipped": set(),
     "physics": {"errors"},
     "bags": {"errors", "files", "physics"},
     "recordings": {"errors", "physics", "bags"},
     "estimation": {"errors", "physics"},
-    "inference": {"errors", "physics", "ros_lnn"},
+    "inference": {"errors", "physics", "shipped", "ros_lnn"},
     "control": {"errors", "physics", "inference", "estimation"},
     "models": {"errors", "physics", "inference", "ros_lnn"},
     "families": {"errors", "physics", "inference", "models"},
-    "training": {"errors", "files", "physics", "inference", "models", "families", "bags", "ros_lnn"},
+    "training": {
+        "errors",
+        "files",
+        "shipped",
+        "physics",
+        "inference",
+        "models",
+        "families",
+        "bags",
+        "ros_lnn",
+    },
     "zoo": {"errors", "physics", "models", "families", "training"},
     # arm.residual, arm.training and arm.delan are its torch side: DeLaN builds on models
-    "arm": {"errors", "files", "bags", "estimation", "models", "ros_lnn"},
-    "nodes": {"errors", "files", "physics", "estimation", "inference", "control", "bags", "arm", "ros_lnn"},
-    "commands": {
+    "arm": {"errors", "files", "shipped", "bags", "estimation", "models", "ros_lnn"},
+    "nodes": {
+        "errors",
+        "files",
+        "shipped",
+        "physics",
+        "estimation",
+        "inference",
+        "control",
+        "bags",
+        "arm",
+        "ros_lnn",
+    },
+    # the fault-injection harness: drives the nodes over ROS for the tests and 'ros-lnn bench fault'
+    "harness": {
+        "errors",
+        "files",
+        "shipped",
+        "physics",
+        "estimation",
+        "inference",
+        "control",
+        "bags",
+        "arm",
+        "nodes",
+        "ros_lnn",
+    },
+    # the demos of 'ros-lnn demo' (the live one runs the nodes): what a command may import, but no command
+    "demos": {
         "errors",
         "files",
         "timing",
+        "shipped",
         "physics",
         "bags",
         "recordings",
@@ -57,22 +96,47 @@ ALLOWED = {
         "zoo",
         "arm",
         "nodes",
+        "ros_lnn",
+    },
+    "commands": {
+        "errors",
+        "files",
+        "timing",
+        "shipped",
+        "physics",
+        "bags",
+        "recordings",
+        "estimation",
+        "inference",
+        "control",
+        "models",
+        "families",
+        "training",
+        "zoo",
+        "arm",
+        "nodes",
+        "harness",
+        "demos",
         "commands",
         "ros_lnn",
     },
     "cli": {"errors", "files", "ros_lnn"},
 }
-#: A command imports library code, not another command; the DAC demo's closed-loop simulation is
-#: shared by two commands until it moves into the library (after the DAC work merges).
-COMMAND_TO_COMMAND = {
-    ("commands.demo", "commands.dac_demo"),
-    ("commands.bench_control", "commands.dac_demo"),
-    # the arm flow of 'train' and 'evaluate' (argument namespaces and printing, shared by both)
-    ("commands.train", "commands.arm_flow"),
-    ("commands.evaluate", "commands.arm_flow"),
+#: The deployment path (and what it stands on) runs without torch and without the training side; so does
+#: the fault harness, which drives the nodes where they are deployed.
+DEPLOYMENT = {
+    "nodes",
+    "harness",
+    "inference",
+    "estimation",
+    "control",
+    "physics",
+    "bags",
+    "errors",
+    "files",
+    "timing",
+    "shipped",
 }
-#: The deployment path (and what it stands on) runs without torch and without the training side.
-DEPLOYMENT = {"nodes", "inference", "estimation", "control", "physics", "bags", "errors", "files", "timing"}
 TRAINING_SIDE = {
     "torch",
     "onnx",
@@ -100,6 +164,7 @@ LIBRARY = {
     "errors",
     "files",
     "timing",
+    "shipped",
 }
 #: rclpy, messages and launch; ament_index_python (an optional look-up of installed files) is allowed.
 ROS = {
@@ -232,21 +297,18 @@ def test_imports_go_down_the_layers():
             there = part(name)
             if there != here and there not in ALLOWED[here]:
                 wrong.append(f"{module} -> {name}")
-            if (
-                here == there == "commands"
-                and (module.removeprefix("ros_lnn."), name.removeprefix("ros_lnn.")) not in COMMAND_TO_COMMAND
-            ):
+            if here == there == "commands":  # a command imports library code, not another command
                 wrong.append(f"{module} -> {name} (a command importing a command)")
     assert wrong == []
 
 
-def test_nothing_in_the_library_imports_nodes_commands_or_the_cli():
+def test_nothing_in_the_library_imports_nodes_the_harness_demos_commands_or_the_cli():
     wrong = [
         f"{m} -> {n}"
         for m, names in GRAPH.items()
         if part(m) in LIBRARY
         for n in internal(names)
-        if part(n) in ("nodes", "commands", "cli")
+        if part(n) in ("nodes", "harness", "demos", "commands", "cli")
     ]
     assert wrong == []
 
@@ -287,7 +349,7 @@ BLOCK_TORCH = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("package", ["bags", "physics", "estimation", "inference", "control"])
+@pytest.mark.parametrize("package", ["bags", "physics", "estimation", "inference", "control", "shipped"])
 def test_torch_free_packages_import_without_torch(package):
     """Importing every module of the package with torch made unimportable."""
     modules = [m for m in MODULES if part(m) == package]

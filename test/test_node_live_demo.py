@@ -20,7 +20,7 @@ def exact_model(tmp_path_factory):
 
 @pytest.mark.parametrize("estimate_qdd", [False, True])
 def test_live_demo_compares_estimates_with_the_truth(exact_model, estimate_qdd):
-    from ros_lnn.nodes.live_demo import run_live_demo
+    from ros_lnn.demos.live import run_live_demo
 
     out, summary = io.StringIO(), {}
     code = run_live_demo(

@@ -6,6 +6,8 @@ filter as in training; τ is not filtered."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from .identification import relative_error_percent
@@ -44,3 +46,35 @@ def evaluate_arm(
             entry["series"] = {"tau": s.tau, "model": pred, "fit": fit}
         out[rec.name] = entry
     return out
+
+
+def plot_torque(folder: Path, name: str, series: dict, joints) -> None:
+    """``<folder>/<name>_torque.png``: measured, model and least-squares fit torque per joint and the
+    model's residual, from the ``series`` of :func:`evaluate_arm` (``keep_series=True``); nothing without
+    matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    n = len(joints)
+    fig, axes = plt.subplots(n, 2, figsize=(12, 2.0 * n), sharex=True, gridspec_kw={"width_ratios": [3, 1]})
+    axes = np.atleast_2d(axes)
+    k = np.arange(len(series["tau"]))
+    for j, joint in enumerate(joints):
+        ax, res = axes[j]
+        ax.plot(k, series["tau"][:, j], lw=0.5, color="0.6", label="measured")
+        ax.plot(k, series["model"][:, j], lw=0.8, label="model")
+        ax.plot(k, series["fit"][:, j], lw=0.8, ls="--", label="least-squares fit")
+        ax.set_ylabel(f"{joint}\nN·m")
+        res.plot(k, series["tau"][:, j] - series["model"][:, j], lw=0.5)
+        res.set_ylabel("residual")
+    axes[0, 0].legend(loc="upper right", fontsize=7)
+    axes[-1, 0].set_xlabel("sample")
+    fig.tight_layout()
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+    fig.savefig(folder / f"{safe}_torque.png", dpi=90)
+    plt.close(fig)

@@ -17,7 +17,6 @@ The run records what a robot reports — q, q̇ and the motor torque τ with sen
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -280,21 +279,14 @@ PANDA_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 
 
 def panda_urdf() -> Path:
-    """The shipped Panda URDF (ament index, the install prefix, or the source tree)."""
-    paths = []
-    try:
-        from ament_index_python.packages import get_package_share_directory
+    """The shipped Panda URDF, config/robots/panda/panda.urdf (:mod:`ros_lnn.shipped`)."""
+    from ..shipped import find, search_paths
 
-        paths.append(
-            Path(get_package_share_directory("ros_lnn")) / "config" / "robots" / "panda" / "panda.urdf"
-        )
-    except Exception:  # noqa: BLE001 - no ament index, or the package is not in it
-        pass
-    paths.append(Path(sys.prefix) / "share" / "ros_lnn" / "config" / "robots" / "panda" / "panda.urdf")
-    paths.append(Path(__file__).resolve().parents[2] / "config" / "robots" / "panda" / "panda.urdf")
-    for path in paths:
-        if path.is_file():
-            return path
+    parts = ("config", "robots", "panda", "panda.urdf")
+    path = find(*parts)
+    if path is not None:
+        return path
+    paths = search_paths(*parts)
     raise ConfigError(f"the Panda URDF is not installed (looked in: {', '.join(map(str, paths))})")
 
 

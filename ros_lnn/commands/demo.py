@@ -8,6 +8,8 @@ around an obstacle with the demo arm, figures written to ``--output``. No torch 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from ..errors import ConfigError
@@ -69,12 +71,10 @@ def add_arguments(parser):
 
 def run(args) -> int:
     if args.dac:
-        from .dac_demo import run_dac_demo
-
         return run_dac_demo(args)
     if not args.offline:
         try:
-            from ..nodes.live_demo import run_live_demo
+            from ..demos.live import run_live_demo
         except ImportError as exc:
             print(f"live demo unavailable ({exc}); running the offline demo instead")
         else:
@@ -143,4 +143,104 @@ def offline_demo(model_path, trial_name: str, rows: int) -> int:
         f"one sample at a time, all outputs, 1 thread: median {s['median_us']:.1f} µs, p99 "
         f"{s['p99_us']:.1f} µs"
     )
+    return 0
+
+
+# ------------------------------------------------------------------------------ --dac (demos/dac.py)
+def add_dac_demo_arguments(parser):
+    parser.add_argument(
+        "--output",
+        default="reports/dac_demo",
+        help="folder for the figures and summary (default reports/dac_demo)",
+    )
+    parser.add_argument("--duration", type=float, default=None, help="simulated seconds (default 6, quick 3)")
+    parser.add_argument("--quick", action="store_true", help="shorter run")
+    parser.add_argument("--no-avoidance", action="store_true", help="switch the obstacle potential off")
+    parser.add_argument(
+        "--plant-mismatch",
+        action="store_true",
+        help="the arm differs from its URDF: record, train the learned port, compare three runs",
+    )
+
+
+def run_dac_demo(args) -> int:
+    import json
+
+    from ..demos.dac import CIRCLE_RADIUS, simulate_demo, summarize, write_figures
+
+    if getattr(args, "plant_mismatch", False):
+        return run_plant_mismatch(args)
+    duration = getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 6.0)
+    folder = Path(getattr(args, "output", None) or "reports/dac_demo")
+    print(
+        f"DAC demo: demo arm, law III, circle r = {CIRCLE_RADIUS} m, obstacle on the wrist path, "
+        f"{duration:.1f} s simulated"
+    )
+    out = simulate_demo(
+        duration,
+        avoidance=not getattr(args, "no_avoidance", False),
+        progress=lambda i, n: print(f"  step {i}/{n}", end="\r", flush=True),
+    )
+    print()
+    summary = summarize(out)
+    paths = write_figures(out, folder)
+    (folder / "dac_summary.json").write_text(json.dumps(summary, indent=2))
+    for k, v in summary.items():
+        print(f"  {k:38s} {v:.4g}")
+    print("figures: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def run_plant_mismatch(args) -> int:
+    import json
+
+    from ..demos.dac import (
+        DEMO_MISMATCH_VALUES,
+        TASK_SECONDS,
+        compare_three,
+        demo_plant,
+        record_arm,
+        train_port,
+        write_recordings_bag,
+    )
+    from ..inference.residual import ResidualRuntime
+
+    quick = getattr(args, "quick", False)
+    folder = Path(getattr(args, "output", None) or "reports/dac_demo") / "plant_mismatch"
+    folder.mkdir(parents=True, exist_ok=True)
+    arm, plant = demo_plant()
+    names = list(plant.certain.joint_names)
+    print(f"DAC with plant mismatch: {DEMO_MISMATCH_VALUES}")
+    print(
+        "1. record the arm under the model-only controller (task, circles, excitations; 500 Hz) ...",
+        flush=True,
+    )
+    logs = record_arm(arm, plant, quick, progress=lambda m: print(m, flush=True))
+    bag = folder / "recordings"
+    if bag.exists():
+        import shutil
+
+        shutil.rmtree(bag)
+    write_recordings_bag(bag, logs, names)
+    print(f"   wrote {bag} ({sum(len(g.t) for g in logs)} joint states)")
+    epochs = int(getattr(args, "epochs", None) or (40 if quick else 300))
+    print(
+        f"2. train the learned port: ros-lnn train --model dac_residual --bag {bag} "
+        f"--config config/dac_residual.yaml --epochs {epochs} ...",
+        flush=True,
+    )
+    model = train_port(bag, folder, epochs, progress=lambda m: print("   " + m, flush=True))
+    port = ResidualRuntime(model, names)
+    print(
+        f"3. load {model} with ONNX Runtime; the same task three times "
+        f"(law II on the tool circle's joint path, {TASK_SECONDS:.0f} s at 500 Hz) ...",
+        flush=True,
+    )
+    runs = compare_three(arm, plant, port)
+    summary = {k: v["tracking_rms_m"] for k, v in runs.items()}
+    doc = {"tracking_rms_m": summary, "mismatch": DEMO_MISMATCH_VALUES, "model": str(model)}
+    (folder / "summary.json").write_text(json.dumps(doc, indent=2))
+    a, b, c = (summary[k] for k in ("model-only", "data-assisted", "exact-model"))
+    print(f"   data-assisted / model-only = 1/{a / b:.0f}, data-assisted / exact-model = {b / c:.1f}")
+    print(f"tracking rms [m]: model-only {a:.3g}, data-assisted {b:.3g}, exact-model {c:.3g}")
     return 0

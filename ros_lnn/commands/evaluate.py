@@ -1,14 +1,15 @@
 """``ros-lnn evaluate``: accuracy of an ONNX model on trials (npz from ``ros-lnn simulate``, or the
 paper's held-out crane trials by default), or on recordings (``--bag``): per bag the q̈_f nMSE against
 the Savitzky–Golay reference of the measured velocities, the power and energy balance residuals, and
-plots of predicted against measured q̈_f with the residual in its own panel. No torch needed."""
+plots of predicted against measured q̈_f with the residual in its own panel. An arm model is evaluated
+on recordings by :func:`evaluate_arm_model` (torque errors and plots). No torch needed."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ..errors import DataError
+from ..errors import ConfigError, DataError
 
 
 def add_arguments(parser):
@@ -47,8 +48,6 @@ def run(args) -> int:
     from ..inference.runtime import ServoLnnRuntime
 
     if args.model and is_arm_model(args.model):
-        from .arm_flow import evaluate as evaluate_arm_model
-
         return evaluate_arm_model(args)
 
     rt = ServoLnnRuntime(args.model)
@@ -171,3 +170,52 @@ def _plot(folder: Path, name: str, series: dict, free_joints, units) -> None:
     rows = [r for r in rows if np.isfinite(r[2]).all() and np.isfinite(r[3]).all()]
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "trial"
     plot_comparison(name, series["t"], rows, folder / f"{safe}.png", reference="measured")
+
+
+def evaluate_arm_model(args) -> int:
+    """The fully actuated arm's ``ros-lnn evaluate``: chosen when the model is an arm model."""
+    from ..arm.evaluation import evaluate_arm, plot_torque
+    from ..arm.mapping import ArmMapping
+    from ..arm.model import ArmModel
+    from ..arm.recording import read_arm_bag
+
+    if not args.bag:
+        raise DataError("an arm model is evaluated on recordings: give --bag BAG...")
+    model = ArmModel(args.model)
+    if args.config:
+        mapping = ArmMapping.from_yaml(args.config)
+    else:
+        mapping = ArmMapping.from_dict(
+            model.meta.get("mapping") or {"actuated_joints": list(model.joints)}, "the model's mapping"
+        )
+    if tuple(mapping.actuated_joints) != model.joints:
+        raise ConfigError(
+            f"the mapping's actuated_joints {list(mapping.actuated_joints)} differ from the model's "
+            f"{list(model.joints)}"
+        )
+    print(model.describe())
+    recordings = [read_arm_bag(b, mapping) for b in args.bag]
+    results = evaluate_arm(model, recordings, mapping, keep_series=not args.no_plots)
+    for name, m in results.items():
+        fit = m["least_squares_fit"]
+        print(f"{name}: {m['samples']} samples at {m['rate_hz']:.0f} Hz")
+        print(f"  {'joint':<24} {'rre %':>8} {'nMSE':>8} {'fit rre %':>10}")
+        for j in model.joints:
+            print(
+                f"  {j:<24} {m['torque_rre_percent'][j]:8.2f} {m['torque_nmse'][j]:8.4f} "
+                f"{fit['torque_rre_percent'][j]:10.2f}"
+            )
+        print(
+            f"  torque rre mean {m['torque_rre_mean_percent']:.2f} % "
+            f"(least-squares fit alone {fit['torque_rre_mean_percent']:.2f} %)"
+        )
+    if not args.no_plots:
+        folder = Path(args.plots or f"evaluation_{Path(args.model).stem}")
+        for name, m in results.items():
+            plot_torque(folder, name, m.pop("series"), model.joints)
+        print(f"plots: {folder}/")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=2)
+        print(f"metrics written to {args.json}")
+    return 0

@@ -18,7 +18,6 @@ the next call).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..physics.lagrangian import OUTPUT_NAMES
+from ..shipped import find, search_paths
 from .metadata import METADATA_KEY, ModelMetadata
 
 DEFAULT_MODEL_NAME = "crane_servo_lnn.onnx"
@@ -33,25 +33,17 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64}
 
 
 def model_search_paths(name: str = DEFAULT_MODEL_NAME) -> list[Path]:
-    """Where a shipped model is looked for: the ament index, the install prefix, the source tree."""
-    paths = []
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        paths.append(Path(get_package_share_directory("ros_lnn")) / "models" / name)
-    except Exception:  # noqa: BLE001 - no ament index, or the package is not in it
-        pass
-    paths.append(Path(sys.prefix) / "share" / "ros_lnn" / "models" / name)
-    paths.append(Path(__file__).resolve().parents[2] / "models" / name)
-    return paths
+    """Where a shipped model is looked for (:mod:`ros_lnn.shipped`: the source tree, the ament index, the
+    install prefix)."""
+    return search_paths("models", name)
 
 
 def default_model_path(name: str = DEFAULT_MODEL_NAME) -> Path:
     """The shipped model file; ModelError naming every place looked at when there is none."""
+    path = find("models", name)
+    if path is not None:
+        return path
     paths = model_search_paths(name)
-    for path in paths:
-        if path.is_file():
-            return path
     raise ModelError(
         f"shipped model {name} not found (looked in: {', '.join(map(str, paths))}); "
         "pass a model path or train one with: ros-lnn train --out models/" + name

@@ -72,15 +72,10 @@ from .stamps import stamp_ns
 
 
 def shipped_model_path() -> Path:
-    here = Path(__file__).resolve().parents[2] / "config" / "dac_chain.urdf"
-    if here.is_file():
-        return here
-    try:
-        from ament_index_python.packages import get_package_share_directory
+    """The demo arm's shipped URDF, config/dac_chain.urdf (:mod:`ros_lnn.shipped`)."""
+    from ..shipped import shipped_path
 
-        return Path(get_package_share_directory("ros_lnn")) / "config" / "dac_chain.urdf"
-    except Exception:  # noqa: BLE001 - no ament index: fall through to the error below
-        return here
+    return shipped_path("config", "dac_chain.urdf")
 
 
 class DacControllerNode(ParameterValues, LifecycleTeardown, LifecycleNode):

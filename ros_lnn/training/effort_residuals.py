@@ -44,16 +44,10 @@ DEFAULT_CONFIG = "dac_residual.yaml"
 
 
 def shipped_config(name: str = DEFAULT_CONFIG) -> Path:
-    """A config file shipped with the package (source tree, else the ament share folder)."""
-    here = Path(__file__).resolve().parents[2] / "config" / name
-    if here.is_file():
-        return here
-    try:
-        from ament_index_python.packages import get_package_share_directory
+    """A config file shipped with the package, config/<name> (:mod:`ros_lnn.shipped`)."""
+    from ..shipped import shipped_path
 
-        return Path(get_package_share_directory("ros_lnn")) / "config" / name
-    except Exception:  # noqa: BLE001 - no ament index: the source-tree path, which says it is missing
-        return here
+    return shipped_path("config", name)
 
 
 def residual_settings(config) -> dict:

@@ -52,11 +52,11 @@ def _row(stats) -> str:
 
 
 def _chain_cases(n: int, rng):
-    from ..control.dac import BodyPoseTarget, DacController, EndEffector, EndEffectorTarget, VelocityTarget
-    from ..control.obstacles import ObstacleField, SphereObstacle, default_control_points
-    from ..physics.multibody import update
-    from ..physics.multibody.build import make_chain
-    from ..physics.multibody.kinematics import forward_kinematics, n_rates, twist_map
+    from ...control.dac import BodyPoseTarget, DacController, EndEffector, EndEffectorTarget, VelocityTarget
+    from ...control.obstacles import ObstacleField, SphereObstacle, default_control_points
+    from ...physics.multibody import update
+    from ...physics.multibody.build import make_chain
+    from ...physics.multibody.kinematics import forward_kinematics, n_rates, twist_map
 
     model = make_chain(n, gravity=(0, 0, -9.81), damping=0.05)
     r, quat = forward_kinematics(model, rng.normal(size=3 * (n - 1)) * 0.3)
@@ -80,9 +80,9 @@ def _chain_cases(n: int, rng):
 
 
 def _arm_pipeline(n: int):
-    from ..control.dac import Gains
-    from ..control.pipeline import DacPipeline
-    from ..physics.multibody.build import make_chain
+    from ...control.dac import Gains
+    from ...control.pipeline import DacPipeline
+    from ...physics.multibody.build import make_chain
 
     axes = [[0, 0, 1]] + [[0, 1, 0]] * (n - 1)
     arm = make_chain(
@@ -107,7 +107,7 @@ def _arm_pipeline(n: int):
 
 
 def bench_control(args) -> dict:
-    from ..physics.multibody import update
+    from ...physics.multibody import update
 
     reps = 200 if getattr(args, "quick", False) else 3000
     rng = np.random.default_rng(0)
@@ -145,7 +145,7 @@ def bench_control(args) -> dict:
     if not getattr(args, "quick", False):
         from pathlib import Path
 
-        from .dac_demo import simulate_demo, summarize, write_figures
+        from ...demos.dac import simulate_demo, summarize, write_figures
 
         out = simulate_demo(6.0)
         results["demo"] = summarize(out)
@@ -166,7 +166,7 @@ def _feed_joint_states(result_queue, namespace: str, duration: float, rate_hz: f
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from ..nodes.qos import SENSOR_QOS
+    from ...nodes.qos import SENSOR_QOS
 
     rclpy.init(args=[])
     from rclpy.qos import QoSProfile
@@ -261,9 +261,9 @@ def _bench_node_rate_process(
     import rclpy
     from rclpy.parameter import Parameter
 
-    from ..nodes.dac_controller import DacControllerNode, start
-    from ..nodes.params import param as C_param
-    from ..nodes.process import make_executor
+    from ...nodes.dac_controller import DacControllerNode, start
+    from ...nodes.params import param as C_param
+    from ...nodes.process import make_executor
 
     namespace = "/bench_dac"
     ctx = rclpy.Context()
@@ -334,8 +334,8 @@ def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from ..nodes.dac_controller import DacControllerNode, start
-    from ..nodes.qos import SENSOR_QOS
+    from ...nodes.dac_controller import DacControllerNode, start
+    from ...nodes.qos import SENSOR_QOS
 
     ctx = rclpy.Context()
     rclpy.init(args=[], context=ctx)
@@ -406,14 +406,14 @@ def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
 
 def shipped_residual_model():
     """models/dac_chain_residual.onnx: the learned port of the demo arm with the demo's plant mismatch."""
-    from ..inference.runtime import default_model_path
+    from ...inference.runtime import default_model_path
 
     return default_model_path("dac_chain_residual.onnx")
 
 
 def port_call_time(path, reps: int = 3000) -> dict:
     """The learned port's ONNX Runtime call alone (one sample, I/O binding), µs."""
-    from ..inference.residual import ResidualRuntime
+    from ...inference.residual import ResidualRuntime
 
     port = ResidualRuntime(path)
     rng = np.random.default_rng(0)
@@ -457,7 +457,7 @@ def bench_dac_node(args) -> dict:
 
 
 def _demo_arm():
-    from ..nodes.dac_controller import shipped_model_path
+    from ...nodes.dac_controller import shipped_model_path
 
     path = shipped_model_path()
     return path.read_text()
@@ -466,14 +466,14 @@ def _demo_arm():
 def simulator_rates(reps: int, dt: float = 2e-3) -> dict:
     """RK4 steps per second of the N = 5 demo arm: the maximal-coordinate model (KKT of eq 32 at every
     stage, Baumgarte α = β = 20 as the simulator node used) and Pinocchio's ABA in joint coordinates."""
-    from ..physics.multibody import forward_dynamics, update
-    from ..physics.multibody.kinematics import forward_kinematics, twist_map
-    from ..physics.multibody.pin import PinocchioModel
-    from ..physics.multibody.pin import forward_dynamics as aba
-    from ..physics.multibody.pin_sim import rk4_step as joint_rk4
-    from ..physics.multibody.sim import MultibodyState
-    from ..physics.multibody.sim import rk4_step as body_rk4
-    from ..physics.multibody.urdf import model_from_urdf
+    from ...physics.multibody import forward_dynamics, update
+    from ...physics.multibody.kinematics import forward_kinematics, twist_map
+    from ...physics.multibody.pin import PinocchioModel
+    from ...physics.multibody.pin import forward_dynamics as aba
+    from ...physics.multibody.pin_sim import rk4_step as joint_rk4
+    from ...physics.multibody.sim import MultibodyState
+    from ...physics.multibody.sim import rk4_step as body_rk4
+    from ...physics.multibody.urdf import model_from_urdf
 
     arm = model_from_urdf(_demo_arm(), "demo arm")
     n = arm.n_bodies
@@ -509,10 +509,10 @@ def law_ii_trajectory_against_law_iii(reps: int, dt: float = 1e-3) -> dict:
     (:meth:`DacPipeline.step_body_twists`: the coordinate-free law on ``G``, ``Ġ`` and the target's
     kinematics through :func:`kinematics`), and law III on a fixed target. The two law II paths are
     compared first (port command and efforts, relative)."""
-    from ..control.closed_loop import multisine_joint_path
-    from ..control.dac import Gains
-    from ..control.pipeline import DacPipeline, JointTrajectorySampler
-    from ..physics.multibody.urdf import model_from_urdf
+    from ...control.closed_loop import multisine_joint_path
+    from ...control.dac import Gains
+    from ...control.pipeline import DacPipeline, JointTrajectorySampler
+    from ...physics.multibody.urdf import model_from_urdf
 
     arm = model_from_urdf(_demo_arm(), "demo arm")
     q0 = np.array([0.1, -0.7, 1.3, 0.5, 0.3])
@@ -582,10 +582,10 @@ def law_iii_against_reference(reps: int) -> dict:
     on the demo arm at one state: efforts compared, then both timed interleaved (median of ``reps``
     each) — with an obstacle whose field holds some control points (every term of the law: the last
     line) and with one whose field holds none."""
-    from ..control.dac import Gains
-    from ..control.pinocchio_reference import ReferenceLawIII
-    from ..control.pipeline import DacPipeline
-    from ..physics.multibody.urdf import model_from_urdf
+    from ...control.dac import Gains
+    from ...control.pinocchio_reference import ReferenceLawIII
+    from ...control.pipeline import DacPipeline
+    from ...physics.multibody.urdf import model_from_urdf
 
     text = _demo_arm()
     arm = model_from_urdf(text, "demo arm")

@@ -70,12 +70,12 @@ def run_live_demo(
     from rclpy.parameter import Parameter
 
     from ..inference.runtime import default_model_path
-    from .messages import ENERGY_TYPE, PREDICTION_TYPE, energy_dict, prediction_arrays
-    from .process import make_executor
-    from .qos import SENSOR_QOS
-    from .servo_lnn import ServoLnnNode, start
-    from .sim import SimNode
-    from .stamps import stamp_ns
+    from ..nodes.messages import ENERGY_TYPE, PREDICTION_TYPE, energy_dict, prediction_arrays
+    from ..nodes.process import make_executor
+    from ..nodes.qos import SENSOR_QOS
+    from ..nodes.servo_lnn import ServoLnnNode, start
+    from ..nodes.sim import SimNode
+    from ..nodes.stamps import stamp_ns
 
     out = out or sys.stdout
     model_path = str(model_path or default_model_path())

@@ -15,7 +15,7 @@ Both are measured under the same conditions (a sample every millisecond, caches 
 them between samples). The line before gives ``ServoLnnRuntime.evaluate`` timed back to back in the same
 process at the end of the run, with warm caches.
 
-``--observer``: the effort_observer node instead (:mod:`ros_lnn.commands.bench_observer_node`).
+``--observer``: the effort_observer node instead (:mod:`ros_lnn.commands.bench.observer_node`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..timing import machine_description, percentile, process_cpu_seconds
+from ...timing import machine_description, percentile, process_cpu_seconds
 
 _cpu_seconds = process_cpu_seconds
 _pct = percentile
@@ -42,9 +42,9 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
     import rclpy
     from sensor_msgs.msg import JointState
 
-    from ..nodes.process import make_executor
-    from ..nodes.qos import SENSOR_QOS
-    from ..nodes.stamps import ns_to_stamp
+    from ...nodes.process import make_executor
+    from ...nodes.qos import SENSOR_QOS
+    from ...nodes.stamps import ns_to_stamp
 
     ns = f"/bench{os.getpid()}_{int(rate_hz)}"
     log = workdir / f"latency_{int(rate_hz)}.npz"
@@ -192,8 +192,8 @@ def callback_cost(model: str, n: int = 3000) -> dict:
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import JointState
 
-    from ..nodes.servo_lnn import ServoLnnNode, start
-    from ..nodes.stamps import ns_to_stamp
+    from ...nodes.servo_lnn import ServoLnnNode, start
+    from ...nodes.stamps import ns_to_stamp
 
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
@@ -235,8 +235,8 @@ def callback_cost(model: str, n: int = 3000) -> dict:
 
 
 def bench_node(args) -> dict:
-    from ..inference.runtime import default_model_path
-    from ..nodes.process import executor_kind
+    from ...inference.runtime import default_model_path
+    from ...nodes.process import executor_kind
 
     model = str(getattr(args, "model", None) or default_model_path())
     duration = float(getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 10.0))

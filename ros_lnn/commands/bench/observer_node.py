@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..timing import machine_description
-from ..timing import percentile as _pct
-from ..timing import process_cpu_seconds as _cpu_seconds
+from ...timing import machine_description
+from ...timing import percentile as _pct
+from ...timing import process_cpu_seconds as _cpu_seconds
 
 GAIN = 150.0
 THRESHOLD_FRACTION = 0.10
@@ -44,20 +44,20 @@ WRENCH_FRAME = "panda_hand_tcp"
 
 def observer_model(args, workdir: Path, say) -> Path:
     """The arm model the node runs: ``--model``, or one trained on the generator's recording."""
-    from ..arm.model import is_arm_model
-    from ..errors import ConfigError
+    from ...arm.model import is_arm_model
+    from ...errors import ConfigError
 
     if getattr(args, "model", None):
         path = Path(args.model)
         if not is_arm_model(path):
             raise ConfigError(f"--model {path}: bench node --observer needs an arm model (arm training)")
         return path
-    from ..arm import simulation as sim
-    from ..arm.mapping import ArmMapping
-    from ..arm.residual import ResidualOptions
-    from ..arm.simulation import PANDA_JOINTS as JOINTS
-    from ..arm.simulation import panda_generator as generator
-    from ..arm.training import train_arm
+    from ...arm import simulation as sim
+    from ...arm.mapping import ArmMapping
+    from ...arm.residual import ResidualOptions
+    from ...arm.simulation import PANDA_JOINTS as JOINTS
+    from ...arm.simulation import panda_generator as generator
+    from ...arm.training import train_arm
 
     quick = bool(getattr(args, "quick", False))
     arm, truth, friction, noise = generator()
@@ -81,8 +81,8 @@ def observer_model(args, workdir: Path, say) -> Path:
 
 
 def write_thresholds(model_path: Path, path: Path) -> Path:
-    from ..arm.model import ArmModel
-    from ..arm.observer import Thresholds
+    from ...arm.model import ArmModel
+    from ...arm.observer import Thresholds
 
     model = ArmModel(model_path)
     limits = model.nominal.effort_limits()
@@ -97,9 +97,9 @@ def write_thresholds(model_path: Path, path: Path) -> Path:
 
 def stream(duration_s: float, seed: int = 12):
     """(joints, q, qd, tau) of a pulse-free run of the generator, 1 kHz."""
-    from ..arm import simulation as sim
-    from ..arm.simulation import PANDA_JOINTS as JOINTS
-    from ..arm.simulation import panda_generator as generator
+    from ...arm import simulation as sim
+    from ...arm.simulation import PANDA_JOINTS as JOINTS
+    from ...arm.simulation import panda_generator as generator
 
     arm, truth, friction, noise = generator()
     run = sim.simulate_arm(truth, duration_s, nominal=arm, friction=friction, noise=noise, seed=seed)
@@ -114,9 +114,9 @@ def run_observer_rate(
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from ..nodes.process import make_executor
-    from ..nodes.qos import SENSOR_QOS
-    from ..nodes.stamps import ns_to_stamp
+    from ...nodes.process import make_executor
+    from ...nodes.qos import SENSOR_QOS
+    from ...nodes.stamps import ns_to_stamp
 
     ns = f"/bench_obs{os.getpid()}"
     proc = subprocess.Popen(
@@ -274,7 +274,7 @@ def run_observer_rate(
 
 
 def bench_observer_node(args) -> dict:
-    from ..nodes.process import executor_kind
+    from ...nodes.process import executor_kind
 
     quick = bool(getattr(args, "quick", False))
     duration = float(getattr(args, "duration", None) or (3.0 if quick else 10.0))
@@ -293,7 +293,7 @@ def bench_observer_node(args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         model = observer_model(args, workdir, say)
-        from ..arm.model import ArmModel
+        from ...arm.model import ArmModel
 
         arm_model = ArmModel(model)
         described = (

@@ -214,7 +214,7 @@ def _arm_msg(q=ARM_POSE, qd=(0.0,) * 5, names=ARM_JOINTS, stamp_offset_s=0.0):
     def build(driver, i):
         from sensor_msgs.msg import JointState
 
-        from .stamps import ns_to_stamp
+        from ..nodes.stamps import ns_to_stamp
 
         msg = JointState(name=list(names), position=[float(v) for v in q], velocity=[float(v) for v in qd])
         msg.header.stamp = ns_to_stamp(driver.now_ns() + int(stamp_offset_s * 1e9))

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 
 def _mapping(args):
-    from ..arm.mapping import ArmMapping
+    from ...arm.mapping import ArmMapping
 
     if not args.config:
         raise ConfigError("bench realarm needs --config: a YAML whose bag: section lists actuated_joints")
@@ -33,7 +33,7 @@ def _mapping(args):
 
 
 def _split(args, mapping):
-    from ..arm.recording import read_arm_bag
+    from ...arm.recording import read_arm_bag
 
     recordings = [read_arm_bag(b, mapping) for b in args.bag]
     if args.test_bag:
@@ -59,7 +59,7 @@ class _Table:
         self.rows: list[dict] = []
 
     def row(self, name, pred, seconds) -> float:
-        from ..arm import identification as idn
+        from ...arm import identification as idn
 
         rre = idn.relative_error_percent(self.tau, pred)
         self.rows.append(
@@ -86,12 +86,12 @@ class _Table:
 
 
 def bench_realarm(args) -> dict:
-    from ..arm import friction
-    from ..arm import identification as idn
-    from ..arm.model import ArmModel
-    from ..arm.rigid_body import ArmRigidBody
-    from ..arm.samples import filtered_samples
-    from ..arm.training import train_arm
+    from ...arm import friction
+    from ...arm import identification as idn
+    from ...arm.model import ArmModel
+    from ...arm.rigid_body import ArmRigidBody
+    from ...arm.samples import filtered_samples
+    from ...arm.training import train_arm
 
     if not args.bag:
         raise ConfigError("bench realarm needs --bag TRAIN... (and --test-bag TEST, or --test-fraction)")
@@ -134,7 +134,7 @@ def bench_realarm(args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.output or tmp) / "realarm_model.onnx"
         t0 = time.perf_counter()
-        from ..arm.residual import ResidualOptions
+        from ...arm.residual import ResidualOptions
 
         options = ResidualOptions(epochs=args.epochs) if args.epochs else ResidualOptions()
         result = train_arm(train, urdf, mapping, out=out, options=options, progress=lambda s: print(f"  {s}"))
@@ -167,9 +167,9 @@ def bench_realarm(args) -> dict:
 
 def bench_realarm_delan(args, mapping) -> dict:
     """No URDF: zero torque, the friction-only model and DeLaN + friction on the held-out data."""
-    from ..arm import friction
-    from ..arm.delan import DelanOptions, friction_least_squares, train_delan_recordings
-    from ..arm.samples import filtered_samples
+    from ...arm import friction
+    from ...arm.delan import DelanOptions, friction_least_squares, train_delan_recordings
+    from ...arm.samples import filtered_samples
 
     train, test = _split(args, mapping)
     print("no URDF (no --urdf, no robot_description): the learned model is DeLaN + joint friction")

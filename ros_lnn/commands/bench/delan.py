@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 def bench_delan(args) -> dict:
-    from ..zoo.delan_benchmark import run_benchmark
+    from ...zoo.delan_benchmark import run_benchmark
 
     quick = bool(getattr(args, "quick", False))
     epochs = getattr(args, "epochs", None) or (300 if quick else 10_000)

@@ -19,7 +19,7 @@ JOINTS = ("pendulum_joint", "cart_joint")
 def write_large_bag(path, messages: int, storage: str, rate_hz: float = 1000.0):
     """``messages`` JointState messages (smooth signals, two named joints) plus 1 % of them on an
     unrelated topic, which the reader has to skip."""
-    from ..bags.writer import START_NS, BagWriter
+    from ...bags.writer import START_NS, BagWriter
 
     t = np.arange(messages) / rate_hz
     stamps = START_NS + np.round(t * 1e9).astype(np.int64)
@@ -51,7 +51,7 @@ def naive_ingest(path):
 
 
 def fast_ingest(path):
-    from ..bags.reader import open_bag, read_named_arrays
+    from ...bags.reader import open_bag, read_named_arrays
 
     reader = open_bag(path)
     try:
@@ -86,10 +86,10 @@ def savgol_accuracy(
     """RMS error of Savitzky–Golay q̈_f (from q̇_f) against the exact crane accelerations, relative
     to the RMS of q̈_f, over three paper-like trials sampled at ``rate_hz``; per velocity-noise level
     (white noise of that standard deviation, rad/s, added to q̇_f as a sensor would)."""
-    from ..bags.timebase import savgol_derivative
-    from ..physics.crane import Crane
-    from ..physics.datasets import PAPER_TRIALS, position_servo
-    from ..physics.simulate import simulate
+    from ...bags.timebase import savgol_derivative
+    from ...physics.crane import Crane
+    from ...physics.datasets import PAPER_TRIALS, position_servo
+    from ...physics.simulate import simulate
 
     crane, dt = Crane(), 1.0 / rate_hz
     trials = [
@@ -121,8 +121,8 @@ def savgol_accuracy(
 
 def pipeline_rate(path, messages) -> dict:
     """Whole bag -> trials (read, repair, differentiate, split) on the large bag."""
-    from ..bags.dataset import load_bag_dataset
-    from ..bags.mapping import CRANE, BagMapping
+    from ...bags.dataset import load_bag_dataset
+    from ...bags.mapping import CRANE, BagMapping
 
     mapping = BagMapping.from_dict({**CRANE, "servo_topic": ""})
     start = time.perf_counter()

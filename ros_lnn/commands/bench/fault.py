@@ -1,4 +1,4 @@
-"""``ros-lnn bench fault``: the fault-injection cases of ros_lnn/nodes/faults.py as a soak.
+"""``ros-lnn bench fault``: the fault-injection cases of ros_lnn/harness/faults.py as a soak.
 
 servo_lnn, sim and dac_controller run in their own processes on a ROS domain of their own; every case
 runs once, then rounds in random order until ``--duration`` seconds have passed (default 120; ``--quick``:
@@ -15,8 +15,8 @@ from collections import defaultdict
 
 
 def bench_fault(args) -> dict:
-    from ..nodes import fault_registry, faults
-    from ..timing import machine_description
+    from ...harness import fault_registry, faults
+    from ...timing import machine_description
 
     quick = bool(getattr(args, "quick", False))
     duration = float(getattr(args, "duration", None) or (0.0 if quick else 120.0))

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..arm.simulation import PANDA_JOINTS, panda_generator
+from ...arm.simulation import PANDA_JOINTS, panda_generator
 
 GAIN = 150.0
 FRACTIONS = (0.04, 0.07, 0.12)
@@ -43,7 +43,7 @@ generator = panda_generator
 def detect(t, r, qd, thresholds, pulses, settle_s: float = SETTLE_S) -> dict:
     """Run the detector over residuals: per pulse the delay to the first onset in its window (None:
     missed), the false alarms and the free time."""
-    from ..arm.observer import CollisionDetector
+    from ...arm.observer import CollisionDetector
 
     det = CollisionDetector(thresholds)
     onsets = []
@@ -66,10 +66,10 @@ def detect(t, r, qd, thresholds, pulses, settle_s: float = SETTLE_S) -> dict:
 
 
 def bench_collision(args) -> dict:
-    from ..arm import observer as ob
-    from ..arm import simulation as sim
-    from ..arm.mapping import ArmMapping
-    from ..arm.model import ArmModel
+    from ...arm import observer as ob
+    from ...arm import simulation as sim
+    from ...arm.mapping import ArmMapping
+    from ...arm.model import ArmModel
 
     duration = float(args.duration or (20.0 if args.quick else 60.0))
     start = time.perf_counter()
@@ -82,8 +82,8 @@ def bench_collision(args) -> dict:
     say(f"generator: Panda URDF, true masses {_masses(truth)} kg vs URDF {_masses(arm)} kg; friction, noise")
     train_run = sim.simulate_arm(truth, duration, seed=11, **kw)
     say(f"training recording: {train_run.duration:.0f} s at 1 kHz, no pulses")
-    from ..arm.residual import ResidualOptions
-    from ..arm.training import train_arm
+    from ...arm.residual import ResidualOptions
+    from ...arm.training import train_arm
 
     mapping = ArmMapping(actuated_joints=JOINTS)
     with tempfile.TemporaryDirectory() as tmp:

@@ -45,10 +45,10 @@ SCALE_SAMPLES, SCALE_DISTINCT = 3_600_000, 100_000
 
 def paper_data():
     """Training samples of the paper's crane split (model order) and the joint names."""
-    from ..models.normalisation import normalisation
-    from ..physics.crane import Crane
-    from ..physics.datasets import paper_crane_trials, paper_split
-    from ..training.data import model_order, reorder
+    from ...models.normalisation import normalisation
+    from ...physics.crane import Crane
+    from ...physics.datasets import paper_crane_trials, paper_split
+    from ...training.data import model_order, reorder
 
     trials = paper_crane_trials(Crane())
     train, _ = paper_split(trials, n_train_samples=PAPER["samples"], seed=0)
@@ -60,7 +60,7 @@ def paper_data():
 def make_model(free, servo, norm, seed=0):
     import torch
 
-    from ..models.servo_lnn import ServoLNN
+    from ...models.servo_lnn import ServoLNN
 
     torch.manual_seed(seed)
     n = len(free) + len(servo)
@@ -80,9 +80,9 @@ def step_rates(train, free, servo, norm, device, *, batch=2048, steps=20, rounds
     """Median steps/s of analytic and autograd training steps, alternating rounds of ``steps`` steps."""
     import torch
 
-    from ..models.autograd_reference import AutogradServoLNN
-    from ..models.losses import loss_terms, select_losses
-    from ..training.trainer import make_adam
+    from ...models.autograd_reference import AutogradServoLNN
+    from ...models.losses import loss_terms, select_losses
+    from ...training.trainer import make_adam
 
     names = select_losses(True, len(servo))  # the trainer's choice: Q_e measured where there is one
     dt = {"float32": torch.float32, "float64": torch.float64}[dtype]
@@ -180,9 +180,9 @@ def compiled_rate(
     trains; the compile time is reported apart. A failed compile reports the eager fallback."""
     import torch
 
-    from ..models.losses import WITH_QE
-    from ..training.distributed import DistInfo, make_loss_step
-    from ..training.trainer import make_adam
+    from ...models.losses import WITH_QE
+    from ...training.distributed import DistInfo, make_loss_step
+    from ...training.trainer import make_adam
 
     dt = {"float32": torch.float32, "float64": torch.float64}[dtype]
     model = make_model(free, servo, norm).to(device=device, dtype=dt)
@@ -232,8 +232,8 @@ def paper_schedule(
     compile=False,
 ) -> dict:
     """Seconds for the paper schedule through the trainer (measured, or extrapolated with ``quick``)."""
-    from ..training.trainer import TrainConfig
-    from ..training.trainer import train as run_training
+    from ...training.trainer import TrainConfig
+    from ...training.trainer import train as run_training
 
     run_epochs = epochs or (300 if quick else PAPER["epochs"])
     model = make_model(free, servo, norm)
@@ -264,7 +264,7 @@ def paper_schedule(
 def bench_train(args, *, steps=None, rounds=None, schedule_epochs=None) -> dict:
     import torch
 
-    from ..training.trainer import resolve_device
+    from ...training.trainer import resolve_device
 
     quick = bool(getattr(args, "quick", False))
     device = resolve_device("auto")
@@ -396,8 +396,8 @@ def scale_out(
 ) -> dict:
     """Seconds per epoch of the package's 7-joint DeLaN on ``samples`` samples, per batch size (module
     docstring, item 4): measured on a GPU, from a ``cpu_share`` of the samples on the CPU."""
-    from ..zoo.delan_benchmark import train_delan
-    from ..zoo.delan_reference import arm_data
+    from ...zoo.delan_benchmark import train_delan
+    from ...zoo.delan_reference import arm_data
 
     base, _ = arm_data(7, distinct)
     share = 1.0 if device.type == "cuda" else cpu_share
@@ -440,12 +440,12 @@ def delan_side_by_side(reference=None, *, epochs: int = 300, data=None, arm_samp
     the summary line (:mod:`ros_lnn.zoo.delan_reference`). CPU, one intra-op thread for both."""
     import torch
 
-    from ..errors import DataError
-    from ..physics.delan_data import load_character_data
-    from ..zoo.delan_reference import arm_data, train_package, train_reference
+    from ...errors import DataError
+    from ...physics.delan_data import load_character_data
+    from ...zoo.delan_reference import arm_data, train_package, train_reference
 
     if reference is not None:
-        from ..zoo.delan_reference import load_reference
+        from ...zoo.delan_reference import load_reference
 
         load_reference(reference)  # a wrong folder fails now, before the package's training
     torch.set_num_threads(1)

@@ -88,7 +88,7 @@ class AcceptedBadValue(AssertionError):
 
 def message_type(name: str):
     """'sensor_msgs/JointState' -> the class (ros_lnn_msgs types fall back like the nodes do)."""
-    from . import messages
+    from ..nodes import messages
 
     if name == "ENERGY":
         return messages.ENERGY_TYPE
@@ -175,7 +175,7 @@ class Driver:
 
         import rclpy
 
-        from .process import make_executor
+        from ..nodes.process import make_executor
 
         self.env = dict(os.environ if env is None else env)
         self.run_id = run_id or f"f{os.getpid()}"
@@ -285,7 +285,7 @@ class Driver:
         """One /clock message (for targets started with use_sim_time)."""
         from rosgraph_msgs.msg import Clock
 
-        from .stamps import ns_to_stamp
+        from ..nodes.stamps import ns_to_stamp
 
         if self._clock_pub is None:
             self._clock_pub = self.node.create_publisher(Clock, "/clock", 10)
@@ -500,7 +500,7 @@ CRANE_JOINTS = ("pendulum_joint", "cart_joint")
 def crane_state(t: float, stamp_ns: int, names=CRANE_JOINTS, efforts=True):
     from sensor_msgs.msg import JointState
 
-    from .stamps import ns_to_stamp
+    from ..nodes.stamps import ns_to_stamp
 
     q = [0.3 * math.sin(1.3 * t) + 0.1, 0.2 * math.sin(4.4 * t)]
     qd = [0.39 * math.cos(1.3 * t), 0.88 * math.cos(4.4 * t)]
@@ -523,7 +523,7 @@ ARM_POSE = (0.1, -0.7, 1.3, 0.5, 0.3)
 def _arm_normal(driver: Driver, target: Target, k: int) -> None:
     from sensor_msgs.msg import JointState
 
-    from .stamps import ns_to_stamp
+    from ..nodes.stamps import ns_to_stamp
 
     msg = JointState(name=list(ARM_JOINTS), position=list(ARM_POSE), velocity=[0.0] * 5)
     msg.header.stamp = ns_to_stamp(driver.now_ns())
@@ -655,7 +655,7 @@ def _state_msg(driver, i, q=None, qd=None, names=CRANE_JOINTS, stamp=None, effor
 def _trajectory(points, joints=("cart_joint",), positions=None, accelerations=True, times=None):
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from .stamps import seconds_to_duration
+    from ..nodes.stamps import seconds_to_duration
 
     msg = JointTrajectory(joint_names=list(joints))
     n = len(joints)

@@ -9,6 +9,9 @@ end — record the arm under the model-only controller (the task and excitations
 learned port on it (``ros-lnn train --model dac_residual``), export ONNX, load it with ONNX Runtime — and
 the same trajectory three times: certain model only, certain model + learned port, certain model + the
 exact residual (the floor). Its last line: ``tracking rms [m]: model-only A, data-assisted B, exact-model C``.
+
+This module is what the demo runs (simulation, figures, recording, training, comparison); its arguments
+and printing are in ``commands/demo.py``.
 """
 
 from __future__ import annotations
@@ -23,22 +26,6 @@ CIRCLE_RADIUS, CIRCLE_PERIOD = 0.12, 4.0
 Q_START = np.array([0.0, -0.8, 1.4, 0.6, 0.4])
 OBSTACLE = (np.array([0.4636, 0.0991, 0.1080]), 0.02)
 DISTURBANCE = (2.5, 2.7, np.array([0.0, 0.0, -8.0]))  # start, end, force on the last link [N]
-
-
-def add_dac_demo_arguments(parser):
-    parser.add_argument(
-        "--output",
-        default="reports/dac_demo",
-        help="folder for the figures and summary (default reports/dac_demo)",
-    )
-    parser.add_argument("--duration", type=float, default=None, help="simulated seconds (default 6, quick 3)")
-    parser.add_argument("--quick", action="store_true", help="shorter run")
-    parser.add_argument("--no-avoidance", action="store_true", help="switch the obstacle potential off")
-    parser.add_argument(
-        "--plant-mismatch",
-        action="store_true",
-        help="the arm differs from its URDF: record, train the learned port, compare three runs",
-    )
 
 
 def simulate_demo(duration: float = 6.0, dt: float = 4e-3, avoidance: bool = True, progress=None) -> dict:
@@ -161,32 +148,6 @@ def write_figures(out: dict, folder: Path) -> list[Path]:
     fig.savefig(p2, dpi=110)
     plt.close(fig)
     return [p1, p2]
-
-
-def run_dac_demo(args) -> int:
-    import json
-
-    if getattr(args, "plant_mismatch", False):
-        return run_plant_mismatch(args)
-    duration = getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 6.0)
-    folder = Path(getattr(args, "output", None) or "reports/dac_demo")
-    print(
-        f"DAC demo: demo arm, law III, circle r = {CIRCLE_RADIUS} m, obstacle on the wrist path, "
-        f"{duration:.1f} s simulated"
-    )
-    out = simulate_demo(
-        duration,
-        avoidance=not getattr(args, "no_avoidance", False),
-        progress=lambda i, n: print(f"  step {i}/{n}", end="\r", flush=True),
-    )
-    print()
-    summary = summarize(out)
-    paths = write_figures(out, folder)
-    (folder / "dac_summary.json").write_text(json.dumps(summary, indent=2))
-    for k, v in summary.items():
-        print(f"  {k:38s} {v:.4g}")
-    print("figures: " + ", ".join(str(p) for p in paths))
-    return 0
 
 
 # ------------------------------------------------------------------------------------ plant mismatch
@@ -351,49 +312,3 @@ def compare_three(arm, plant, residual, duration: float = TASK_SECONDS) -> dict:
         )
         out[name] = {"tracking_rms_m": log.tracking_rms(1.0), "log": log}
     return out
-
-
-def run_plant_mismatch(args) -> int:
-    import json
-
-    from ..inference.residual import ResidualRuntime
-
-    quick = getattr(args, "quick", False)
-    folder = Path(getattr(args, "output", None) or "reports/dac_demo") / "plant_mismatch"
-    folder.mkdir(parents=True, exist_ok=True)
-    arm, plant = demo_plant()
-    names = list(plant.certain.joint_names)
-    print(f"DAC with plant mismatch: {DEMO_MISMATCH_VALUES}")
-    print(
-        "1. record the arm under the model-only controller (task, circles, excitations; 500 Hz) ...",
-        flush=True,
-    )
-    logs = record_arm(arm, plant, quick, progress=lambda m: print(m, flush=True))
-    bag = folder / "recordings"
-    if bag.exists():
-        import shutil
-
-        shutil.rmtree(bag)
-    write_recordings_bag(bag, logs, names)
-    print(f"   wrote {bag} ({sum(len(g.t) for g in logs)} joint states)")
-    epochs = int(getattr(args, "epochs", None) or (40 if quick else 300))
-    print(
-        f"2. train the learned port: ros-lnn train --model dac_residual --bag {bag} "
-        f"--config config/dac_residual.yaml --epochs {epochs} ...",
-        flush=True,
-    )
-    model = train_port(bag, folder, epochs, progress=lambda m: print("   " + m, flush=True))
-    port = ResidualRuntime(model, names)
-    print(
-        f"3. load {model} with ONNX Runtime; the same task three times "
-        f"(law II on the tool circle's joint path, {TASK_SECONDS:.0f} s at 500 Hz) ...",
-        flush=True,
-    )
-    runs = compare_three(arm, plant, port)
-    summary = {k: v["tracking_rms_m"] for k, v in runs.items()}
-    doc = {"tracking_rms_m": summary, "mismatch": DEMO_MISMATCH_VALUES, "model": str(model)}
-    (folder / "summary.json").write_text(json.dumps(doc, indent=2))
-    a, b, c = (summary[k] for k in ("model-only", "data-assisted", "exact-model"))
-    print(f"   data-assisted / model-only = 1/{a / b:.0f}, data-assisted / exact-model = {b / c:.1f}")
-    print(f"tracking rms [m]: model-only {a:.3g}, data-assisted {b:.3g}, exact-model {c:.3g}")
-    return 0

@@ -88,10 +88,10 @@ def write_urdf(folder: Path, system: str, plant) -> Path:
 
 def held_out_nmse(model, bag, mapping) -> float:
     """q̈_f nMSE of ``model`` on every sample of a recording, against its measured (Savitzky–Golay) q̈_f."""
-    from ..bags.dataset import load_bag_dataset
-    from ..families.servo_lnn import evaluate
-    from ..training.data import model_order, reorder
-    from ..training.sources import stack
+    from ...bags.dataset import load_bag_dataset
+    from ...families.servo_lnn import evaluate
+    from ...training.data import model_order, reorder
+    from ...training.sources import stack
 
     ds = load_bag_dataset(bag, replace(mapping, val_fraction=0.0))
     samples = stack(ds.trials)
@@ -101,7 +101,7 @@ def held_out_nmse(model, bag, mapping) -> float:
 
 def train_variant(recordings, system: str, urdf: Path, options: dict, work: Path, schedule: dict) -> dict:
     """Train one variant on the system's training recording; its held-out nMSE per test recording."""
-    from ..training.run import RunSpec, run
+    from ...training.run import RunSpec, run
 
     train = recordings.train(system)
     kinds = dict(KINDS[system])
@@ -133,7 +133,7 @@ def train_variant(recordings, system: str, urdf: Path, options: dict, work: Path
 def bench_realdata(args) -> dict:
     import os
 
-    from ..recordings.recording_set import build_recording_set, structural_baselines
+    from ...recordings.recording_set import build_recording_set, structural_baselines
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     quick = bool(getattr(args, "quick", False))
@@ -218,7 +218,7 @@ def goal_verdicts(results: dict) -> list:
 __all__ = ["bench_realdata", "rotary_urdf", "crane_urdf", "held_out_nmse", "format_table"]
 
 
-if __name__ == "__main__":  # python -m ros_lnn.commands.bench_realdata [--quick]
+if __name__ == "__main__":  # python -m ros_lnn.commands.bench.realdata [--quick]
     import argparse
 
     parser = argparse.ArgumentParser()

@@ -1,4 +1,7 @@
-"""``ros-lnn bench <what>``: benchmarks whose figures go into closing notes and the README."""
+"""``ros-lnn bench <what>``: benchmarks whose figures go into closing notes and the README.
+
+One module per benchmark in this package (``bench/<name>.py`` with ``bench_<name>(args) -> dict``),
+imported only when its benchmark runs (:data:`BENCHES`)."""
 
 from __future__ import annotations
 
@@ -7,63 +10,63 @@ import importlib
 # name -> (module, function, help)
 BENCHES = {
     "inference": (
-        "ros_lnn.commands.bench_inference",
+        "ros_lnn.commands.bench.inference",
         "bench_inference",
         "ONNX runtime vs torch (analytic) vs torch (autograd) per-sample latency, batched throughput",
     ),
     "node": (
-        "ros_lnn.commands.bench_node",
+        "ros_lnn.commands.bench.node",
         "bench_node",
         "estimator node driven at 1 kHz / 5 kHz over DDS (--observer: the effort_observer node at 1 kHz "
         "on a simulated Panda)",
     ),
-    "control": ("ros_lnn.commands.bench_control", "bench_control", "DAC controller step time for N bodies"),
+    "control": ("ros_lnn.commands.bench.control", "bench_control", "DAC controller step time for N bodies"),
     "dac-node": (
-        "ros_lnn.commands.bench_control",
+        "ros_lnn.commands.bench.control",
         "bench_dac_node",
         "dac_controller node at 1 kHz over DDS, model-only and with the learned port (--model)",
     ),
     "fault": (
-        "ros_lnn.commands.bench_fault",
+        "ros_lnn.commands.bench.fault",
         "bench_fault",
         "fault-injection soak of servo_lnn, sim and dac_controller (--duration s, default 120; --quick: "
         "one round)",
     ),
     "ingest": (
-        "ros_lnn.commands.bench_ingest",
+        "ros_lnn.commands.bench.ingest",
         "bench_ingest",
         "rosbag ingest speed against the naive rosbags loop",
     ),
     "train": (
-        "ros_lnn.commands.bench_train",
+        "ros_lnn.commands.bench.train",
         "bench_train",
         "training steps/s: analytic vs autograd, paper schedule",
     ),
     "delan": (
-        "ros_lnn.commands.bench_delan",
+        "ros_lnn.commands.bench.delan",
         "bench_delan",
         "DeLaN character benchmark (test letters e, q, v; --data DIR) against the published figures, "
         "rollouts",
     ),
     "realdata": (
-        "ros_lnn.commands.bench_realdata",
+        "ros_lnn.commands.bench.realdata",
         "bench_realdata",
         "train on one robot recording, test on others: ServoLNN vs structural LS fit and zero, ablations",
     ),
     "realarm": (
-        "ros_lnn.commands.bench_realarm",
+        "ros_lnn.commands.bench.realarm",
         "bench_realarm",
         "a fully actuated arm (--bag, --test-bag or --test-fraction, --config, --urdf): learned model vs "
         "regressor least squares vs URDF, held-out torque error",
     ),
     "collision": (
-        "ros_lnn.commands.bench_collision",
+        "ros_lnn.commands.bench.collision",
         "bench_collision",
         "external torque observer on a simulated Panda with pulses: identified model vs URDF-nominal "
         "(--duration s of training/calibration motion, default 60; --model: skip training)",
     ),
     "zoo": (
-        "ros_lnn.commands.bench_zoo",
+        "ros_lnn.commands.bench.zoo",
         "bench_zoo",
         "the papers' studies: zoo [servo-seeds|tlnn|tlnn-forced|lnn-nh|partial|examples|delan] "
         "(JSON and PNG in reports/zoo)",
@@ -138,16 +141,16 @@ def add_arguments(parser):
 def run(args) -> int:
     module, func, _ = BENCHES[args.what]
     if args.what == "node" and getattr(args, "observer", False):
-        module, func = "ros_lnn.commands.bench_observer_node", "bench_observer_node"
+        module, func = "ros_lnn.commands.bench.observer_node", "bench_observer_node"
     if args.studies and args.what != "zoo":
-        from ..errors import ConfigError
+        from ...errors import ConfigError
 
         names = " ".join(args.studies)
         raise ConfigError(f"bench {args.what} takes no study names ({names}); only bench zoo does")
     try:
         fn = getattr(importlib.import_module(module), func)
     except (ModuleNotFoundError, AttributeError) as exc:
-        from ..errors import RosLnnError
+        from ...errors import RosLnnError
 
         raise RosLnnError(f"benchmark '{args.what}' is not available: {exc}") from exc
     result = fn(args)

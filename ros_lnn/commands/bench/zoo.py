@@ -32,7 +32,7 @@ STUDIES = ("servo-seeds", "tlnn", "tlnn-forced", "lnn-nh", "partial", "examples"
 
 
 def _servo_seeds(args, out):
-    from ..zoo.servo_seeds import format_table, run_study
+    from ...zoo.servo_seeds import format_table, run_study
 
     seeds = tuple(range(args.seeds or (2 if args.quick else 10)))
     epochs = args.epochs or (40 if args.quick else 3000)
@@ -42,7 +42,7 @@ def _servo_seeds(args, out):
 
 
 def _partial(args, out):
-    from ..zoo.partial_cost import format_parallel, format_table, measure, measure_parallel
+    from ...zoo.partial_cost import format_parallel, format_table, measure, measure_parallel
 
     result = {}
     for batch in (1, 256):
@@ -60,7 +60,7 @@ def _partial(args, out):
 def _examples(args, out):
     import numpy as np
 
-    from ..zoo.partial_lagrangian_examples import run_examples
+    from ...zoo.partial_lagrangian_examples import run_examples
 
     sims = run_examples(duration=3.0 if args.quick else 10.0, n_samples=301 if args.quick else 1001)
     result = {}
@@ -105,7 +105,7 @@ def _plot_examples(sims, out):
 
 
 def _lnn_nh(args, out):
-    from ..zoo.nonholonomic_study import format_table, run_study
+    from ...zoo.nonholonomic_study import format_table, run_study
 
     kw = (
         dict(
@@ -137,7 +137,7 @@ def _lnn_nh(args, out):
 
 
 def _tlnn(args, out):
-    from ..zoo.tlnn_study import format_table, run_study
+    from ...zoo.tlnn_study import format_table, run_study
 
     kw = (
         dict(n_ic=4, duration=2.0, epochs=3, tlnn_width=8, n_rollouts=3, rollout_duration=1.0)
@@ -152,7 +152,7 @@ def _tlnn(args, out):
 
 
 def _tlnn_forced(args, out):
-    from ..zoo.tlnn_study import format_forced_table, run_forced_study
+    from ...zoo.tlnn_study import format_forced_table, run_forced_study
 
     kw = (
         dict(n_ic=4, duration=2.0, epochs=3, tlnn_width=8, n_rollouts=3, rollout_duration=1.0)
@@ -167,7 +167,7 @@ def _tlnn_forced(args, out):
 
 
 def _delan(args, out):
-    from ..zoo.delan_benchmark import run_benchmark
+    from ...zoo.delan_benchmark import run_benchmark
 
     epochs = args.epochs or (300 if args.quick else 10_000)
     return run_benchmark(args.data, epochs=epochs, quick=args.quick, plot_dir=out)
@@ -196,7 +196,7 @@ def bench_zoo(args) -> dict:
     studies = getattr(args, "studies", None) or STUDIES
     unknown = [s for s in studies if s not in STUDIES]
     if unknown:
-        from ..errors import ConfigError
+        from ...errors import ConfigError
 
         raise ConfigError(f"bench zoo: unknown study {', '.join(unknown)}; choose from {', '.join(STUDIES)}")
     out = Path(getattr(args, "output", None) or "reports/zoo")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..timing import machine_description, summary_us, time_calls
+from ...timing import machine_description, summary_us, time_calls
 
 BATCH = 1024
 
@@ -48,10 +48,10 @@ def _cycle(fn, arrays):
 def bench_inference(args) -> dict:
     import torch
 
-    from ..inference.runtime import ServoLnnRuntime, default_model_path
-    from ..models.autograd_reference import AutogradServoLNN
-    from ..models.export import export_onnx
-    from ..models.servo_lnn import ServoLNN
+    from ...inference.runtime import ServoLnnRuntime, default_model_path
+    from ...models.autograd_reference import AutogradServoLNN
+    from ...models.export import export_onnx
+    from ...models.servo_lnn import ServoLNN
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
