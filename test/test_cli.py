@@ -161,3 +161,36 @@ def test_simulate_to_an_unwritable_place_fails_before_simulating(tmp_path, capsy
     folder.mkdir()
     assert main(["simulate", "--out", str(folder)]) == 2
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_train_options_are_generated_from_the_run_spec():
+    """Every RunSpec field is a `ros-lnn train` option generated from its metadata (or one of the few
+    custom ones), and a command line parses into the RunSpec written out by hand."""
+    import dataclasses
+
+    from ros_lnn.cli import build_parser
+    from ros_lnn.commands.train import run_spec
+    from ros_lnn.training.spec import CUSTOM_OPTIONS, RunSpec
+
+    for f in dataclasses.fields(RunSpec):
+        assert "cli" in f.metadata or f.name in CUSTOM_OPTIONS, f.name
+    argv = ["train", "--model", "delan", "--bag", "a", "b", "--hidden", "32", "16", "--test-trials", "e, q"]
+    argv += ["--epochs", "5", "--lr", "0.01", "--angle-features", "--without-qe", "--resume", "--no-report"]
+    argv += ["--free-joints", "j1,j2", "--dtype", "float64", "--patience", "3"]
+    spec = run_spec(build_parser(only="train").parse_args(argv))
+    assert spec == RunSpec(
+        family="delan",
+        bags=("a", "b"),
+        hidden=(32, 16),
+        test_trials=("e", "q"),
+        epochs=5,
+        lr=0.01,
+        angle_features=True,
+        with_qe=False,
+        resume=True,
+        report=False,
+        bag_mapping={"free_joints": ("j1", "j2")},
+        dtype="float64",
+        patience=3,
+    )
+    assert run_spec(build_parser(only="train").parse_args(["train"])) == RunSpec()

@@ -12,56 +12,38 @@ module turns the options into a :class:`~ros_lnn.training.spec.RunSpec`, runs it
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import types
+import typing
 from pathlib import Path
 
 from ..bags.mapping import OVERRIDABLE, SERVO_TYPES
 from ..errors import ConfigError
-from ..families import FAMILIES, SYSTEMS
 from ..training.spec import RunSpec, command_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model",
-        choices=tuple(FAMILIES),
-        default="servo_lnn",
-        help="model family (default servo_lnn; delan = servo_lnn without servo coordinates)",
-    )
-    parser.add_argument(
-        "--system",
-        choices=SYSTEMS,
-        default=None,
-        help="reference data: crane (servo_lnn); delan_character or chain (delan); particle, "
-        "drone, rolling_disk (lnn, lnn_nh); chain (lnn, tlnn, node). Default: the family's "
-        "first",
-    )
-    parser.add_argument(
-        "--data",
-        metavar="FILE",
-        help="servo_lnn: a trials file written by ros-lnn simulate (default: the paper's crane data set, "
-        "simulated and cached); delan: the DeLaN character data set's character_data.npz",
-    )
-    parser.add_argument(
-        "--bag", nargs="+", metavar="BAG", help="rosbag2 recording(s) to train on (sqlite3 or mcap)"
-    )
-    parser.add_argument(
-        "--val-bag",
-        nargs="+",
-        metavar="BAG",
-        help="recording(s) early stopping validates on (not trained on; default: trials cut from --bag, "
-        "in-distribution)",
-    )
-    parser.add_argument(
-        "--test-bag",
-        nargs="+",
-        metavar="BAG",
-        help="recording(s) of different excitation the reported metrics come from (never validated on)",
-    )
-    parser.add_argument(
-        "--config", help="YAML with a bag: mapping section (default: the crane's topics/joints)"
-    )
-    add_mapping_arguments(parser)
+    """The options of ``ros-lnn train``: one per :class:`RunSpec` field, generated from the field's
+    ``option`` metadata (flag, help, choices; type and arity from its annotation), plus the few this
+    module defines itself (``CUSTOM_OPTIONS``: the Q_e pair, ``--resume [CKPT]``, ``--report/--no-report``
+    and the bag mapping's overrides)."""
+    hints = typing.get_type_hints(RunSpec)
+    for f in dataclasses.fields(RunSpec):
+        cli = f.metadata.get("cli")
+        if cli is None:
+            continue
+        kwargs = {k: v for k, v in cli.items() if k not in ("flag", "parse")}
+        if "type" not in kwargs and "action" not in kwargs:
+            base, many = _argument_type(hints[f.name])
+            if base is bool:
+                kwargs["action"] = "store_true"
+            else:
+                kwargs["type"] = base
+                if many:
+                    kwargs["nargs"] = "+"
+        kwargs.setdefault("default", None if f.default in ((), None) else f.default)
+        parser.add_argument(_flag(f), **kwargs)
     qe = parser.add_mutually_exclusive_group()
     qe.add_argument(
         "--with-qe",
@@ -76,87 +58,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="train without Q_e (estimated power loss; only q̈_f and Q_f are then identified)",
     )
-    parser.add_argument("--epochs", type=int, help="epochs (servo_lnn/delan 10000 as the papers; zoo 60)")
-    parser.add_argument("--batch", type=int, help="batch size (servo_lnn 2048, delan 512, zoo 256)")
-    parser.add_argument("--lr", type=float, help="Adam learning rate (servo_lnn 1e-4, delan 5e-4, zoo 1e-3)")
-    parser.add_argument("--weight-decay", type=float, help="Adam weight decay (servo_lnn/delan: 1e-5)")
     parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the initialisation and shuffling (zoo: also of the data)"
-    )
-    parser.add_argument(
-        "--n-train",
-        type=int,
-        help="training samples drawn from the training trials (default 4096; bags: all)",
-    )
-    parser.add_argument("--split-seed", type=int, default=0, help="seed of the training-sample draw")
-    parser.add_argument(
-        "--test-trials",
-        help="comma-separated test trial names (default: the paper's 5; "
-        "delan_character: test letters, default e,q,v)",
-    )
-    parser.add_argument(
-        "--hidden", type=int, nargs="+", help="hidden widths (servo_lnn 64, delan 64 64, zoo 128 128)"
-    )
-    parser.add_argument(
-        "--activation", default="softplus", help="hidden activation (softplus; zoo also tanh)"
-    )
-    parser.add_argument(
-        "--diag-activation",
-        default="softplus",
-        help="activation keeping l_diag >= 0: softplus (default), relu (the paper; dies on the crane data)",
-    )
-    parser.add_argument("--epsilon", type=float, help="M = L Lᵀ + ε I (servo_lnn 0.01, delan 1e-3)")
-    parser.add_argument(
-        "--angle-features", action="store_true", help="feed angle coordinates (unit rad) as [sin q, cos q]"
-    )
-    parser.add_argument(
-        "--dissipation",
-        choices=("auto", "off", "rayleigh", "rayleigh_coulomb"),
-        default="auto",
-        help="learned dissipation Q_d = -D(q) qd, D PSD (rayleigh), plus smooth Coulomb per joint; auto: "
-        "rayleigh_coulomb for bags without measured forces, off otherwise (the crane's default model)",
-    )
-    parser.add_argument("--links", type=int, help="links of the chain (--system chain; default 2)")
-    parser.add_argument(
-        "--trajectories", type=int, help="simulated trajectories (zoo and delan chain; default 20)"
-    )
-    parser.add_argument("--duration", type=float, help="seconds per simulated trajectory (default 5)")
-    parser.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda, cuda:1 ...")
-    parser.add_argument(
-        "--dtype",
-        choices=("float32", "float64"),
-        help="training precision (servo_lnn/delan float32, zoo float64)",
-    )
-    parser.add_argument(
-        "--threads",
-        type=int,
+        "--resume",
+        nargs="?",
+        const="",
         default=None,
-        help="torch CPU threads (default 1: the per-step tensors are too small to gain from more)",
+        metavar="CHECKPOINT",
+        help="continue an interrupted run from CHECKPOINT (file or folder; default: "
+        "last.pt in the checkpoint folder); same options and data as the interrupted run",
     )
     parser.add_argument(
-        "--log-every", type=int, help="epochs between progress lines (servo_lnn/delan 500; zoo epochs/10)"
+        "--report",
+        metavar="DIR",
+        help="report folder: loss curves, validation plots, metrics.json (default <out stem>_report/)",
     )
-    parser.add_argument(
-        "--val-every",
-        type=int,
-        help="epochs between validations (servo_lnn/delan 2000; zoo: the log interval)",
-    )
-    parser.add_argument(
-        "--checkpoint-dir",
-        help="write checkpoints (last.pt, final.pt) here (default <out stem>_checkpoints/ next to --out)",
-    )
-    parser.add_argument(
-        "--out", help="x.onnx: export (default models/<system>_<family>.onnx); x.pt: save the checkpoint only"
-    )
-    parser.add_argument("--export-dtype", choices=("float32", "float64"), default="float32")
-    parser.add_argument(
-        "--exporter",
-        choices=("dynamo", "torchscript"),
-        default="dynamo",
-        help="torch.onnx exporter of servo_lnn/delan: dynamo (leaner, faster graph) or torchscript "
-        "(exports in <1 s); the zoo families export with dynamo",
-    )
-    add_run_arguments(parser)
+    parser.add_argument("--no-report", action="store_true", help="do not write the report folder")
+    add_mapping_arguments(parser)
+
+
+def _flag(f: dataclasses.Field) -> str:
+    """A RunSpec field's option (``--bag`` for ``bags``); the namespace attribute is the option's name."""
+    return f.metadata["cli"]["flag"] or "--" + f.name.replace("_", "-")
+
+
+def _argument_type(annotation) -> tuple[type, bool]:
+    """(argparse type, several values?) of a RunSpec annotation: ``int | None`` → (int, False),
+    ``tuple[str, ...]`` → (str, True), ``bool`` → (bool, False)."""
+    kind = annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        kind = next(a for a in typing.get_args(annotation) if a is not type(None))
+    if typing.get_origin(kind) is tuple:
+        return typing.get_args(kind)[0], True
+    return kind, False
 
 
 def add_mapping_arguments(parser: argparse.ArgumentParser) -> None:
@@ -186,106 +119,28 @@ def add_mapping_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--val-fraction", type=float, help="share of trials held out for validation")
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of the run itself: checkpoints and resume, early stopping, report, torch.compile."""
-    parser.add_argument(
-        "--checkpoint-every",
-        type=int,
-        default=1000,
-        help="epochs between checkpoints (last.pt, written atomically; default 1000)",
-    )
-    parser.add_argument(
-        "--resume",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="CHECKPOINT",
-        help="continue an interrupted run from CHECKPOINT (file or folder; default: "
-        "last.pt in the checkpoint folder); same options and data as the interrupted run",
-    )
-    parser.add_argument(
-        "--patience",
-        type=int,
-        default=0,
-        help="early stopping: validations without improvement before stopping (0: off, the default)",
-    )
-    parser.add_argument(
-        "--min-delta",
-        type=float,
-        default=0.0,
-        help="early stopping: smallest decrease of the validation nMSE that counts (q̈_f; q̈ for "
-        "the acceleration families)",
-    )
-    parser.add_argument(
-        "--report",
-        metavar="DIR",
-        help="report folder: loss curves, validation plots, metrics.json (default <out stem>_report/)",
-    )
-    parser.add_argument("--no-report", action="store_true", help="do not write the report folder")
-    parser.add_argument(
-        "--grad-clip",
-        type=float,
-        default=None,
-        metavar="NORM",
-        help="clip the gradient norm (default: off for servo_lnn/delan, 10 for the acceleration families)",
-    )
-    parser.add_argument(
-        "--compile",
-        action="store_true",
-        help="torch.compile the loss (falls back to eager with a warning where it fails)",
-    )
-
-
 def run_spec(args: argparse.Namespace) -> RunSpec:
-    """The RunSpec of parsed ``ros-lnn train`` options (the namespace stays here)."""
-    test_trials = (
-        tuple(s.strip() for s in args.test_trials.split(",") if s.strip()) if args.test_trials else ()
-    )
-    resume = False if args.resume is None else (args.resume or True)
-    report = False if args.no_report else (args.report or True)
+    """The RunSpec of parsed ``ros-lnn train`` options (the namespace stays here): every generated
+    option by its field, then the custom ones."""
+    values = {}
+    for f in dataclasses.fields(RunSpec):
+        cli = f.metadata.get("cli")
+        if cli is None:
+            continue
+        value = getattr(args, _flag(f)[2:].replace("-", "_"))
+        if cli["parse"] is not None:
+            value = cli["parse"](value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        elif value is None and f.default == ():
+            value = ()
+        values[f.name] = value
     return RunSpec(
-        family=args.model,
-        system=args.system,
-        data=args.data,
-        bags=tuple(str(b) for b in args.bag or ()),
-        val_bags=tuple(str(b) for b in args.val_bag or ()),
-        test_bags=tuple(str(b) for b in args.test_bag or ()),
-        bag_config=args.config,
+        **values,
         bag_mapping={k: getattr(args, k) for k in OVERRIDABLE if getattr(args, k) is not None},
         with_qe=args.with_qe,
-        n_train=args.n_train,
-        split_seed=args.split_seed,
-        test_trials=test_trials,
-        trajectories=args.trajectories,
-        duration=args.duration,
-        links=args.links,
-        hidden=tuple(args.hidden) if args.hidden else None,
-        activation=args.activation,
-        diag_activation=args.diag_activation,
-        epsilon=args.epsilon,
-        angle_features=args.angle_features,
-        dissipation=args.dissipation,
-        epochs=args.epochs,
-        batch=args.batch,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        grad_clip=args.grad_clip,
-        seed=args.seed,
-        device=args.device,
-        dtype=args.dtype,
-        threads=args.threads,
-        log_every=args.log_every,
-        val_every=args.val_every,
-        checkpoint_dir=args.checkpoint_dir,
-        checkpoint_every=args.checkpoint_every,
-        resume=resume,
-        patience=args.patience,
-        min_delta=args.min_delta,
-        compile=args.compile,
-        out=args.out,
-        export_dtype=args.export_dtype,
-        exporter=args.exporter,
-        report=report,
+        resume=False if args.resume is None else (args.resume or True),
+        report=False if args.no_report else (args.report or True),
     )
 
 

@@ -11,65 +11,224 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..families import FAMILIES, TRAJECTORIES, Family, get
+from ..families import FAMILIES, SYSTEMS, TRAJECTORIES, Family, get
 from ..families.base import refuse_links_without_chain
 
 #: Option names of the command line whose RunSpec field is named differently.
 FIELD_OF_OPTION = {"bag": "bags", "config": "bag_config", "val_bag": "val_bags", "test_bag": "test_bags"}
 
 
+def option(help: str, flag: str | None = None, parse=None, **argparse_kwargs) -> dict[str, Any]:
+    """Field metadata: how ``ros-lnn train`` offers a :class:`RunSpec` field. ``flag`` defaults to
+    ``--field-name``; ``parse`` turns the parsed value into the field's (default: lists become tuples);
+    the argparse type, ``nargs`` and ``store_true`` follow from the field's annotation unless given."""
+    return {"cli": {"flag": flag, "help": help, "parse": parse, **argparse_kwargs}}
+
+
+def _comma_list(text):
+    return tuple(s.strip() for s in text.split(",") if s.strip()) if text else ()
+
+
+#: Fields set by options that ``ros-lnn train`` defines itself (pairs of flags, optional values).
+CUSTOM_OPTIONS = ("with_qe", "resume", "report", "bag_mapping")
+
+
 @dataclass(frozen=True)
 class RunSpec:
-    """A training run. ``None`` means "the family's default" (:meth:`resolved` fills it in)."""
+    """A training run. ``None`` means "the family's default" (:meth:`resolved` fills it in). Each field's
+    ``option`` metadata is its ``ros-lnn train`` option: the command line is generated from here."""
 
-    family: str = "servo_lnn"
-    system: str | None = None  # reference system; None: the family's first
+    family: str = field(
+        default="servo_lnn",
+        metadata=option(
+            "model family (default servo_lnn; delan = servo_lnn without servo coordinates)",
+            "--model",
+            choices=tuple(FAMILIES),
+        ),
+    )
+    system: str | None = field(
+        default=None,  # reference system; None: the family's first
+        metadata=option(
+            "reference data: crane (servo_lnn); delan_character or chain (delan); particle, drone, "
+            "rolling_disk (lnn, lnn_nh); chain (lnn, tlnn, node). Default: the family's first",
+            choices=SYSTEMS,
+        ),
+    )
     # data
-    data: str | None = None  # trials file (servo_lnn) or character_data.npz (delan)
-    bags: tuple[str, ...] = ()  # rosbag2 recordings (servo_lnn)
-    val_bags: tuple[str, ...] = ()  # recordings early stopping validates on (not trained on)
-    test_bags: tuple[str, ...] = ()  # recordings the reported metrics come from (never validated on)
-    bag_config: str | None = None  # YAML with a bag: mapping section (default: the crane's)
+    data: str | None = field(
+        default=None,
+        metadata=option(
+            "servo_lnn: a trials file written by ros-lnn simulate (default: the paper's crane data set, "
+            "simulated and cached); delan: the DeLaN character data set's character_data.npz",
+            metavar="FILE",
+        ),
+    )
+    bags: tuple[str, ...] = field(
+        default=(),
+        metadata=option("rosbag2 recording(s) to train on (sqlite3 or mcap)", "--bag", metavar="BAG"),
+    )
+    val_bags: tuple[str, ...] = field(
+        default=(),
+        metadata=option(
+            "recording(s) early stopping validates on (not trained on; default: trials cut from --bag, "
+            "in-distribution)",
+            "--val-bag",
+            metavar="BAG",
+        ),
+    )
+    test_bags: tuple[str, ...] = field(
+        default=(),
+        metadata=option(
+            "recording(s) of different excitation the reported metrics come from (never validated on)",
+            "--test-bag",
+            metavar="BAG",
+        ),
+    )
+    bag_config: str | None = field(
+        default=None,
+        metadata=option("YAML with a bag: mapping section (default: the crane's topics/joints)", "--config"),
+    )
     bag_mapping: Mapping[str, Any] = field(default_factory=dict)  # overrides of single mapping settings
-    with_qe: bool = True  # train on the measured servo forces Q_e (when measured)
-    n_train: int | None = None  # training samples drawn (trials data; bags: all if None)
-    split_seed: int = 0
-    test_trials: tuple[str, ...] = ()  # held-out trials (letters for delan_character)
-    trajectories: int | None = None  # simulated trajectories (chains, nonholonomic examples)
-    duration: float | None = None  # seconds per simulated trajectory
-    links: int | None = None  # links of --system chain
+    with_qe: bool = True  # train on the measured servo forces Q_e (when measured): --with-qe/--without-qe
+    n_train: int | None = field(
+        default=None,
+        metadata=option("training samples drawn from the training trials (default 4096; bags: all)"),
+    )
+    split_seed: int = field(default=0, metadata=option("seed of the training-sample draw"))
+    test_trials: tuple[str, ...] = field(
+        default=(),
+        metadata=option(
+            "comma-separated test trial names (default: the paper's 5; delan_character: test letters, "
+            "default e,q,v)",
+            parse=_comma_list,
+            type=str,
+            nargs=None,
+        ),
+    )
+    trajectories: int | None = field(
+        default=None, metadata=option("simulated trajectories (zoo and delan chain; default 20)")
+    )
+    duration: float | None = field(
+        default=None, metadata=option("seconds per simulated trajectory (default 5)")
+    )
+    links: int | None = field(default=None, metadata=option("links of the chain (--system chain; default 2)"))
     # network
-    hidden: tuple[int, ...] | None = None
-    activation: str = "softplus"
-    diag_activation: str = "softplus"
-    epsilon: float | None = None
-    angle_features: bool = False
-    #: learned dissipation Q_d = −D(q) q̇ (+ smooth Coulomb): auto (on for bags without measured
-    #: forces, off otherwise), off, rayleigh, rayleigh_coulomb
-    dissipation: str = "auto"
+    hidden: tuple[int, ...] | None = field(
+        default=None, metadata=option("hidden widths (servo_lnn 64, delan 64 64, zoo 128 128)")
+    )
+    activation: str = field(
+        default="softplus", metadata=option("hidden activation (softplus; zoo also tanh)")
+    )
+    diag_activation: str = field(
+        default="softplus",
+        metadata=option(
+            "activation keeping l_diag >= 0: softplus (default), relu (the paper; dies on the crane data)"
+        ),
+    )
+    epsilon: float | None = field(
+        default=None, metadata=option("M = L Lᵀ + ε I (servo_lnn 0.01, delan 1e-3)")
+    )
+    angle_features: bool = field(
+        default=False, metadata=option("feed angle coordinates (unit rad) as [sin q, cos q]")
+    )
+    dissipation: str = field(
+        default="auto",
+        metadata=option(
+            "learned dissipation Q_d = -D(q) qd, D PSD (rayleigh), plus smooth Coulomb per joint; auto: "
+            "rayleigh_coulomb for bags without measured forces, off otherwise (the crane's default model)",
+            choices=("auto", "off", "rayleigh", "rayleigh_coulomb"),
+        ),
+    )
     # training
-    epochs: int | None = None
-    batch: int | None = None
-    lr: float | None = None
-    weight_decay: float | None = None
-    grad_clip: float | None = None
-    seed: int = 0
-    device: str = "auto"
-    dtype: str | None = None
-    threads: int | None = None
-    log_every: int | None = None
-    val_every: int | None = None
-    checkpoint_dir: str | None = None  # default <out stem>_checkpoints/ next to out
-    checkpoint_every: int = 1000
-    resume: bool | str = False  # True: this run's checkpoint folder; or a checkpoint path
-    patience: int = 0
-    min_delta: float = 0.0
-    compile: bool = False
+    epochs: int | None = field(
+        default=None, metadata=option("epochs (servo_lnn/delan 10000 as the papers; zoo 60)")
+    )
+    batch: int | None = field(
+        default=None, metadata=option("batch size (servo_lnn 2048, delan 512, zoo 256)")
+    )
+    lr: float | None = field(
+        default=None, metadata=option("Adam learning rate (servo_lnn 1e-4, delan 5e-4, zoo 1e-3)")
+    )
+    weight_decay: float | None = field(
+        default=None, metadata=option("Adam weight decay (servo_lnn/delan: 1e-5)")
+    )
+    grad_clip: float | None = field(
+        default=None,
+        metadata=option(
+            "clip the gradient norm (default: off for servo_lnn/delan, 10 for the acceleration families)",
+            metavar="NORM",
+        ),
+    )
+    seed: int = field(
+        default=0, metadata=option("seed of the initialisation and shuffling (zoo: also of the data)")
+    )
+    device: str = field(default="auto", metadata=option("auto (cuda when available), cpu, cuda, cuda:1 ..."))
+    dtype: str | None = field(
+        default=None,
+        metadata=option(
+            "training precision (servo_lnn/delan float32, zoo float64)", choices=("float32", "float64")
+        ),
+    )
+    threads: int | None = field(
+        default=None,
+        metadata=option(
+            "torch CPU threads (default 1: the per-step tensors are too small to gain from more)"
+        ),
+    )
+    log_every: int | None = field(
+        default=None, metadata=option("epochs between progress lines (servo_lnn/delan 500; zoo epochs/10)")
+    )
+    val_every: int | None = field(
+        default=None,
+        metadata=option("epochs between validations (servo_lnn/delan 2000; zoo: the log interval)"),
+    )
+    checkpoint_dir: str | None = field(
+        default=None,
+        metadata=option(
+            "write checkpoints (last.pt, final.pt) here (default <out stem>_checkpoints/ next to --out)"
+        ),
+    )
+    checkpoint_every: int = field(
+        default=1000,
+        metadata=option("epochs between checkpoints (last.pt, written atomically; default 1000)"),
+    )
+    resume: bool | str = False  # True: this run's checkpoint folder; or a checkpoint path (--resume [CKPT])
+    patience: int = field(
+        default=0,
+        metadata=option(
+            "early stopping: validations without improvement before stopping (0: off, the default)"
+        ),
+    )
+    min_delta: float = field(
+        default=0.0,
+        metadata=option(
+            "early stopping: smallest decrease of the validation nMSE that counts (q̈_f; q̈ for the "
+            "acceleration families)"
+        ),
+    )
+    compile: bool = field(
+        default=False,
+        metadata=option("torch.compile the loss (falls back to eager with a warning where it fails)"),
+    )
     # output
-    out: str | None = None  # x.onnx: export; x.pt: checkpoint only
-    export_dtype: str = "float32"
-    exporter: str = "dynamo"
-    report: bool | str = True  # True: <out stem>_report/; False: none; or a folder
+    out: str | None = field(
+        default=None,
+        metadata=option(
+            "x.onnx: export (default models/<system>_<family>.onnx); x.pt: save the checkpoint only"
+        ),
+    )
+    export_dtype: str = field(
+        default="float32", metadata=option("ONNX precision", choices=("float32", "float64"))
+    )
+    exporter: str = field(
+        default="dynamo",
+        metadata=option(
+            "torch.onnx exporter of servo_lnn/delan: dynamo (leaner, faster graph) or torchscript (exports "
+            "in <1 s); the zoo families export with dynamo",
+            choices=("dynamo", "torchscript"),
+        ),
+    )
+    report: bool | str = True  # True: <out stem>_report/; False: none; or a folder (--report/--no-report)
 
     @property
     def family_spec(self) -> Family:
@@ -201,4 +360,4 @@ def command_line(spec: RunSpec) -> str:
     return " ".join(parts)
 
 
-__all__ = ["RunSpec", "check", "command_line"]
+__all__ = ["CUSTOM_OPTIONS", "RunSpec", "check", "command_line", "option"]
