@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..families import EFFORT_RESIDUALS, TRAJECTORIES, Family, Network
+from ..families import EFFORT_RESIDUALS, TRAJECTORIES, TRIALS, Family, Network
 from .spec import RunSpec, check, command_line
 
 if TYPE_CHECKING:
@@ -290,47 +290,61 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
     save_checkpoint(Path(spec.checkpoint_folder) / "final.pt", model, **checkpoint)
     report = None
     if spec.report_folder is not None:
-        from .report import write_acceleration_report, write_report
-
-        if family.data == EFFORT_RESIDUALS:
-            from .effort_residuals import write_residual_report
-
-            report = write_residual_report(
-                spec.report_folder,
-                history,
-                model,
-                data.test,
-                metrics,
-                provenance,
-                data.shape.coordinate_names,
-            )
-        elif family.data == TRAJECTORIES:
-            report = write_acceleration_report(
-                spec.report_folder,
-                history,
-                model,
-                data.test,
-                metrics,
-                provenance,
-                coordinate_names=list(data.shape.coordinate_names),
-            )
-        else:
-            report = write_report(
-                spec.report_folder,
-                history,
-                model,
-                data.test,
-                metrics,
-                provenance,
-                qe_measured=spec.with_qe,
-                prefix="test" if data.val is not None else "validation",
-                extra={"identifiability": excitation} if excitation else None,
-            )
-            if excitation:
-                from .identifiability import write_report as write_identifiability
-
-                report["files"].append(write_identifiability(spec.report_folder, excitation))
+        write = REPORT_WRITERS[family.data]
+        report = write(spec, data, model, history, metrics, provenance, excitation)
     return RunResult(family, out, metrics, provenance, history, model, report)
 
 
-__all__ = ["RunSpec", "RunResult", "run", "command_line"]
+def _trials_report(spec, data, model, history, metrics, provenance, excitation) -> dict:
+    """ServoLNN/DeLaN: loss curves, validation plots, metrics (+ the excitation report of recordings)."""
+    from .report import write_report
+
+    report = write_report(
+        spec.report_folder,
+        history,
+        model,
+        data.test,
+        metrics,
+        provenance,
+        qe_measured=spec.with_qe,
+        prefix="test" if data.val is not None else "validation",
+        extra={"identifiability": excitation} if excitation else None,
+    )
+    if excitation:
+        from .identifiability import write_report as write_identifiability
+
+        report["files"].append(write_identifiability(spec.report_folder, excitation))
+    return report
+
+
+def _trajectories_report(spec, data, model, history, metrics, provenance, excitation) -> dict:
+    from .report import write_acceleration_report
+
+    return write_acceleration_report(
+        spec.report_folder,
+        history,
+        model,
+        data.test,
+        metrics,
+        provenance,
+        coordinate_names=list(data.shape.coordinate_names),
+    )
+
+
+def _residuals_report(spec, data, model, history, metrics, provenance, excitation) -> dict:
+    from .effort_residuals import write_residual_report
+
+    return write_residual_report(
+        spec.report_folder, history, model, data.test, metrics, provenance, data.shape.coordinate_names
+    )
+
+
+#: The report writer of each family's data kind (``Family.data``), as export is each family's own.
+REPORT_WRITERS = {
+    TRIALS: _trials_report,
+    TRAJECTORIES: _trajectories_report,
+    EFFORT_RESIDUALS: _residuals_report,
+}
+
+
+__all__ = ["REPORT_WRITERS", "RunSpec", "RunResult", "run", "command_line"]
