@@ -22,13 +22,13 @@ if HAVE_RCLPY:
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
+    from test_dac_node_residual import _sim_process
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     from _ros_harness import Harness
     from ros_lnn.nodes.dac_controller import DacControllerNode, start
     from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
     from ros_lnn.nodes.stamps import ns_to_stamp, stamp_ns
-    from test_dac_node_residual import _sim_process
 
 URDF = Path(__file__).resolve().parents[1] / "config" / "dac_chain.urdf"
 JOINTS = ["joint1", "joint2", "joint3", "joint4", "joint5"]
@@ -59,7 +59,7 @@ def _errors(diags, words):
 
 
 def test_a_violation_zeros_the_efforts_latched_until_reactivation(ctx):
-    node, ns = _node(ctx, diagnostics_period_s=0.05)
+    node, ns = _node(ctx, diagnostics_period_s=0.05, state_timeout_s=60.0)
     assert start(node), node.last_error
     h = Harness(node, context=ctx)
     try:
@@ -68,11 +68,10 @@ def test_a_violation_zeros_the_efforts_latched_until_reactivation(ctx):
         states = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
 
         def answer(q, qd=(0.0,) * 5):
-            before = node.counts["processed"]
+            before, sent = node.counts["processed"], len(efforts)
             states.publish(_state(q, qd))
-            h.wait(lambda: node.counts["processed"] > before and len(efforts) > 0, what="an answer")
-            h.wait(lambda: len(efforts) >= before + 1, what="its effort command")
-            return np.asarray(efforts[-1].data)
+            h.wait(lambda: node.counts["processed"] > before and len(efforts) > sent, what="an answer")
+            return np.asarray(efforts[-1].data)  # the only publisher: the stale watchdog waits 60 s
 
         assert np.any(answer(Q0) != 0)  # gravity held
         beyond = Q0.copy()
@@ -113,11 +112,7 @@ def test_limit_parameters_override_the_urdf_and_are_checked(ctx):
     ):
         bad, _ = _node(ctx, **params)
         assert not start(bad)
-        assert (
-            words in bad.last_error
-            and "position_limits" in bad.last_error
-            or "velocity_limits" in (bad.last_error)
-        ), bad.last_error
+        assert words in bad.last_error, bad.last_error
         bad.destroy_node()
 
 
