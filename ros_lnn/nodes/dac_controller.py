@@ -169,7 +169,10 @@ class DacControllerNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         self._targets.table = FrameTable(self.p("target_frames"), self.p("target_frame_poses"))
         self.residual = None
         if self.p("residual_model"):
-            self.residual = load_residual(self.p("residual_model"), pipeline, self.get_logger())
+            from .model_params import model_limits
+
+            limits = model_limits(self.values)
+            self.residual = load_residual(self.p("residual_model"), pipeline, self.get_logger(), limits)
             pipeline.set_residual(self.residual, self.residual_limit(pipeline))
         return pipeline
 

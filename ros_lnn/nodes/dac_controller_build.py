@@ -64,13 +64,13 @@ def joint_limit_guard(model, pipeline: DacPipeline, values: dict):
     )
 
 
-def load_residual(value: str, pipeline: DacPipeline, logger):
+def load_residual(value: str, pipeline: DacPipeline, logger, limits=None):
     """The learned port ``residual_model`` (ONNX Runtime); ModelError (configure fails, one line) when
     its joints differ."""
     from ..inference.residual import ResidualRuntime
 
     path = Path(value).expanduser()
-    runtime = ResidualRuntime(path, pipeline.joint_names)
+    runtime = ResidualRuntime(path, pipeline.joint_names, limits=limits)
     trained_on = runtime.certain_model.get("name")
     if trained_on and trained_on != pipeline.model.name:
         logger.warning(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..control.dac import LAWS, Gains
 from ..errors import ConfigError
+from .model_params import MODEL_LIMIT_PARAMETERS
 from .params import CONFIGURE, LIVE, MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable
 
 
@@ -197,6 +198,7 @@ PARAMETERS = ParameterTable(
         CONFIGURE,
         max_length=MAX_PATH,
     ),
+    *MODEL_LIMIT_PARAMETERS,
     Param(
         "residual_limit",
         [],
