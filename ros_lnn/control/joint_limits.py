@@ -34,7 +34,6 @@ import numpy as np
 
 from ..errors import ConfigError
 
-
 #: Default soft-limit damping relative to a joint's effort limit: ``k_v = DAMPING_S × u_lim`` [s/rad].
 DAMPING_S = 5.0
 
