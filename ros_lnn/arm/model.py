@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
+from ..inference.model_guard import ModelLimits, load_within
 from . import friction
 from .rigid_body import ArmRigidBody
 
@@ -28,7 +29,7 @@ GRAPH_INPUTS = ("q", "qd")
 GRAPH_OUTPUTS = ("friction", "residual")
 
 
-def _session(path: Path, threads: int = 1):
+def _session(path: Path, threads: int = 1, limits: ModelLimits | None = None):
     import onnxruntime as ort
 
     if not path.is_file():
@@ -38,7 +39,11 @@ def _session(path: Path, threads: int = 1):
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
     try:
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return load_within(
+            path, lambda: ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]), limits
+        )
+    except ModelError:
+        raise
     except Exception as exc:  # noqa: BLE001 - ONNX Runtime raises its own types for unreadable graphs
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{path}: not a readable ONNX model ({first})") from None
@@ -75,9 +80,9 @@ def is_arm_model(path) -> bool:
 class ArmModel:
     """Inverse dynamics, M, C, g, friction and residual of an identified arm (numpy + Pinocchio + ORT)."""
 
-    def __init__(self, path, threads: int = 1):
+    def __init__(self, path, threads: int = 1, limits: ModelLimits | None = None):
         self.path = Path(path)
-        self.session = _session(self.path, threads)
+        self.session = _session(self.path, threads, limits)
         self.meta = _metadata(self.session, self.path)
         self.joints = tuple(self.meta["joints"])
         self.n = len(self.joints)

@@ -10,6 +10,10 @@ law); laws I/II run the coordinate-free law on the Pinocchio workspace with ``�
 * laws I/II (``velocity``/``pose``): a joint trajectory (``set_joint_trajectory``) sampled with cubic
   Hermite segments; body poses, twists and their rates follow from FK, ``G`` and ``Ġ q̇``.
 
+Joint limits (:mod:`ros_lnn.control.joint_limits`, ``set_joint_limits``): the efforts, after their
+clamp, go through soft position and velocity limits; a violation zeros them, latched until
+``joint_limits.reset()``.
+
 Hold policy: before any target arrives, and whenever ``hold()`` is called, the target becomes the
 current configuration at rest (the end-effector pose now, or the joint positions now); after the last
 trajectory point the trajectory holds its final point. Non-finite inputs raise ``DataError`` and
@@ -37,6 +41,7 @@ from .dac import (
     end_effector_state,
 )
 from .effort import EffortCommand, PortToEfforts, Residual
+from .joint_limits import JointLimitGuard, LimitResult
 from .joint_space import EndEffectorLawJointSpace, JointTargetLawJointSpace
 from .mobility import JointSpaceOperators
 from .obstacles import ObstacleField, SphereObstacle, default_control_points
@@ -50,6 +55,7 @@ class PipelineOutput:
     ee_position: np.ndarray
     target_position: np.ndarray | None
     guarded: bool = False  # the task inverse was singular here and got damped (law III)
+    limits: LimitResult | None = None  # what the joint limits did (None: no limits set)
 
 
 class JointTrajectorySampler:
@@ -186,6 +192,7 @@ class DacPipeline:
         self._hold_q: np.ndarray | None = None
         self._ee_path = None
         self._joint_target_cache = None
+        self.joint_limits: JointLimitGuard | None = None
 
     def _joint_space_law(self) -> EndEffectorLawJointSpace | None:
         if self.law != "end_effector":
@@ -211,6 +218,20 @@ class DacPipeline:
         self.controller = controller
         self._law_iii = self._joint_space_law()
         self._law_joint_target = self._joint_target_law()
+
+    def set_joint_limits(self, guard: JointLimitGuard | None) -> None:
+        """Position and velocity limits (``joint_names`` order) on every command from now on; None: off."""
+        if guard is not None and list(guard.limits.names) != list(self.joint_names):
+            raise ConfigError(f"joint limits are for {list(guard.limits.names)}, not {self.joint_names}")
+        self.joint_limits = guard
+
+    def _limited(self, cmd: EffortCommand, q, qd) -> LimitResult | None:
+        """Apply the joint limits to ``cmd.effort`` in place; what they did (None without limits)."""
+        if self.joint_limits is None:
+            return None
+        result = self.joint_limits.apply(q, qd, cmd.effort)
+        cmd.effort = result.effort
+        return result
 
     def set_residual(self, residual: Residual | None, limit=None) -> None:
         """The learned part ``τ̂_res(q, q̇, q̈_r)`` (``joint_names`` order) added to the efforts, bounded
@@ -335,7 +356,8 @@ class DacPipeline:
         cmd = self.efforts(
             data, result.tau_c, q=np.asarray(q, float), qd=np.asarray(qd, float), G=data.G, qdd_r=qdd_r
         )
-        return PipelineOutput(result, cmd, data, ee_pos, None)
+        limits = self._limited(cmd, q, qd)
+        return PipelineOutput(result, cmd, data, ee_pos, None, limits=limits)
 
     def step(self, q, qd, t: float = 0.0) -> PipelineOutput:
         qm, qdm = self._model_state(q, qd)
@@ -348,7 +370,8 @@ class DacPipeline:
             if self.efforts.residual is not None:
                 qdd_r = self._law_iii.joint_reference[1].take(self._to_configured)
             cmd = self.efforts.from_generalized(gen, q, qd, qdd_r)
-            return PipelineOutput(result, cmd, data, ee_pos, target.position, self._law_iii.guarded)
+            limits = self._limited(cmd, q, qd)
+            return PipelineOutput(result, cmd, data, ee_pos, target.position, self._law_iii.guarded, limits)
         # laws I/II in joint coordinates: the target's kinematics once per trajectory sample
         law = self._law_joint_target
         assert law is not None  # laws I/II
@@ -357,4 +380,5 @@ class DacPipeline:
         if self.efforts.residual is not None:
             qdd_r = law.joint_reference[1].take(self._to_configured)
         cmd = self.efforts.from_generalized(gen, q, qd, qdd_r)
-        return PipelineOutput(result, cmd, data, ee_pos, None)
+        limits = self._limited(cmd, q, qd)
+        return PipelineOutput(result, cmd, data, ee_pos, None, limits=limits)

@@ -8,7 +8,12 @@
 * parameters that cannot be broken: deleting a declared parameter, a 1 MiB string, 5 000-entry lists,
   ``latency_log`` naming a FIFO, a device, a directory or a missing directory — each must be refused
   (else an *accepted bad value*);
-* targets: non-finite, beyond the arm's reach, inputs the law does not use (counted).
+* targets: non-finite, beyond the arm's reach, inputs the law does not use (counted);
+* joint limits (dac_controller): a joint state beyond a position limit or 1.5 × a velocity limit → zero
+  efforts, latched (zero still after a good state), /diagnostics ERROR naming the joint, reset by
+  deactivate + activate; limit overrides that cannot hold are refused;
+* models too large (servo_lnn, dac_controller's learned port): a model over ``model_max_mb`` or
+  ``model_max_nodes`` fails configure in one line naming the limit, before it is loaded.
 """
 
 from __future__ import annotations
@@ -182,7 +187,7 @@ def servo_lnn_cases():
             "diagnostics on the steady clock",
         ),
     ]
-    return bind("servo_lnn", cases)
+    return bind("servo_lnn", cases) + servo_lnn_model_limit_cases()
 
 
 # -- sim ------------------------------------------------------------------------------------------
@@ -348,7 +353,142 @@ def dac_controller_cases():
             "",
         ),
     ]
-    return bind("dac_controller", cases)
+    return bind("dac_controller", cases) + dac_controller_limit_cases()
+
+
+def _limit_violation(q=ARM_POSE, qd=(0.0,) * 5, words: str = ""):
+    """A joint state beyond a limit: zero efforts and an ERROR naming ``words`` (else a missed stop),
+    still zero after a good state (latched), and normal output again after deactivate + activate."""
+
+    def action(driver: Driver, target: str):
+        topic = "dac_controller/joint_effort_command"
+        driver.stream_on[target] = False
+        try:
+            time.sleep(0.02)
+            since = time.monotonic()
+            for i in range(3):
+                driver.publish(target, "joint_states", _arm_msg(q=q, qd=qd)(driver, i))
+                time.sleep(0.01)
+            if driver.wait_output(target, topic, _zeros, since, 2.0) is None:
+                raise MissedStop("no zero efforts after a joint state beyond a limit")
+            deadline = time.monotonic() + 3.0
+            while True:
+                status = driver.counts(target)
+                message = status.get("_message", "")
+                if status.get("_level") == 2 and "joint limit violation" in message and words in message:
+                    break
+                if time.monotonic() > deadline:
+                    raise MissedStop(f"no /diagnostics ERROR naming {words!r} (last: {message!r})")
+                time.sleep(0.01)
+            since = time.monotonic()
+            driver.publish(target, "joint_states", _arm_msg()(driver, 0))
+            if driver.wait_output(target, topic, lambda v: bool(v), since, 2.0) is None:
+                raise AssertionError("no answer to a good joint state")
+            if driver.wait_output(target, topic, lambda v: bool(v) and any(v), since, 0.3) is not None:
+                raise AcceptedBadValue("efforts went out again before a reset: the violation was not latched")
+        finally:
+            assert driver.transition(target, "deactivate"), "deactivate refused"
+            assert driver.transition(target, "activate"), "activate refused"
+            driver.stream_on[target] = True
+
+    return action
+
+
+def _model_over_limit(model_parameter: str, limit: str, value, model: str = ""):
+    """Set ``limit`` and ``model_parameter`` (the shipped crane model unless ``model``) on the cleaned-up
+    node: configure must fail, in one logged line naming the limit; then both restored, active again."""
+
+    def action(driver: Driver, target: str):
+        from ..inference.runtime import default_model_path
+        from ..nodes.model_params import MODEL_LIMIT_PARAMETERS
+
+        default = {p.name: p.default for p in MODEL_LIMIT_PARAMETERS}[limit]
+        path = model or str(default_model_path())
+        before = len(driver.procs[target].log)
+        driver.stream_on[target] = False
+        try:
+            assert driver.transition(target, "deactivate"), "deactivate refused"
+            assert driver.transition(target, "cleanup"), "cleanup refused"
+            for name, v in ((limit, value), (model_parameter, path)):
+                reply = driver.set_parameter(target, name, v)
+                assert reply is not None and reply[0], f"{name} not taken while unconfigured: {reply}"
+            if driver.transition(target, "configure"):
+                raise AcceptedBadValue(f"a model over {limit}={value} was configured")
+        finally:
+            state = driver.state(target)
+            if state == "active":
+                driver.transition(target, "deactivate")
+                state = "inactive"
+            if state == "inactive":
+                driver.transition(target, "cleanup")
+            driver.set_parameter(target, model_parameter, "")
+            driver.set_parameter(target, limit, default)
+            assert driver.transition(target, "configure"), "the node did not configure again"
+            assert driver.transition(target, "activate"), "activate refused"
+            driver.stream_on[target] = True
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            log = driver.procs[target].log[before:]
+            if any("configure failed" in line and limit in line for line in log):
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"no one-line configure error naming {limit}")
+
+    return action
+
+
+def dac_controller_limit_cases():
+    beyond = list(ARM_POSE)
+    beyond[2] = 3.2  # joint3's URDF limit is 3.1
+    return bind(
+        "dac_controller",
+        [
+            (
+                "joint_states beyond a position limit",
+                _limit_violation(q=beyond, words="joint3 position"),
+                "count:limit_violation",
+                "zero efforts, latched until re-activation",
+            ),
+            (
+                "joint_states at 1.5x a velocity limit",
+                _limit_violation(qd=(0.0, 9.0, 0.0, 0.0, 0.0), words="joint2 velocity"),
+                "count:limit_violation",
+                "URDF velocity 6 rad/s; violation beyond 1.2x",
+            ),
+            (
+                "position_limits lower > upper",
+                _unconfigured_set_refused("position_limits", [1.0, 0.0] * 5, "lower < upper"),
+                "refused",
+                "",
+            ),
+            (
+                "learned port over model_max_nodes",
+                _model_over_limit("residual_model", "model_max_nodes", 10),
+                "refused",
+                "refused before ONNX Runtime loads it",
+            ),
+        ],
+    )
+
+
+def servo_lnn_model_limit_cases():
+    return bind(
+        "servo_lnn",
+        [
+            (
+                "model over model_max_mb",
+                _model_over_limit("model_path", "model_max_mb", 0.01),
+                "refused",
+                "the shipped 76 kB model against a 10 kB limit",
+            ),
+            (
+                "model over model_max_nodes",
+                _model_over_limit("model_path", "model_max_nodes", 10),
+                "refused",
+                "",
+            ),
+        ],
+    )
 
 
 # -- effort_watchdog -------------------------------------------------------------------------------

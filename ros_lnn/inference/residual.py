@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .metadata import ModelMetadata
+from .model_guard import ModelLimits
 from .runtime import _ORT_TYPES, _open_session
 
 FAMILY = "dac_residual"
@@ -44,11 +45,11 @@ def check_residual_metadata(meta: ModelMetadata, path, joint_names=None) -> list
 class ResidualRuntime:
     """A learned port on the CPU: ``τ̂_res(q, q̇, q̈)`` in the caller's joint order."""
 
-    def __init__(self, path, joint_names=None, threads: int = 1):
+    def __init__(self, path, joint_names=None, threads: int = 1, limits: ModelLimits | None = None):
         import onnxruntime as ort
 
         self.path = Path(path)
-        self.session, self.metadata = _open_session(self.path, threads)
+        self.session, self.metadata = _open_session(self.path, threads, limits)
         model_joints = check_residual_metadata(self.metadata, self.path, joint_names)
         self.joint_names = list(joint_names) if joint_names is not None else model_joints
         self.n = len(model_joints)

@@ -27,6 +27,7 @@ from ..errors import ModelError
 from ..physics.lagrangian import OUTPUT_NAMES
 from ..shipped import find, search_paths
 from .metadata import METADATA_KEY, ModelMetadata
+from .model_guard import ModelLimits, load_within
 
 DEFAULT_MODEL_NAME = "crane_servo_lnn.onnx"
 _ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64}
@@ -55,7 +56,9 @@ def read_metadata(path) -> ModelMetadata:
     return _open_session(Path(path), 1)[1]
 
 
-def _open_session(path: Path, threads: int):
+def _open_session(path: Path, threads: int, limits: ModelLimits | None = None):
+    """The session and metadata of ``path``; its size, node count and load time checked against
+    ``limits`` (:mod:`.model_guard`; None: the defaults)."""
     import onnxruntime as ort
 
     if not path.is_file():
@@ -67,7 +70,13 @@ def _open_session(path: Path, threads: int):
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        session = load_within(
+            path,
+            lambda: ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]),
+            limits,
+        )
+    except ModelError:
+        raise
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{path}: not a readable ONNX model ({first})") from exc
@@ -83,9 +92,16 @@ def _open_session(path: Path, threads: int):
 class ServoLnnRuntime:
     """An exported model, ready to evaluate on the CPU."""
 
-    def __init__(self, path=None, free_joints=None, servo_joints=None, threads: int = 1):
+    def __init__(
+        self,
+        path=None,
+        free_joints=None,
+        servo_joints=None,
+        threads: int = 1,
+        limits: ModelLimits | None = None,
+    ):
         self.path = Path(path) if path is not None else default_model_path()
-        self.session, self.metadata = _open_session(self.path, threads)
+        self.session, self.metadata = _open_session(self.path, threads, limits)
         if self.metadata.family != "servo_lnn":
             raise ModelError(
                 f"{self.path}: a '{self.metadata.family}' model (q, qd -> qdd), not a ServoLNN/DeLaN; "

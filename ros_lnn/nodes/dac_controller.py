@@ -20,6 +20,10 @@ Safety policy (all documented in README):
     joint positions for laws I/II); after a trajectory's last point: hold that point; with
     ``target_timeout_s`` > 0 a target not renewed in time is dropped and the arm holds where it is;
   * efforts are clamped to ``effort_limits`` (URDF limits by default); saturation shows in diagnostics;
+  * joint position and velocity limits (URDF, or ``position_limits`` / ``velocity_limits``): soft limits
+    brake before them (:mod:`ros_lnn.control.joint_limits`); a violation (a position beyond a hard
+    limit, a velocity beyond ``limit_velocity_tolerance`` × its limit) zeros the efforts and the port,
+    latched until the node is deactivated and activated again, /diagnostics ERROR naming the joint;
   * learned port (``residual_model``): a model whose joints differ is refused at configure (one line);
     its correction is bounded by ``residual_limit``; a non-finite correction is dropped (the certain
     model's efforts go out), counted, and diagnostics WARN.
@@ -94,12 +98,22 @@ class DacControllerNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         )
         self.last_error = ""
         self.stale, self.fault, self._fault_time = False, "", -math.inf
+        self.limit_violation = ""  # the latched joint limit violation ('' when none)
+        self._soft_limit_time, self.soft_limited_joints = -math.inf, ""
         self._subs, self._timers, self._pubs = [], [], {}
         self.counts.update(
             dict.fromkeys(
                 REJECT_REASONS
                 + RESIDUAL_COUNTS
-                + ("processed", "saturated", "singular_damped", "internal_error", "fault"),
+                + (
+                    "processed",
+                    "saturated",
+                    "singular_damped",
+                    "internal_error",
+                    "fault",
+                    "limit_soft",
+                    "limit_violation",
+                ),
                 0,
             )
         )
@@ -155,7 +169,10 @@ class DacControllerNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         self._targets.table = FrameTable(self.p("target_frames"), self.p("target_frame_poses"))
         self.residual = None
         if self.p("residual_model"):
-            self.residual = load_residual(self.p("residual_model"), pipeline, self.get_logger())
+            from .model_params import model_limits
+
+            limits = model_limits(self.values)
+            self.residual = load_residual(self.p("residual_model"), pipeline, self.get_logger(), limits)
             pipeline.set_residual(self.residual, self.residual_limit(pipeline))
         return pipeline
 
@@ -234,6 +251,9 @@ class DacControllerNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         self._targets.start_tf(self, self.p("use_tf"))
         assert self.pipeline is not None  # activate follows a successful configure
         self.pipeline.hold()
+        if self.pipeline.joint_limits is not None:  # re-activation resets a latched limit violation
+            self.pipeline.joint_limits.reset()
+        self.limit_violation = ""
         self.window.start(self.counts)
         if float(self.p("circle_radius")) > 0:
             self.pipeline.set_ee_path(built_in_circle(self.values, self._now_s()))
@@ -375,6 +395,8 @@ class DacControllerNode(ParameterValues, LifecycleTeardown, LifecycleNode):
                 self._trip(cause, q)
         if self.fault and self._reaction == "zero":
             port, effort = self._zero_commands
+        if out.limits is not None:
+            port, effort = self._joint_limits(out.limits, port, effort)
         self.counts["processed"] += 1
         self.counts["saturated"] += int(out.efforts.saturated.any())
         self.last_output = out
@@ -397,6 +419,26 @@ class DacControllerNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         if self._reaction == "hold":
             self.pipeline.hold(q)
             self._monitor.reset()
+
+    def _joint_limits(self, result, port, effort):
+        """A limit violation: zero port and efforts (the library zeroed the efforts and latched it),
+        counted and logged once; soft limits that acted: counted (diagnostics WARN)."""
+        if result.violation:
+            if not self.limit_violation:
+                self.limit_violation = result.violation
+                self.counts["limit_violation"] += 1
+                self.get_logger().error(
+                    f"joint limit violation: {result.violation}: zero efforts until the node is "
+                    "deactivated and activated again"
+                )
+            return self._zero_commands
+        if result.soft_limited.any():
+            assert self.pipeline is not None  # called from _on_joint_state
+            self.counts["limit_soft"] += 1
+            self._soft_limit_time = time.monotonic()
+            names = self.pipeline.joint_names
+            self.soft_limited_joints = ", ".join(n for n, hit in zip(names, result.soft_limited) if hit)
+        return port, effort
 
     def _learned_port(self, out, port, state: str):
         """The published port with the learned part ``E τ̂_res`` (so that ``Gᵀ port = u`` before the limits);

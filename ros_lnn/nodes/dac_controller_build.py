@@ -28,7 +28,7 @@ def make_pipeline(model, values: dict) -> DacPipeline:
         urdf = {j.name: j.effort_limit for j in model.joints}
         default = float(values["default_effort_limit"])
         limits = [urdf[j] if np.isfinite(urdf.get(j, np.inf)) else default for j in names_eff]
-    return DacPipeline(
+    pipeline = DacPipeline(
         model,
         law=values["law"],
         gains=gains_from_values(values),
@@ -40,15 +40,37 @@ def make_pipeline(model, values: dict) -> DacPipeline:
         obstacle_eta=float(values["obstacle_eta"]),
         effort_limits=limits,
     )
+    if values["enforce_joint_limits"]:
+        pipeline.set_joint_limits(joint_limit_guard(model, pipeline, values))
+    return pipeline
 
 
-def load_residual(value: str, pipeline: DacPipeline, logger):
+def joint_limit_guard(model, pipeline: DacPipeline, values: dict):
+    """The position and velocity limits of ``pipeline``'s joints: the URDF's, or ``position_limits`` /
+    ``velocity_limits``, with the soft-limit gains and violation tolerances of ``values``."""
+    from ..control.joint_limits import JointLimitGuard, joint_limits_from_model
+
+    limits = joint_limits_from_model(
+        model, pipeline.joint_names, values["position_limits"], values["velocity_limits"]
+    )
+    return JointLimitGuard(
+        limits,
+        pipeline.efforts.limits,
+        margin=float(values["limit_margin"]),
+        k_position=float(values["limit_k_position"]),
+        k_velocity=float(values["limit_damping"]) * pipeline.efforts.limits,
+        velocity_tolerance=float(values["limit_velocity_tolerance"]),
+        position_tolerance=float(values["limit_position_tolerance"]),
+    )
+
+
+def load_residual(value: str, pipeline: DacPipeline, logger, limits=None):
     """The learned port ``residual_model`` (ONNX Runtime); ModelError (configure fails, one line) when
     its joints differ."""
     from ..inference.residual import ResidualRuntime
 
     path = Path(value).expanduser()
-    runtime = ResidualRuntime(path, pipeline.joint_names)
+    runtime = ResidualRuntime(path, pipeline.joint_names, limits=limits)
     trained_on = runtime.certain_model.get("name")
     if trained_on and trained_on != pipeline.model.name:
         logger.warning(

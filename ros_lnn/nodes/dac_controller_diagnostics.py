@@ -42,6 +42,8 @@ def controller_values(node) -> dict:
         )
     values["stale"] = node.stale
     values["fault_cause"] = node.fault
+    values["limit_violation_cause"] = node.limit_violation
+    values["soft_limited_joints"] = node.soft_limited_joints
     values["residual_model"] = node.residual.path.name if node.residual is not None else ""
     return values
 
@@ -51,6 +53,11 @@ def controller_level(node) -> tuple[int, str]:
     period = float(node.values["diagnostics_period_s"])
     now = time.monotonic()
     recent = now - node._fault_time < max(5.0, 5 * period)
+    if node.limit_violation:
+        return DiagnosticStatus.ERROR, (
+            f"joint limit violation: {node.limit_violation} (zero efforts, latched: deactivate and "
+            "activate to reset)"
+        )
     if node.fault and (node._reaction == "zero" or recent):
         latched = (
             " (zero efforts, latched: deactivate and activate to reset)" if node._reaction == "zero" else ""
@@ -64,6 +71,8 @@ def controller_level(node) -> tuple[int, str]:
         return DiagnosticStatus.WARN, "singular task configuration: damped task inverse"
     if now - node._residual_fault_time < max(2.0, period):
         return DiagnosticStatus.WARN, "learned port non-finite: model-only efforts"
+    if now - node._soft_limit_time < max(2.0, period):
+        return DiagnosticStatus.WARN, f"soft joint limits braking: {node.soft_limited_joints}"
     if node.last_output.efforts.saturated.any():
         return DiagnosticStatus.WARN, "effort limits reached"
     return DiagnosticStatus.OK, "tracking"

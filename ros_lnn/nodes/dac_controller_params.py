@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..control.dac import LAWS, Gains
 from ..errors import ConfigError
+from .model_params import MODEL_LIMIT_PARAMETERS
 from .params import CONFIGURE, LIVE, MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable
 
 
@@ -16,6 +17,15 @@ def _obstacle_quadruples(values) -> str:
         return f"has {len(values)} numbers; give x, y, z, radius per obstacle"
     if any(r <= 0 for r in values[3::4]):
         return "needs a positive radius (x, y, z, radius per obstacle)"
+    return ""
+
+
+def _limit_pairs(values) -> str:
+    values = list(values)
+    if len(values) % 2:
+        return f"has {len(values)} numbers; give lower, upper per joint"
+    if any(not lo < hi for lo, hi in zip(values[0::2], values[1::2])):
+        return "needs lower < upper in each pair (lower, upper per joint)"
     return ""
 
 
@@ -188,6 +198,7 @@ PARAMETERS = ParameterTable(
         CONFIGURE,
         max_length=MAX_PATH,
     ),
+    *MODEL_LIMIT_PARAMETERS,
     Param(
         "residual_limit",
         [],
@@ -209,6 +220,76 @@ PARAMETERS = ParameterTable(
         le=1e9,
     ),
     Param("default_effort_limit", 50.0, "limit for joints without one [N m]", CONFIGURE, gt=0.0, le=1e9),
+    Param(
+        "enforce_joint_limits",
+        True,
+        "keep the joints within their position and velocity limits: soft limits brake before them, a "
+        "violation zeros the efforts (latched until the node is deactivated and activated again)",
+        CONFIGURE,
+    ),
+    Param(
+        "position_limits",
+        [],
+        "lower, upper per joint_names entry, flattened [rad or m]; empty = the URDF's <limit lower "
+        "upper> (continuous joints and YAML models: none)",
+        CONFIGURE,
+        items=float,
+        ge=-1e6,
+        le=1e6,
+        check=_limit_pairs,
+    ),
+    Param(
+        "velocity_limits",
+        [],
+        "|velocity| limit per joint_names entry (one number for all, or one per joint) [rad/s or m/s]; "
+        "empty = the URDF's <limit velocity> (none where 0 or absent)",
+        CONFIGURE,
+        items=float,
+        gt=0.0,
+        le=1e6,
+    ),
+    Param(
+        "limit_margin",
+        0.1,
+        "soft position limits this far inside the hard ones (at most a quarter of a joint's range) "
+        "[rad or m]",
+        CONFIGURE,
+        ge=0.0,
+        le=100.0,
+    ),
+    Param(
+        "limit_k_position",
+        10.0,
+        "soft limits: velocity allowed towards a soft limit per distance to it (k_p) [1/s]",
+        CONFIGURE,
+        gt=0.0,
+        le=1e6,
+    ),
+    Param(
+        "limit_damping",
+        5.0,
+        "soft limits: k_v = this × the joint's effort limit, the effort per velocity beyond the allowed "
+        "one (full effort until 1/this below it) [s/rad or s/m]",
+        CONFIGURE,
+        gt=0.0,
+        le=1e6,
+    ),
+    Param(
+        "limit_velocity_tolerance",
+        1.2,
+        "a velocity beyond this times its limit is a violation: zero efforts, latched",
+        CONFIGURE,
+        ge=1.0,
+        le=100.0,
+    ),
+    Param(
+        "limit_position_tolerance",
+        0.0,
+        "a position beyond a hard limit by more than this is a violation: zero efforts, latched [rad or m]",
+        CONFIGURE,
+        ge=0.0,
+        le=100.0,
+    ),
     Param(
         "input_queue_depth",
         1,

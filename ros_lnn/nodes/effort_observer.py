@@ -74,8 +74,9 @@ def build_observer(values: dict):
     model = None
     if values["model_path"]:
         from ..arm.model import ArmModel
+        from .model_params import model_limits
 
-        model = ArmModel(values["model_path"], threads=values["model_threads"])
+        model = ArmModel(values["model_path"], threads=values["model_threads"], limits=model_limits(values))
         joints = tuple(values["joints"] or model.joints)
         if joints != model.joints:
             raise ConfigError(f"parameter joints {list(joints)} differ from the model's {list(model.joints)}")

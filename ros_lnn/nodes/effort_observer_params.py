@@ -3,6 +3,7 @@ parameters."""
 
 from __future__ import annotations
 
+from .model_params import MODEL_LIMIT_PARAMETERS
 from .params import CONFIGURE, STARTUP, Param, ParameterTable
 
 
@@ -78,6 +79,7 @@ PARAMETERS = ParameterTable(
     Param("wrench_frame", "", "URDF frame of ~/external_wrench; empty = not published", CONFIGURE),
     Param("wrench_damping", 0.01, "damping λ of the Jacobian's pseudo-inverse", CONFIGURE, ge=0.0, le=10.0),
     Param("model_threads", 1, "ONNX Runtime intra-op threads", CONFIGURE, ge=1, le=64),
+    *MODEL_LIMIT_PARAMETERS,
     Param(
         "input_queue_depth",
         100,

@@ -159,12 +159,17 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
 
     def _configure(self) -> None:
         from ..inference.runtime import ServoLnnRuntime
+        from .model_params import model_limits
 
         PARAMETERS.check(self)
         v = self.values
         path = resolve_model_path(v["model_path"])
         runtime = ServoLnnRuntime(
-            path, v["free_joints"] or None, v["servo_joints"] or None, threads=v["model_threads"]
+            path,
+            v["free_joints"] or None,
+            v["servo_joints"] or None,
+            threads=v["model_threads"],
+            limits=model_limits(v),
         )
         runtime.check_nominal()  # a model that is not finite at rest never runs
         forces = v["free_joint_forces"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ..files import output_file_problem
+from .model_params import MODEL_LIMIT_PARAMETERS
 from .params import CONFIGURE, MAX_PATH, STARTUP, Param, ParameterTable
 
 COMMAND_TYPES = ("trajectory", "array", "none")
@@ -68,6 +69,7 @@ PARAMETERS = ParameterTable(
         unique=True,
     ),
     Param("model_threads", 1, "ONNX Runtime intra-op threads", CONFIGURE, ge=1, le=64),
+    *MODEL_LIMIT_PARAMETERS,
     Param(
         "servo_command_type",
         "trajectory",
