@@ -28,13 +28,14 @@ ONNX graph (:func:`export_dac_residual_onnx`): inputs ``q, qd, qdd`` (batch, n),
 from __future__ import annotations
 
 import copy
-import itertools
 import math
 import warnings
 from pathlib import Path
 
 import torch
 from torch import nn
+
+from .mlp import mlp
 
 FAMILY = "dac_residual"
 GRAPH_INPUTS, GRAPH_OUTPUTS = ("q", "qd", "qdd"), ("tau_res",)
@@ -69,12 +70,8 @@ class DacResidual(nn.Module):
         self.revolute = [bool(r) for r in (revolute if revolute is not None else [True] * self.n)]
         self.coulomb_velocity = float(coulomb_velocity)
         n_pairs = self.n * (self.n + 1) // 2
-        widths = [2 * sum(self.revolute) + (self.n - sum(self.revolute)), *self.hidden]
-        layers: list[nn.Module] = []
-        for a, b in itertools.pairwise(widths):
-            layers += [nn.Linear(a, b), ACTIVATIONS[activation]()]
-        layers.append(nn.Linear(widths[-1], self.n * (1 + self.n + n_pairs)))
-        self.net = nn.Sequential(*layers)
+        d_in = 2 * sum(self.revolute) + (self.n - sum(self.revolute))
+        self.net = mlp(d_in, self.hidden, activation, self.n * (1 + self.n + n_pairs), ACTIVATIONS)
         rows, cols = torch.triu_indices(self.n, self.n)
         self.register_buffer("pair_rows", rows, persistent=False)
         self.register_buffer("pair_cols", cols, persistent=False)
