@@ -27,9 +27,7 @@ ONNX graph (:func:`export_dac_residual_onnx`): inputs ``q, qd, qdd`` (batch, n),
 
 from __future__ import annotations
 
-import copy
 import math
-import warnings
 from pathlib import Path
 
 import torch
@@ -161,37 +159,15 @@ def from_config(config: dict) -> DacResidual:
 
 def export_dac_residual_onnx(model: DacResidual, path, metadata, dtype: str = "float32") -> Path:
     """Write the residual as ONNX (q, qd, qdd → tau_res) to ``path`` atomically, metadata stamped."""
-    from .export import write_model
+    from .export import dynamo_export, frozen_copy, stamped, write_model
 
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
-    net = copy.deepcopy(model).to(device="cpu", dtype=DTYPES[dtype]).eval()
-    for p in net.parameters():
-        p.requires_grad_(False)
-    metadata = copy.deepcopy(metadata)
-    metadata.dtype = dtype
+    net = frozen_copy(model, dtype)
+    metadata = stamped(metadata, dtype)
     if len(metadata.free_joints) != net.n:
         raise ValueError(f"metadata names {len(metadata.free_joints)} joints, the model has {net.n}")
-    if not metadata.package_version:
-        from .. import __version__
-
-        metadata.package_version = __version__
     args = tuple(torch.zeros(2, net.n, dtype=DTYPES[dtype]) for _ in GRAPH_INPUTS)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.onnx.export(
-            net,
-            args,
-            dynamo=True,
-            input_names=list(GRAPH_INPUTS),
-            output_names=list(GRAPH_OUTPUTS),
-            opset_version=OPSET,
-            optimize=True,
-            dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in GRAPH_INPUTS},
-            verbose=False,
-        )
-    assert program is not None  # dynamo=True always returns the program
-    return write_model(program.model_proto, metadata, path)
+    proto = dynamo_export(net, args, GRAPH_INPUTS, GRAPH_OUTPUTS, OPSET)
+    return write_model(proto, metadata, path)
 
 
 __all__ = [

@@ -99,39 +99,14 @@ class HamiltonianGraph(nn.Module):
 
 def export_hnn_onnx(model: HNN, path, metadata, dtype: str = "float32"):
     """Write an HNN as ONNX (inputs ``q, qd``; outputs ``qdd``, ``qd_h``) with its metadata, atomically."""
-    import copy
-    import warnings
+    from .export import DTYPES, dynamo_export, frozen_copy, stamped, write_model
+    from .family_export import OPSET
 
-    from .export import write_model
-    from .family_export import DTYPES, OPSET
-
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
-    net = copy.deepcopy(model).to(device="cpu", dtype=DTYPES[dtype]).eval()
-    for p in net.parameters():
-        p.requires_grad_(False)
-    metadata = copy.deepcopy(metadata)
-    metadata.dtype = dtype
-    if not metadata.package_version:
-        from .. import __version__
-
-        metadata.package_version = __version__
+    net = frozen_copy(model, dtype)
+    metadata = stamped(metadata, dtype)
     args = tuple(torch.zeros(2, net.n, dtype=DTYPES[dtype]) for _ in range(2))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.onnx.export(
-            HamiltonianGraph(net),
-            args,
-            dynamo=True,
-            input_names=["q", "qd"],
-            output_names=list(GRAPH_OUTPUTS),
-            opset_version=OPSET,
-            optimize=True,
-            dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in ("q", "qd")},
-            verbose=False,
-        )
-    assert program is not None  # dynamo=True always returns the program
-    return write_model(program.model_proto, metadata, path)
+    proto = dynamo_export(HamiltonianGraph(net), args, ("q", "qd"), GRAPH_OUTPUTS, OPSET)
+    return write_model(proto, metadata, path)
 
 
 __all__ = ["HNN", "FAMILY", "GRAPH_OUTPUTS", "HamiltonianGraph", "gradient_jet", "export_hnn_onnx"]
