@@ -159,15 +159,13 @@ def from_config(config: dict) -> DacResidual:
 
 def export_dac_residual_onnx(model: DacResidual, path, metadata, dtype: str = "float32") -> Path:
     """Write the residual as ONNX (q, qd, qdd → tau_res) to ``path`` atomically, metadata stamped."""
-    from .export import dynamo_export, frozen_copy, stamped, write_model
+    from .export import export_graph, frozen_copy, stamped
 
     net = frozen_copy(model, dtype)
     metadata = stamped(metadata, dtype)
     if len(metadata.free_joints) != net.n:
         raise ValueError(f"metadata names {len(metadata.free_joints)} joints, the model has {net.n}")
-    args = tuple(torch.zeros(2, net.n, dtype=DTYPES[dtype]) for _ in GRAPH_INPUTS)
-    proto = dynamo_export(net, args, GRAPH_INPUTS, GRAPH_OUTPUTS, OPSET)
-    return write_model(proto, metadata, path)
+    return export_graph(net, net.n, dtype, GRAPH_INPUTS, GRAPH_OUTPUTS, OPSET, metadata, path)
 
 
 __all__ = [

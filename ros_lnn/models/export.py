@@ -175,6 +175,15 @@ def dynamo_export(graph, args, input_names, output_names, opset: int = OPSET, **
     return program.model_proto
 
 
+def export_graph(
+    graph, n: int, dtype: str, inputs, outputs, opset: int, metadata: ModelMetadata, path
+) -> Path:
+    """:func:`dynamo_export` of a graph whose ``inputs`` are each (batch, ``n``) in ``dtype``, then
+    :func:`write_model`."""
+    args = tuple(torch.zeros(2, n, dtype=DTYPES[dtype]) for _ in inputs)
+    return write_model(dynamo_export(graph, args, inputs, outputs, opset), metadata, path)
+
+
 def write_proto(proto, key: str, value: str, path) -> Path:
     """Stamp one JSON document under ``metadata_props[key]`` on an exported graph, check it and write
     it atomically (temporary file, then ``os.replace``): an interrupted export leaves no partial model."""

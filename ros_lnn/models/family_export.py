@@ -175,7 +175,7 @@ def family_metadata(model, coordinate_names, coordinate_units, **fields):
 
 def export_family_onnx(model: nn.Module, path, metadata=None, dtype: str = "float32") -> Path:
     """Write an LNN / LNN-nh / TLNN / neural ODE as ONNX (q, qd → qdd) to ``path`` atomically."""
-    from .export import dynamo_export, frozen_copy, stamped, write_model
+    from .export import export_graph, frozen_copy, stamped
 
     net = frozen_copy(model, dtype)
     n = cast(int, net.n)  # every family keeps its coordinate count and angle list as plain Python values
@@ -186,10 +186,7 @@ def export_family_onnx(model: nn.Module, path, metadata=None, dtype: str = "floa
     metadata = stamped(metadata, dtype)
     if len(metadata.free_joints) != n:
         raise ValueError(f"metadata names {len(metadata.free_joints)} coordinates, the model has {n}")
-    graph = AccelerationGraph(net)
-    args = tuple(torch.zeros(2, n, dtype=DTYPES[dtype]) for _ in GRAPH_INPUTS)
-    proto = dynamo_export(graph, args, GRAPH_INPUTS, GRAPH_OUTPUTS, OPSET)
-    return write_model(proto, metadata, path)
+    return export_graph(AccelerationGraph(net), n, dtype, GRAPH_INPUTS, GRAPH_OUTPUTS, OPSET, metadata, path)
 
 
 __all__ = [

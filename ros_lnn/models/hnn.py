@@ -99,14 +99,14 @@ class HamiltonianGraph(nn.Module):
 
 def export_hnn_onnx(model: HNN, path, metadata, dtype: str = "float32"):
     """Write an HNN as ONNX (inputs ``q, qd``; outputs ``qdd``, ``qd_h``) with its metadata, atomically."""
-    from .export import DTYPES, dynamo_export, frozen_copy, stamped, write_model
+    from .export import export_graph, frozen_copy, stamped
     from .family_export import OPSET
 
     net = frozen_copy(model, dtype)
     metadata = stamped(metadata, dtype)
-    args = tuple(torch.zeros(2, net.n, dtype=DTYPES[dtype]) for _ in range(2))
-    proto = dynamo_export(HamiltonianGraph(net), args, ("q", "qd"), GRAPH_OUTPUTS, OPSET)
-    return write_model(proto, metadata, path)
+    return export_graph(
+        HamiltonianGraph(net), net.n, dtype, ("q", "qd"), GRAPH_OUTPUTS, OPSET, metadata, path
+    )
 
 
 __all__ = ["HNN", "FAMILY", "GRAPH_OUTPUTS", "HamiltonianGraph", "gradient_jet", "export_hnn_onnx"]
