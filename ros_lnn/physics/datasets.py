@@ -100,20 +100,15 @@ def force_driven_replay(crane: Crane, spec: CraneTrialSpec, **solver) -> Trial:
         y = sol.sol(t)
         return y[1:2], y[3:4], rhs(t, y)[3:4]
 
-    trial = simulate(
-        crane,
-        DURATION,
-        [spec.theta0],
-        [0.0],
-        servo=servo,
-        method=method,
-        rtol=rtol,
-        atol=atol,
-        name=spec.name,
-        attrs={"force_driven": True, "force_steps": int(len(sol.t) - 1)},
-    )
+    attrs = {"force_driven": True, "force_steps": int(len(sol.t) - 1)}
+    trial = _simulate_spec(crane, spec, servo, method=method, rtol=rtol, atol=atol, attrs=attrs)
     trial.attrs["applied_force"] = "F(t) = sum a exp(-lambda t) cos(omega t)"
     return trial
+
+
+def _simulate_spec(crane: Crane, spec: CraneTrialSpec, servo, **options) -> Trial:
+    """The crane's trial ``spec`` over :data:`DURATION` from rest at ``spec.theta0`` under ``servo``."""
+    return simulate(crane, DURATION, [spec.theta0], [0.0], servo=servo, name=spec.name, **options)
 
 
 def crane_trial(crane: Crane, spec: CraneTrialSpec, **solver) -> Trial:
@@ -125,15 +120,7 @@ def crane_trial(crane: Crane, spec: CraneTrialSpec, **solver) -> Trial:
         trial = force_driven_replay(crane, spec, **solver)
     elif spec.kind == "position":
         servo = position_servo(spec) if spec.amplitude else stationary_servo([0.0])
-        trial = simulate(
-            crane,
-            DURATION,
-            [spec.theta0],
-            [0.0],
-            servo=servo,
-            name=spec.name,
-            **{"rtol": TOLERANCE, "atol": TOLERANCE} | solver,
-        )
+        trial = _simulate_spec(crane, spec, servo, **{"rtol": TOLERANCE, "atol": TOLERANCE} | solver)
     else:
         raise SimulationError(f"crane trial '{spec.name}': unknown kind '{spec.kind}'")
     trial.attrs.update(attrs)
