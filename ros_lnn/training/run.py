@@ -292,36 +292,16 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
     if spec.report_folder is not None:
         from .report import write_acceleration_report, write_report
 
+        common = (spec.report_folder, history, model, data.test, metrics, provenance)
         if family.data == EFFORT_RESIDUALS:
             from .effort_residuals import write_residual_report
 
-            report = write_residual_report(
-                spec.report_folder,
-                history,
-                model,
-                data.test,
-                metrics,
-                provenance,
-                data.shape.coordinate_names,
-            )
+            report = write_residual_report(*common, data.shape.coordinate_names)
         elif family.data == TRAJECTORIES:
-            report = write_acceleration_report(
-                spec.report_folder,
-                history,
-                model,
-                data.test,
-                metrics,
-                provenance,
-                coordinate_names=list(data.shape.coordinate_names),
-            )
+            report = write_acceleration_report(*common, coordinate_names=list(data.shape.coordinate_names))
         else:
             report = write_report(
-                spec.report_folder,
-                history,
-                model,
-                data.test,
-                metrics,
-                provenance,
+                *common,
                 qe_measured=spec.with_qe,
                 prefix="test" if data.val is not None else "validation",
                 extra={"identifiability": excitation} if excitation else None,
