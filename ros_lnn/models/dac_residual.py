@@ -27,14 +27,13 @@ ONNX graph (:func:`export_dac_residual_onnx`): inputs ``q, qd, qdd`` (batch, n),
 
 from __future__ import annotations
 
-import copy
-import itertools
 import math
-import warnings
 from pathlib import Path
 
 import torch
 from torch import nn
+
+from .mlp import mlp
 
 FAMILY = "dac_residual"
 GRAPH_INPUTS, GRAPH_OUTPUTS = ("q", "qd", "qdd"), ("tau_res",)
@@ -69,12 +68,8 @@ class DacResidual(nn.Module):
         self.revolute = [bool(r) for r in (revolute if revolute is not None else [True] * self.n)]
         self.coulomb_velocity = float(coulomb_velocity)
         n_pairs = self.n * (self.n + 1) // 2
-        widths = [2 * sum(self.revolute) + (self.n - sum(self.revolute)), *self.hidden]
-        layers: list[nn.Module] = []
-        for a, b in itertools.pairwise(widths):
-            layers += [nn.Linear(a, b), ACTIVATIONS[activation]()]
-        layers.append(nn.Linear(widths[-1], self.n * (1 + self.n + n_pairs)))
-        self.net = nn.Sequential(*layers)
+        d_in = 2 * sum(self.revolute) + (self.n - sum(self.revolute))
+        self.net = mlp(d_in, self.hidden, activation, self.n * (1 + self.n + n_pairs), ACTIVATIONS)
         rows, cols = torch.triu_indices(self.n, self.n)
         self.register_buffer("pair_rows", rows, persistent=False)
         self.register_buffer("pair_cols", cols, persistent=False)
@@ -164,37 +159,13 @@ def from_config(config: dict) -> DacResidual:
 
 def export_dac_residual_onnx(model: DacResidual, path, metadata, dtype: str = "float32") -> Path:
     """Write the residual as ONNX (q, qd, qdd → tau_res) to ``path`` atomically, metadata stamped."""
-    from .export import write_model
+    from .export import export_graph, frozen_copy, stamped
 
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
-    net = copy.deepcopy(model).to(device="cpu", dtype=DTYPES[dtype]).eval()
-    for p in net.parameters():
-        p.requires_grad_(False)
-    metadata = copy.deepcopy(metadata)
-    metadata.dtype = dtype
+    net = frozen_copy(model, dtype)
+    metadata = stamped(metadata, dtype)
     if len(metadata.free_joints) != net.n:
         raise ValueError(f"metadata names {len(metadata.free_joints)} joints, the model has {net.n}")
-    if not metadata.package_version:
-        from .. import __version__
-
-        metadata.package_version = __version__
-    args = tuple(torch.zeros(2, net.n, dtype=DTYPES[dtype]) for _ in GRAPH_INPUTS)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.onnx.export(
-            net,
-            args,
-            dynamo=True,
-            input_names=list(GRAPH_INPUTS),
-            output_names=list(GRAPH_OUTPUTS),
-            opset_version=OPSET,
-            optimize=True,
-            dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in GRAPH_INPUTS},
-            verbose=False,
-        )
-    assert program is not None  # dynamo=True always returns the program
-    return write_model(program.model_proto, metadata, path)
+    return export_graph(net, net.n, dtype, GRAPH_INPUTS, GRAPH_OUTPUTS, OPSET, metadata, path)
 
 
 __all__ = [

@@ -14,7 +14,7 @@ import io
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -65,6 +65,31 @@ def _translations() -> dict:
     return {torch.ops.aten.softplus.default: softplus}
 
 
+M = TypeVar("M", bound=nn.Module)
+
+
+def frozen_copy(model: M, dtype: str) -> M:
+    """A copy of ``model`` for export: on the CPU in ``dtype`` (a key of :data:`DTYPES`), in eval mode,
+    its parameters frozen."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    net = copy.deepcopy(model).to(device="cpu", dtype=DTYPES[dtype]).eval()
+    for p in net.parameters():
+        p.requires_grad_(False)
+    return net
+
+
+def stamped(metadata: ModelMetadata, dtype: str) -> ModelMetadata:
+    """A copy of ``metadata`` with the export's ``dtype`` and, where it names none, this package's version."""
+    metadata = copy.deepcopy(metadata)
+    metadata.dtype = dtype
+    if not metadata.package_version:
+        from .. import __version__
+
+        metadata.package_version = __version__
+    return metadata
+
+
 def default_metadata(model: ServoLNN, **fields) -> ModelMetadata:
     base: dict[str, Any] = dict(
         family=FAMILY,
@@ -83,25 +108,15 @@ def export_onnx(
     """Write ``model`` as ONNX to ``path`` (atomically) and return the path. onnx.checker must pass."""
     import onnx
 
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
-    metadata = copy.deepcopy(metadata) if metadata is not None else default_metadata(model)
+    net = frozen_copy(model, dtype)
+    metadata = stamped(metadata if metadata is not None else default_metadata(model), dtype)
     if metadata.joints != model.joints or list(metadata.free_joints) != model.free_joints:
         raise ValueError(
             f"metadata joints free={metadata.free_joints} servo={metadata.servo_joints} do not match "
             f"the model's free={model.free_joints} servo={model.servo_joints}"
         )
-    metadata.dtype = dtype
     if not metadata.network:
         metadata.network = model.config()
-    if not metadata.package_version:
-        from .. import __version__
-
-        metadata.package_version = __version__
-
-    net = copy.deepcopy(model).to(device="cpu", dtype=DTYPES[dtype]).eval()
-    for p in net.parameters():
-        p.requires_grad_(False)
     graph = _Graph(net) if net.n_e else _GraphNoServo(net)
     batch = 2
     z = lambda k: torch.zeros(batch, k, dtype=DTYPES[dtype])  # noqa: E731
@@ -112,21 +127,15 @@ def export_onnx(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if dynamo:
-            dyn = {name: {0: torch.export.Dim("batch")} for name in input_names}
-            program = torch.onnx.export(
+            table = _translations()
+            proto = dynamo_export(
                 graph,
                 args,
-                dynamo=True,
-                input_names=input_names,
-                custom_translation_table=_translations(),
-                output_names=list(graph.names),
-                dynamic_shapes=dyn,
-                opset_version=max(OPSET, 18),
-                optimize=True,
-                verbose=False,
+                input_names,
+                graph.names,
+                max(OPSET, 18),
+                custom_translation_table=table,
             )
-            assert program is not None  # dynamo=True always returns the program
-            proto = program.model_proto
         else:
             axes = {name: {0: "batch"} for name in (*input_names, *graph.names)}
             torch.onnx.export(
@@ -144,9 +153,10 @@ def export_onnx(
     return write_model(proto, metadata, path)
 
 
-def dynamo_export(graph, args, input_names, output_names, opset: int = OPSET):
+def dynamo_export(graph, args, input_names, output_names, opset: int = OPSET, **options):
     """``graph`` (an ``nn.Module``) as an ONNX ModelProto by the dynamo exporter with the onnxscript
-    optimizer, the first dimension of every input dynamic (``batch``)."""
+    optimizer, the first dimension of every input dynamic (``batch``); ``options`` go to
+    ``torch.onnx.export`` (``custom_translation_table``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         program = torch.onnx.export(
@@ -159,9 +169,19 @@ def dynamo_export(graph, args, input_names, output_names, opset: int = OPSET):
             optimize=True,
             dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in input_names},
             verbose=False,
+            **options,
         )
     assert program is not None  # dynamo=True always returns the program
     return program.model_proto
+
+
+def export_graph(
+    graph, n: int, dtype: str, inputs, outputs, opset: int, metadata: ModelMetadata, path
+) -> Path:
+    """:func:`dynamo_export` of a graph whose ``inputs`` are each (batch, ``n``) in ``dtype``, then
+    :func:`write_model`."""
+    args = tuple(torch.zeros(2, n, dtype=DTYPES[dtype]) for _ in inputs)
+    return write_model(dynamo_export(graph, args, inputs, outputs, opset), metadata, path)
 
 
 def write_proto(proto, key: str, value: str, path) -> Path:

@@ -18,7 +18,6 @@ has no linear solve; ``W⁻¹`` is Gauss–Jordan elimination with partial pivot
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import cast
 
@@ -176,30 +175,18 @@ def family_metadata(model, coordinate_names, coordinate_units, **fields):
 
 def export_family_onnx(model: nn.Module, path, metadata=None, dtype: str = "float32") -> Path:
     """Write an LNN / LNN-nh / TLNN / neural ODE as ONNX (q, qd → qdd) to ``path`` atomically."""
-    from .export import dynamo_export, write_model
+    from .export import export_graph, frozen_copy, stamped
 
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
-    net = copy.deepcopy(model).to(device="cpu", dtype=DTYPES[dtype]).eval()
-    for p in net.parameters():
-        p.requires_grad_(False)
+    net = frozen_copy(model, dtype)
     n = cast(int, net.n)  # every family keeps its coordinate count and angle list as plain Python values
     if metadata is None:
         names = getattr(net, "coordinate_names", None) or [f"q{i + 1}" for i in range(n)]
         angles = cast("list[int]", net.angle_coordinates)
         metadata = family_metadata(net, names, ["rad" if i in angles else "m" for i in range(n)])
-    metadata = copy.deepcopy(metadata)
-    metadata.dtype = dtype
+    metadata = stamped(metadata, dtype)
     if len(metadata.free_joints) != n:
         raise ValueError(f"metadata names {len(metadata.free_joints)} coordinates, the model has {n}")
-    if not metadata.package_version:
-        from .. import __version__
-
-        metadata.package_version = __version__
-    graph = AccelerationGraph(net)
-    args = tuple(torch.zeros(2, n, dtype=DTYPES[dtype]) for _ in GRAPH_INPUTS)
-    proto = dynamo_export(graph, args, GRAPH_INPUTS, GRAPH_OUTPUTS, OPSET)
-    return write_model(proto, metadata, path)
+    return export_graph(AccelerationGraph(net), n, dtype, GRAPH_INPUTS, GRAPH_OUTPUTS, OPSET, metadata, path)
 
 
 __all__ = [

@@ -21,59 +21,23 @@ the Lagrangian families are not needed); outputs ``qdd = −∂H/∂q`` and ``qd
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from torch import nn
+
+from .mlp import ScalarFieldNet
 
 FAMILY = "hnn"
 GRAPH_OUTPUTS = ("qdd", "qd_h")
 
 
-class HNN(nn.Module):
+class HNN(ScalarFieldNet):
+    """``H_θ(q, p)``: MLP of ``[φ(q), p]`` to one scalar."""
+
     family = FAMILY
-
-    def __init__(
-        self,
-        n: int,
-        hidden: Sequence[int] = (128, 128),
-        activation: str = "softplus",
-        angle_coordinates: Sequence[int] = (),
-        coordinate_names: Sequence[str] = (),
-    ):
-        super().__init__()
-        self.n, self.hidden_widths, self.activation = n, list(hidden), activation
-        self.angle_coordinates = sorted(int(i) for i in angle_coordinates)
-        self.coordinate_names = list(coordinate_names) or [f"q{i + 1}" for i in range(n)]
-        act = {"softplus": nn.Softplus, "tanh": nn.Tanh}[activation]
-        layers, width = [], 2 * n + len(self.angle_coordinates)
-        for h in hidden:
-            layers += [nn.Linear(width, h), act()]
-            width = h
-        layers.append(nn.Linear(width, 1))
-        self.net = nn.Sequential(*layers)
-        self.register_buffer("qd_scale", torch.ones(n))
-
-    def config(self) -> dict:
-        return {
-            "family": self.family,
-            "n": self.n,
-            "hidden": self.hidden_widths,
-            "activation": self.activation,
-            "angle_coordinates": self.angle_coordinates,
-            "coordinate_names": self.coordinate_names,
-        }
-
-    def features(self, q, p):
-        a = self.angle_coordinates
-        if a:
-            lin = [i for i in range(self.n) if i not in a]
-            q = torch.cat([q[..., lin], torch.sin(q[..., a]), torch.cos(q[..., a])], -1)
-        return torch.cat([q, p / self.qd_scale], -1)
 
     def hamiltonian(self, q, p):
         """``H`` (...) at any batch shape."""
-        return self.net(self.features(q, p))[..., 0]
+        return self.scalar(q, p)
 
     def gradients(self, q, p):
         """``(∂H/∂q, ∂H/∂p)`` each (B, n); the graph is kept when grad mode is on (training)."""
@@ -135,39 +99,14 @@ class HamiltonianGraph(nn.Module):
 
 def export_hnn_onnx(model: HNN, path, metadata, dtype: str = "float32"):
     """Write an HNN as ONNX (inputs ``q, qd``; outputs ``qdd``, ``qd_h``) with its metadata, atomically."""
-    import copy
-    import warnings
+    from .export import export_graph, frozen_copy, stamped
+    from .family_export import OPSET
 
-    from .export import write_model
-    from .family_export import DTYPES, OPSET
-
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
-    net = copy.deepcopy(model).to(device="cpu", dtype=DTYPES[dtype]).eval()
-    for p in net.parameters():
-        p.requires_grad_(False)
-    metadata = copy.deepcopy(metadata)
-    metadata.dtype = dtype
-    if not metadata.package_version:
-        from .. import __version__
-
-        metadata.package_version = __version__
-    args = tuple(torch.zeros(2, net.n, dtype=DTYPES[dtype]) for _ in range(2))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.onnx.export(
-            HamiltonianGraph(net),
-            args,
-            dynamo=True,
-            input_names=["q", "qd"],
-            output_names=list(GRAPH_OUTPUTS),
-            opset_version=OPSET,
-            optimize=True,
-            dynamic_shapes={k: {0: torch.export.Dim("batch")} for k in ("q", "qd")},
-            verbose=False,
-        )
-    assert program is not None  # dynamo=True always returns the program
-    return write_model(program.model_proto, metadata, path)
+    net = frozen_copy(model, dtype)
+    metadata = stamped(metadata, dtype)
+    return export_graph(
+        HamiltonianGraph(net), net.n, dtype, ("q", "qd"), GRAPH_OUTPUTS, OPSET, metadata, path
+    )
 
 
 __all__ = ["HNN", "FAMILY", "GRAPH_OUTPUTS", "HamiltonianGraph", "gradient_jet", "export_hnn_onnx"]

@@ -15,10 +15,11 @@ the layers instead. Training: :func:`ros_lnn.training.trainer.train_acceleration
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
-from torch import nn
+
+from .mlp import ScalarFieldNet
 
 FAMILY_LNN, FAMILY_LNN_NH = "lnn", "lnn_nh"
 
@@ -67,53 +68,14 @@ def constrained_acceleration(W, F, A, b, solve=solve):
     return (WinvF + WinvAt @ lam).squeeze(-1), lam.squeeze(-1)
 
 
-class LNN(nn.Module):
+class LNN(ScalarFieldNet):
     """``𝓛_θ(q, q̇)``: MLP of ``[φ(q), q̇]`` (``φ``: sin/cos for ``angle_coordinates``) to one scalar."""
 
     family = FAMILY_LNN
 
-    def __init__(
-        self,
-        n: int,
-        hidden: Sequence[int] = (128, 128),
-        activation: str = "softplus",
-        angle_coordinates: Sequence[int] = (),
-        coordinate_names: Sequence[str] = (),
-    ):
-        super().__init__()
-        self.n, self.hidden_widths, self.activation = n, list(hidden), activation
-        self.angle_coordinates = sorted(int(i) for i in angle_coordinates)
-        self.coordinate_names = list(coordinate_names) or [f"q{i + 1}" for i in range(n)]
-        act = {"softplus": nn.Softplus, "tanh": nn.Tanh}[activation]
-        d_in = 2 * n + len(self.angle_coordinates)
-        layers, width = [], d_in
-        for h in hidden:
-            layers += [nn.Linear(width, h), act()]
-            width = h
-        layers.append(nn.Linear(width, 1))
-        self.net = nn.Sequential(*layers)
-        self.register_buffer("qd_scale", torch.ones(n))
-
-    def config(self) -> dict:
-        return {
-            "family": self.family,
-            "n": self.n,
-            "hidden": self.hidden_widths,
-            "activation": self.activation,
-            "angle_coordinates": self.angle_coordinates,
-            "coordinate_names": self.coordinate_names,
-        }
-
-    def features(self, q, qd):
-        if self.angle_coordinates:
-            a = self.angle_coordinates
-            lin = [i for i in range(self.n) if i not in a]
-            q = torch.cat([q[..., lin], torch.sin(q[..., a]), torch.cos(q[..., a])], -1)
-        return torch.cat([q, qd / self.qd_scale], -1)
-
     def lagrangian(self, q, qd):
         """``𝓛`` (...) at any batch shape."""
-        return self.net(self.features(q, qd))[..., 0]
+        return self.scalar(q, qd)
 
     def energy(self, q, qd):
         """``E = q̇ · ∂𝓛/∂q̇ − 𝓛`` (B,)."""

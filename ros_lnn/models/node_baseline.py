@@ -11,6 +11,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from .mlp import mlp
+
 FAMILY = "node"
 
 
@@ -29,13 +31,8 @@ class NeuralODE(nn.Module):
         self.n, self.hidden_widths, self.activation = n, list(hidden), activation
         self.force_input = bool(force_input)
         self.angle_coordinates = list(range(n)) if angle_coordinates is None else sorted(angle_coordinates)
-        act = {"softplus": nn.Softplus, "tanh": nn.Tanh}[activation]
-        layers, width = [], 2 * n + len(self.angle_coordinates) + (n if self.force_input else 0)
-        for h in hidden:
-            layers += [nn.Linear(width, h), act()]
-            width = h
-        layers.append(nn.Linear(width, n))
-        self.net = nn.Sequential(*layers)
+        width = 2 * n + len(self.angle_coordinates) + (n if self.force_input else 0)
+        self.net = mlp(width, hidden, activation, d_out=n)
         self.register_buffer("qd_scale", torch.ones(n))
 
     def config(self) -> dict:

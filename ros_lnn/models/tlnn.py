@@ -31,11 +31,13 @@ launches.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 from torch import nn
 
 from .lnn import euler_lagrange_terms, solve
+from .mlp import mlp
 
 FAMILY = "tlnn"
 KINETIC_INIT_SCALE = 10.0
@@ -54,15 +56,6 @@ def convex_initialisation(net: nn.Sequential) -> nn.Sequential:
         for layer in [m for m in net if isinstance(m, nn.Linear)][1:]:
             layer.weight.abs_()
     return net
-
-
-def _mlp(d_in, hidden, act):
-    layers, width = [], d_in
-    for h in hidden:
-        layers += [nn.Linear(width, h), act()]
-        width = h
-    layers.append(nn.Linear(width, 1))
-    return nn.Sequential(*layers)
 
 
 class TLNN(nn.Module):
@@ -85,17 +78,16 @@ class TLNN(nn.Module):
         self.angle_coordinates = (
             list(range(self.n)) if angle_coordinates is None else sorted(angle_coordinates)
         )
-        act = {"softplus": nn.Softplus, "tanh": nn.Tanh}[activation]
         self.body_coords = [[j for j in range(self.n) if self.topology[i][j]] for i in range(self.n_bodies)]
         d_q = [sum(2 if j in self.angle_coordinates else 1 for j in c) for c in self.body_coords]
-        heads = [_mlp(d + len(c), hidden, act) for d, c in zip(d_q, self.body_coords)]
+        heads = [mlp(d + len(c), hidden, activation) for d, c in zip(d_q, self.body_coords)]
         self.kinetic = nn.ModuleList(heads)
         with torch.no_grad():
             for head in heads:
                 if activation == "softplus":
                     convex_initialisation(head)
-                head[-1].weight.mul_(KINETIC_INIT_SCALE)
-        self.potential = nn.ModuleList(_mlp(d, hidden, act) for d in d_q)
+                cast(nn.Linear, head[-1]).weight.mul_(KINETIC_INIT_SCALE)
+        self.potential = nn.ModuleList(mlp(d, hidden, activation) for d in d_q)
         self.register_buffer("qd_scale", torch.ones(self.n))
 
     def config(self) -> dict:

@@ -100,20 +100,15 @@ def force_driven_replay(crane: Crane, spec: CraneTrialSpec, **solver) -> Trial:
         y = sol.sol(t)
         return y[1:2], y[3:4], rhs(t, y)[3:4]
 
-    trial = simulate(
-        crane,
-        DURATION,
-        [spec.theta0],
-        [0.0],
-        servo=servo,
-        method=method,
-        rtol=rtol,
-        atol=atol,
-        name=spec.name,
-        attrs={"force_driven": True, "force_steps": int(len(sol.t) - 1)},
-    )
+    attrs = {"force_driven": True, "force_steps": int(len(sol.t) - 1)}
+    trial = _simulate_spec(crane, spec, servo, method=method, rtol=rtol, atol=atol, attrs=attrs)
     trial.attrs["applied_force"] = "F(t) = sum a exp(-lambda t) cos(omega t)"
     return trial
+
+
+def _simulate_spec(crane: Crane, spec: CraneTrialSpec, servo, **options) -> Trial:
+    """The crane's trial ``spec`` over :data:`DURATION` from rest at ``spec.theta0`` under ``servo``."""
+    return simulate(crane, DURATION, [spec.theta0], [0.0], servo=servo, name=spec.name, **options)
 
 
 def crane_trial(crane: Crane, spec: CraneTrialSpec, **solver) -> Trial:
@@ -125,15 +120,7 @@ def crane_trial(crane: Crane, spec: CraneTrialSpec, **solver) -> Trial:
         trial = force_driven_replay(crane, spec, **solver)
     elif spec.kind == "position":
         servo = position_servo(spec) if spec.amplitude else stationary_servo([0.0])
-        trial = simulate(
-            crane,
-            DURATION,
-            [spec.theta0],
-            [0.0],
-            servo=servo,
-            name=spec.name,
-            **{"rtol": TOLERANCE, "atol": TOLERANCE} | solver,
-        )
+        trial = _simulate_spec(crane, spec, servo, **{"rtol": TOLERANCE, "atol": TOLERANCE} | solver)
     else:
         raise SimulationError(f"crane trial '{spec.name}': unknown kind '{spec.kind}'")
     trial.attrs.update(attrs)
@@ -230,16 +217,11 @@ def paper_crane_trials(
 SAMPLE_KEYS = ("t", "q", "qd", "qdd", "Q", "T", "V", "E", "M")
 
 
-def paper_split(
-    trials, n_train_samples: int = 4096, seed: int = 0, test_names=PAPER_TEST_TRIALS
-) -> tuple[dict, dict]:
-    """Train: ``n_train_samples`` random samples (without replacement) pooled from the trials not in
-    ``test_names`` (the paper's 6); test: every sample of the ``test_names`` trials (the paper's 5).
-    Each side is a dict of stacked arrays plus ``trial`` (index into ``trials``) and ``names``."""
+def split_trials(trials, test_names, n_train: int | None = None, seed: int = 0) -> tuple[dict, dict]:
+    """Train on the trials not in ``test_names`` (every sample, or ``n_train`` drawn without replacement
+    with ``seed``), test on every sample of the ``test_names`` trials. Each side is a dict of stacked
+    arrays plus ``trial`` (index into ``trials``) and ``names``. The callers check the names."""
     names = [tr.name for tr in trials]
-    missing = [n for n in test_names if n not in names]
-    if missing:
-        raise SimulationError(f"paper_split: test trials {missing} are not among {names}")
 
     def pool(idx):
         out = {k: np.concatenate([getattr(trials[i], k) for i in idx]) for k in SAMPLE_KEYS}
@@ -250,17 +232,33 @@ def paper_split(
     test_idx = [i for i, n in enumerate(names) if n in test_names]
     train = pool(train_idx)
     total = len(train["t"])
+    if n_train is not None and n_train < total:
+        pick = np.sort(np.random.default_rng(seed).choice(total, n_train, replace=False))
+        train = {k: v[pick] for k, v in train.items()}
+    test = pool(test_idx)
+    train["names"] = [names[i] for i in train_idx]
+    test["names"] = [names[i] for i in test_idx]
+    return train, test
+
+
+def paper_split(
+    trials, n_train_samples: int = 4096, seed: int = 0, test_names=PAPER_TEST_TRIALS
+) -> tuple[dict, dict]:
+    """Train: ``n_train_samples`` random samples (without replacement) pooled from the trials not in
+    ``test_names`` (the paper's 6); test: every sample of the ``test_names`` trials (the paper's 5).
+    Each side is a dict of stacked arrays plus ``trial`` (index into ``trials``) and ``names``
+    (:func:`split_trials`)."""
+    names = [tr.name for tr in trials]
+    missing = [n for n in test_names if n not in names]
+    if missing:
+        raise SimulationError(f"paper_split: test trials {missing} are not among {names}")
+    total = sum(len(tr) for tr in trials if tr.name not in test_names)
     if n_train_samples > total:
         raise SimulationError(
             f"paper_split: {n_train_samples} training samples requested, "
             f"the training trials hold only {total}"
         )
-    pick = np.sort(np.random.default_rng(seed).choice(total, n_train_samples, replace=False))
-    train = {k: v[pick] for k, v in train.items()}
-    test = pool(test_idx)
-    train["names"] = [names[i] for i in train_idx]
-    test["names"] = [names[i] for i in test_idx]
-    return train, test
+    return split_trials(trials, test_names, n_train_samples, seed)
 
 
 def chain_trials(

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from ..errors import DataError
+from ..physics.datasets import split_trials
 
 FIELDS = ("q", "qd", "qdd", "Q")
 TRUTH = ("T", "V", "E", "M")
@@ -58,30 +59,14 @@ def data_hash(*sample_dicts) -> str:
 def split_by_trial(trials, test_names, n_train: int | None = None, seed: int = 0) -> tuple[dict, dict]:
     """Train on the trials not in ``test_names`` (every sample, or ``n_train`` drawn without replacement
     with ``seed``), test on every sample of the ``test_names`` trials. Each side is a dict of stacked
-    arrays plus ``trial`` (index into ``trials``) and ``names``: the layout of
-    :func:`ros_lnn.physics.datasets.paper_split`, which is this split with the paper's test trials and
-    its 4096-sample draw."""
+    arrays plus ``trial`` (index into ``trials``) and ``names``. The split is
+    :func:`ros_lnn.physics.datasets.split_trials`, as is :func:`ros_lnn.physics.datasets.paper_split`
+    (the paper's test trials and its 4096-sample draw)."""
     names = [tr.name for tr in trials]
     missing = [n for n in test_names if n not in names]
     if missing:
         raise DataError(f"test trials {missing} are not among the trials {names}")
-
-    def pool(idx):
-        out = {k: np.concatenate([getattr(trials[i], k) for i in idx]) for k in SAMPLE_KEYS}
-        out["trial"] = np.concatenate([np.full(len(trials[i]), i) for i in idx])
-        return out
-
-    train_idx = [i for i, n in enumerate(names) if n not in test_names]
-    test_idx = [i for i, n in enumerate(names) if n in test_names]
-    train = pool(train_idx)
-    total = len(train["t"])
-    if n_train is not None and n_train < total:
-        pick = np.sort(np.random.default_rng(seed).choice(total, n_train, replace=False))
-        train = {k: v[pick] for k, v in train.items()}
-    test = pool(test_idx)
-    train["names"] = [names[i] for i in train_idx]
-    test["names"] = [names[i] for i in test_idx]
-    return train, test
+    return split_trials(trials, test_names, n_train, seed)
 
 
 def split_by_trajectory(data: dict, seed: int, test_fraction: float = 0.3) -> tuple[dict, dict, dict]:

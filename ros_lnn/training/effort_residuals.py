@@ -27,7 +27,6 @@ dropped at each trial's ends, where the derivative is one-sided; default half th
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -213,7 +212,7 @@ def write_residual_report(
     import matplotlib.pyplot as plt
     import torch
 
-    from .report import _json_default, plot_losses
+    from .report import HISTORY_KEYS, plot_losses, write_metrics
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -235,31 +234,8 @@ def write_residual_report(
         fig.savefig(directory / "tau_res_validation.png", dpi=100)
         plt.close(fig)
         files.append("tau_res_validation.png")
-    doc = {
-        "metrics": metrics,
-        "training": {
-            k: history.get(k)
-            for k in (
-                "epoch",
-                "loss",
-                "terms",
-                "val",
-                "early_stopping",
-                "resumed",
-                "run",
-                "seconds",
-                "device",
-                "config",
-            )
-        },
-        "provenance": provenance,
-        "files": files,
-    }
-    tmp = directory / ".metrics.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2, default=_json_default))
-    tmp.replace(directory / "metrics.json")
-    files.append("metrics.json")
-    return {"dir": str(directory), "files": files}
+    keys = tuple(k for k in HISTORY_KEYS if k != "skipped")
+    return write_metrics(directory, metrics, history, provenance, files, keys)
 
 
 __all__ = [

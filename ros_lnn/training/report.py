@@ -286,25 +286,34 @@ def write_acceleration_report(
         files.append(
             plot_acceleration(model, test_samples, coordinate_names, directory / "qdd_test.png").name
         )
+    return write_metrics(directory, metrics, history, provenance or {}, files)
+
+
+#: What a family report's metrics.json keeps of the training history.
+HISTORY_KEYS = (
+    "epoch",
+    "loss",
+    "terms",
+    "skipped",
+    "val",
+    "early_stopping",
+    "resumed",
+    "run",
+    "seconds",
+    "device",
+    "config",
+)
+
+
+def write_metrics(
+    directory: Path, metrics, history: dict, provenance, files: list, keys=HISTORY_KEYS
+) -> dict:
+    """``metrics.json`` in ``directory`` (metrics, the history's ``keys``, provenance, the report's
+    ``files``), written atomically; returns the report's ``{"dir", "files"}``."""
     doc = {
         "metrics": metrics,
-        "training": {
-            k: history.get(k)
-            for k in (
-                "epoch",
-                "loss",
-                "terms",
-                "skipped",
-                "val",
-                "early_stopping",
-                "resumed",
-                "run",
-                "seconds",
-                "device",
-                "config",
-            )
-        },
-        "provenance": provenance or {},
+        "training": {k: history.get(k) for k in keys},
+        "provenance": provenance,
         "files": files,
     }
     _write_atomically(directory / "metrics.json", json.dumps(doc, indent=2, default=_json_default))

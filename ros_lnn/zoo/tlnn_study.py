@@ -182,6 +182,53 @@ def _model_entry(model, history, sq_err, err, t, rollout_hz, rollout_duration, s
     }
 
 
+def _matched_widths(n_links: int, tlnn_width: int, forced: bool = False) -> dict:
+    """Every family's width: the TLNN's given, the others' matched to its parameter count."""
+    widths = {"TLNN": tlnn_width}
+    target = parameter_count(make_model("TLNN", n_links, tlnn_width, forced))
+    for family in FAMILIES[1:]:
+        widths[family] = matched_width(family, n_links, target, forced)
+    return widths
+
+
+def _result(n_links, train, test, fit: dict, **fields) -> dict:
+    """The head of a study's result: the data's sizes, the training settings ``fit``, then ``fields``."""
+    return {
+        "n_links": n_links,
+        "n_train_samples": len(train[0]),
+        "n_test_samples": len(test[0]),
+        "acc_variance_test": float(np.sum(np.var(test[2], 0))),
+        **fit,
+        **fields,
+        "models": {},
+    }
+
+
+def _train_model(family, n_links, width, data, coords, starts, z_true, t, stride, fit, rollout, forces=None):
+    """Seed, build, train and roll out one ``family`` model; ``(model, its result entry)``. ``fit``: epochs,
+    batch, lr, seed; ``rollout``: (duration, rate in Hz); ``forces``: the rollouts' constant forces, for
+    models that take ``Q`` as an input."""
+    import torch
+
+    rollout_duration, rollout_hz = rollout
+    torch.manual_seed(fit["seed"])
+    model = make_model(family, n_links, width, forces is not None)
+    history, sq_err, err, extra = _fit_and_roll(
+        model,
+        data,
+        coords,
+        starts,
+        z_true,
+        **fit,
+        rollout_duration=rollout_duration,
+        dt=1.0 / rollout_hz,
+        progress=None,
+        forces=forces,
+    )
+    entry = _model_entry(model, history, sq_err, err, t, rollout_hz, rollout_duration, stride, width, extra)
+    return model, entry
+
+
 def _say(progress, label, r, rollout_duration):
     keys = [k for k in r if k.startswith("E_at_")]
     progress(
@@ -214,7 +261,6 @@ def study_chain(
     progress=print,
 ) -> dict:
     """Train every model of ``models`` (names of :data:`MODELS`) on one chain and roll it out."""
-    import torch
 
     chain = rod_chain(n_links)
     rng = np.random.default_rng(seed)
@@ -234,44 +280,14 @@ def study_chain(
     z_true = np.concatenate(to_absolute(rq, rqd), -1)  # (T, B, 2n)
     stride = max(1, int(round(report_every * rollout_hz)))
     t = np.arange(len(z_true)) / rollout_hz
-    widths = {"TLNN": tlnn_width}
-    target = parameter_count(make_model("TLNN", n_links, tlnn_width))
-    for family in FAMILIES[1:]:
-        widths[family] = matched_width(family, n_links, target)
-    result = {
-        "n_links": n_links,
-        "n_train_samples": len(rel_train[0]),
-        "n_test_samples": len(rel_test[0]),
-        "acc_variance_test": float(np.sum(np.var(abs_test[2], 0))),
-        "epochs": epochs,
-        "batch": batch,
-        "lr": lr,
-        "seed": seed,
-        "n_rollouts": n_rollouts,
-        "t": t[::stride].tolist(),
-        "models": {},
-    }
+    widths = _matched_widths(n_links, tlnn_width)
+    fit = {"epochs": epochs, "batch": batch, "lr": lr, "seed": seed}
+    result = _result(n_links, rel_train, abs_test, fit, n_rollouts=n_rollouts, t=t[::stride].tolist())
     for name in models:
         family, coords = name.split(" (")[0], name.split("(")[1].rstrip(")")
-        torch.manual_seed(seed)
-        model = make_model(family, n_links, widths[family])
-        history, sq_err, err, extra = _fit_and_roll(
-            model,
-            data[coords],
-            coords,
-            starts,
-            z_true,
-            epochs=epochs,
-            batch=batch,
-            lr=lr,
-            seed=seed,
-            rollout_duration=rollout_duration,
-            dt=1.0 / rollout_hz,
-            progress=None,
-        )
-        r = result["models"][name] = _model_entry(
-            model, history, sq_err, err, t, rollout_hz, rollout_duration, stride, widths[family], extra
-        )
+        shared = (starts, z_true, t, stride, fit, (rollout_duration, rollout_hz))
+        _, r = _train_model(family, n_links, widths[family], data[coords], coords, *shared)
+        result["models"][name] = r
         _say(progress, f"{n_links}-link {name}", r, rollout_duration)
     return result
 
@@ -343,25 +359,11 @@ def forced_study(
         ex = (ex_start, np.concatenate(to_absolute(eq, eqd), -1), np.asarray([example["Q"]], float))
     stride = max(1, int(round(report_every * rollout_hz)))
     t = np.arange(len(z_true)) / rollout_hz
-    widths = {"TLNN": tlnn_width}
-    target = parameter_count(make_model("TLNN", n_links, tlnn_width, True))
-    for family in FAMILIES[1:]:
-        widths[family] = matched_width(family, n_links, target, True)
-    result = {
-        "n_links": n_links,
-        "n_train_samples": len(train[0]),
-        "n_test_samples": len(test[0]),
-        "acc_variance_test": float(np.sum(np.var(test[2], 0))),
-        "force_range": force_range,
-        "epochs": epochs,
-        "batch": batch,
-        "lr": lr,
-        "seed": seed,
-        "n_rollouts": n_rollouts,
-        "t": t[::stride].tolist(),
-        "example": example,
-        "models": {},
-    }
+    widths = _matched_widths(n_links, tlnn_width, forced=True)
+    fit = {"epochs": epochs, "batch": batch, "lr": lr, "seed": seed}
+    head = {"force_range": force_range} | fit
+    t_out = t[::stride].tolist()
+    result = _result(n_links, train, test, head, n_rollouts=n_rollouts, t=t_out, example=example)
     if ex is not None:
         result["example_truth_phi"] = ex[1][::stride, 0, :n_links].tolist()
         phi_dd = to_absolute(
@@ -371,26 +373,9 @@ def forced_study(
         result["train_max_abs_phidd"] = float(np.abs(train[2]).max())
     for family in families:
         name = f"{family} (absolute)"
-        torch.manual_seed(seed)
-        model = make_model(family, n_links, widths[family], True)
-        history, sq_err, err, extra = _fit_and_roll(
-            model,
-            (train, test),
-            "absolute",
-            starts,
-            z_true,
-            epochs=epochs,
-            batch=batch,
-            lr=lr,
-            seed=seed,
-            rollout_duration=rollout_duration,
-            dt=1.0 / rollout_hz,
-            progress=None,
-            forces=Q_roll,
-        )
-        r = result["models"][name] = _model_entry(
-            model, history, sq_err, err, t, rollout_hz, rollout_duration, stride, widths[family], extra
-        )
+        shared = (starts, z_true, t, stride, fit, (rollout_duration, rollout_hz))
+        model, r = _train_model(family, n_links, widths[family], (train, test), "absolute", *shared, Q_roll)
+        result["models"][name] = r
         if ex is not None:
             (eq0, eqd0), z_ex, Q_ex = ex
             with torch.no_grad():

@@ -136,9 +136,8 @@ def _lnn_nh(args, out):
     return result
 
 
-def _tlnn(args, out):
-    from ...zoo.tlnn_study import format_table, run_study
-
+def _tlnn_options(args) -> dict:
+    """The TLNN studies' options: ``--quick`` a tiny run, ``--epochs`` the schedule."""
     kw = (
         dict(n_ic=4, duration=2.0, epochs=3, tlnn_width=8, n_rollouts=3, rollout_duration=1.0)
         if args.quick
@@ -146,7 +145,13 @@ def _tlnn(args, out):
     )
     if args.epochs:
         kw["epochs"] = args.epochs
-    result = run_study(links=tuple(args.links or (2, 3, 4)), plot_dir=out, **kw)
+    return kw
+
+
+def _tlnn(args, out):
+    from ...zoo.tlnn_study import format_table, run_study
+
+    result = run_study(links=tuple(args.links or (2, 3, 4)), plot_dir=out, **_tlnn_options(args))
     print(format_table(result))
     return result
 
@@ -154,14 +159,7 @@ def _tlnn(args, out):
 def _tlnn_forced(args, out):
     from ...zoo.tlnn_study import format_forced_table, run_forced_study
 
-    kw = (
-        dict(n_ic=4, duration=2.0, epochs=3, tlnn_width=8, n_rollouts=3, rollout_duration=1.0)
-        if args.quick
-        else {}
-    )
-    if args.epochs:
-        kw["epochs"] = args.epochs
-    result = run_forced_study(plot_dir=out, **kw)
+    result = run_forced_study(plot_dir=out, **_tlnn_options(args))
     print(format_forced_table(result))
     return result
 
