@@ -3,6 +3,7 @@ parameters."""
 
 from __future__ import annotations
 
+from .joint_state_reader import MERGE_WINDOW_DEFAULT_S, MERGE_WINDOW_TEXT
 from .params import CONFIGURE, STARTUP, Param, ParameterTable
 
 
@@ -78,6 +79,14 @@ PARAMETERS = ParameterTable(
     Param("wrench_frame", "", "URDF frame of ~/external_wrench; empty = not published", CONFIGURE),
     Param("wrench_damping", 0.01, "damping λ of the Jacobian's pseudo-inverse", CONFIGURE, ge=0.0, le=10.0),
     Param("model_threads", 1, "ONNX Runtime intra-op threads", CONFIGURE, ge=1, le=64),
+    Param(
+        "joint_state_merge_window_s",
+        MERGE_WINDOW_DEFAULT_S,
+        MERGE_WINDOW_TEXT,
+        CONFIGURE,
+        ge=0.0,
+        le=1.0,
+    ),
     Param(
         "input_queue_depth",
         100,
