@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import numpy as np
 
@@ -95,7 +96,7 @@ class Prober:
 
         self.fqn, self.period_s = fqn, period_s
         self.node = rclpy.create_node(f"flood_probe_{os.getpid()}", context=context)
-        self.clients = [
+        self.clients: list[tuple[Any, Any]] = [
             (
                 self.node.create_client(GetParameters, f"{fqn}/get_parameters"),
                 GetParameters.Request(names=["use_sim_time"]),
@@ -137,7 +138,8 @@ class Prober:
         deadline = time.monotonic() + PROBE_TIMEOUT_S
         while not future.done() and time.monotonic() < deadline:
             time.sleep(0.01)
-        return future.result().current_state.label if future.done() else None
+        reply = future.result() if future.done() else None
+        return None if reply is None else reply.current_state.label
 
     def call(self, k: int) -> tuple[float, bool]:
         client, request = self.clients[k % 2]
