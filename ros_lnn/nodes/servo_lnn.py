@@ -480,8 +480,8 @@ def start(node: ServoLnnNode) -> bool:
 
 
 def main(argv=None) -> int:
-    """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (it costs
-    about a third less CPU per sample; its lifecycle use through services is tested)."""
+    """The node process. Executor: the SingleThreadedExecutor unless ROS_LNN_EXECUTOR=events (about a
+    third less CPU per sample, but services starve under an input flood: nodes/process.py)."""
     return node_main(
         "servo_lnn",
         ServoLnnNode,
