@@ -215,6 +215,46 @@ def test_urdf_nominal_observer_runs_without_a_model(make, pulse_run):
     h.wait(lambda: node.counts["no_effort"] == 1, 5, "the state without efforts to be rejected")
 
 
+def test_joint_states_split_over_two_publishers_equal_the_observer_fed_whole_states(make, pulse_run):
+    """Joints 1-4 (and the gripper) from one publisher, 5-7 from another, stamped 50 µs apart: every
+    ~/external_effort equals the momentum observer of ros_lnn.arm.observer fed the whole states."""
+    from ros_lnn.arm import observer as ob
+
+    node, h = make(
+        {"urdf": str(URDF), "joints": list(JOINTS), "gains": [K], "input_queue_depth": 1000}, name="split"
+    )
+    assert start(node), node.last_error
+    ext = h.collect(JointState, "/obs/split/external_effort", QoSProfile(depth=1000))
+    arm_pub = h.publisher(JointState, "/obs/joint_states", 10)
+    rest_pub = h.publisher(JointState, "/obs/joint_states", 10)
+    h.wait(lambda: h.probe.count_publishers("/obs/split/external_effort") >= 1)
+    reference = ob.make_observer(arm(), "momentum", K, 9)
+    run, n, expected = pulse_run, 120, {}
+    for k in range(n):
+        s = T0_NS + int(round(run.t[k] * 1e9))
+        parts = []
+        for joints, extra, offset in ((range(4), ["panda_finger_joint1"], 0), (range(4, 7), [], 50_000)):
+            m = JointState(name=[JOINTS[i] for i in joints] + extra)
+            m.position = [float(run.q[k, i]) for i in joints] + [0.01] * len(extra)
+            m.velocity = [float(run.qd[k, i]) for i in joints] + [0.0] * len(extra)
+            m.effort = [float(run.tau[k, i]) for i in joints] + [0.0] * len(extra)
+            m.header.stamp, m.header.frame_id = ns_to_stamp(s + offset), "panda_link0"
+            parts.append(m)
+        t = (s + 50_000 - (T0_NS + 50_000)) * 1e-9
+        expected[s + 50_000] = reference.update(t, run.q[k], run.qd[k], run.tau[k]).copy()
+        arm_pub.publish(parts[k % 2])  # either publisher first
+        rest_pub.publish(parts[1 - k % 2])
+        h.wait(lambda: node.counts["received"] >= 2 * (k + 1), 10, f"both parts of state {k}")
+    h.wait(lambda: len(ext) >= n, 10, "external_effort")
+    with h.lock:
+        got = {stamp_ns(m.header.stamp): np.array(m.effort) for m in ext}
+    assert set(got) == set(expected)
+    for stamp, r in got.items():
+        np.testing.assert_array_equal(r, expected[stamp])
+    assert node.counts["partial"] == n and node.counts["processed"] == n
+    assert node.counts["missing_joint"] == 0
+
+
 def test_calibrate_observer_command_writes_thresholds_the_node_loads(make, model_path, tmp_path, capsys):
     """ros-lnn calibrate-observer on a free-motion bag: the thresholds bound the free residual of a
     fresh free run, sit below the pulses, and the node refuses them for another gain."""

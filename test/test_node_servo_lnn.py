@@ -244,6 +244,60 @@ def test_velocity_free_stream_is_differentiated(make):
         np.testing.assert_array_equal(m.velocity, qd_est[1:])
 
 
+def test_joint_states_split_over_two_publishers_equal_the_estimator_fed_whole_states(make, model_path):
+    """The free joint (with its effort and a gripper joint) from one publisher, the servo joint from
+    another, stamped 0.1 ms apart: every output equals ServoEstimator (built by keyword from the same
+    configuration) fed the whole states at the newer stamp; the parts are never rejections."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    from ros_lnn.estimation.servo_estimator import ServoEstimator
+    from ros_lnn.inference.runtime import ServoLnnRuntime
+    from ros_lnn.nodes.servo_lnn_report import servo_diagnostics
+
+    config = {"qdd_filter_window": 7, "command_timeout_s": 0.5, "free_joint_forces": [0.2]}
+    node, h, ns = make({**config, "joint_state_merge_window_s": 0.001})
+    out = outputs(h, ns)
+    arm = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
+    rest = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
+    reference = ServoEstimator(ServoLnnRuntime(model_path), **config)
+    base = node.get_clock().now().nanoseconds
+    expected = {}
+    n = 40
+    for k in range(n):
+        s = base + (k + 1) * DT_NS
+        q, qd = crane_motion(k * DT_NS * 1e-9)
+        first = JointState(name=["gripper_joint", "pendulum_joint"], position=[0.5, float(q[0])])
+        first.velocity, first.effort = [0.0, float(qd[0])], [1.0, 0.05 * k]
+        first.header.stamp, first.header.frame_id = ns_to_stamp(s), "base"
+        second = JointState(name=["cart_joint"], position=[float(q[1])], velocity=[float(qd[1])])
+        second.header.stamp, second.header.frame_id = ns_to_stamp(s + 100_000), "base"
+        sample = reference.step(s + 100_000, q, qd, np.array([0.05 * k]))
+        if sample is not None:
+            expected[s + 100_000] = sample.copy()
+        (arm if k % 2 else rest).publish(first)  # either publisher first
+        (rest if k % 2 else arm).publish(second)
+        h.wait(lambda: node.counts["received"] >= 2 * (k + 1), what=f"both parts of state {k}")
+    wait_count(h, out["force"], len(expected), "driving_force")
+    wait_count(h, out["pred"], len(expected), "prediction")
+    wait_count(h, out["energy"], len(expected), "energy")
+    L = reference.layout
+    assert len(expected) == n - node.counts["warming_up"] and len(expected) >= n - 3
+    assert {stamp_ns(m.header.stamp) for m in out["force"]} == set(expected)
+    for m in out["force"]:
+        np.testing.assert_array_equal(m.effort, expected[stamp_ns(m.header.stamp)][L["Q_e"]])
+    for m in out["pred"]:
+        p, want = prediction_arrays(m), expected[stamp_ns(m.header.stamp)]
+        for key in ("q", "qd", "qdd", "Q"):
+            np.testing.assert_array_equal(p[key], want[L[key]])
+    for m in out["energy"]:
+        e = energy_dict(m)
+        want = expected[int(e["stamp_sec"]) * 1_000_000_000 + int(e["stamp_nanosec"])]
+        assert [e[k] for k in ("T", "V", "E")] == want[L["energy"]][:3].tolist()
+    assert node.counts["partial"] == n and node.counts["missing_joint"] == 0
+    status = servo_diagnostics(node).status[0]
+    assert status.level == DiagnosticStatus.OK, status.message
+
+
 def _call(h, client, request, timeout=10.0):
     assert client.wait_for_service(timeout_sec=timeout), f"service {client.srv_name} not available"
     future = client.call_async(request)

@@ -10,6 +10,7 @@ accelerations from the simulator's ``/sim/servo_plan`` (commanded, as from a mot
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import deque
@@ -71,7 +72,7 @@ def run_live_demo(
 
     from ..inference.runtime import default_model_path
     from ..nodes.messages import ENERGY_TYPE, PREDICTION_TYPE, energy_dict, prediction_arrays
-    from ..nodes.process import make_executor
+    from ..nodes.process import EXECUTOR_ENV, make_executor
     from ..nodes.qos import SENSOR_QOS
     from ..nodes.servo_lnn import ServoLnnNode, start
     from ..nodes.sim import SimNode
@@ -122,7 +123,8 @@ def run_live_demo(
             sub(f"{prefix}/prediction", PREDICTION_TYPE, side, on_pred)
             sub(f"{prefix}/energy", ENERGY_TYPE, side, on_energy)
 
-        executor = make_executor(context)
+        # the demo's own inputs never flood: the cheaper EventsExecutor unless ROS_LNN_EXECUTOR says
+        executor = make_executor(context, os.environ.get(EXECUTOR_ENV, "events"))
         for node in nodes:
             executor.add_node(node)
         qdd_src = "estimated from joint_states" if estimate_qdd else "commanded (/sim/servo_plan)"

@@ -52,7 +52,7 @@ def make_executor(context=None, kind: str | None = None, logger=None):
     warning, where this rclpy lacks the EventsExecutor."""
     from rclpy.executors import SingleThreadedExecutor
 
-    kind = kind or os.environ.get("ROS_LNN_EXECUTOR", "events")
+    kind = kind or os.environ.get("ROS_LNN_EXECUTOR", "single")
     if kind == "events":
         events = events_executor_class()
         if events is not None:

@@ -511,8 +511,8 @@ def start(node: DacControllerNode) -> bool:
 
 
 def main(argv=None) -> int:
-    """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (less CPU per
-    joint state; the lifecycle through services works with it, as for servo_lnn)."""
+    """The node process. Executor: the SingleThreadedExecutor unless ROS_LNN_EXECUTOR=events
+    (nodes/process.py: services answer under an input flood)."""
     return node_main("dac_controller", DacControllerNode, argv, compat.autostart_or_stay_unconfigured(start))
 
 

@@ -53,7 +53,7 @@ from .diagnostics import (
     warn_throttled,
 )
 from .effort_observer_params import PARAMETERS
-from .joint_state_reader import READ_REASONS, JointStateReader
+from .joint_state_reader import NOT_REJECTED, READ_REASONS, JointStateReader, merge_window_ns
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .process import node_main
 from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
@@ -162,7 +162,9 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         from ..arm.observer import CollisionDetector
 
         n = len(self.joints)
-        self.reader = JointStateReader(self.joints, n)
+        self.reader = JointStateReader(
+            self.joints, n, merge_window_ns=merge_window_ns(self.values["joint_state_merge_window_s"])
+        )
         self.detector = CollisionDetector(self.thresholds) if self.thresholds is not None else None
         pub = self.create_lifecycle_publisher
         self._pubs = {
@@ -209,6 +211,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             if self.detector is not None:
                 self.detector.reset()
             self._t0_ns = None
+            self.reader.reset()
             self.last_input = None
             self.window.start(self.counts)
         except Exception as exc:  # noqa: BLE001 - an activation that fails leaves the node inactive, with the reason
@@ -231,7 +234,8 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
 
     def _reject(self, reason: str, detail: str) -> None:
         self.counts[reason] += 1
-        warn_throttled(self, reason, f"joint_states skipped ({reason}): {detail}")
+        if reason not in NOT_REJECTED:
+            warn_throttled(self, reason, f"joint_states skipped ({reason}): {detail}")
 
     def _process(self, raw: bytes) -> None:
         t_start = time.perf_counter()
@@ -240,6 +244,10 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         self.last_input = t_start
         reader = self.reader
         reason = reader.read(raw)
+        if reader.merge is not None and reader.merge.dropped:
+            detail = reader.merge.detail
+            self.counts["missing_joint"] += reader.take_dropped()
+            warn_throttled(self, "missing_joint", f"joint_states part dropped: {detail}")
         if reason:
             return self._reject(reason, reader.detail)
         if reader.qd is None:
@@ -322,7 +330,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
     @guarded("diagnostics")
     def _publish_diagnostics(self) -> None:
         window = self.window.update(self.counts)
-        rejected = tuple(INVALID_REASONS)
+        rejected = tuple(r for r in INVALID_REASONS if r not in NOT_REJECTED)
         level, message = input_status(window, rejected, self.last_input, self.values["input_timeout_s"])
         det = self.detector
         if det is not None and det.active.any():

@@ -3,6 +3,7 @@ parameters."""
 
 from __future__ import annotations
 
+from .joint_state_reader import MERGE_WINDOW_DEFAULT_S, MERGE_WINDOW_TEXT
 from .model_params import MODEL_LIMIT_PARAMETERS
 from .params import CONFIGURE, STARTUP, Param, ParameterTable
 
@@ -80,6 +81,14 @@ PARAMETERS = ParameterTable(
     Param("wrench_damping", 0.01, "damping λ of the Jacobian's pseudo-inverse", CONFIGURE, ge=0.0, le=10.0),
     Param("model_threads", 1, "ONNX Runtime intra-op threads", CONFIGURE, ge=1, le=64),
     *MODEL_LIMIT_PARAMETERS,
+    Param(
+        "joint_state_merge_window_s",
+        MERGE_WINDOW_DEFAULT_S,
+        MERGE_WINDOW_TEXT,
+        CONFIGURE,
+        ge=0.0,
+        le=1.0,
+    ),
     Param(
         "input_queue_depth",
         100,

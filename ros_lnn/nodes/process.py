@@ -8,11 +8,15 @@ from .params import param
 
 #: Environment variable that picks the executor of every node process ("events" or "single").
 EXECUTOR_ENV = "ROS_LNN_EXECUTOR"
-#: The default: rclpy's EventsExecutor, ~25-35 % less CPU per estimator sample than the
-#: SingleThreadedExecutor here. In rclpy 9.1 it serves subscriptions created after the node was added
-#: to it (a servo_lnn activated, deactivated and re-activated through its lifecycle services:
-#: test/test_node_process.py).
-DEFAULT_EXECUTOR = "events"
+#: The default: the SingleThreadedExecutor. Each wait returns every ready entity and one turn serves
+#: them all, services included, one message per subscription; what arrives faster than the node
+#: processes stays in the subscription's keep-last queue (``input_queue_depth``) and is dropped there.
+#: Under a 20 kHz joint_states flood services answer within tens of ms and memory stays flat
+#: (``ros-lnn bench flood``, issue 23). rclpy's EventsExecutor ("events") costs ~25-35 % less CPU per
+#: estimator sample, but its event queue is one unbounded FIFO: under an input faster than the node,
+#: every arrival queues an event ahead of the next service request, which then waits seconds (or
+#: never comes back) and the queue's memory grows for as long as the flood lasts.
+DEFAULT_EXECUTOR = "single"
 
 
 def executor_kind(kind: str | None = None) -> str:

@@ -47,7 +47,7 @@ from .diagnostics import (
     report_error,
     warn_throttled,
 )
-from .joint_state_reader import NOT_REJECTED, JointStateReader, trajectory_size
+from .joint_state_reader import NOT_REJECTED, JointStateReader, merge_window_ns, trajectory_size
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .messages import (
     ENERGY_TYPE,
@@ -187,7 +187,12 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         )
         self.estimator.profile = bool(v["latency_log"])
         self.runtime = runtime
-        self.reader = JointStateReader(runtime.joints, runtime.n_f, state=self.estimator.joint_state)
+        self.reader = JointStateReader(
+            runtime.joints,
+            runtime.n_f,
+            state=self.estimator.joint_state,
+            merge_window_ns=merge_window_ns(v["joint_state_merge_window_s"]),
+        )
         self._packers: dict = {}
         self._marker_timer: Timer | None = None
         self._marker_stamp: tuple[int, int] | None = None
@@ -252,6 +257,7 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
                 self._set_marker_rate()
             assert self.estimator is not None  # activate follows a successful configure
             self.estimator.reset()
+            self.reader.reset()
             self.last_input = None
             self.window.start(self.counts)
             self._sim_time = bool(self.get_parameter("use_sim_time").value)
@@ -278,6 +284,13 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         if reason not in ("warming_up",) + NOT_REJECTED:
             warn_throttled(self, reason, f"joint_states skipped ({reason}): {detail}")
 
+    def _dropped_parts(self) -> None:
+        """Parts of a split joint state that found no partner in the merge window: missing_joint."""
+        assert self.reader.merge is not None  # called when merging
+        detail = self.reader.merge.detail
+        self.counts["missing_joint"] += self.reader.take_dropped()
+        warn_throttled(self, "missing_joint", f"joint_states part dropped (missing_joint): {detail}")
+
     def _on_joint_state(self, raw: bytes) -> None:
         try:
             self._process(raw)
@@ -294,6 +307,8 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         self.last_input = t_start
         reader = self.reader
         reason = reader.read(raw)
+        if reader.merge is not None and reader.merge.dropped:
+            self._dropped_parts()
         if reason:
             return self._reject(reason, reader.detail)
         ns = reader.stamp_ns
@@ -470,8 +485,8 @@ def start(node: ServoLnnNode) -> bool:
 
 
 def main(argv=None) -> int:
-    """The node process. Executor: rclpy's EventsExecutor unless ROS_LNN_EXECUTOR=single (it costs
-    about a third less CPU per sample; its lifecycle use through services is tested)."""
+    """The node process. Executor: the SingleThreadedExecutor unless ROS_LNN_EXECUTOR=events (about a
+    third less CPU per sample, but services starve under an input flood: nodes/process.py)."""
     return node_main(
         "servo_lnn",
         ServoLnnNode,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ..files import output_file_problem
+from .joint_state_reader import MERGE_WINDOW_DEFAULT_S, MERGE_WINDOW_TEXT
 from .model_params import MODEL_LIMIT_PARAMETERS
 from .params import CONFIGURE, MAX_PATH, STARTUP, Param, ParameterTable
 
@@ -87,6 +88,14 @@ PARAMETERS = ParameterTable(
         CONFIGURE,
         ge=3,
         le=1000,
+    ),
+    Param(
+        "joint_state_merge_window_s",
+        MERGE_WINDOW_DEFAULT_S,
+        MERGE_WINDOW_TEXT,
+        CONFIGURE,
+        ge=0.0,
+        le=1.0,
     ),
     Param(
         "input_queue_depth",

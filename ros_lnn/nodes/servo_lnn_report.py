@@ -13,7 +13,7 @@ from ..errors import RosLnnError
 from ..estimation.servo_estimator import SKIP_REASONS
 from ..files import open_output, output_file_problem
 from .diagnostics import diagnostic_status, input_status, status_name
-from .joint_state_reader import NOT_REJECTED, READ_REASONS
+from .joint_state_reader import HELD, NOT_REJECTED, READ_REASONS
 
 #: joint_states skipped, by reason (the reader's, the node's stamp checks, the estimator's).
 INVALID_REASONS = READ_REASONS + ("stale", "future", "clock_not_started") + SKIP_REASONS
@@ -40,7 +40,7 @@ def servo_values(node) -> dict:
         "latency_median_us": summary["latency_median_us"],
         "latency_p99_us": summary["latency_p99_us"],
         "model_id": node.runtime.model_id if node.runtime else "",
-        "skipped": sum(counts[k] for k in INVALID_REASONS),
+        "skipped": sum(counts[k] for k in INVALID_REASONS if k not in HELD),
     }
     values.update(counts)
     return values

@@ -32,6 +32,12 @@ BENCHES = {
         "fault-injection soak of servo_lnn, sim and dac_controller (--duration s, default 120; --quick: "
         "one round)",
     ),
+    "flood": (
+        "ros_lnn.commands.bench.flood",
+        "bench_flood",
+        "servo_lnn and dac_controller each under a 20 kHz joint_states flood (--rate Hz, --duration s, "
+        "default 30): service latency p99 during it, resident memory before and after",
+    ),
     "ingest": (
         "ros_lnn.commands.bench.ingest",
         "bench_ingest",
@@ -92,6 +98,7 @@ def add_arguments(parser):
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     parser.add_argument("--model", help="ONNX model (default: the shipped one)")
     parser.add_argument("--duration", type=float, default=None, help="seconds, for timed benchmarks")
+    parser.add_argument("--rate", type=float, default=None, help="bench flood: joint_states Hz (20 000)")
     parser.add_argument(
         "--observer",
         action="store_true",
