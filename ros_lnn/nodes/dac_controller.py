@@ -58,6 +58,7 @@ from .dac_controller_diagnostics import (
     controller_diagnostics,
     controller_values,
 )
+from .dac_controller_faults import FaultReactions
 from .dac_controller_inputs import (
     TargetFrames,
     outside_workspace,
@@ -82,7 +83,7 @@ def shipped_model_path() -> Path:
     return shipped_path("config", "dac_chain.urdf")
 
 
-class DacControllerNode(ParameterValues, LifecycleTeardown, LifecycleNode):
+class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, LifecycleNode):
     _configured_attribute = "pipeline"
     _io_attributes = ("_marker_sample",)
 
@@ -404,41 +405,6 @@ class DacControllerNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         self._marker_sample = (out, port)  # published by the marker timer
         self.stats.latency(time.perf_counter() - t0)
         self.cpu_times.append(time.thread_time() - c0)
-
-    def _trip(self, cause: str, q) -> None:
-        """A fault: counted, one error line, /diagnostics ERROR with the cause, and fault_reaction."""
-        assert self.pipeline is not None  # called from _on_joint_state
-        self.counts["fault"] += 1
-        self.fault, self._fault_time = cause, time.monotonic()
-        action = {
-            "zero": "zero efforts until the node is deactivated and activated again",
-            "hold": "holding the current pose",
-            "warn": "control goes on (fault_reaction warn)",
-        }[self._reaction]
-        self.get_logger().error(f"fault: {cause}: {action}")
-        if self._reaction == "hold":
-            self.pipeline.hold(q)
-            self._monitor.reset()
-
-    def _joint_limits(self, result, port, effort):
-        """A limit violation: zero port and efforts (the library zeroed the efforts and latched it),
-        counted and logged once; soft limits that acted: counted (diagnostics WARN)."""
-        if result.violation:
-            if not self.limit_violation:
-                self.limit_violation = result.violation
-                self.counts["limit_violation"] += 1
-                self.get_logger().error(
-                    f"joint limit violation: {result.violation}: zero efforts until the node is "
-                    "deactivated and activated again"
-                )
-            return self._zero_commands
-        if result.soft_limited.any():
-            assert self.pipeline is not None  # called from _on_joint_state
-            self.counts["limit_soft"] += 1
-            self._soft_limit_time = time.monotonic()
-            names = self.pipeline.joint_names
-            self.soft_limited_joints = ", ".join(n for n, hit in zip(names, result.soft_limited) if hit)
-        return port, effort
 
     def _learned_port(self, out, port, state: str):
         """The published port with the learned part ``E τ̂_res`` (so that ``Gᵀ port = u`` before the limits);

@@ -1,0 +1,60 @@
+"""``dac_controller``'s reactions to faults and joint limits (the node's glue around
+:mod:`ros_lnn.control.monitor` and :mod:`ros_lnn.control.joint_limits`): counted, logged once, and the
+configured ``fault_reaction``."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+class FaultReactions:
+    """Mixed into :class:`~ros_lnn.nodes.dac_controller.DacControllerNode` (uses its pipeline, counts,
+    logger, ``_reaction``, ``_monitor`` and ``_zero_commands``)."""
+
+    pipeline: Any
+    counts: Any
+    fault: str
+    limit_violation: str
+    soft_limited_joints: str
+    _fault_time: float
+    _soft_limit_time: float
+    _reaction: str
+    _monitor: Any
+    _zero_commands: Any
+    get_logger: Any
+
+    def _trip(self, cause: str, q) -> None:
+        """A fault: counted, one error line, /diagnostics ERROR with the cause, and fault_reaction."""
+        assert self.pipeline is not None  # called from _on_joint_state
+        self.counts["fault"] += 1
+        self.fault, self._fault_time = cause, time.monotonic()
+        action = {
+            "zero": "zero efforts until the node is deactivated and activated again",
+            "hold": "holding the current pose",
+            "warn": "control goes on (fault_reaction warn)",
+        }[self._reaction]
+        self.get_logger().error(f"fault: {cause}: {action}")
+        if self._reaction == "hold":
+            self.pipeline.hold(q)
+            self._monitor.reset()
+
+    def _joint_limits(self, result, port, effort):
+        """A limit violation: zero port and efforts (the library zeroed the efforts and latched it),
+        counted and logged once; soft limits that acted: counted (diagnostics WARN)."""
+        if result.violation:
+            if not self.limit_violation:
+                self.limit_violation = result.violation
+                self.counts["limit_violation"] += 1
+                self.get_logger().error(
+                    f"joint limit violation: {result.violation}: zero efforts until the node is "
+                    "deactivated and activated again"
+                )
+            return self._zero_commands
+        if result.soft_limited.any():
+            assert self.pipeline is not None  # called from _on_joint_state
+            self.counts["limit_soft"] += 1
+            self._soft_limit_time = time.monotonic()
+            names = self.pipeline.joint_names
+            self.soft_limited_joints = ", ".join(n for n, hit in zip(names, result.soft_limited) if hit)
+        return port, effort
