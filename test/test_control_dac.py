@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_multibody_validation import rotate_state, rotated_model
+from _multibody_cases import rotate_state, rotated_model
 
 from ros_lnn.control.dac import (
     BodyPoseTarget,

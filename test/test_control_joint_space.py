@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_multibody_pin import MODELS, RP_URDF, _numpy_state
+from _multibody_cases import MODELS, RP_URDF, _numpy_state
 
 from ros_lnn.control.dac import (
     BodyPoseTarget,

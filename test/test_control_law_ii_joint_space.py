@@ -11,8 +11,8 @@ import zlib
 
 import numpy as np
 import pytest
+from _multibody_cases import MODELS, _numpy_state
 from scipy.interpolate import CubicHermiteSpline
-from test_multibody_pin import MODELS, _numpy_state
 
 from ros_lnn.control.dac import BodyPoseTarget, DacController, EndEffector, Gains, VelocityTarget
 from ros_lnn.control.joint_space import JointTargetLawJointSpace, _attitude_errors

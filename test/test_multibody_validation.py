@@ -3,6 +3,7 @@ independent planar Lagrangian and frame invariance."""
 
 import numpy as np
 import pytest
+from _multibody_cases import _random_rotation, rotate_state, rotated_model
 
 from ros_lnn.physics.multibody import (
     Joint,
@@ -23,7 +24,6 @@ from ros_lnn.physics.multibody.kinematics import (
     twist_map,
     twist_map_rate_times,
 )
-from ros_lnn.physics.multibody.quaternion import quat_mul, quat_to_matrix
 from ros_lnn.physics.multibody.sim import MultibodyState, simulate
 
 DT = 1e-3
@@ -196,36 +196,6 @@ def test_schur_solution_equals_the_dense_kkt_solve():
         kkt_matrix(model, data), np.concatenate([generalized_force(model, data, port), data.gamma])
     )
     assert np.allclose(x[:24], nu_dot, atol=1e-10) and np.allclose(x[24:], f_j, atol=1e-10)
-
-
-def _random_rotation(rng):
-    q = rng.normal(size=4)
-    return quat_to_matrix(q / np.linalg.norm(q)), q / np.linalg.norm(q)
-
-
-def rotated_model(model: MultibodyModel, Q):
-    """The same mechanism with the world (gravity, world anchors, base attitude) turned by Q."""
-    joints = [
-        Joint(
-            j.name,
-            j.kind,
-            j.parent,
-            j.child,
-            Q @ j.anchor_parent if j.parent < 0 else j.anchor_parent,
-            j.anchor_child,
-            Q @ j.rest if j.parent < 0 else j.rest,
-            j.axis,
-            j.stiffness,
-            j.damping,
-        )
-        for j in model.joints
-    ]
-    return MultibodyModel(model.bodies, joints, Q @ model.gravity, model.spring_law, model.name)
-
-
-def rotate_state(Q, qQ, r, quat, vec6n):
-    n = r.shape[0]
-    return (r @ Q.T, quat_mul(np.broadcast_to(qQ, quat.shape), quat), (vec6n.reshape(2 * n, 3) @ Q.T).ravel())
 
 
 @pytest.mark.parametrize("kind", ["free_spherical", "fixed_revolute"])
