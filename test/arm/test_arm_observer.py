@@ -15,7 +15,7 @@ from ros_lnn.arm import simulation as sim
 from ros_lnn.arm.rigid_body import ArmRigidBody, pinocchio
 from ros_lnn.errors import ConfigError
 
-URDF = Path(__file__).resolve().parents[1] / "config" / "robots" / "panda" / "panda.urdf"
+URDF = Path(__file__).resolve().parents[2] / "config" / "robots" / "panda" / "panda.urdf"
 JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 K = 100.0
 PULSES = (
