@@ -26,7 +26,7 @@ from ros_lnn.physics.delan_data import (
 def _data_dir():
     if os.environ.get(ENV_VAR):
         return Path(os.environ[ENV_VAR])
-    for folder in Path(__file__).resolve().parents[1:]:
+    for folder in Path(__file__).resolve().parents[2:]:
         candidate = folder / "shared" / "data" / "delan_character"
         if (candidate / FILE_NAME).is_file():
             return candidate

@@ -18,7 +18,7 @@ from ros_lnn.inference.model_guard import ModelLimits, check_model_file, count_g
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "models").glob("*.onnx"))
 
 
