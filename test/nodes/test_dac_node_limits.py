@@ -30,7 +30,7 @@ if HAVE_RCLPY:
     from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
     from ros_lnn.nodes.stamps import ns_to_stamp, stamp_ns
 
-URDF = Path(__file__).resolve().parents[1] / "config" / "dac_chain.urdf"
+URDF = Path(__file__).resolve().parents[2] / "config" / "dac_chain.urdf"
 JOINTS = ["joint1", "joint2", "joint3", "joint4", "joint5"]
 Q0 = np.array([0.1, -0.7, 1.3, 0.5, 0.3])
 _ns = itertools.count()

@@ -17,7 +17,7 @@ import yaml
 from conftest import HAVE_RCLPY, requires_rclpy
 
 pytestmark = [requires_rclpy, pytest.mark.ros]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 if HAVE_RCLPY:
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus

@@ -31,7 +31,7 @@ if HAVE_RCLPY:
     from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
     from ros_lnn.nodes.stamps import ns_to_stamp
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 URDF = ROOT / "config" / "dac_chain.urdf"
 JOINTS = ["joint1", "joint2", "joint3", "joint4", "joint5"]
 Q0 = [0.1, -0.7, 1.3, 0.5, 0.3]

@@ -15,7 +15,7 @@ import pytest
 from conftest import requires_torch
 
 pytestmark = requires_torch
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent("""
     import json, os, sys

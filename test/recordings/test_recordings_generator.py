@@ -219,7 +219,7 @@ def test_ros_lnn_train_ingests_a_recording(tmp_path, capsys):
         StepProfile(4 * np.pi, 0.3, 0.2),
         RecordingSpec(duration_s=1.5, seed=4),
     )
-    config = Path(__file__).resolve().parents[1] / "config" / "bag_mapping_rotary_pendulum.yaml"
+    config = Path(__file__).resolve().parents[2] / "config" / "bag_mapping_rotary_pendulum.yaml"
     out = tmp_path / "m.onnx"
     code = main(
         [

@@ -10,7 +10,7 @@ from conftest import requires_rclpy
 
 pytestmark = requires_rclpy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 

@@ -27,7 +27,7 @@ if HAVE_RCLPY:
     from ros_lnn.nodes.effort_observer import EffortObserverNode, start
     from ros_lnn.nodes.stamps import ns_to_stamp, stamp_ns
 
-URDF = Path(__file__).resolve().parents[1] / "config" / "robots" / "panda" / "panda.urdf"
+URDF = Path(__file__).resolve().parents[2] / "config" / "robots" / "panda" / "panda.urdf"
 JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 K = 100.0
 T0_NS = 1_700_000_000 * 1_000_000_000

@@ -11,7 +11,7 @@ from ros_lnn.physics.multibody.build import load_model, make_chain, model_from_d
 from ros_lnn.physics.multibody.kinematics import effort_map, forward_kinematics, twist_map
 from ros_lnn.physics.multibody.urdf import model_from_urdf
 
-CONFIG = Path(__file__).resolve().parents[1] / "config"
+CONFIG = Path(__file__).resolve().parents[2] / "config"
 
 
 def _link(name, mass, length, radius=0.05, split=False, rpy="0 0 0"):

@@ -16,7 +16,7 @@ from conftest import requires_torch, sigint_as_in_a_terminal
 
 pytestmark = requires_torch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

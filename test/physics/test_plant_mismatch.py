@@ -17,7 +17,7 @@ from ros_lnn.physics.multibody.pin import forward_dynamics, kinematics
 from ros_lnn.physics.multibody.pin_plant import Plant, PlantMismatch, mismatch_from_values
 from ros_lnn.physics.multibody.pin_sim import rk4_step
 
-URDF = Path(__file__).resolve().parents[1] / "config" / "dac_chain.urdf"
+URDF = Path(__file__).resolve().parents[2] / "config" / "dac_chain.urdf"
 RNG = np.random.default_rng(3)
 
 

@@ -32,7 +32,7 @@ from ros_lnn.recordings.structural_fit import (
 )
 
 pytest.importorskip("rosbags")
-CONFIG = Path(__file__).resolve().parents[1] / "config"
+CONFIG = Path(__file__).resolve().parents[2] / "config"
 
 
 @pytest.fixture(scope="module")

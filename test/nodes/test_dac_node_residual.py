@@ -35,7 +35,7 @@ if HAVE_RCLPY:
     from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
     from ros_lnn.nodes.stamps import ns_to_stamp, stamp_ns
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 URDF = ROOT / "config" / "dac_chain.urdf"
 SHIPPED = ROOT / "models" / "dac_chain_residual.onnx"
 JOINTS = ["joint1", "joint2", "joint3", "joint4", "joint5"]

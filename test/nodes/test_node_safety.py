@@ -33,7 +33,7 @@ if HAVE_RCLPY:
     from ros_lnn.nodes.servo_lnn import ServoLnnNode
     from ros_lnn.nodes.servo_lnn import start as start_servo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 URDF = ROOT / "config" / "dac_chain.urdf"
 ARM = ["joint1", "joint2", "joint3", "joint4", "joint5"]
 Q0 = [0.1, -0.7, 1.3, 0.5, 0.3]

@@ -34,7 +34,7 @@ if HAVE_RCLPY:
     from ros_lnn.nodes.stamps import ns_to_stamp
 
 
-URDF = Path(__file__).resolve().parents[1] / "config" / "dac_chain.urdf"
+URDF = Path(__file__).resolve().parents[2] / "config" / "dac_chain.urdf"
 JOINTS = ["joint1", "joint2", "joint3", "joint4", "joint5"]
 Q0 = np.array([0.1, -0.7, 1.3, 0.5, 0.3])
 QD0 = np.array([0.2, -0.1, 0.3, 0.0, -0.2])
