@@ -12,7 +12,7 @@ import pytest
 from ros_lnn.control.joint_limits import JointLimitGuard, JointLimits, joint_limits_from_model
 from ros_lnn.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 URDF = ROOT / "config" / "dac_chain.urdf"
 
 

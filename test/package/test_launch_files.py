@@ -25,7 +25,7 @@ import yaml
 
 from conftest import HAVE_RCLPY
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
 MY_LAUNCH_FILES = [p for p in LAUNCH_FILES if not p.name.startswith("dac_")]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "ros_lnn"
 
 #: What each part of the package may import from the others (docs/architecture.md: nodes → estimation/control/

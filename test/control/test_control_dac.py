@@ -33,7 +33,7 @@ from ros_lnn.physics.multibody.kinematics import (
 from ros_lnn.physics.multibody.quaternion import quat_exp, quat_mul, quat_normalize
 from ros_lnn.physics.multibody.sim import MultibodyState, simulate
 
-ARM = Path(__file__).resolve().parents[1] / "config" / "dac_chain.urdf"
+ARM = Path(__file__).resolve().parents[2] / "config" / "dac_chain.urdf"
 
 
 def _arm():

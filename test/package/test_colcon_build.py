@@ -15,7 +15,7 @@ import pytest
 
 from conftest import HAVE_RCLPY
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PREFIX = Path(sys.prefix)
 COLCON = Path(sys.executable).parent / "colcon"
 

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import HAVE_RCLPY
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: Where the deployment path lives: its imports must install on a robot without any condition.
 DEPLOYMENT = ("nodes", "inference", "estimation", "control", "physics")
 #: rosdep keys of the Python libraries the package imports (rosdistro rosdep/python.yaml); None: no key.

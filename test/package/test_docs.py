@@ -5,10 +5,10 @@ file; the README keeps its two quick-start commands."""
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [
     *sorted((ROOT / "ros_lnn").rglob("*.py")),
-    *sorted((ROOT / "test").glob("*.py")),
+    *sorted((ROOT / "test").rglob("*.py")),
     ROOT / "README.md",
     *sorted((ROOT / "config").glob("*.yaml")),
 ]

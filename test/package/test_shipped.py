@@ -8,7 +8,7 @@ import pytest
 
 from ros_lnn import shipped
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ from ros_lnn.physics.multibody.pin import PinocchioModel, kinematics
 from ros_lnn.physics.multibody.quaternion import quat_normalize, rot_axis
 from ros_lnn.physics.multibody.urdf import model_from_urdf
 
-URDF = Path(__file__).resolve().parents[1] / "config" / "dac_chain.urdf"
+URDF = Path(__file__).resolve().parents[2] / "config" / "dac_chain.urdf"
 TOL = 1e-10  # relative to each output's largest entry; measured ≤ 2e-14
 FIELDS = ("tau_c", "s", "nu_r", "nu_r_dot", "task_error")
 

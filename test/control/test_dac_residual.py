@@ -31,7 +31,7 @@ from ros_lnn.errors import ModelError
 from ros_lnn.training.effort_residuals import shipped_config
 from ros_lnn.training.spec import RunSpec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 JOINTS = ["joint1", "joint2", "joint3", "joint4", "joint5"]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import ros_lnn
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def package_xml_version() -> str:
