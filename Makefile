@@ -78,11 +78,12 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/mypy ros_lnn
 
 # lint + the fast unit tests (no DDS, no training runs): the check to run before every commit
-FAST_TESTS ?= test/test_layers.py test/test_docs.py test/test_version.py test/test_package_xml.py \
-  test/test_physics_chain.py test/test_physics_crane.py test/test_servo_estimator.py \
-  test/test_control_dac.py test/test_control_joint_space.py test/test_models_losses.py \
-  test/test_node_filters.py test/test_sim_stepper.py test/test_multibody_pin.py \
-  test/arm/test_generator.py test/arm/test_convert.py test/test_arm_observer.py
+FAST_TESTS ?= test/package/test_layers.py test/package/test_docs.py test/package/test_version.py \
+  test/package/test_package_xml.py test/physics/test_physics_chain.py test/physics/test_physics_crane.py \
+  test/physics/test_sim_stepper.py test/physics/test_multibody_pin.py \
+  test/estimation/test_servo_estimator.py test/estimation/test_node_filters.py \
+  test/control/test_control_dac.py test/control/test_control_joint_space.py test/models/test_models_losses.py \
+  test/arm/test_generator.py test/arm/test_convert.py test/arm/test_arm_observer.py
 check: lint
 	$(PY) -m pytest $(PYTEST_ARGS) $(FAST_TESTS)
 

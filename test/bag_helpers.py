@@ -1,4 +1,5 @@
-"""Shared by test/test_bag_*.py: short crane trials sampled at a fixed rate, as a robot records."""
+"""Shared by the bag tests (test/bags/, test/commands/test_bag_record.py, test/training/test_training_run.py):
+short crane trials sampled at a fixed rate, as a robot records."""
 
 from __future__ import annotations
 

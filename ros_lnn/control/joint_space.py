@@ -21,7 +21,7 @@ twist map ``G`` (``ν = G q̇``), the task Jacobian ``J_t`` (6 × 6N) and the ob
   ``H(q̈_r − k s_q) + C q̇_r + g`` with Pinocchio's C: the law's ``Gᵀ(𝓜Ġ + 𝓒(ν)G)`` is another
   factorisation of the same ``C(q, q̇) q̇``; the two agree on q̇ but not on q̇_r ≠ q̇ for a general arm.)
 
-``test/test_control_joint_space.py`` holds every output against the coordinate-free law on the numpy
+``test/control/test_control_joint_space.py`` holds every output against the coordinate-free law on the numpy
 model (to round-off, 1e-10 relative and better).
 """
 
@@ -377,7 +377,7 @@ class JointTargetLawJointSpace(EndEffectorLawJointSpace):
       :class:`JointTargetKinematics` (one Pinocchio pass per trajectory sample, none while it repeats);
     * ``τ_c``, ``u = Gᵀ τ_c`` and ``V`` as law III (:meth:`EndEffectorLawJointSpace._port_command`).
 
-    ``test/test_control_joint_space.py`` holds every output against the coordinate-free law."""
+    ``test/control/test_control_joint_space.py`` holds every output against the coordinate-free law."""
 
     def __init__(self, controller: DacController, pmodel: PinocchioModel, frame_id: int):
         super().__init__(controller, pmodel, frame_id)

@@ -209,7 +209,7 @@ class ConstraintOperators:
 
     ``Ż`` is the total derivative of ``𝓐(x) X(t)`` along the current twist (``Ẋ`` the columns' own
     rate), the same as :func:`mobility`'s ``A_dot X + A Ẋ``, at the cost of a few matrix–vector
-    products (test/test_control_fast_paths.py compares the two to round-off)."""
+    products (test/control/test_control_fast_paths.py compares the two to round-off)."""
 
     __slots__ = ("A0", "A0_dot", "both", "J", "Jd", "B", "S_inv")
 
@@ -262,7 +262,7 @@ class JointSpaceOperators:
     with n joints an n×n inverse instead of the Schur complement of its 5n revolute rows. Rates:
     ``Z = G w``, ``H w = GᵀX``; ``Ż = Ġ w + G ẇ`` with ``H ẇ = Ġᵀ (X − 𝓜Z) + Gᵀ (Ẋ − 𝓜̇Z − 𝓜Ġw)``
     (from ``Ḣ = Ġᵀ𝓜G + Gᵀ𝓜̇G + Gᵀ𝓜Ġ``); ``P x = 𝓐 (𝓜x)``. Equal to the Schur form to round-off
-    on the manifold (test/test_control_fast_paths.py); off it (a simulator's drift) use that one."""
+    on the manifold (test/control/test_control_fast_paths.py); off it (a simulator's drift) use that one."""
 
     __slots__ = ("M", "M_dot", "G", "G_dot", "H_inv")
 

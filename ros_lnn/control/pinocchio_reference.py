@@ -11,7 +11,7 @@ points as Pinocchio frames, and the law in joint coordinates with the operationa
 clamped to the effort limits. ``C q̇_r`` uses Pinocchio's Coriolis matrix; the package's law uses the
 factorisation ``Gᵀ(𝓜Ġ + 𝓒(ν)G)`` of eq 37, which equals Pinocchio's on the demo arm (a yaw joint and
 parallel pitch joints) but not on every arm (both give ``Ḣ = C + Cᵀ`` and the same ``C q̇``). On the demo
-arm ``test/test_control_joint_space.py`` and the benchmark itself check that it gives the package's
+arm ``test/control/test_control_joint_space.py`` and the benchmark itself check that it gives the package's
 efforts.
 """
 

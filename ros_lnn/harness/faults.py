@@ -12,7 +12,7 @@ A :class:`Target` says how to start a node, what it listens to, what it publishe
 is; a :class:`Case` is a name, a target, an action on the :class:`Driver` and the expectation. Cases for
 ``servo_lnn`` and ``sim`` are in :func:`servo_lnn_cases` and :func:`sim_cases`; a node adds its own by
 registering a target and a case list in :mod:`.fault_registry` (``dac_controller``: a few generic
-cases here; its own belong beside its fixes). Used by test/test_node_faults.py (each case once) and by
+cases here; its own belong beside its fixes). Used by test/harness/test_node_faults.py (each case once) and by
 ``ros-lnn bench fault`` (every case, rounds in random order, for a duration).
 """
 

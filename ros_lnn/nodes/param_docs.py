@@ -3,7 +3,7 @@ name, default, when a change applies, the rule and the description of every para
 
     python -m ros_lnn.nodes.param_docs README.md     # rewrite the tables between their markers
 
-test/test_param_docs.py holds the README to this rendering.
+test/nodes/test_param_docs.py holds the README to this rendering.
 """
 
 from __future__ import annotations

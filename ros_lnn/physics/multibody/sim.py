@@ -5,7 +5,7 @@ the integration error, which then drifts (slowly, but without bound). ``baumgart
 velocity and position residuals back, ``J ν̇ = γ − 2α Jν − β² φ``: the drift then decays like a
 critically damped oscillator of rate α = β instead of accumulating. The stabilising multipliers act as
 equal and opposite internal forces, so momentum balance is untouched. Quaternions are renormalised
-after every step. ``test/test_multibody_validation.py`` measures both drifts. Fixed-base arms are
+after every step. ``test/physics/test_multibody_validation.py`` measures both drifts. Fixed-base arms are
 simulated in joint coordinates instead (:mod:`ros_lnn.physics.multibody.pin_sim`, no drift).
 """
 

@@ -1,0 +1,213 @@
+"""The external-torque observers against physics: the Panda simulated with Pinocchio's ABA (RK4, 1 kHz,
+a tracking controller) under scripted external joint torques; the observers see only q, q̇ and the
+motor torque, and are compared with the torque the simulator applied."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ros_lnn.arm import observer as ob
+from ros_lnn.arm import simulation as sim
+from ros_lnn.arm.rigid_body import ArmRigidBody, pinocchio
+from ros_lnn.errors import ConfigError
+
+URDF = Path(__file__).resolve().parents[2] / "config" / "robots" / "panda" / "panda.urdf"
+JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
+K = 100.0
+PULSES = (
+    sim.Pulse(1, 5.0, 0.6, 0.2),
+    sim.Pulse(5, -0.6, 1.2, 0.15),
+    sim.Pulse(3, 3.0, 1.7, 0.3),
+    sim.Pulse(0, -2.5, 2.3, 0.12),
+)
+
+
+@functools.lru_cache(maxsize=1)
+def panda() -> ArmRigidBody:
+    return ArmRigidBody.from_urdf(URDF, JOINTS)
+
+
+@functools.lru_cache(maxsize=2)
+def run(jitter: float = 0.0) -> sim.ArmRun:
+    return sim.simulate_arm(panda(), 2.6, pulses=PULSES, jitter=jitter, seed=3)
+
+
+def windows(r, t, pulses, settle):
+    """(pulse, samples from start + settle to its end) for each pulse; and the samples far from any pulse."""
+    free = np.ones(len(t), dtype=bool)
+    out = []
+    for p in pulses:
+        out.append((p, (t >= p.start + settle) & (t < p.end)))
+        free &= ~((t >= p.start) & (t < p.end + 8 / K))
+    return out, free
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.3], ids=["regular", "irregular-stamps"])
+def test_momentum_observer_recovers_applied_torque_within_10_percent_after_3_over_K(jitter):
+    data = run(jitter)
+    if jitter:
+        steps = np.diff(data.t)
+        assert steps.std() / steps.mean() > 0.2
+    r = ob.run_observer(ob.MomentumObserver(panda(), K), data.t, data.q, data.qd, data.tau)
+    pulses, free = windows(r, data.t, PULSES, 3 / K)
+    for p, sel in pulses:
+        err = np.abs(r[sel] - data.tau_ext[sel])
+        assert sel.sum() > 50
+        assert err.max() <= 0.1 * abs(p.magnitude), (p, err.max(0))
+    # no external torque: the residual stays at the integration error (after the first 0.2 s)
+    quiet = free & (data.t > 0.2)
+    assert (
+        np.abs(r[quiet]).max() < 0.01 * min(abs(p.magnitude) for p in PULSES) * 10
+    )  # < 10 % of the smallest
+    assert np.abs(r[quiet]).max() < 0.06
+
+
+def test_direct_observer_recovers_applied_torque_after_its_filter_settles():
+    data = run()
+    r = ob.run_observer(ob.DirectObserver(panda(), K, window=9), data.t, data.q, data.qd, data.tau)
+    pulses, free = windows(r, data.t, PULSES, 3 / K + 0.009)  # + the 9-sample q̈ window
+    for p, sel in pulses:
+        assert np.abs(r[sel] - data.tau_ext[sel]).max() <= 0.1 * abs(p.magnitude)
+    assert np.abs(r[free & (data.t > 0.2)]).max() < 0.06
+
+
+def test_observer_step_response_is_first_order_with_gain_K():
+    data = run()
+    r = ob.run_observer(ob.MomentumObserver(panda(), K), data.t, data.q, data.qd, data.tau)
+    p = PULSES[0]
+    k = np.searchsorted(data.t, p.start + 1 / K)
+    # 1 − e^{-1} of the step after 1/K (plus the half-sample of the trapezoid)
+    assert abs(r[k, p.joint] / p.magnitude - (1 - np.exp(-1))) < 0.06
+
+
+def test_model_effort_is_the_torque_the_motors_gave_when_nothing_pushes():
+    data = run()
+    obs = ob.MomentumObserver(panda(), K)
+    errs = []
+    for k in range(len(data.t)):
+        obs.update(data.t[k], data.q[k], data.qd[k], data.tau[k])
+        if 0.2 < data.t[k] < PULSES[0].start:
+            errs.append(obs.model_effort - data.tau[k])
+    scale = np.abs(data.tau).max(0)
+    assert (np.abs(np.array(errs)).max(0) < 0.02 * scale + 0.05).all()
+
+
+def test_noise_friction_and_mismatch_widen_the_residual_of_the_urdf_observer():
+    arm = panda()
+    truth = sim.perturbed_arm(arm, seed=1)
+    fr = sim.TrueFriction.like_a_real_arm(arm.effort_limits())
+    data = sim.simulate_arm(truth, 1.5, nominal=arm, friction=fr, noise=sim.Noise(), seed=5)
+    nominal = ob.run_observer(ob.MomentumObserver(arm, K), data.t, data.q, data.qd, data.tau)[300:]
+    exact_dyn = ob.RigidDynamics(truth)
+    exact_dyn.non_rigid_torque = lambda q, qd: fr.torque(np.asarray(q), np.asarray(qd))
+    exact = ob.run_observer(ob.MomentumObserver(exact_dyn, K), data.t, data.q, data.qd, data.tau)[300:]
+    # the true dynamics leave noise only; the URDF's leave the model error (friction, masses)
+    assert (np.abs(exact).max(0) < 0.5 * np.abs(nominal).max(0)).sum() >= 6
+    # what is left with the true dynamics is the q̇ noise through the momentum: ~ K · M · σ_q̇ (< 0.4 N·m rms)
+    assert np.sqrt((exact**2).mean(0)).max() < 0.4
+
+
+def test_wrench_at_a_frame_from_joint_torques_by_virtual_work():
+    """τ = Jᵀ F by finite differences of the frame's placement (not the Jacobian under test)."""
+    pin = pinocchio()
+    arm = panda()
+    est = ob.WrenchEstimator(arm, "panda_hand_tcp", damping=1e-4)
+    rng = np.random.default_rng(0)
+    model, data = arm.model, arm.model.createData()
+    fid = model.getFrameId("panda_hand_tcp")
+
+    def placement(q):
+        x = np.zeros(arm.n)
+        x[arm.order] = q
+        pin.framesForwardKinematics(model, data, x)
+        return data.oMf[fid].translation.copy(), data.oMf[fid].rotation.copy()
+
+    for _ in range(3):
+        q = np.array([0.2, -0.4, 0.1, -2.0, 0.3, 1.8, 0.5]) + rng.normal(0, 0.2, 7)
+        F = rng.normal(0, 10, 6)
+        p0, R0 = placement(q)
+        tau = np.empty(7)
+        eps = 1e-6
+        for i in range(7):
+            dq = np.zeros(7)
+            dq[i] = eps
+            p1, R1 = placement(q + dq)
+            dtheta = pin.log3(R1 @ R0.T)
+            tau[i] = (F[:3] @ (p1 - p0) + F[3:] @ dtheta) / eps
+        # the estimate is in the frame's own axes
+        expected = np.concatenate([R0.T @ F[:3], R0.T @ F[3:]])
+        np.testing.assert_allclose(est.wrench(q, tau), expected, atol=2e-3 * np.abs(F).max())
+    with pytest.raises(ConfigError, match="not in the URDF"):
+        ob.WrenchEstimator(arm, "no_such_frame")
+
+
+def test_detector_hysteresis_and_onsets():
+    th = ob.Thresholds(("a", "b"), np.array([1.0, 2.0]), np.array([0.5, 0.0]), release=0.5, hold_s=0.01)
+    det = ob.CollisionDetector(th)
+    qd = np.array([2.0, 0.0])  # band: 2.0 and 2.0
+    seq = [
+        (0.0, [1.9, 0.0]),
+        (0.001, [2.1, 0.0]),
+        (0.002, [3.0, 0.0]),
+        (0.003, [1.5, 0.0]),
+        (0.004, [2.5, 0.0]),
+        (0.005, [0.5, 0.0]),
+        (0.010, [0.5, 0.0]),
+        (0.016, [0.5, 0.0]),
+        (0.017, [2.2, -2.5]),
+    ]
+    onsets = [(o.t, o.joint, o.residual) for t, r in seq for o in det.update(t, np.array(r), qd)]
+    # one collision until |r| stayed below 1.0 for 10 ms; then a new one on both joints
+    assert onsets == [(0.001, 0, 2.1), (0.017, 0, 2.2), (0.017, 1, -2.5)]
+
+
+def test_calibrate_bounds_the_collision_free_residual_and_learns_the_velocity_band(tmp_path):
+    rng = np.random.default_rng(0)
+    t = np.arange(0, 120, 0.001)
+    qd = np.column_stack([np.sin(0.5 * t) * 2.0, np.cos(0.3 * t)])
+    r = rng.standard_normal(qd.shape) * (0.1 + np.array([0.3, 0.0]) * np.abs(qd))
+    th = ob.calibrate([(t, r, qd)], ("a", "b"), false_alarm_rate_per_h=0.1)
+    assert th.velocity_slope[0] > 0.5 and th.velocity_slope[1] < 0.2 * th.static[1] + 1e-9
+    band = th.band(qd)
+    assert (np.abs(r) < band).all()  # no alarm on the calibration data
+    assert ((np.abs(r) / band).max(0) <= 1 / 1.1 + 1e-9).all()  # the 10 % margin over the largest seen
+    # a fresh stretch of the same process: no alarm either (10 min at a target of 0.1 per hour)
+    t2 = np.arange(0, 600, 0.001)
+    qd2 = np.column_stack([np.sin(0.7 * t2) * 2.0, np.cos(0.2 * t2)])
+    r2 = rng.standard_normal(qd2.shape) * (0.1 + np.array([0.3, 0.0]) * np.abs(qd2))
+    assert (np.abs(r2) < th.band(qd2)).all()
+    path = tmp_path / "th.yaml"
+    th.save(path)
+    back = ob.Thresholds.load(path)
+    np.testing.assert_allclose(back.static, th.static)
+    assert back.reordered(("b", "a")).static[0] == th.static[1]
+    with pytest.raises(ConfigError, match="no values for joints"):
+        back.reordered(("c",))
+    path.write_text("joints: {a: {static: -1}}\n")
+    with pytest.raises(ConfigError, match="finite and > 0"):
+        ob.Thresholds.load(path)
+    with pytest.raises(Exception, match="at least"):
+        ob.calibrate([(t[:2000], r[:2000], qd[:2000])], ("a", "b"))
+
+
+def test_gains_and_method_are_checked():
+    with pytest.raises(ConfigError, match="gains"):
+        ob.MomentumObserver(panda(), [1.0, -1.0, 1, 1, 1, 1, 1])
+    with pytest.raises(ConfigError, match="method"):
+        ob.make_observer(panda(), "kalman")
+
+
+def test_observer_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ros_lnn.arm.observer, ros_lnn.arm.simulation, ros_lnn.arm.model; "
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
