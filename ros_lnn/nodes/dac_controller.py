@@ -60,6 +60,7 @@ from .dac_controller_diagnostics import (
 )
 from .dac_controller_faults import FaultReactions
 from .dac_controller_inputs import (
+    JointOrder,
     TargetFrames,
     outside_workspace,
     stamp_problem,
@@ -114,6 +115,8 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
                     "fault",
                     "limit_soft",
                     "limit_violation",
+                    "partial",
+                    "other_joints",
                 ),
                 0,
             )
@@ -247,10 +250,9 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         self.last_output: PipelineOutput | None = None
         self._target_timeout = float(self.p("target_timeout_s"))  # read once: the message path stays lean
         self._state_timeout = float(self.p("state_timeout_s"))
-        # (joint_states names, their indices of joint_names)
-        self._name_order: tuple[list[str] | None, np.ndarray | None] = (None, None)
         self._targets.start_tf(self, self.p("use_tf"))
         assert self.pipeline is not None  # activate follows a successful configure
+        self._joint_order = JointOrder(self.pipeline.joint_names, float(self.p("joint_state_merge_window_s")))
         self.pipeline.hold()
         if self.pipeline.joint_limits is not None:  # re-activation resets a latched limit violation
             self.pipeline.joint_limits.reset()
@@ -334,22 +336,14 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
             self.counts[reason] += 1
             warn_throttled(self, reason, text)
             return self._publish_commands(*self._zero_commands)
-        try:
-            cached_names, idx = self._name_order
-            if names != cached_names:  # the usual case sends the same names every time: index them once
-                listed = list(names)
-                if len(set(listed)) != len(listed):
-                    self._name_order = (None, None)
-                    return self._reject("duplicate_names", f"joint_states names a joint twice: {listed}")
-                idx = np.array([listed.index(j) for j in self.pipeline.joint_names], dtype=np.intp)
-                self._name_order = (listed, idx)
-            assert idx is not None  # cached with the names it was built for
-            q = np.asarray(msg.position, dtype=float).take(idx)
-            qd = np.asarray(msg.velocity, dtype=float).take(idx) if len(msg.velocity) == len(names) else None
-        except (ValueError, IndexError):
-            return self._reject(
-                "bad_joint_state", f"joint_states must name {self.pipeline.joint_names} with positions"
-            )
+        reason, text, _, q, qd = self._joint_order.read(names, msg.position, msg.velocity, stamp)
+        if reason in ("partial", "other_joints"):  # a part held for merging, or another device's joints
+            self.counts[reason] += 1
+            merge = self._joint_order.merge
+            self.counts["missing_joint"] = merge.dropped if merge is not None else 0
+            return None
+        if reason:
+            return self._reject(reason, text)
         timeout = self._target_timeout
         if (
             timeout > 0

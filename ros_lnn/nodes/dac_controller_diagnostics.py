@@ -25,6 +25,7 @@ REJECT_REASONS = (
     "step_error",
     "clock_not_started",
     "unused_input",
+    "missing_joint",
 )
 
 

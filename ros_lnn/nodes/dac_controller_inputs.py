@@ -140,3 +140,64 @@ def stamp_problem(now_ns: int, stamp_ns: int, state_timeout_s: float) -> tuple[s
                 "node's clock (check the clocks / use_sim_time)"
             )
     return "", ""
+
+
+class JointOrder:
+    """The controller's joints from a JointState: the name order indexed once per name list; a
+    message with only some of them is a part, merged by joint name with the others within
+    ``window_s`` (:class:`~ros_lnn.nodes.joint_state_reader.JointStateMerge`; 0: such a message is
+    refused, as without merging). :meth:`read` returns ``(reason, text, stamp, q, qd)``: reason ``""``
+    for a complete state, ``"partial"`` for a part held, ``"other_joints"`` for a message with none of
+    the joints (a gripper's: ignored), else why it was rejected."""
+
+    def __init__(self, joints, window_s: float):
+        from .joint_state_reader import JointStateMerge
+
+        self.joints = list(joints)
+        self._bad = ("bad_joint_state", f"joint_states must name {self.joints} with positions", 0, None, None)
+        self._names: list | None = None
+        self._rows = self._idx = np.zeros(0, dtype=np.intp)
+        n = len(self.joints)
+        self.merge = JointStateMerge(n, 0, round(window_s * 1e9)) if window_s > 0 else None
+
+    def read(self, names, position, velocity, stamp_ns: int):
+        if names != self._names:  # the usual case sends the same names every time: index them once
+            listed = list(names)
+            if len(set(listed)) != len(listed):
+                self._names = None
+                return "duplicate_names", f"joint_states names a joint twice: {listed}", 0, None, None
+            where = {name: i for i, name in enumerate(listed)}
+            rows = [r for r, j in enumerate(self.joints) if j in where]
+            self._rows = np.array(rows, dtype=np.intp)
+            self._idx = np.array([where[self.joints[r]] for r in rows], dtype=np.intp)
+            self._names = listed
+        if not len(self._rows):
+            if not len(names):
+                return (
+                    "bad_joint_state",
+                    f"joint_states must name {self.joints} with positions",
+                    0,
+                    None,
+                    None,
+                )
+            return "other_joints", "", 0, None, None
+        try:
+            q = np.asarray(position, dtype=float).take(self._idx)
+            qd = np.asarray(velocity, dtype=float).take(self._idx) if len(velocity) == len(names) else None
+        except (ValueError, IndexError):
+            return "bad_joint_state", f"joint_states must name {self.joints} with positions", 0, None, None
+        if len(self._rows) == len(self.joints):
+            return "", "", stamp_ns, q, qd
+        if self.merge is None:
+            missing = [j for j in self.joints if j not in set(self._names or ())]
+            return (
+                "bad_joint_state",
+                f"joint_states lacks {missing} (joint_state_merge_window_s 0: no merging of parts)",
+                0,
+                None,
+                None,
+            )
+        if not self.merge.add(stamp_ns, self._rows, q, qd):
+            return "partial", "", 0, None, None
+        m = self.merge
+        return "", "", m.stamp_ns, m.q.copy(), None if m.qd is None else m.qd.copy()

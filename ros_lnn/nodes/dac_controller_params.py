@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..control.dac import LAWS, Gains
 from ..errors import ConfigError
+from .joint_state_reader import MERGE_WINDOW_DEFAULT_S, MERGE_WINDOW_TEXT
 from .model_params import MODEL_LIMIT_PARAMETERS
 from .params import CONFIGURE, LIVE, MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable
 
@@ -299,6 +300,14 @@ PARAMETERS = ParameterTable(
         CONFIGURE,
         ge=1,
         le=100000,
+    ),
+    Param(
+        "joint_state_merge_window_s",
+        MERGE_WINDOW_DEFAULT_S,
+        MERGE_WINDOW_TEXT,
+        CONFIGURE,
+        ge=0.0,
+        le=1.0,
     ),
     Param(
         "state_timeout_s",

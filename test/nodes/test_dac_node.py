@@ -117,6 +117,41 @@ def test_outputs_equal_the_library_for_an_end_effector_target(make):
     assert np.abs(effort.data).max() > 0.1  # it pushes toward the target
 
 
+def test_joint_states_split_over_two_publishers_are_merged_by_name(make):
+    """An arm's joints from one publisher and the wrist's (with a gripper joint) from another, stamped
+    within joint_state_merge_window_s: the commands equal the library's on the whole state; a gripper-only
+    message changes nothing and is no rejection."""
+    node, h, ns = make()
+    ports, efforts, states = _io(h, ns)
+    wrist = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
+    target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", COMMAND_QOS)
+    goal = PoseStamped()
+    goal.header.frame_id = "world"
+    goal.pose.position.x, goal.pose.position.y, goal.pose.position.z = 0.45, 0.1, 0.15
+    target.publish(goal)
+    h.wait(lambda: node.pipeline.has_target, what="ee_target taken")
+    h.wait(lambda: wrist.get_subscription_count() >= 1, what="the second publisher matched")
+    stamp = node.get_clock().now().nanoseconds
+    arm = _joint_state(JOINTS[:3], Q0[:3], QD0[:3])
+    rest = _joint_state(JOINTS[3:] + ["gripper"], list(Q0[3:]) + [0.02], list(QD0[3:]) + [0.0])
+    gripper = _joint_state(["gripper"], [0.02], [0.0])
+    arm.header.stamp, rest.header.stamp = ns_to_stamp(stamp), ns_to_stamp(stamp + 500_000)
+    gripper.header.stamp = ns_to_stamp(stamp)
+    wrist.publish(gripper)
+    h.wait(lambda: node.counts["other_joints"] >= 1, what="the gripper-only message")
+    states.publish(arm)
+    h.wait(lambda: node.counts["partial"] >= 1, what="the arm's part held")
+    assert not efforts
+    wrist.publish(rest)
+    h.wait(lambda: ports and efforts, what="commands from the merged state")
+    lib = _library()
+    lib.set_ee_target([0.45, 0.1, 0.15])
+    expected = lib.step(Q0, QD0)
+    assert np.allclose(efforts[-1].data, expected.efforts.effort, atol=1e-12)
+    assert np.allclose(ports[-1].data, expected.result.tau_c, atol=1e-12)
+    assert node.counts["bad_joint_state"] == 0 and node.counts["missing_joint"] == 0
+
+
 def test_markers_and_diagnostics(make):
     _node, h, ns = make({"diagnostics_period_s": 0.1, "obstacles": [0.3, 0.0, 0.4, 0.05]})
     markers = h.collect(MarkerArray, f"{ns}/dac_controller/markers", COMMAND_QOS)
@@ -195,14 +230,12 @@ def test_bad_inputs_are_rejected_and_efforts_clamped(make):
     ports, efforts, states = _io(h, ns)
     bad_vel = _joint_state(JOINTS, Q0, QD0)
     bad_vel.velocity = []
-    bad = [
-        _joint_state(JOINTS, [np.nan, 0, 0, 0, 0], QD0),
-        _joint_state(JOINTS[:4], Q0[:4], QD0[:4]),
-        bad_vel,
-    ]
+    bad = [_joint_state(JOINTS, [np.nan, 0, 0, 0, 0], QD0), bad_vel]
     for k, msg in enumerate(bad, 1):  # one at a time: the node's queue holds the newest state only
         states.publish(msg)
         h.wait(lambda k=k: node.counts["bad_joint_state"] >= k, what=f"rejection {k}")
+    states.publish(_joint_state(JOINTS[:4], Q0[:4], QD0[:4]))  # a part: held for its partner, no effort
+    h.wait(lambda: node.counts["partial"] >= 1, what="the part held")
     assert not efforts and not ports
     target = h.publisher(PoseStamped, f"{ns}/dac_controller/ee_target", COMMAND_QOS)
     wrong_frame = PoseStamped()

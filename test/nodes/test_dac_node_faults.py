@@ -137,7 +137,7 @@ COUNTED = {
     "inf_velocity": "bad_joint_state",
     "huge_position": "bad_joint_state",
     "short_arrays": "bad_joint_state",
-    "missing_joint": "bad_joint_state",
+    "missing_joint": "partial",  # held for joint_state_merge_window_s, dropped without a partner
     "empty_message": "bad_joint_state",
     "no_velocities": "bad_joint_state",
     "duplicated_names": "duplicate_names",

@@ -204,3 +204,29 @@ def test_merge_without_ros():
     assert m.dropped == 2
     m.reset()
     assert not m.held and not m.add(400, [0, 1], [1.0, 2.0]) and m.dropped == 2
+
+
+def test_the_controllers_joint_order_merges_parts_and_refuses_what_it_must():
+    """dac_controller's JointOrder: a full message in the controller's order whatever the message's; parts
+    merged within the window (stamp of the newest); another device's joints ignored; without a window a
+    part is refused with the missing joints named."""
+    import numpy as np
+
+    from ros_lnn.nodes.dac_controller_inputs import JointOrder
+
+    joints = ["a", "b", "c"]
+    order = JointOrder(joints, 0.002)
+    reason, _, stamp, q, qd = order.read(["c", "a", "b"], [3.0, 1.0, 2.0], [30.0, 10.0, 20.0], 5)
+    assert reason == "" and stamp == 5 and list(q) == [1.0, 2.0, 3.0] and list(qd) == [10.0, 20.0, 30.0]
+    assert order.read(["b", "gripper"], [2.5, 9.0], [], 1_000_000)[0] == "partial"
+    reason, _, stamp, q, qd = order.read(["c", "a"], [3.5, 1.5], [], 2_000_000)
+    assert reason == "" and stamp == 2_000_000 and np.allclose(q, [1.5, 2.5, 3.5]) and qd is None
+    assert order.read(["gripper"], [0.1], [0.0], 3_000_000)[0] == "other_joints"
+    assert order.read([], [], [], 3_000_000)[0] == "bad_joint_state"
+    assert order.read(["a", "a"], [1.0, 1.0], [], 3_000_000)[0] == "duplicate_names"
+    # a part whose partner comes after the window: never a sample; the late one waits for its own
+    assert order.read(["a"], [1.0], [], 10_000_000)[0] == "partial"
+    assert order.read(["b", "c"], [2.0, 3.0], [], 13_000_000)[0] == "partial"
+    assert order.merge.dropped == 1
+    reason, text, *_ = JointOrder(joints, 0.0).read(["a", "b"], [1.0, 2.0], [], 1)
+    assert reason == "bad_joint_state" and "['c']" in text
