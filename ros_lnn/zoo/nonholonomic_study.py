@@ -10,6 +10,30 @@ from typing import Any
 import numpy as np
 
 from ..physics.nonholonomic import SYSTEMS, make_dataset, simulate
+from .config import StudyConfig
+
+#: The study's scale: 3 seeds × 40 trajectories × 5 s (51 samples each), 300 epochs (the paper's), two
+#: hidden layers of 128, 5 rollouts × 15 s.
+DEFAULTS = StudyConfig(
+    seeds=(0, 1, 2),
+    epochs=300,
+    trajectories=40,
+    duration=5.0,
+    hidden=(128, 128),
+    rollouts=5,
+    rollout_duration=15.0,
+)
+#: ``--quick``: 1 seed × 6 trajectories × 2 s (21 samples each), 3 epochs, 32×32, 2 rollouts × 2 s.
+QUICK = DEFAULTS.replace(
+    quick=True,
+    seeds=(0,),
+    trajectories=6,
+    duration=2.0,
+    epochs=3,
+    hidden=(32, 32),
+    rollouts=2,
+    rollout_duration=2.0,
+)
 
 
 def rk4_rollout(acceleration, q0, qd0, duration: float, dt: float):
@@ -21,21 +45,25 @@ def rk4_rollout(acceleration, q0, qd0, duration: float, dt: float):
 
 def compare_on_system(
     name: str,
+    config: StudyConfig = DEFAULTS,
+    seed: int = 0,
     *,
-    n_trajectories=40,
-    duration=5.0,
     n_samples=51,
-    epochs=60,
     batch=256,
-    hidden=(128, 128),
     lr=1e-3,
-    n_rollouts=5,
-    rollout_duration=15.0,
     dt=0.02,
-    seed=0,
-    progress=print,
 ) -> dict:
+    """LNN and LNN-nh on system ``name`` from ``seed``; ``config``: trajectories, their duration, epochs,
+    hidden widths, rollouts and their duration, progress (its seeds are :func:`run_study`'s)."""
     import torch
+
+    n_trajectories, duration, epochs, hidden = (
+        config.trajectories,
+        config.duration,
+        config.epochs,
+        config.hidden,
+    )
+    n_rollouts, rollout_duration, progress = config.rollouts, config.rollout_duration, config.progress
 
     from ..models.lnn import for_system
     from ..training.trainer import train_acceleration
@@ -133,20 +161,34 @@ def summarise_system(runs: list[dict]) -> dict:
     return out
 
 
-def run_study(systems=tuple(SYSTEMS), seeds=(0,), plot_dir=None, progress=print, **kw) -> dict:
-    """Every system for every seed (data, start and rollout states change with the seed); the per-seed
-    results, a summary per system and the scale."""
+def run_study(
+    config: StudyConfig = DEFAULTS, *, systems=tuple(SYSTEMS), n_samples: int | None = None
+) -> dict:
+    """Every system for every seed of ``config`` (data, start and rollout states change with the seed);
+    the per-seed results, a summary per system and the scale; plots into ``config.output``.
+    ``n_samples``: samples per trajectory (default 21 for a quick config, else 51)."""
+    n_samples = n_samples or (21 if config.quick else 51)
     runs = {
-        name: [compare_on_system(name, seed=s, progress=progress, **kw) for s in seeds] for name in systems
+        name: [compare_on_system(name, config, s, n_samples=n_samples) for s in config.seeds]
+        for name in systems
+    }
+    scale = {
+        "n_trajectories": config.trajectories,
+        "duration": config.duration,
+        "n_samples": n_samples,
+        "epochs": config.epochs,
+        "hidden": config.hidden,
+        "rollout_duration": config.rollout_duration,
+        "n_rollouts": config.rollouts,
     }
     result: dict[str, Any] = {
-        "seeds": list(seeds),
-        "scale": kw,
+        "seeds": list(config.seeds),
+        "scale": scale,
         "systems": {name: {"runs": r, "summary": summarise_system(r)} for name, r in runs.items()},
     }
-    if plot_dir:
-        result["plots"] = plot_study({name: r[0] for name, r in runs.items()}, plot_dir)
-        result["plots"].append(plot_summary(result, plot_dir))
+    if config.output:
+        result["plots"] = plot_study({name: r[0] for name, r in runs.items()}, config.output)
+        result["plots"].append(plot_summary(result, config.output))
     return result
 
 

@@ -22,8 +22,12 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ..physics.chain import Link, PlanarChain
+from .config import StudyConfig
 
 DEG = np.pi / 180.0
+#: ``ros-lnn bench zoo examples``: 10 s per simulation (``--quick``: 3 s).
+DEFAULTS = StudyConfig(duration=10.0)
+QUICK = DEFAULTS.replace(quick=True, duration=3.0)
 
 
 @dataclass(frozen=True)
@@ -218,6 +222,63 @@ def run_examples(duration: float = 10.0, n_samples: int = 1001, method: str = "L
     return results
 
 
+def run_study(config: StudyConfig = DEFAULTS, *, n_samples: int | None = None) -> dict:
+    """:func:`run_examples` over ``config.duration`` (``n_samples``: default 301 for a quick config, else
+    1001): per example and mode its start and end energy, largest first-law residual, end state; each
+    example's line through ``config.progress``, the plot into ``config.output``."""
+    import json
+
+    n_samples = n_samples or (301 if config.quick else 1001)
+    sims = run_examples(duration=config.duration, n_samples=n_samples)
+    result = {}
+    for name, entry in sims.items():
+        row = {}
+        for mode, sim in entry.items():
+            if sim is None:
+                continue
+            row[mode] = {
+                "E0": float(sim["E"][0]),
+                "E_end": float(sim["E"][-1]),
+                "first_law_residual": float(np.abs(sim["E"] - sim["E"][0] - sim["work"]).max()),
+                "q_end": sim["q"][-1].tolist(),
+                "qd_end_max": float(np.abs(sim["qd"][-1]).max()),
+            }
+        result[name] = row
+        config.progress(f"{name} {json.dumps(row)}")
+    if config.output:
+        plot_examples(sims, config.output)
+    return result
+
+
+def plot_examples(sims: dict, out) -> str:
+    """Joint angles of every example (columns), damped and controlled (rows):
+    ``out/partial_lagrangian_examples.png``."""
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(2, len(sims), figsize=(3.6 * len(sims), 5.5), squeeze=False)
+    for col, (name, entry) in enumerate(sims.items()):
+        for row, mode in enumerate(("damped", "controlled")):
+            ax, sim = axes[row, col], entry[mode]
+            if sim is None:
+                ax.axis("off")
+                continue
+            ax.plot(sim["t"], sim["q"])
+            ax.set_title(f"{name}: {mode}", fontsize=9)
+            ax.set_xlabel("t [s]")
+    fig.tight_layout()
+    path = out / "partial_lagrangian_examples.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
+
+
 __all__ = [
     "JointPID",
     "simulate_chain",
@@ -230,4 +291,6 @@ __all__ = [
     "prismatic_reconstruction",
     "EXAMPLES",
     "run_examples",
+    "run_study",
+    "plot_examples",
 ]

@@ -14,24 +14,31 @@ paper's). The untrained baseline is the same network built and normalised from e
 
 Reported per configuration over the seeds: median, quartiles and range of the test ``q̈_f`` nMSE, the
 forward-mode ``Q_e`` error, ``M``/``V``/``E`` errors, the final total loss on the whole training set,
-and how many runs meet the paper's criterion (total loss < 10⁻²). The scale (seeds, epochs) is an
-argument; the paper's schedule is ``epochs=10_000``.
+and how many runs meet the paper's criterion (total loss < 10⁻²). The scale (seeds, epochs, training
+samples) is a :class:`~ros_lnn.zoo.config.StudyConfig` (:data:`DEFAULTS`, :data:`QUICK`); the paper's
+schedule is ``DEFAULTS.replace(epochs=10_000)``.
 """
 
 from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from .config import StudyConfig
 
 #: (diag(L) activation, trained with Q_e); the shipped model is the first.
 CONFIGS = (("softplus", True), ("relu", True), ("softplus", False), ("relu", False))
 #: The paper's convergence criterion: total training loss below this at the end of training.
 CONVERGED_LOSS = 1e-2
 METRICS = ("qdd_f_nmse", "Q_e_rel_rms", "M_rel_err", "V_rel_err", "E_rel_err", "final_loss")
+#: The study's scale: 10 seeds × 3 000 epochs on the family's 4 096 training samples.
+DEFAULTS = StudyConfig(seeds=tuple(range(10)), epochs=3000, samples=None)
+#: ``--quick``: 2 seeds × 40 epochs on 512 samples.
+QUICK = DEFAULTS.replace(quick=True, seeds=(0, 1), epochs=40, samples=512)
 
 
 def config_name(diag: str, with_qe: bool) -> str:
@@ -153,18 +160,11 @@ def summarise(values: Sequence[float]) -> dict:
     }
 
 
-def run_study(
-    seeds: Sequence[int] = tuple(range(10)),
-    epochs: int = 3000,
-    *,
-    configs=CONFIGS,
-    n_train: int | None = None,
-    val_every: int | None = None,
-    plot_dir=None,
-    progress: Callable[[str], None] = print,
-) -> dict:
-    """Train every configuration for every seed, evaluate the untrained baseline, summarise."""
+def run_study(config: StudyConfig = DEFAULTS, *, configs=CONFIGS, val_every: int | None = None) -> dict:
+    """Train every configuration for every seed of ``config`` (its epochs, training samples; plots into
+    its output), evaluate the untrained baseline, summarise."""
     start = time.perf_counter()
+    seeds, epochs, n_train, progress = config.seeds, config.epochs, config.samples, config.progress
     result: dict = {
         "seeds": list(seeds),
         "epochs": epochs,
@@ -203,8 +203,8 @@ def run_study(
             "summary": {k: summarise([r[k] for r in rows]) for k in keys},
         }
     result["seconds"] = time.perf_counter() - start
-    if plot_dir:
-        result["plots"] = plot_study(result, plot_dir)
+    if config.output:
+        result["plots"] = plot_study(result, config.output)
     return result
 
 

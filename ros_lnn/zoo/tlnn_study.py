@@ -39,10 +39,32 @@ import numpy as np
 
 from ..physics.chain import PlanarChain, rod
 from ..physics.chain_motion import integrate, random_states, to_absolute, to_relative
+from .config import StudyConfig
 
 FAMILIES = ("TLNN", "LNN", "HNN", "NODE")
 COORDINATES = ("absolute", "relative")
 MODELS = tuple(f"{f} ({c})" for f in FAMILIES for c in COORDINATES)
+#: The study's scale (above): 40 initial conditions × 10 s, 150 epochs, TLNN width 32, 100 rollouts × 10 s,
+#: seed 0, chains of 2, 3, 4 links (``links``; the forced study: 4).
+DEFAULTS = StudyConfig(
+    seeds=(0,),
+    epochs=150,
+    trajectories=40,
+    duration=10.0,
+    hidden=(32,),
+    rollouts=100,
+    rollout_duration=10.0,
+    links=(2, 3, 4),
+)
+#: ``--quick``: 4 initial conditions × 2 s, 3 epochs, TLNN width 8, 3 rollouts × 1 s.
+QUICK = DEFAULTS.replace(
+    quick=True, trajectories=4, duration=2.0, epochs=3, hidden=(8,), rollouts=3, rollout_duration=1.0
+)
+
+
+def _sizes(config: StudyConfig) -> tuple[int, float, int, int, int]:
+    """(initial conditions, seconds each, epochs, TLNN width, seed) of ``config``."""
+    return config.trajectories, config.duration, config.epochs, config.hidden[0], config.seed
 
 
 def rod_chain(n_links: int) -> PlanarChain:
@@ -242,26 +264,22 @@ def _say(progress, label, r, rollout_duration):
 
 def study_chain(
     n_links: int,
+    config: StudyConfig = DEFAULTS,
     *,
-    n_ic=40,
-    duration=10.0,
     rate_hz=25.0,
-    epochs=150,
     batch=256,
     lr=3e-3,
-    tlnn_width=32,
-    n_rollouts=100,
-    rollout_duration=10.0,
     rollout_hz=100.0,
     report_every=0.1,
-    seed=0,
     angle_range=np.pi / 4,
     speed=0.5,
     models=MODELS,
-    progress=print,
 ) -> dict:
-    """Train every model of ``models`` (names of :data:`MODELS`) on one chain and roll it out."""
-
+    """Train every model of ``models`` (names of :data:`MODELS`) on one chain and roll it out; ``config``:
+    initial conditions (``trajectories``), their duration, epochs, the TLNN's width (``hidden[0]``),
+    rollouts and their duration, the seed (the first), progress."""
+    n_ic, duration, epochs, tlnn_width, seed = _sizes(config)
+    n_rollouts, rollout_duration, progress = config.rollouts, config.rollout_duration, config.progress
     chain = rod_chain(n_links)
     rng = np.random.default_rng(seed)
     q0, qd0 = random_states(n_links, n_ic, rng, angle_range, speed)
@@ -304,31 +322,27 @@ def joint_torques(Q_abs):
 
 def forced_study(
     n_links: int = 4,
+    config: StudyConfig = DEFAULTS,
     *,
-    n_ic=40,
-    duration=10.0,
     rate_hz=25.0,
-    epochs=150,
     batch=256,
     lr=3e-3,
-    tlnn_width=32,
-    n_rollouts=100,
-    rollout_duration=10.0,
     rollout_hz=100.0,
     report_every=0.1,
-    seed=0,
     angle_range=np.pi / 4,
     speed=0.5,
     force_range=0.1,
     example=PAPER_EXAMPLE,
     families=FAMILIES,
-    progress=print,
 ) -> dict:
     """The four families in absolute angles on an ``n_links`` chain under constant generalised forces:
     each trajectory (training and rollout) has its own ``Q`` uniform in ±``force_range`` (absolute-angle
     coordinates; the paper's ``Q = 0.05`` lies inside), the models take ``Q`` as an input; then the paper's
-    example state rolled out under its ``Q``."""
+    example state rolled out under its ``Q``. ``config`` as for :func:`study_chain`."""
     import torch
+
+    n_ic, duration, epochs, tlnn_width, seed = _sizes(config)
+    n_rollouts, rollout_duration, progress = config.rollouts, config.rollout_duration, config.progress
 
     chain = rod_chain(n_links)
     rng = np.random.default_rng(seed)
@@ -486,21 +500,24 @@ def plot_example(result: dict, plot_dir) -> str:
     return str(path)
 
 
-def run_study(links=(2, 3, 4), plot_dir=None, progress=print, **kw) -> dict:
+def run_study(config: StudyConfig = DEFAULTS, **kw) -> dict:
+    """:func:`study_chain` for each of ``config.links``, plotted into ``config.output``; ``kw``: its own
+    settings."""
     results = {}
-    for n in links:
-        results[n] = study_chain(n, progress=progress, **kw)
-        if plot_dir:
-            results[n]["plot"] = plot_chain_study(results[n], plot_dir)
+    for n in config.links:
+        results[n] = study_chain(n, config, **kw)
+        if config.output:
+            results[n]["plot"] = plot_chain_study(results[n], config.output)
     return results
 
 
-def run_forced_study(n_links: int = 4, plot_dir=None, progress=print, **kw) -> dict:
-    result = forced_study(n_links, progress=progress, **kw)
-    if plot_dir:
-        result["plots"] = [plot_chain_study(result, plot_dir, suffix=" under constant forces")]
+def run_forced_study(config: StudyConfig = DEFAULTS, n_links: int = 4, **kw) -> dict:
+    """:func:`forced_study`, plotted into ``config.output``; ``kw``: its own settings."""
+    result = forced_study(n_links, config, **kw)
+    if config.output:
+        result["plots"] = [plot_chain_study(result, config.output, suffix=" under constant forces")]
         if "example_truth_phi" in result:
-            result["plots"].append(plot_example(result, plot_dir))
+            result["plots"].append(plot_example(result, config.output))
     return result
 
 

@@ -17,7 +17,14 @@ from ros_lnn.physics.chain import PlanarChain  # noqa: E402
 from ros_lnn.physics.chain_motion import chain_trajectories, integrate, to_absolute, to_relative  # noqa: E402
 from ros_lnn.physics.simulate import simulate  # noqa: E402
 from ros_lnn.training.trainer import train_acceleration  # noqa: E402
-from ros_lnn.zoo.tlnn_study import MODELS, make_model, parameter_count, rod_chain, study_chain  # noqa: E402
+from ros_lnn.zoo.tlnn_study import (  # noqa: E402
+    DEFAULTS,
+    MODELS,
+    make_model,
+    parameter_count,
+    rod_chain,
+    study_chain,
+)
 
 
 def model(n=3, hidden=(16, 16)):
@@ -98,17 +105,10 @@ def test_batched_integration_matches_the_simulator_and_conserves_energy():
 
 
 def test_tiny_study_compares_matched_models_on_finite_rollout_errors():
-    r = study_chain(
-        2,
-        n_ic=4,
-        duration=1.0,
-        epochs=1,
-        tlnn_width=8,
-        n_rollouts=3,
-        rollout_duration=0.5,
-        rollout_hz=20.0,
-        report_every=0.1,
+    config = DEFAULTS.replace(
+        trajectories=4, duration=1.0, epochs=1, hidden=(8,), rollouts=3, rollout_duration=0.5
     )
+    r = study_chain(2, config, rollout_hz=20.0, report_every=0.1)
     assert len(r["t"]) == 6 and r["t"][-1] == pytest.approx(0.5)
     counts = [m["parameters"] for m in r["models"].values()]
     assert len(counts) == len(MODELS) == 8 and max(counts) < 1.1 * min(counts)

@@ -18,11 +18,11 @@ from ros_lnn.zoo.rollouts import METHODS, rollout  # noqa: E402
 
 # -- ServoLNN seeds ---------------------------------------------------------------------------------
 def test_servo_seeds_trained_runs_beat_the_untrained_network():
+    from ros_lnn.zoo.config import StudyConfig
     from ros_lnn.zoo.servo_seeds import format_table, run_study
 
-    r = run_study(
-        seeds=(0, 1), epochs=60, configs=(("softplus", True),), n_train=512, progress=lambda s: None
-    )
+    config = StudyConfig(seeds=(0, 1), epochs=60, samples=512).silent()
+    r = run_study(config, configs=(("softplus", True),))
     runs = r["configs"]["softplus diag, with Q_e"]["runs"]
     untrained = r["untrained"]["softplus diag, untrained"]["runs"]
     assert [x["seed"] for x in runs] == [0, 1] and r["epochs"] == 60
@@ -122,19 +122,16 @@ def test_forced_chain_gains_the_work_of_its_constant_torques():
 
 
 def test_tiny_forced_study_feeds_the_forces_to_every_model():
-    from ros_lnn.zoo.tlnn_study import FAMILIES, forced_study, format_forced_table, make_model
+    from ros_lnn.zoo.tlnn_study import DEFAULTS, FAMILIES, forced_study, format_forced_table, make_model
 
+    config = DEFAULTS.replace(
+        trajectories=4, duration=1.0, epochs=1, hidden=(8,), rollouts=3, rollout_duration=0.5
+    ).silent()
     r = forced_study(
         2,
-        n_ic=4,
-        duration=1.0,
-        epochs=1,
-        tlnn_width=8,
-        n_rollouts=3,
-        rollout_duration=0.5,
+        config,
         rollout_hz=20.0,
         example={"phi": [0.3, -0.2], "phid": [0.1, 0.0], "Q": [0.05, 0.05]},
-        progress=lambda s: None,
     )
     assert list(r["models"]) == [f"{f} (absolute)" for f in FAMILIES]
     for m in r["models"].values():
@@ -151,20 +148,20 @@ def test_tiny_forced_study_feeds_the_forces_to_every_model():
 
 # -- LNN-nh -----------------------------------------------------------------------------------------
 def test_tiny_nonholonomic_study_summarises_the_ratio_over_seeds():
+    from ros_lnn.zoo.config import StudyConfig
     from ros_lnn.zoo.nonholonomic_study import format_table, run_study
 
-    r = run_study(
-        systems=("particle",),
+    config = StudyConfig(
         seeds=(0, 1),
-        n_trajectories=9,
+        trajectories=9,
         duration=1.0,
-        n_samples=11,
         epochs=2,
         hidden=(16, 16),
+        rollouts=2,
         rollout_duration=0.5,
-        n_rollouts=2,
-        progress=lambda s: None,
-    )
+    ).silent()
+    r = run_study(config, systems=("particle",), n_samples=11)
+    assert r["scale"]["n_trajectories"] == 9 and r["scale"]["n_samples"] == 11
     s = r["systems"]["particle"]["summary"]
     runs = r["systems"]["particle"]["runs"]
     assert s["acc_mse_ratio"] == pytest.approx(
@@ -232,6 +229,37 @@ def test_bench_zoo_writes_each_study_with_seeds_scale_time_and_load(tmp_path, ca
     assert record["result"]["seeds"] == [0] and record["result"]["epochs"] == 5
     assert (tmp_path / "servo_seeds.png").is_file()
     assert "| configuration (1 seeds, 5 epochs)" in capsys.readouterr().out
+
+
+def test_bench_zoo_builds_each_study_config_from_its_options():
+    """One StudyConfig per study: its DEFAULTS (QUICK under --quick), then the options given; the bench
+    command line offers every StudyConfig option."""
+    import argparse
+
+    from ros_lnn.cli import build_parser
+    from ros_lnn.commands.bench.zoo import add_study_arguments, study_config
+    from ros_lnn.zoo import nonholonomic_study, servo_seeds, tlnn_study
+    from ros_lnn.zoo.config import StudyConfig
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int)
+    add_study_arguments(parser)
+    args = parser.parse_args(["--quick", "--seeds", "3", "--links", "2", "--out", "somewhere"])
+    servo = study_config(args, "servo-seeds")
+    assert servo == servo_seeds.QUICK.replace(seeds=(0, 1, 2), links=(2,), output=servo.output)
+    assert str(servo.output) == "somewhere" and servo.quick and servo.epochs == 40
+    tlnn = study_config(parser.parse_args(["--epochs", "7", "--links", "2", "3"]), "tlnn")
+    assert tlnn == tlnn_study.DEFAULTS.replace(epochs=7, links=(2, 3), output=tlnn.output)
+    assert str(tlnn.output) == "reports/zoo"
+    nh = study_config(parser.parse_args([]), "lnn-nh")
+    assert nh.seeds == (0, 1, 2) and nh.epochs == 300 and not nh.quick
+    assert nonholonomic_study.QUICK.seeds == (0,) and nonholonomic_study.QUICK.quick
+    with pytest.raises(TypeError, match="no n_ic"):
+        StudyConfig().replace(n_ic=3)
+    bench = build_parser().parse_args(["bench", "zoo", "tlnn", "--quick", "--seeds", "2", "--epochs", "4"])
+    assert study_config(bench, "tlnn") == tlnn_study.QUICK.replace(
+        seeds=(0, 1), epochs=4, output=study_config(bench, "tlnn").output
+    )
 
 
 def test_bench_study_names_are_checked_in_one_line(capsys):
