@@ -33,8 +33,8 @@ import numpy as np
 import pinocchio as pin
 
 from ..physics.multibody.pin import JointSpaceData, PinocchioModel, symmetric
-from ..physics.multibody.quaternion import _SKEW
-from .dac import DacController, DacResult, EndEffectorTarget, _qmul
+from ..physics.multibody.quaternion import _SKEW, quat_mul_tuple
+from .dac import DacController, DacResult, EndEffectorTarget
 from .mobility import guarded_task_inverse, small_inverse
 from .obstacles import joint_space_gradient
 
@@ -169,7 +169,7 @@ class EndEffectorLawJointSpace:
         else:
             m = 6
             qd_t = target.quat
-            qe = _qmul(
+            qe = quat_mul_tuple(
                 _matrix_quat(ee.rotation), (float(qd_t[0]), -float(qd_t[1]), -float(qd_t[2]), -float(qd_t[3]))
             )
             sign = -2.0 if qe[0] < 0 else 2.0
