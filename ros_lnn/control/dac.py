@@ -33,7 +33,14 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..physics.multibody import MultibodyData, MultibodyModel, gravity_port
-from ..physics.multibody.quaternion import attitude_error, cross, matrix_to_quat, quat_mul_conj, skew
+from ..physics.multibody.quaternion import (
+    attitude_error,
+    cross,
+    matrix_to_quat,
+    quat_mul_conj,
+    quat_mul_tuple,
+    skew,
+)
 from .mobility import ConstraintOperators, JointSpaceOperators, guarded_task_inverse
 from .obstacles import ObstacleField, potential_gradient
 
@@ -142,18 +149,6 @@ def _att_error_rate(e, w, omega, omega_d):
     return w[..., None] * (omega - omega_d) + 0.5 * cross(omega + omega_d, e)
 
 
-def _qmul(a, b):
-    """Hamilton product of two single quaternions given as sequences of floats (no numpy overhead)."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return (
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    )
-
-
 def _ee_tables(model, ee: EndEffector):
     """Cached per end effector: tool quaternion, J_t template (identity blocks) and its column slices."""
     n, b = model.n_bodies, ee.body
@@ -177,7 +172,7 @@ def end_effector_state(model, data, ee: EndEffector):
     tool, Jt0, ang = _ee_tables(model, ee)
     arm = data.R[b] @ ee.offset
     pos = data.r[b] + arm
-    quat = np.array(_qmul(data.quat[b].tolist(), tool))
+    quat = np.array(quat_mul_tuple(data.quat[b].tolist(), tool))
     arms = np.empty((2, 3))  # −a and −ω × a: J_t holds −[a]× and J̇_t −[ω × a]×
     arms[0] = -arm
     (ax, ay, az), (wx, wy, wz) = arm.tolist(), data.omega[b].tolist()
@@ -266,7 +261,7 @@ class DacController:
             rows = slice(0, 6)
             # e = 2 vec(q ⊗ q_d⁻¹) of the single tool attitude, in plain floats
             qd = target.quat
-            qe = _qmul(quat.tolist(), (float(qd[0]), -float(qd[1]), -float(qd[2]), -float(qd[3])))
+            qe = quat_mul_tuple(quat.tolist(), (float(qd[0]), -float(qd[1]), -float(qd[2]), -float(qd[3])))
             sign = -2.0 if qe[0] < 0 else 2.0
             e = np.empty(6)
             e[:3] = pos - np.asarray(target.position, float)

@@ -33,8 +33,8 @@ import numpy as np
 import pinocchio as pin
 
 from ..physics.multibody.pin import JointSpaceData, PinocchioModel, symmetric
-from ..physics.multibody.quaternion import _SKEW
-from .dac import DacController, DacResult, EndEffectorTarget, _qmul
+from ..physics.multibody.quaternion import _SKEW, quat_mul_tuple
+from .dac import DacController, DacResult, EndEffectorTarget
 from .mobility import guarded_task_inverse, small_inverse
 from .obstacles import joint_space_gradient
 
@@ -137,13 +137,7 @@ class EndEffectorLawJointSpace:
         pm, pd, fid = self.pin, self.data, self.frame_id
         nv, n = self.nv, self.n_bodies
         gains = ctl.gains
-        H_inv = symmetric(pmodel, pin.computeMinverse(pm, pd, q))
-        C = pin.computeCoriolisMatrix(pm, pd, q, qd).copy()
-        H = symmetric(pmodel, pin.crba(pm, pd, q))
-        pin.computeJointJacobiansTimeVariation(pm, pd, q, qd)
-        jj = np.empty((6, 2 * nv))  # [𝒥 | 𝒥̇]
-        jj[:, :nv], jj[:, nv:] = pd.J, pd.dJ
-        J, dJ = jj[:, :nv], jj[:, nv:]
+        H_inv, C, H, jj, J, dJ = self._joint_terms(q, qd)
         ee = pin.updateFramePlacement(pm, pd, fid)
         Je = pin.getFrameJacobian(pm, pd, fid, _LWA)
         dJe = pin.getFrameJacobianTimeVariation(pm, pd, fid, _LWA)
@@ -169,7 +163,7 @@ class EndEffectorLawJointSpace:
         else:
             m = 6
             qd_t = target.quat
-            qe = _qmul(
+            qe = quat_mul_tuple(
                 _matrix_quat(ee.rotation), (float(qd_t[0]), -float(qd_t[1]), -float(qd_t[2]), -float(qd_t[3]))
             )
             sign = -2.0 if qe[0] < 0 else 2.0
@@ -218,6 +212,18 @@ class EndEffectorLawJointSpace:
         qdd_r += w[:, :m].dot(y_dot)
         result, u, data = self._port_command(q, qd, qd_r, qdd_r, jj, J, dJ, r, R, H, C, e, U)
         return result, u, data, pos, target
+
+    def _joint_terms(self, q, qd):
+        """``(H⁻¹, C, H, [𝒥 | 𝒥̇], 𝒥, 𝒥̇)`` at ``(q, q̇)``: the joint Jacobians of every body and their
+        rates, one array and its two halves."""
+        pmodel, pm, pd, nv = self.pmodel, self.pin, self.data, self.nv
+        H_inv = symmetric(pmodel, pin.computeMinverse(pm, pd, q))
+        C = pin.computeCoriolisMatrix(pm, pd, q, qd).copy()
+        H = symmetric(pmodel, pin.crba(pm, pd, q))
+        pin.computeJointJacobiansTimeVariation(pm, pd, q, qd)
+        jj = np.empty((6, 2 * nv))  # [𝒥 | 𝒥̇]
+        jj[:, :nv], jj[:, nv:] = pd.J, pd.dJ
+        return H_inv, C, H, jj, jj[:, :nv], jj[:, nv:]
 
     def _port_command(self, q, qd, qd_r, qdd_r, jj, J, dJ, r, R, H, C, task_error, U, inertia=None):
         """``(DacResult, u = Gᵀ τ_c, JointSpaceData)`` from the reference as joint rates ``q̇_r, q̈_r``
@@ -395,15 +401,9 @@ class JointTargetLawJointSpace(EndEffectorLawJointSpace):
         """``(DacResult, u = Gᵀ τ_c (model order), JointSpaceData, end-effector position)`` at the joint
         state ``(q, q̇)`` for the joint-space target sample ``(q_d, q̇_d, q̈_d)`` (all model order)."""
         pmodel, pm, pd = self.pmodel, self.pin, self.data
-        nv, n = self.nv, self.n_bodies
+        n = self.n_bodies
         R_d, r_d, vel_d, acc_d = self.target(q_d, qd_d, qdd_d)
-        H_inv = symmetric(pmodel, pin.computeMinverse(pm, pd, q))
-        C = pin.computeCoriolisMatrix(pm, pd, q, qd).copy()
-        H = symmetric(pmodel, pin.crba(pm, pd, q))
-        pin.computeJointJacobiansTimeVariation(pm, pd, q, qd)
-        jj = np.empty((6, 2 * nv))  # [𝒥 | 𝒥̇]
-        jj[:, :nv], jj[:, nv:] = pd.J, pd.dJ
-        J, dJ = jj[:, :nv], jj[:, nv:]
+        H_inv, C, H, jj, J, dJ = self._joint_terms(q, qd)
         ee = pin.updateFramePlacement(pm, pd, self.frame_id).translation.copy()
         placements = pd.oMi.tolist()
         T = np.array([placements[j].homogeneous for j in self._placements])

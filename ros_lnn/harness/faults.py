@@ -614,6 +614,12 @@ def _send(topic: str, build: Callable, repeat: int = 1, pause: float = 0.0):
     return action
 
 
+def _wide_state(n: int, prefix: str):
+    """A joint state of ``n`` joints: the crane's two and ``n - 2`` more named ``prefix<k>``."""
+    names = CRANE_JOINTS + tuple(f"{prefix}{k}" for k in range(n - 2))
+    return _send("joint_states", lambda d, i: _state_msg(d, i, q=[0.1] * n, qd=[0.0] * n, names=names))
+
+
 def _refused(parameter: str, value, words: str = ""):
     def action(driver: Driver, target: str):
         reply = driver.set_parameter(target, parameter, value)
@@ -907,31 +913,13 @@ def servo_lnn_cases() -> list[Case]:
         ),
         (
             "200 joints",
-            _send(
-                "joint_states",
-                lambda d, i: _state_msg(
-                    d,
-                    i,
-                    q=[0.1] * 200,
-                    qd=[0.0] * 200,
-                    names=CRANE_JOINTS + tuple(f"j{k}" for k in range(198)),
-                ),
-            ),
+            _wide_state(200, "j"),
             "ok",
             "",
         ),
         (
             "oversized joint state",
-            _send(
-                "joint_states",
-                lambda d, i: _state_msg(
-                    d,
-                    i,
-                    q=[0.1] * 5000,
-                    qd=[0.0] * 5000,
-                    names=CRANE_JOINTS + tuple(f"joint_{k}" for k in range(4998)),
-                ),
-            ),
+            _wide_state(5000, "joint_"),
             "count:bad_size",
             "refused before parsing",
         ),

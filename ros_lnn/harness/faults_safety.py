@@ -90,6 +90,20 @@ def _stale_error(timeout_s: float):
     return action
 
 
+def _stop_cases(stream: str, stopped: str, topic: str, timeout_s: float, note: str) -> list:
+    """The two cases of a stopped input ``stream``: alone, then with /clock (use_sim_time); each must
+    give ``stopped`` on ``topic`` within ``timeout_s`` on the steady clock."""
+    return [
+        (f"{stream} stop: {stopped}", _stream_stops(topic, timeout_s), "ok", note),
+        (
+            f"/clock and {stream} stop together",
+            _stream_stops(topic, timeout_s, clock=True),
+            "ok",
+            f"use_sim_time: {stopped} on the steady clock",
+        ),
+    ]
+
+
 def _deleted(parameter: str):
     """``ros2 param delete``: a set of type NOT_SET; must be refused (the node reads every parameter)."""
 
@@ -324,17 +338,12 @@ def dac_controller_cases():
             "count:bad_joint_state",
             "",
         ),
-        (
-            "joint_states stop: zero efforts",
-            _stream_stops("dac_controller/joint_effort_command", DAC_STATE_TIMEOUT_S),
-            "ok",
+        *_stop_cases(
+            "joint_states",
+            "zero efforts",
+            "dac_controller/joint_effort_command",
+            DAC_STATE_TIMEOUT_S,
             "stale-state watchdog on the steady clock",
-        ),
-        (
-            "/clock and joint_states stop together",
-            _stream_stops("dac_controller/joint_effort_command", DAC_STATE_TIMEOUT_S, clock=True),
-            "ok",
-            "use_sim_time: zero efforts on the steady clock",
         ),
         ("gravity deleted", _deleted("gravity"), "refused", ""),
         ("residual_limit deleted", _deleted("residual_limit"), "refused", ""),
@@ -552,18 +561,7 @@ def effort_watchdog_cases():
         ("1000 values for 5 joints", _send("commands_in", _command([0.0] * 1000)), "count:dropped", ""),
         ("a bad command answered by zeros", _immediate_zeros([1.0, 2.0, 3.0]), "ok", "zeros of size 5"),
         ("a NaN command answered by zeros", _immediate_zeros([nan] * 5), "ok", ""),
-        (
-            "commands stop: zeros",
-            _stream_stops("commands_out", WATCHDOG_TIMEOUT_S),
-            "ok",
-            "on the steady clock",
-        ),
-        (
-            "/clock and commands stop together",
-            _stream_stops("commands_out", WATCHDOG_TIMEOUT_S, clock=True),
-            "ok",
-            "use_sim_time: zeros on the steady clock",
-        ),
+        *_stop_cases("commands", "zeros", "commands_out", WATCHDOG_TIMEOUT_S, "on the steady clock"),
         ("delete joints", _deleted("joints"), "refused", ""),
         ("delete timeout_s", _deleted("timeout_s"), "refused", ""),
         ("timeout_s live", _refused("timeout_s", 5.0, "read when the node starts"), "refused", ""),

@@ -55,7 +55,7 @@ from .dac_controller import shipped_model_path
 from .diagnostics import warn_throttled
 from .params import ParameterValues
 from .process import node_main
-from .qos import COMMAND_QOS, OVERRIDES, SENSOR_QOS, STREAM_QOS, output_qos
+from .qos import COMMAND_QOS, SENSOR_QOS, output_publisher, output_qos
 from .stamps import ns_to_stamp
 
 #: Most RK4 steps one timer tick takes to catch up with the clock; further behind, the stamps re-anchor.
@@ -103,9 +103,7 @@ class DacChainSim(ParameterValues, Node):
         self.timeout = float(p("command_timeout_s"))
         self.braked = bool(p("hold_until_command"))
         self.clock_pub = None
-        self.pub = self.create_publisher(
-            JointState, "joint_states", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
-        )
+        self.pub = output_publisher(self.create_publisher, JointState, "joint_states")
         self.create_subscription(Float64MultiArray, "effort_commands", self._on_effort, SENSOR_QOS)
         self.create_subscription(Float64MultiArray, "port_commands", self._on_port, SENSOR_QOS)
         self.lockstep = bool(p("lockstep"))

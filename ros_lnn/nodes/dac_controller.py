@@ -73,7 +73,7 @@ from .diagnostics import CountWindow, RateLatency, warn_throttled
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .params import ParameterValues
 from .process import node_main
-from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
+from .qos import COMMAND_QOS, input_qos, output_publisher
 from .stamps import stamp_ns
 
 
@@ -193,20 +193,15 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
             self.get_logger().error(f"configure failed: {self.last_error}")
             return TransitionCallbackReturn.FAILURE
         self._pubs = {
-            "port": self.create_lifecycle_publisher(
-                Float64MultiArray, "~/port_command", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
-            ),
-            "effort": self.create_lifecycle_publisher(
-                Float64MultiArray,
-                "~/joint_effort_command",
-                output_qos(STREAM_QOS),
-                qos_overriding_options=OVERRIDES,
+            "port": output_publisher(self.create_lifecycle_publisher, Float64MultiArray, "~/port_command"),
+            "effort": output_publisher(
+                self.create_lifecycle_publisher, Float64MultiArray, "~/joint_effort_command"
             ),
             "diagnostics": self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS),
         }
         if self.p("publish_markers"):
-            self._pubs["markers"] = self.create_lifecycle_publisher(
-                MarkerArray, "~/markers", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES
+            self._pubs["markers"] = output_publisher(
+                self.create_lifecycle_publisher, MarkerArray, "~/markers", COMMAND_QOS
             )
         model = self.pipeline.model
         self._port_layout = port_layout(model.body_names)

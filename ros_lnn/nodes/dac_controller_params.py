@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..control.dac import LAWS, Gains
 from ..errors import ConfigError
-from .joint_state_reader import MERGE_WINDOW_DEFAULT_S, MERGE_WINDOW_TEXT
+from .input_params import MERGE_WINDOW_PARAMETER, diagnostics_period_parameter, input_queue_parameter
 from .model_params import MODEL_LIMIT_PARAMETERS
 from .params import CONFIGURE, LIVE, MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable
 
@@ -291,24 +291,13 @@ PARAMETERS = ParameterTable(
         ge=0.0,
         le=100.0,
     ),
-    Param(
-        "input_queue_depth",
+    input_queue_parameter(
         1,
         "joint_states kept while the node is busy or descheduled (best effort); 1: a late "
         "step acts on the newest state, never on a backlog; deeper queues process each "
         "state in order, trading latency for completeness",
-        CONFIGURE,
-        ge=1,
-        le=100000,
     ),
-    Param(
-        "joint_state_merge_window_s",
-        MERGE_WINDOW_DEFAULT_S,
-        MERGE_WINDOW_TEXT,
-        CONFIGURE,
-        ge=0.0,
-        le=1.0,
-    ),
+    MERGE_WINDOW_PARAMETER,
     Param(
         "state_timeout_s",
         0.1,
@@ -363,14 +352,7 @@ PARAMETERS = ParameterTable(
         off=0.0,
     ),
     Param("force_scale", 0.02, "marker arrow length per newton [m/N]", LIVE, ge=0.0, le=1e3),
-    Param(
-        "diagnostics_period_s",
-        1.0,
-        "period of /diagnostics (its counts cover the last 5 periods)",
-        CONFIGURE,
-        ge=0.01,
-        le=3600.0,
-    ),
+    diagnostics_period_parameter(CONFIGURE),
     Param(
         "workspace_margin",
         0.1,

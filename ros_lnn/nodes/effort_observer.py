@@ -41,7 +41,7 @@ from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
 from ..errors import ConfigError, RosLnnError
-from . import compat
+from . import compat, lifecycle
 from .diagnostics import (
     CountWindow,
     RateLatency,
@@ -56,7 +56,7 @@ from .effort_observer_params import PARAMETERS
 from .joint_state_reader import NOT_REJECTED, READ_REASONS, JointStateReader, merge_window_ns
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .process import node_main
-from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
+from .qos import COMMAND_QOS, output_publisher
 
 if TYPE_CHECKING:
     from ..arm.observer import CollisionDetector, DirectObserver, MomentumObserver
@@ -168,21 +168,13 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         self.detector = CollisionDetector(self.thresholds) if self.thresholds is not None else None
         pub = self.create_lifecycle_publisher
         self._pubs = {
-            "model_effort": pub(
-                JointState, "~/model_effort", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
-            ),
-            "external_effort": pub(
-                JointState, "~/external_effort", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
-            ),
-            "collision": pub(
-                JointState, "~/collision", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES
-            ),
+            "model_effort": output_publisher(pub, JointState, "~/model_effort"),
+            "external_effort": output_publisher(pub, JointState, "~/external_effort"),
+            "collision": output_publisher(pub, JointState, "~/collision", COMMAND_QOS),
             "diagnostics": pub(DiagnosticArray, "/diagnostics", COMMAND_QOS),
         }
         if self.wrench is not None:
-            self._pubs["external_wrench"] = pub(
-                WrenchStamped, "~/external_wrench", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
-            )
+            self._pubs["external_wrench"] = output_publisher(pub, WrenchStamped, "~/external_wrench")
         detection = (
             "thresholds " + self.values["thresholds"] if self.detector else "no thresholds: no detection"
         )
@@ -193,33 +185,19 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
-        try:
-            self._subs.append(
-                self.create_subscription(
-                    JointState,
-                    "joint_states",
-                    self._on_joint_state,
-                    input_qos(self.values["input_queue_depth"]),
-                    raw=True,
-                )
-            )
-            self._timers.append(
-                self.create_timer(self.values["diagnostics_period_s"], self._publish_diagnostics)
-            )
-            assert self.observer is not None  # activate follows a successful configure
-            self.observer.reset()
-            if self.detector is not None:
-                self.detector.reset()
-            self._t0_ns = None
-            self.reader.reset()
-            self.last_input = None
-            self.window.start(self.counts)
-        except Exception as exc:  # noqa: BLE001 - an activation that fails leaves the node inactive, with the reason
-            self._drop_io()
-            report_error(self, "activate", exc)
+        if not lifecycle.activate_io(self, self._open_io):
             return TransitionCallbackReturn.FAILURE
-        self.get_logger().info("activated")
         return super().on_activate(state)
+
+    def _open_io(self) -> None:
+        lifecycle.subscribe_joint_states(self, self.values["input_queue_depth"])
+        self._timers.append(self.create_timer(self.values["diagnostics_period_s"], self._publish_diagnostics))
+        assert self.observer is not None  # activate follows a successful configure
+        self.observer.reset()
+        if self.detector is not None:
+            self.detector.reset()
+        self._t0_ns = None
+        lifecycle.restart_input(self)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._drop_io()

@@ -3,7 +3,12 @@ parameters."""
 
 from __future__ import annotations
 
-from .joint_state_reader import MERGE_WINDOW_DEFAULT_S, MERGE_WINDOW_TEXT
+from .input_params import (
+    INPUT_TIMEOUT_PARAMETER,
+    MERGE_WINDOW_PARAMETER,
+    diagnostics_period_parameter,
+    input_queue_parameter,
+)
 from .model_params import MODEL_LIMIT_PARAMETERS
 from .params import CONFIGURE, STARTUP, Param, ParameterTable
 
@@ -81,30 +86,13 @@ PARAMETERS = ParameterTable(
     Param("wrench_damping", 0.01, "damping λ of the Jacobian's pseudo-inverse", CONFIGURE, ge=0.0, le=10.0),
     Param("model_threads", 1, "ONNX Runtime intra-op threads", CONFIGURE, ge=1, le=64),
     *MODEL_LIMIT_PARAMETERS,
-    Param(
-        "joint_state_merge_window_s",
-        MERGE_WINDOW_DEFAULT_S,
-        MERGE_WINDOW_TEXT,
-        CONFIGURE,
-        ge=0.0,
-        le=1.0,
-    ),
-    Param(
-        "input_queue_depth",
+    MERGE_WINDOW_PARAMETER,
+    input_queue_parameter(
         100,
         "joint_states subscription depth (best effort, keep last)",
-        CONFIGURE,
-        ge=1,
-        le=100000,
     ),
-    Param(
-        "input_timeout_s",
-        1.0,
-        "no joint_states for this long: /diagnostics ERROR (stale)",
-        ge=0.01,
-        le=3600.0,
-    ),
-    Param("diagnostics_period_s", 1.0, "period of /diagnostics", CONFIGURE, ge=0.01, le=3600.0),
+    INPUT_TIMEOUT_PARAMETER,
+    diagnostics_period_parameter(CONFIGURE, "period of /diagnostics"),
     Param(
         "autostart",
         False,

@@ -3,6 +3,7 @@ parameters."""
 
 from __future__ import annotations
 
+from .input_params import diagnostics_period_parameter
 from .params import STARTUP, Param, ParameterTable
 
 
@@ -39,6 +40,6 @@ PARAMETERS = ParameterTable(
         unique=True,
         max_items=1024,
     ),
-    Param("diagnostics_period_s", 1.0, "period of /diagnostics [s]", STARTUP, ge=0.01, le=3600.0),
+    diagnostics_period_parameter(STARTUP, "period of /diagnostics [s]"),
     rules=(_period_within_timeout,),
 )

@@ -1,7 +1,8 @@
-"""Lifecycle helpers shared by the lifecycle nodes (servo_lnn, dac_controller)."""
+"""Lifecycle helpers shared by the lifecycle nodes (servo_lnn, dac_controller, effort_observer)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,6 +18,42 @@ def configure_and_activate(node, configured) -> bool:
         return False
     node.trigger_activate()
     return True
+
+
+def activate_io(node, open_io: Callable[[], None]) -> bool:
+    """The activate transition's work: ``open_io()`` opens the subscriptions and timers and resets the
+    per-run state. True (logged "activated") when it did; False when it raised: what it opened is
+    dropped and the reason reported (the node stays inactive)."""
+    from .diagnostics import report_error
+
+    try:
+        open_io()
+    except Exception as exc:  # noqa: BLE001 - an activation that fails leaves the node inactive, with the reason
+        node._drop_io()
+        report_error(node, "activate", exc)
+        return False
+    node.get_logger().info("activated")
+    return True
+
+
+def subscribe_joint_states(node, queue_depth: int) -> None:
+    """``joint_states`` as serialized bytes into ``node._on_joint_state``, kept in ``node._subs``."""
+    from sensor_msgs.msg import JointState
+
+    from .qos import input_qos
+
+    node._subs.append(
+        node.create_subscription(
+            JointState, "joint_states", node._on_joint_state, input_qos(queue_depth), raw=True
+        )
+    )
+
+
+def restart_input(node) -> None:
+    """A new run of the input path: the reader's state, the last input and the diagnostics window."""
+    node.reader.reset()
+    node.last_input = None
+    node.window.start(node.counts)
 
 
 class LifecycleTeardown:

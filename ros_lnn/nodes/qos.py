@@ -48,6 +48,12 @@ def output_qos(profile: QoSProfile = STREAM_QOS) -> QoSProfile:
     )
 
 
+def output_publisher(create, msg_type, topic: str, profile: QoSProfile = STREAM_QOS):
+    """``create`` (a node's ``create_publisher`` or ``create_lifecycle_publisher``) for ``topic`` with a
+    copy of ``profile`` (:func:`output_qos`) and :data:`OVERRIDES`."""
+    return create(msg_type, topic, output_qos(profile), qos_overriding_options=OVERRIDES)
+
+
 def input_qos(depth: int) -> QoSProfile:
     """A best-effort, keep-last subscription of ``depth`` samples (inputs held while the node is busy)."""
     return QoSProfile(

@@ -38,7 +38,7 @@ from visualization_msgs.msg import MarkerArray
 
 from ..errors import RosLnnError
 from ..estimation.servo_estimator import ServoEstimator
-from . import compat
+from . import compat, lifecycle
 from .clocks import steady_timer
 from .diagnostics import (
     CountWindow,
@@ -56,7 +56,7 @@ from .messages import (
 )
 from .params import ParameterValues
 from .process import node_main
-from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, input_qos, output_qos
+from .qos import COMMAND_QOS, output_publisher
 from .serialized import PackedMessages
 from .servo_lnn_messages import output_builders, plan_arrays, rollout_msg, servo_markers
 from .servo_lnn_params import PARAMETERS, resolve_model_path
@@ -201,72 +201,51 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         report_interfaces(self.get_logger())
         pub = self.create_lifecycle_publisher
         self._pubs = {
-            "driving_force": pub(
-                JointState, "~/driving_force", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
-            ),
-            "prediction": pub(
-                PREDICTION_TYPE, "~/prediction", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
-            ),
-            "energy": pub(ENERGY_TYPE, "~/energy", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES),
+            "driving_force": output_publisher(pub, JointState, "~/driving_force"),
+            "prediction": output_publisher(pub, PREDICTION_TYPE, "~/prediction"),
+            "energy": output_publisher(pub, ENERGY_TYPE, "~/energy"),
             "diagnostics": pub(DiagnosticArray, "/diagnostics", COMMAND_QOS),
-            "predicted_trajectory": pub(
-                JointTrajectory,
-                "~/predicted_trajectory",
-                output_qos(COMMAND_QOS),
-                qos_overriding_options=OVERRIDES,
+            "predicted_trajectory": output_publisher(
+                pub, JointTrajectory, "~/predicted_trajectory", COMMAND_QOS
             ),
         }
         if v["publish_markers"]:
-            self._pubs["markers"] = pub(
-                MarkerArray, "~/markers", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES
-            )
+            self._pubs["markers"] = output_publisher(pub, MarkerArray, "~/markers", COMMAND_QOS)
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
-        try:
-            v = self.values
+        if not lifecycle.activate_io(self, self._open_io):
+            return TransitionCallbackReturn.FAILURE
+        return super().on_activate(state)
+
+    def _open_io(self) -> None:
+        v = self.values
+        lifecycle.subscribe_joint_states(self, v["input_queue_depth"])
+        kind = v["servo_command_type"]
+        if kind == "trajectory":
             self._subs.append(
                 self.create_subscription(
-                    JointState,
-                    "joint_states",
-                    self._on_joint_state,
-                    input_qos(v["input_queue_depth"]),
-                    raw=True,
+                    JointTrajectory, "servo_commands", self._on_trajectory, COMMAND_QOS, raw=True
                 )
             )
-            kind = v["servo_command_type"]
-            if kind == "trajectory":
-                self._subs.append(
-                    self.create_subscription(
-                        JointTrajectory, "servo_commands", self._on_trajectory, COMMAND_QOS, raw=True
-                    )
+        elif kind == "array":
+            self._subs.append(
+                self.create_subscription(
+                    Float64MultiArray, "servo_commands", self._on_array, COMMAND_QOS, raw=True
                 )
-            elif kind == "array":
-                self._subs.append(
-                    self.create_subscription(
-                        Float64MultiArray, "servo_commands", self._on_array, COMMAND_QOS, raw=True
-                    )
-                )
-            # on the steady clock: diagnostics (and their stale ERROR) go on when /clock stops
-            self._timers.append(steady_timer(self, v["diagnostics_period_s"], self._publish_diagnostics))
-            if "markers" in self._pubs:
-                # Markers at marker_rate_hz from the newest sample, off the per-sample path (building and
-                # converting a MarkerArray costs more than a whole sample's other outputs).
-                self._marker_stamp = None
-                self._marker_timer = self.create_timer(1.0, self._publish_markers)
-                self._timers.append(self._marker_timer)
-                self._set_marker_rate()
-            assert self.estimator is not None  # activate follows a successful configure
-            self.estimator.reset()
-            self.reader.reset()
-            self.last_input = None
-            self.window.start(self.counts)
-            self._sim_time = bool(self.get_parameter("use_sim_time").value)
-        except Exception as exc:  # noqa: BLE001 - an activation that fails leaves the node inactive, with the reason
-            self._drop_io()
-            report_error(self, "activate", exc)
-            return TransitionCallbackReturn.FAILURE
-        self.get_logger().info("activated")
-        return super().on_activate(state)
+            )
+        # on the steady clock: diagnostics (and their stale ERROR) go on when /clock stops
+        self._timers.append(steady_timer(self, v["diagnostics_period_s"], self._publish_diagnostics))
+        if "markers" in self._pubs:
+            # Markers at marker_rate_hz from the newest sample, off the per-sample path (building and
+            # converting a MarkerArray costs more than a whole sample's other outputs).
+            self._marker_stamp = None
+            self._marker_timer = self.create_timer(1.0, self._publish_markers)
+            self._timers.append(self._marker_timer)
+            self._set_marker_rate()
+        assert self.estimator is not None  # activate follows a successful configure
+        self.estimator.reset()
+        lifecycle.restart_input(self)
+        self._sim_time = bool(self.get_parameter("use_sim_time").value)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._drop_io()

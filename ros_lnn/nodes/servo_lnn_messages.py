@@ -13,38 +13,18 @@ from visualization_msgs.msg import Marker, MarkerArray
 from .messages import driving_force_msg, energy_values_msg, prediction_msg
 from .servo_lnn_params import AXES
 from .stamps import duration_ns, seconds_to_duration
+from .trajectory_command import trajectory_arrays
 
 
 def plan_arrays(msg: JointTrajectory, servo_joints, now_ns):
     """``(times [ns], positions, velocities or None, accelerations or None)`` of a servo trajectory in
     ``servo_joints`` order, None for an empty one (it cancels the plan); ValueError with the reason
     for a trajectory that is refused. An unstamped one starts at ``now_ns()``."""
-    names = list(msg.joint_names)
-    if len(set(names)) != len(names):
-        raise ValueError(f"joint_names {names} repeat a name")
-    missing = [j for j in servo_joints if j not in names]
-    if missing:
-        raise ValueError(f"joint_names {names} lack servo joints {missing}")
-    if not msg.points:
+    arrays = trajectory_arrays(msg, servo_joints, "servo joints ")
+    if arrays is None:
         return None
-    cols = [names.index(j) for j in servo_joints]
-    k = len(names)
-    pts = msg.points
-    if any(
-        len(pt.positions) != k or len(pt.velocities) not in (0, k) or len(pt.accelerations) not in (0, k)
-        for pt in pts
-    ):
-        raise ValueError("every point needs one position (and velocity/acceleration, if any) per joint")
     base_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec or now_ns()
-    times = [base_ns + duration_ns(pt.time_from_start) for pt in pts]
-    has_v = all(len(pt.velocities) for pt in pts)
-    has_a = has_v and all(len(pt.accelerations) for pt in pts)
-    return (
-        times,
-        np.array([pt.positions for pt in pts])[:, cols],
-        np.array([pt.velocities for pt in pts])[:, cols] if has_v else None,
-        np.array([pt.accelerations for pt in pts])[:, cols] if has_a else None,
-    )
+    return ([base_ns + duration_ns(pt.time_from_start) for pt in msg.points], *arrays)
 
 
 def output_builders(est, frame: str) -> tuple:

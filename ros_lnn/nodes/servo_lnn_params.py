@@ -6,7 +6,12 @@ from __future__ import annotations
 import os
 
 from ..files import output_file_problem
-from .joint_state_reader import MERGE_WINDOW_DEFAULT_S, MERGE_WINDOW_TEXT
+from .input_params import (
+    INPUT_TIMEOUT_PARAMETER,
+    MERGE_WINDOW_PARAMETER,
+    diagnostics_period_parameter,
+    input_queue_parameter,
+)
 from .model_params import MODEL_LIMIT_PARAMETERS
 from .params import CONFIGURE, MAX_PATH, STARTUP, Param, ParameterTable
 
@@ -89,22 +94,11 @@ PARAMETERS = ParameterTable(
         ge=3,
         le=1000,
     ),
-    Param(
-        "joint_state_merge_window_s",
-        MERGE_WINDOW_DEFAULT_S,
-        MERGE_WINDOW_TEXT,
-        CONFIGURE,
-        ge=0.0,
-        le=1.0,
-    ),
-    Param(
-        "input_queue_depth",
+    MERGE_WINDOW_PARAMETER,
+    input_queue_parameter(
         100,
         "joint_states subscription depth (best effort, keep last): samples held "
         "while the node is briefly descheduled, processed in order afterwards (100 = 0.1 s at 1 kHz)",
-        CONFIGURE,
-        ge=1,
-        le=100000,
     ),
     Param(
         "command_timeout_s",
@@ -130,13 +124,7 @@ PARAMETERS = ParameterTable(
         ge=1,
         le=1000000,
     ),
-    Param(
-        "input_timeout_s",
-        1.0,
-        "no joint_states for this long: /diagnostics ERROR (stale)",
-        ge=0.01,
-        le=3600.0,
-    ),
+    INPUT_TIMEOUT_PARAMETER,
     Param(
         "free_joint_forces",
         [],
@@ -144,14 +132,7 @@ PARAMETERS = ParameterTable(
         items=float,
     ),
     Param("frame_id", "", "frame_id of the outputs; empty = the input's frame_id"),
-    Param(
-        "diagnostics_period_s",
-        1.0,
-        "period of /diagnostics (its counts cover the last 5 periods)",
-        CONFIGURE,
-        ge=0.01,
-        le=3600.0,
-    ),
+    diagnostics_period_parameter(CONFIGURE),
     Param(
         "publish_markers",
         True,

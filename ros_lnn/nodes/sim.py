@@ -45,7 +45,7 @@ from .messages import (
 )
 from .params import ParameterValues
 from .process import node_main
-from .qos import COMMAND_QOS, OVERRIDES, STREAM_QOS, output_qos
+from .qos import COMMAND_QOS, output_publisher
 from .sim_commands import plan_state, servo_plan
 from .sim_params import PARAMETERS, build_system
 from .stamps import ns_to_stamp, seconds_to_duration, stamp_ns
@@ -119,41 +119,20 @@ class SimNode(ParameterValues, Node):
 
         report_interfaces(self.get_logger())
         pub = self.create_publisher
-        self.js_pub = pub(
-            JointState, "joint_states", output_qos(STREAM_QOS), qos_overriding_options=OVERRIDES
-        )
+        self.js_pub = output_publisher(pub, JointState, "joint_states")
         self.gt_pubs: tuple[Publisher[Any], Publisher[Any], Publisher[Any]] | None
         if values["publish_ground_truth"]:
             self.gt_pubs = (
-                pub(
-                    JointState,
-                    "~/ground_truth/driving_force",
-                    output_qos(STREAM_QOS),
-                    qos_overriding_options=OVERRIDES,
-                ),
-                pub(
-                    PREDICTION_TYPE,
-                    "~/ground_truth/prediction",
-                    output_qos(STREAM_QOS),
-                    qos_overriding_options=OVERRIDES,
-                ),
-                pub(
-                    ENERGY_TYPE,
-                    "~/ground_truth/energy",
-                    output_qos(STREAM_QOS),
-                    qos_overriding_options=OVERRIDES,
-                ),
+                output_publisher(pub, JointState, "~/ground_truth/driving_force"),
+                output_publisher(pub, PREDICTION_TYPE, "~/ground_truth/prediction"),
+                output_publisher(pub, ENERGY_TYPE, "~/ground_truth/energy"),
             )
         else:
             self.gt_pubs = None
         self.clock_pub = (
-            pub(ClockMsg, "/clock", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES)
-            if values["publish_clock"]
-            else None
+            output_publisher(pub, ClockMsg, "/clock", COMMAND_QOS) if values["publish_clock"] else None
         )
-        self.plan_pub = pub(
-            JointTrajectory, "~/servo_plan", output_qos(COMMAND_QOS), qos_overriding_options=OVERRIDES
-        )
+        self.plan_pub = output_publisher(pub, JointTrajectory, "~/servo_plan", COMMAND_QOS)
         self.diagnostics_pub = pub(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         kind = values["servo_command_type"]
         if kind == "trajectory":

@@ -3,6 +3,7 @@ reference system they describe."""
 
 from __future__ import annotations
 
+from .input_params import diagnostics_period_parameter
 from .params import STARTUP, Param, ParameterTable
 
 
@@ -172,14 +173,7 @@ PARAMETERS = ParameterTable(
     Param("plan_dt_s", 0.02, "~/servo_plan point spacing (s)", ge=1e-3, le=10.0),
     Param("plan_rate_hz", 20.0, "~/servo_plan publish rate (Hz)", STARTUP, ge=0.1, le=1000.0, off=0.0),
     Param("frame_id", "", "frame_id of joint_states and ground truth"),
-    Param(
-        "diagnostics_period_s",
-        1.0,
-        "period of /diagnostics (its counts cover the last 5 periods)",
-        STARTUP,
-        ge=0.01,
-        le=3600.0,
-    ),
+    diagnostics_period_parameter(STARTUP),
     rules=(_chain_lists, _plan_points, _sweep),
 )
 

@@ -29,6 +29,34 @@ import numpy as np
 SIZES = (2, 5, 10)
 
 
+def _arm_state(joint_state_type):
+    """The one joint state the feeders send: the 5-joint demo arm at a fixed pose, at rest."""
+    msg = joint_state_type()
+    msg.name = [f"joint{i}" for i in range(1, 6)]
+    msg.position, msg.velocity = [0.1, -0.7, 1.3, 0.5, 0.3], [0.0] * 5
+    return msg
+
+
+def _sleep_until(next_t: float) -> None:
+    delay = next_t - time.perf_counter()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def _send_paced(pub, msg, rate_hz: float, duration: float, wait_until) -> tuple[int, float, float]:
+    """Publish ``msg`` every ``1 / rate_hz`` s for ``duration`` s, ``wait_until(next sample time)``
+    between samples (perf_counter time); ``(sent, start, elapsed)``."""
+    sent, period = 0, 1.0 / rate_hz
+    t_start = time.perf_counter()
+    next_t = t_start
+    while time.perf_counter() - t_start < duration:
+        pub.publish(msg)
+        sent += 1
+        next_t += period
+        wait_until(next_t)
+    return sent, t_start, time.perf_counter() - t_start
+
+
 def _timeit(fn, reps: int) -> dict:
     """Wall time and this thread's CPU time per call (the CPU time does not count the waits a loaded
     machine imposes; the wall time is what a control loop sees)."""
@@ -188,26 +216,20 @@ def _feed_joint_states(result_queue, namespace: str, duration: float, rate_hz: f
     pub = probe.create_publisher(JointState, f"{namespace}/joint_states", SENSOR_QOS)
     executor = SingleThreadedExecutor()
     executor.add_node(probe)
-    msg = JointState()
-    msg.name = [f"joint{i}" for i in range(1, 6)]
-    msg.position, msg.velocity = [0.1, -0.7, 1.3, 0.5, 0.3], [0.0] * 5
+    msg = _arm_state(JointState)
     t_wait = time.perf_counter()
     while pub.get_subscription_count() == 0 and time.perf_counter() - t_wait < 10.0:
         executor.spin_once(timeout_sec=0.05)
     time.sleep(0.5)  # discovery of the reverse direction
-    sent, period = 0, 1.0 / rate_hz
-    t_start = time.perf_counter()
-    next_t = t_start
-    while time.perf_counter() - t_start < duration:
-        pub.publish(msg)
-        sent += 1
-        next_t += period
-        while True:  # receive while waiting for the next sample time
+
+    def receive_until(next_t: float) -> None:  # receive while waiting for the next sample time
+        while True:
             delay = next_t - time.perf_counter()
             if delay <= 0:
                 break
             executor.spin_once(timeout_sec=delay)
-    elapsed = time.perf_counter() - t_start
+
+    sent, t_start, elapsed = _send_paced(pub, msg, rate_hz, duration, receive_until)
     t_end = time.perf_counter()
     while time.perf_counter() - t_end < 0.2:
         executor.spin_once(timeout_sec=0.02)
@@ -364,20 +386,8 @@ def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
     for t in threads:
         t.start()
     time.sleep(1.0)  # discovery
-    msg = JointState()
-    msg.name = [f"joint{i}" for i in range(1, 6)]
-    msg.position, msg.velocity = [0.1, -0.7, 1.3, 0.5, 0.3], [0.0] * 5
-    sent, period = 0, 1.0 / rate_hz
-    t_start = time.perf_counter()
-    next_t = t_start
-    while time.perf_counter() - t_start < duration:
-        pub.publish(msg)
-        sent += 1
-        next_t += period
-        delay = next_t - time.perf_counter()
-        if delay > 0:
-            time.sleep(delay)
-    elapsed = time.perf_counter() - t_start
+    msg = _arm_state(JointState)
+    sent, _, elapsed = _send_paced(pub, msg, rate_hz, duration, _sleep_until)
     time.sleep(0.2)
     stop.set()
     for t in threads:

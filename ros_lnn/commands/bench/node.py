@@ -21,12 +21,7 @@ process at the end of the run, with warm caches.
 from __future__ import annotations
 
 import os
-import signal
-import struct
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -39,76 +34,25 @@ _pct = percentile
 
 
 def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domain_env: dict) -> dict:
-    import rclpy
     from sensor_msgs.msg import JointState
 
-    from ...nodes.process import make_executor
+    from ...harness.node_bench import BenchDriver, deep_rx_qos, launch_node
     from ...nodes.qos import SENSOR_QOS
     from ...nodes.stamps import ns_to_stamp
 
     ns = f"/bench{os.getpid()}_{int(rate_hz)}"
     log = workdir / f"latency_{int(rate_hz)}.npz"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ros_lnn.nodes.servo_lnn",
-            "--ros-args",
-            "-r",
-            f"__ns:={ns}",
-            "-p",
-            f"model_path:={model}",
-            "-p",
-            "autostart:=true",
-            "-p",
-            f"latency_log:={log}",
-            "-p",
-            "servo_command_type:=none",
-            "--log-level",
-            "warn",
-        ],
-        env=domain_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+    params = [f"model_path:={model}", "autostart:=true", f"latency_log:={log}", "servo_command_type:=none"]
+    proc = launch_node("ros_lnn.nodes.servo_lnn", ns, params, domain_env)
+    driver = BenchDriver("bench_driver", ns, proc)
+    node = driver.node
+    node.create_subscription(
+        JointState, "servo_lnn/driving_force", driver.on_stamped, deep_rx_qos(), raw=True
     )
-    context = rclpy.Context()
-    rclpy.init(args=[], context=context)
-    node = rclpy.create_node("bench_driver", namespace=ns, context=context)
-    received: list = []
-    lock = threading.Lock()
-
-    def on_output(raw: bytes):
-        # raw CDR: the header's stamp (int32 sec, uint32 nanosec) follows the 4-byte encapsulation
-        now = time.time_ns()
-        sec, nsec = struct.unpack_from("<iI", raw, 4)
-        with lock:
-            received.append((sec * 1_000_000_000 + nsec, now))
-
-    # a deep queue here, so that outputs are not lost in this process's own receive queue
-    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-
-    rx_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-    node.create_subscription(JointState, "servo_lnn/driving_force", on_output, rx_qos, raw=True)
     pub = node.create_publisher(JointState, "joint_states", SENSOR_QOS)
-    executor = make_executor(context, "events")  # the driver's own receive path, kept cheap
-    executor.add_node(node)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.01)
-
-    spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
+    driver.spin()
     try:
-        deadline = time.monotonic() + 30
-        while (
-            pub.get_subscription_count() == 0 or node.count_publishers(f"{ns}/servo_lnn/driving_force") == 0
-        ) and time.monotonic() < deadline:
-            if proc.poll() is not None:
-                assert proc.stdout is not None  # started with stdout=PIPE
-                raise RuntimeError(f"estimator exited: {proc.stdout.read().decode(errors='replace')}")
-            time.sleep(0.05)
+        driver.wait_matched(pub, f"{ns}/servo_lnn/driving_force", 30, "estimator")
         time.sleep(1.0)  # the estimator's subscription and our subscription matched
         names = ["pendulum_joint", "cart_joint"]
         period = 1.0 / rate_hz
@@ -138,22 +82,12 @@ def run_rate(model: str, rate_hz: float, duration_s: float, workdir: Path, domai
         wall = time.monotonic() - wall0
         driver_cpu = time.process_time() - driver0
     finally:
-        stop.set()
-        spinner.join(timeout=5)
-        proc.send_signal(signal.SIGINT)
-        try:
-            output = proc.communicate(timeout=30)[0].decode(errors="replace")
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            output = proc.communicate()[0].decode(errors="replace")
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
+        output = driver.close()
     if not log.is_file():
         raise RuntimeError(f"the estimator wrote no latency log; its output:\n{output[-2000:]}")
     data = np.load(log)
-    with lock:
-        pairs = np.array(received, dtype=np.int64).reshape(-1, 2)
+    with driver.lock:
+        pairs = np.array(driver.received, dtype=np.int64).reshape(-1, 2)
     e2e_us = (pairs[:, 1] - pairs[:, 0]) / 1e3
     in_node_us = data["latency_s"][10:] * 1e6  # first samples include warm-up
     cpu_us = data["cpu_s"][10:] * 1e6 if "cpu_s" in data else np.array([])
@@ -235,16 +169,14 @@ def callback_cost(model: str, n: int = 3000) -> dict:
 
 
 def bench_node(args) -> dict:
+    from ...harness.node_bench import bench_env
     from ...inference.runtime import default_model_path
     from ...nodes.process import executor_kind
 
     model = str(getattr(args, "model", None) or default_model_path())
     duration = float(getattr(args, "duration", None) or (3.0 if getattr(args, "quick", False) else 10.0))
     short = min(duration, 3.0 if getattr(args, "quick", False) else 5.0)
-    env = dict(os.environ)
-    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    if "ROS_DOMAIN_ID" not in os.environ:
-        env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+    env = bench_env()
     rates = [
         (float(r), duration if i == 0 else short)
         for i, r in enumerate(getattr(args, "rates", None) or (1000, 2000, 5000))

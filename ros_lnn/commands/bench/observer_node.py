@@ -22,12 +22,7 @@ includes its DDS receive and send work and its /diagnostics timer. Last line:
 from __future__ import annotations
 
 import os
-import signal
-import struct
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -109,55 +104,26 @@ def stream(duration_s: float, seed: int = 12):
 def run_observer_rate(
     model: Path, thresholds: Path, states, rate_hz: float, duration_s: float, domain_env: dict
 ) -> dict:
-    import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
-    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from ...nodes.process import make_executor
+    from ...harness.node_bench import BenchDriver, deep_rx_qos, launch_node
     from ...nodes.qos import SENSOR_QOS
     from ...nodes.stamps import ns_to_stamp
 
     ns = f"/bench_obs{os.getpid()}"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ros_lnn.nodes.effort_observer",
-            "--ros-args",
-            "-r",
-            f"__ns:={ns}",
-            "-p",
-            f"model_path:={model}",
-            "-p",
-            "autostart:=true",
-            "-p",
-            f"gains:=[{GAIN}]",
-            "-p",
-            f"thresholds:={thresholds}",
-            "-p",
-            f"wrench_frame:={WRENCH_FRAME}",
-            "--log-level",
-            "warn",
-        ],
-        env=domain_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    context = rclpy.Context()
-    rclpy.init(args=[], context=context)
-    node = rclpy.create_node("bench_observer_driver", namespace=ns, context=context)
-    received: list = []
+    params = [
+        f"model_path:={model}",
+        "autostart:=true",
+        f"gains:=[{GAIN}]",
+        f"thresholds:={thresholds}",
+        f"wrench_frame:={WRENCH_FRAME}",
+    ]
+    proc = launch_node("ros_lnn.nodes.effort_observer", ns, params, domain_env)
+    driver = BenchDriver("bench_observer_driver", ns, proc)
+    node, lock = driver.node, driver.lock
     collisions = [0]
     last_diagnostics: dict = {}
-    lock = threading.Lock()
-
-    def on_output(raw: bytes):
-        # raw CDR: the header's stamp (int32 sec, uint32 nanosec) follows the 4-byte encapsulation
-        now = time.time_ns()
-        sec, nsec = struct.unpack_from("<iI", raw, 4)
-        with lock:
-            received.append((sec * 1_000_000_000 + nsec, now))
 
     def on_collision(raw: bytes):
         with lock:
@@ -170,21 +136,14 @@ def run_observer_rate(
                     last_diagnostics.clear()
                     last_diagnostics.update({kv.key: kv.value for kv in status.values})
 
-    rx_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-    node.create_subscription(JointState, "effort_observer/external_effort", on_output, rx_qos, raw=True)
+    rx_qos = deep_rx_qos()
+    node.create_subscription(
+        JointState, "effort_observer/external_effort", driver.on_stamped, rx_qos, raw=True
+    )
     node.create_subscription(JointState, "effort_observer/collision", on_collision, rx_qos, raw=True)
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
     pub = node.create_publisher(JointState, "joint_states", SENSOR_QOS)
-    executor = make_executor(context, "events")  # the driver's own receive path, kept cheap
-    executor.add_node(node)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.01)
-
-    spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
+    driver.spin()
     joints, q, qd, tau = states
     period_ns = int(round(1e9 / rate_hz))
     n = min(int(round(rate_hz * duration_s)), len(q))
@@ -195,15 +154,7 @@ def run_observer_rate(
     ]
     send_ns = np.zeros(n, dtype=np.int64)
     try:
-        deadline = time.monotonic() + 60
-        while (
-            pub.get_subscription_count() == 0
-            or node.count_publishers(f"{ns}/effort_observer/external_effort") == 0
-        ) and time.monotonic() < deadline:
-            if proc.poll() is not None:
-                assert proc.stdout is not None  # started with stdout=PIPE
-                raise RuntimeError(f"effort_observer exited: {proc.stdout.read().decode(errors='replace')}")
-            time.sleep(0.05)
+        driver.wait_matched(pub, f"{ns}/effort_observer/external_effort", 60, "effort_observer")
         if pub.get_subscription_count() == 0:
             raise RuntimeError("effort_observer did not subscribe joint_states within 60 s")
         time.sleep(1.0)  # the node's subscription and ours matched
@@ -227,19 +178,9 @@ def run_observer_rate(
         wall = time.monotonic() - wall0
         driver_cpu = time.process_time() - driver0
     finally:
-        stop.set()
-        spinner.join(timeout=5)
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
+        driver.close()
     with lock:
-        pairs = np.array(received, dtype=np.int64).reshape(-1, 2)
+        pairs = np.array(driver.received, dtype=np.int64).reshape(-1, 2)
         diag = dict(last_diagnostics)
     index = (pairs[:, 0] - base_ns) // period_ns
     ok = (index >= 0) & (index < n)
@@ -274,15 +215,13 @@ def run_observer_rate(
 
 
 def bench_observer_node(args) -> dict:
+    from ...harness.node_bench import bench_env
     from ...nodes.process import executor_kind
 
     quick = bool(getattr(args, "quick", False))
     duration = float(getattr(args, "duration", None) or (3.0 if quick else 10.0))
     rate = 1000.0
-    env = dict(os.environ)
-    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    if "ROS_DOMAIN_ID" not in os.environ:
-        env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+    env = bench_env()
     start = time.perf_counter()
 
     def say(text):

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from .model import MultibodyData, MultibodyModel, require_maximal_coordinates
-from .quaternion import cross, matrix_to_quat, quat_to_matrix, skew
+from .quaternion import cross, matrix_to_quat, quat_mul_tuple, quat_to_matrix, skew
 
 _FREE_BASE_COLUMNS = 6
 
@@ -41,18 +41,6 @@ def actuated_joints(model) -> list[int]:
     """Indices of revolute and prismatic joints, in model order (the joints a joint-effort interface
     drives)."""
     return [i for i, j in enumerate(model.joints) if j.kind in ("revolute", "prismatic")]
-
-
-def _qmul(a, b):
-    """Hamilton product on plain 4-tuples (cheaper than numpy for single quaternions)."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return (
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    )
 
 
 def _axis_quat(axis, angle):
@@ -84,13 +72,13 @@ def forward_kinematics(
     pos = 0
     for kind, parent, child, local, axis in _fk_table(model):
         if kind == "revolute":
-            local = _qmul(local, _axis_quat(axis, qs[pos]))
+            local = quat_mul_tuple(local, _axis_quat(axis, qs[pos]))
             pos += 1
         elif kind == "spherical":
             for e, angle in zip(_BASIS, qs[pos : pos + 3]):
-                local = _qmul(local, _axis_quat(e, angle))
+                local = quat_mul_tuple(local, _axis_quat(e, angle))
             pos += 3
-        quats[child] = local if parent < 0 else _qmul(quats[parent], local)
+        quats[child] = local if parent < 0 else quat_mul_tuple(quats[parent], local)
     if pos != q.size:
         raise ConfigError(f"multibody '{model.name}': {q.size} joint positions given, the joints need {pos}")
     quat = np.array([x if x[0] >= 0 else (-x[0], -x[1], -x[2], -x[3]) for x in quats])  # scalar part ≥ 0

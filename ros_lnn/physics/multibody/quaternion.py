@@ -67,6 +67,19 @@ def quat_mul_conj(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _bilinear(a, b, _HAMILTON_CONJ)
 
 
+def quat_mul_tuple(a, b) -> tuple:
+    """Hamilton product of two single quaternions given as sequences of floats, a 4-tuple (cheaper
+    than numpy for single quaternions)."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return (
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    )
+
+
 def quat_conj(q: np.ndarray) -> np.ndarray:
     return q * np.array([1.0, -1.0, -1.0, -1.0])
 
