@@ -8,8 +8,9 @@ from .params import param
 
 #: Environment variable that picks the executor of every node process ("events" or "single").
 EXECUTOR_ENV = "ROS_LNN_EXECUTOR"
-#: The default: the SingleThreadedExecutor. Each wait returns every ready entity and one turn serves
-#: them all, services included, one message per subscription; what arrives faster than the node
+#: The default (``node_main(executor=...)`` sets a node's own: effort_observer "events", for its 1 kHz):
+#: the SingleThreadedExecutor. Each wait returns every ready entity and one turn serves them all,
+#: services included, one message per subscription; what arrives faster than the node
 #: processes stays in the subscription's keep-last queue (``input_queue_depth``) and is dropped there.
 #: Under a 20 kHz joint_states flood services answer within tens of ms and memory stays flat
 #: (``ros-lnn bench flood``, issue 23). rclpy's EventsExecutor ("events") costs ~25-35 % less CPU per
@@ -19,18 +20,18 @@ EXECUTOR_ENV = "ROS_LNN_EXECUTOR"
 DEFAULT_EXECUTOR = "single"
 
 
-def executor_kind(kind: str | None = None) -> str:
-    """``kind``, else $ROS_LNN_EXECUTOR, else :data:`DEFAULT_EXECUTOR`."""
-    return kind or os.environ.get(EXECUTOR_ENV, DEFAULT_EXECUTOR)
+def executor_kind(kind: str | None = None, default: str = DEFAULT_EXECUTOR) -> str:
+    """``kind``, else $ROS_LNN_EXECUTOR, else ``default`` (the node's; :data:`DEFAULT_EXECUTOR`)."""
+    return kind or os.environ.get(EXECUTOR_ENV, default)
 
 
-def make_executor(context=None, kind: str | None = None):
+def make_executor(context=None, kind: str | None = None, default: str = DEFAULT_EXECUTOR):
     """The executor of a node process (:func:`executor_kind`): rclpy's EventsExecutor for "events"
     (the SingleThreadedExecutor, with one logged warning, where rclpy lacks it: :mod:`.compat`), the
     SingleThreadedExecutor for "single"."""
     from .compat import make_executor as detected
 
-    return detected(context, executor_kind(kind))
+    return detected(context, executor_kind(kind, default))
 
 
 def init_ros(argv) -> None:
@@ -42,10 +43,13 @@ def init_ros(argv) -> None:
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
 
 
-def node_main(name: str, make_node, argv=None, start=None, on_exit=None) -> int:
+def node_main(
+    name: str, make_node, argv=None, start=None, on_exit=None, executor: str = DEFAULT_EXECUTOR
+) -> int:
     """A whole node executable: :func:`init_ros`, ``make_node()``, then :func:`run_node_process`. A node
     that cannot be built (a parameter that breaks its rule, a model that cannot be read) gives one error
-    line on stderr (the ``name`` logger: ``not started: <reason>``) and exit code 2."""
+    line on stderr (the ``name`` logger: ``not started: <reason>``) and exit code 2. ``executor``: the
+    node's default executor kind ($ROS_LNN_EXECUTOR overrides it)."""
     import sys
 
     import rclpy
@@ -61,10 +65,10 @@ def node_main(name: str, make_node, argv=None, start=None, on_exit=None) -> int:
         rclpy.logging.get_logger(name).error(f"not started: {reason}")
         rclpy.try_shutdown()
         return 2
-    return run_node_process(node, start, on_exit)
+    return run_node_process(node, start, on_exit, executor)
 
 
-def run_node_process(node, start=None, on_exit=None) -> int:
+def run_node_process(node, start=None, on_exit=None, executor: str = DEFAULT_EXECUTOR) -> int:
     """Body of a node executable after :func:`init_ros`: ``start(node)`` when given and the node's
     ``autostart`` parameter is set, then spin on the executor of :func:`make_executor` until
     SIGINT/SIGTERM (exit code 0); ``on_exit(node)`` and teardown always run. Exit code 1 when ``start``
@@ -77,7 +81,7 @@ def run_node_process(node, start=None, on_exit=None) -> int:
         if start is not None and param(node, "autostart") and not start(node):
             code = 1
         else:
-            spin(node, make_executor(node.context))
+            spin(node, make_executor(node.context, default=executor))
     finally:
         if on_exit is not None:
             on_exit(node)

@@ -244,7 +244,7 @@ def bench_observer_node(args) -> dict:
         say(
             f"model {model.name}: {described}; momentum observer K {GAIN:g} 1/s, thresholds "
             f"{100 * THRESHOLD_FRACTION:g} % of the effort limits, wrench at {WRENCH_FRAME}; executor "
-            f"{executor_kind()}; {rate:.0f} Hz for {duration:g} s"
+            f"{executor_kind(default='events')}; {rate:.0f} Hz for {duration:g} s"
         )
         r = run_observer_rate(model, thresholds, states, rate, duration, env)
     say(
@@ -269,7 +269,7 @@ def bench_observer_node(args) -> dict:
         "gain": GAIN,
         "threshold_fraction_of_effort_limit": THRESHOLD_FRACTION,
         "wrench_frame": WRENCH_FRAME,
-        "executor": executor_kind(),
+        "executor": executor_kind(default="events"),
         "load_average_1min_end": os.getloadavg()[0],
         **r,
     }
