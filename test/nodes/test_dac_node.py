@@ -294,6 +294,7 @@ def test_closed_loop_over_topics_with_the_chain_simulator(ctx):
             Parameter("robot_description", value=urdf),
             Parameter("initial_positions", value=q_init),
             Parameter("rate_hz", value=250.0),
+            Parameter("lockstep", value=True),  # the loop measured is the same on a loaded machine
         ],
         cli_args=["--ros-args", "-r", f"effort_commands:={ns}/dac_controller/joint_effort_command"],
     )
@@ -303,6 +304,7 @@ def test_closed_loop_over_topics_with_the_chain_simulator(ctx):
         parameter_overrides=[
             Parameter("robot_description", value=urdf),
             Parameter("lambda_position", value=3.0),
+            Parameter("use_sim_time", value=True),  # the lockstep simulator's /clock
         ],
     )
     assert start(ctl), ctl.last_error
