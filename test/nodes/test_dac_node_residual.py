@@ -382,7 +382,7 @@ def test_recording_the_loop_over_topics_gives_the_training_targets(ctx, tmp_path
             h.wait(lambda: ctl.counts["processed"] > 20, timeout=30.0, what="the loop closed")
             topics = [f"{ns}/joint_states", f"{ns}/dac_controller/joint_effort_command"]
             counts = record(
-                bag, topics, duration=4.0, context=ctx, log=lambda m: None, stop=threading.Event()
+                bag, topics, duration=8.0, context=ctx, log=lambda m: None, stop=threading.Event()
             )
             assert (
                 counts[f"{ns}/joint_states"] > 1000
