@@ -56,7 +56,7 @@ def train_arm(
     progress=None,
 ) -> ArmTrainResult:
     """``residual`` / ``ripple``: auto (trained, kept where it helps on validation) or off."""
-    from .residual import ResidualNet, ResidualOptions, export_arm_onnx, train_residual
+    from .residual import ResidualEnsemble, ResidualNet, ResidualOptions, export_arm_onnx, train_residual
     from .ripple import Ripple, fit_ripple
 
     log: list[str] = []
@@ -119,6 +119,7 @@ def train_arm(
     prismatic = [
         arm.model.joints[arm.model.getJointId(j)].shortname().startswith("JointModelP") for j in arm.joints
     ]
+    net: ResidualNet | ResidualEnsemble
     if residual == "off":
         n = arm.n
         net = ResidualNet(
@@ -153,6 +154,7 @@ def train_arm(
             "enabled": enabled,
             "inputs": options.inputs,
             "epochs_run": res.epochs_run,
+            "members": res.members,
             "best_epoch": res.best_epoch,
             "validation_gain_percent": res.gain_percent,
             "train_s": res.train_s,

@@ -25,7 +25,7 @@ from ros_lnn.errors import ConfigError, ModelError
 
 URDF = Path(__file__).resolve().parents[2] / "config" / "robots" / "panda" / "panda.urdf"
 JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
-FAST = ResidualOptions(epochs=40, patience=15, hidden=16)
+FAST = ResidualOptions(epochs=40, patience=15, hidden=16, ensemble=2)
 
 
 @pytest.fixture(scope="module")
@@ -307,3 +307,34 @@ def test_run_observer_with_a_model_equals_the_sample_by_sample_path(trained, bag
     # the graph runs in float32: a batch and single rows differ in the last bits of its outputs
     np.testing.assert_allclose(batched, single, rtol=1e-5, atol=1e-6)
     assert np.abs(batched).max() > 0
+
+
+def test_residual_ensemble_is_the_mean_of_its_members_in_torch_and_in_the_onnx_file(tmp_path):
+    import onnxruntime as ort
+    import torch
+
+    from ros_lnn.arm.residual import export_arm_onnx, train_residual
+    from ros_lnn.arm.ripple import Ripple
+
+    rng = np.random.default_rng(3)
+    q, qd = rng.uniform(-2, 2, size=(2, 600, 3))
+    target = np.sin(2 * q) + 0.3 * np.tanh(qd / 0.05)
+    options = ResidualOptions(epochs=40, patience=40, hidden=4, ensemble=3, seed=5, batch=50)
+    res = train_residual(
+        q[:500], qd[:500], target[:500], q[500:], qd[500:], target[500:], [False] * 3, 0.05, options
+    )
+    assert res.enabled and res.members == 3 and len(res.history) == 3
+    assert res.val_error < 0.5 * res.val_error_fit  # the members learned the shape
+    x, xd = torch.as_tensor(q[500:], dtype=torch.float32), torch.as_tensor(qd[500:], dtype=torch.float32)
+    with torch.no_grad():
+        outputs = [member(x, xd).numpy() for member in res.net.members]
+        together = res.net(x, xd).numpy()
+    assert np.abs(outputs[0] - outputs[1]).max() > 1e-3  # different seeds, different members
+    np.testing.assert_allclose(together, (outputs[0] + outputs[1] + outputs[2]) / 3, atol=1e-6)
+    path = export_arm_onnx(tmp_path / "e.onnx", np.zeros(9), 0.05, res.net, Ripple.none(3), {})
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    friction, residual = session.run(
+        None, {"q": q[500:].astype(np.float32), "qd": qd[500:].astype(np.float32)}
+    )
+    np.testing.assert_allclose(residual, together, atol=1e-5)
+    np.testing.assert_allclose(friction, 0.0, atol=0)

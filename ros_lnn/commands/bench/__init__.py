@@ -114,6 +114,12 @@ def add_arguments(parser):
     )
     parser.add_argument("--seeds", type=int, help="bench zoo: number of seeds (servo-seeds 10, lnn-nh 3)")
     parser.add_argument("--epochs", type=int, help="bench zoo/delan/realarm: training epochs")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="bench realarm: the residual's first seed (members use seed … seed + 3)",
+    )
     parser.add_argument("--links", type=int, nargs="+", help="bench zoo tlnn: chain sizes (default 2 3 4)")
     parser.add_argument("--data", help="bench delan, zoo delan: the DeLaN character data (folder or .npz)")
     parser.add_argument(

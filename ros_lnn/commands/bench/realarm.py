@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -136,7 +137,9 @@ def bench_realarm(args) -> dict:
         t0 = time.perf_counter()
         from ...arm.residual import ResidualOptions
 
-        options = ResidualOptions(epochs=args.epochs) if args.epochs else ResidualOptions()
+        options = ResidualOptions(seed=getattr(args, "seed", 0) or 0)
+        if args.epochs:
+            options = replace(options, epochs=args.epochs)
         result = train_arm(train, urdf, mapping, out=out, options=options, progress=lambda s: print(f"  {s}"))
         learned_s = time.perf_counter() - t0
         model = ArmModel(out)
