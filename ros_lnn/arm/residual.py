@@ -143,7 +143,7 @@ class ArmGraph(nn.Module):
 @dataclass
 class ResidualOptions:
     inputs: str = "joint"
-    hidden: int = 8
+    hidden: int = 16
     #: members trained from seeds ``seed … seed + ensemble − 1`` and averaged: on one short recording
     #: early stopping is a lottery over the seed (held-out rre 7.4–8.3 % on the Panda for one 32-wide
     #: net); the average of small nets is steady
