@@ -86,7 +86,7 @@ def test_dac_controller_zeroes_on_the_steady_clock_when_clock_and_states_stop(ct
             states.publish(_arm_state(sim_ns))
             time.sleep(0.008)
         stopped = time.monotonic()
-        assert node.counts["processed"] > 10, node.counts
+        h.wait(lambda: node.counts["processed"] > 10, 60, "more than ten states processed")
         assert any(any(v) for _, v in efforts), "the controller never sent a non-zero effort"
         h.wait(lambda: any(t > stopped and not any(v) for t, v in efforts), 5, "zero efforts after the stop")
         first = next(t for t, v in efforts if t > stopped and not any(v))
@@ -167,7 +167,7 @@ def test_servo_lnn_diagnostics_go_on_and_say_stale_while_clock_is_stopped(ctx):
             states.publish(_crane_state(sim_ns, k))
             time.sleep(0.003)
         stopped = time.monotonic()
-        assert node.counts["processed"] > 10, node.counts
+        h.wait(lambda: node.counts["processed"] > 10, 60, "more than ten states processed")
         stale = DiagnosticStatus.ERROR
         h.wait(
             lambda: any(
@@ -358,7 +358,7 @@ def test_sustained_saturation_is_an_error_and_zeroes_the_efforts(ctx):
         )
         io["target"].publish(_target(0.5, 0.3, 0.2))
         h.wait(lambda: node.pipeline.has_target, 5, "the target")
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60  # the saturation is timed on the node's clock: only its start waits
         while not node.counts["fault"] and time.monotonic() < deadline:
             io["states"].publish(_arm_state(time.time_ns()))
             time.sleep(0.01)
@@ -430,16 +430,30 @@ def test_a_second_publisher_of_other_joints_never_degrades_diagnostics(ctx):
             10,
         )
         states = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
-        for k in range(150):
+
+        def send_pair(k):
             now = time.time_ns()
             states.publish(_crane_state(now, k))
             gripper = JointState(name=["gripper_finger"], position=[0.01], velocity=[0.0])
             gripper.header.stamp = _time(now)
             states.publish(gripper)
             time.sleep(0.005)
-        h.wait(lambda: node.counts["other_joints"] >= 100, 5, "the gripper's states counted")
+
+        for k in range(150):
+            send_pair(k)
+            # a loaded runner is waited for, not flooded past the best-effort input's depth
+            h.wait(
+                lambda k=k: node.counts["other_joints"] >= k - 2 and node.counts["processed"] >= k - 2,
+                60,
+                f"the node to keep up with pair {k}",
+            )
+        h.wait(lambda: node.counts["other_joints"] >= 100, 60, "the gripper's states counted")
         last = time.monotonic()
-        h.wait(lambda: any(t > last for t, _, _ in statuses), 5, "a fresh status")
+        k = 150
+        while not any(t > last for t, _, _ in statuses):  # inputs go on until it comes: fresh, not stale
+            assert time.monotonic() < last + 60, "no fresh status"
+            send_pair(k)
+            k += 1
         _, level, message = statuses[-1]
         assert level == DiagnosticStatus.OK, message
         assert node.counts["missing_joint"] == 0
