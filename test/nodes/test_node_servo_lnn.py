@@ -100,7 +100,7 @@ def crane_motion(t):
     return q, qd
 
 
-def wait_count(h, box, n, what, timeout=10.0):
+def wait_count(h, box, n, what, timeout=60.0):
     h.wait(lambda: len(box) >= n, timeout, f"{n} messages on {what} (got {len(box)})")
 
 
