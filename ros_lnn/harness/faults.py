@@ -197,6 +197,7 @@ class Driver:
         self.diagnostics: dict = {}  # status name -> {key: value}
         self.lock = threading.Lock()
         self.stream_on: dict = {}
+        self._stream_turn = threading.Lock()  # held by the streamer from its stream_on check to its publish
         self.k: dict = {}
         self._stop = threading.Event()
         self._executor = make_executor(self.context, "single")
@@ -268,13 +269,22 @@ class Driver:
         """Normal input at 200 Hz per target (while its stream is on)."""
         while not self._stop.is_set():
             for name, target in self.targets.items():
-                if target.normal is not None and self.stream_on.get(name) and name in self.procs:
-                    try:
-                        target.normal(self, target, self.k[name])
-                    except Exception:  # noqa: BLE001 - a publisher torn down mid-run: the next turn publishes again
-                        pass
-                    self.k[name] += 1
+                with self._stream_turn:
+                    if target.normal is not None and self.stream_on.get(name) and name in self.procs:
+                        try:
+                            target.normal(self, target, self.k[name])
+                        except Exception:  # noqa: BLE001 - a publisher torn down mid-run: the next turn publishes again
+                            pass
+                        self.k[name] += 1
             time.sleep(0.005)
+
+    def pause_stream(self, name: str) -> None:
+        """Stop ``name``'s normal input and return once no normal message of it can still be published: a
+        streamer turn that saw the stream on before the pause (a loaded machine may hold the thread there
+        for tens of ms) has finished, so a message sent now is not superseded by a late normal one."""
+        self.stream_on[name] = False
+        with self._stream_turn:
+            pass
 
     def publisher(self, target: str, topic: str):
         return self.pubs[(target, topic)]
@@ -693,7 +703,7 @@ def _with_model(text: str | None = None, build=None, label: str = ""):
         else:
             assert text is not None  # the forged metadata, when no build is given
             _forge_metadata(default_model_path(), path, text)
-        driver.stream_on[target] = False
+        driver.pause_stream(target)
         try:
             assert driver.transition(target, "deactivate"), "deactivate refused"
             assert driver.transition(target, "cleanup"), "cleanup refused"
@@ -777,7 +787,7 @@ def _lifecycle(*steps):
     """Transitions in order, each (label, expected success)."""
 
     def action(driver: Driver, target: str):
-        driver.stream_on[target] = False
+        driver.pause_stream(target)
         try:
             for label, expected in steps:
                 got = driver.transition(target, label)
