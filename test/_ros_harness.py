@@ -46,14 +46,16 @@ class Harness:
         self.probe.create_subscription(msg_type, topic, cb, qos)
         return box
 
-    def publisher(self, msg_type, topic, qos, wait_for_subscribers: int = 1, timeout: float = 10.0):
+    def publisher(self, msg_type, topic, qos, wait_for_subscribers: int = 1, timeout: float = 60.0):
         pub = self.probe.create_publisher(msg_type, topic, qos)
         self.wait(
             lambda: pub.get_subscription_count() >= wait_for_subscribers, timeout, f"no subscriber on {topic}"
         )
         return pub
 
-    def wait(self, predicate, timeout: float = 10.0, what: str = "condition"):
+    def wait(self, predicate, timeout: float = 60.0, what: str = "condition"):
+        """Poll ``predicate`` (the executor thread spins) until it holds. The default is generous: a
+        passing run returns as soon as the condition holds, a loaded CI runner may take seconds."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             self.check()

@@ -58,7 +58,7 @@ def _stream_stops(topic: str, timeout_s: float, check=_zeros, clock: bool = Fals
                 while time.monotonic() < until:
                     driver.publish_clock(driver.now_ns())
                     time.sleep(0.01)
-            driver.stream_on[target] = False
+            driver.pause_stream(target)
             since = time.monotonic()
             waited = driver.wait_output(target, topic, check, since, timeout_s + 0.5)
             if waited is None:
@@ -75,7 +75,7 @@ def _stream_stops(topic: str, timeout_s: float, check=_zeros, clock: bool = Fals
 
 def _stale_error(timeout_s: float):
     def action(driver: Driver, target: str):
-        driver.stream_on[target] = False
+        driver.pause_stream(target)
         since = time.monotonic()
         try:
             while time.monotonic() < since + timeout_s + 1.0:
@@ -124,7 +124,7 @@ def _unconfigured_set_refused(parameter: str, value, words: str):
     must be refused; the node is configured and activated again afterwards."""
 
     def action(driver: Driver, target: str):
-        driver.stream_on[target] = False
+        driver.pause_stream(target)
         try:
             assert driver.transition(target, "deactivate"), "deactivate refused"
             assert driver.transition(target, "cleanup"), "cleanup refused"
@@ -247,7 +247,7 @@ def _send_quiet(topic: str, build, repeat: int = 3):
     (input_queue_depth 1), so a bad state sent between normal ones may be superseded before it is read."""
 
     def action(driver: Driver, target: str):
-        driver.stream_on[target] = False
+        driver.pause_stream(target)
         try:
             time.sleep(0.02)
             for i in range(repeat):
@@ -371,7 +371,7 @@ def _limit_violation(q=ARM_POSE, qd=(0.0,) * 5, words: str = ""):
 
     def action(driver: Driver, target: str):
         topic = "dac_controller/joint_effort_command"
-        driver.stream_on[target] = False
+        driver.pause_stream(target)
         try:
             time.sleep(0.02)
             since = time.monotonic()
@@ -414,7 +414,7 @@ def _model_over_limit(model_parameter: str, limit: str, value, model: str = ""):
         default = {p.name: p.default for p in MODEL_LIMIT_PARAMETERS}[limit]
         path = model or str(default_model_path())
         before = len(driver.procs[target].log)
-        driver.stream_on[target] = False
+        driver.pause_stream(target)
         try:
             assert driver.transition(target, "deactivate"), "deactivate refused"
             assert driver.transition(target, "cleanup"), "cleanup refused"
@@ -516,7 +516,7 @@ def _bad_command(values):
     twice: the case checks that what arrives is counted, not that DDS never drops."""
 
     def action(driver: Driver, target: str):
-        driver.stream_on[target] = False
+        driver.pause_stream(target)
         try:
             time.sleep(0.05)
             before = driver.counts(target)
@@ -562,7 +562,7 @@ def _immediate_zeros(values):
     def action(driver: Driver, target: str):
         driver.start(target, {"timeout_s": 10.0})
         try:
-            driver.stream_on[target] = False
+            driver.pause_stream(target)
             time.sleep(0.1)  # commands in flight are forwarded before the bad one
             since = time.monotonic()
             driver.publish(target, "commands_in", _command(values)(driver, 0))

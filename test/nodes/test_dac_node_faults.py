@@ -88,7 +88,7 @@ class Rig:
         for _ in range(3):
             self.state()
             try:
-                self.h.wait(lambda: self.node.counts["processed"] > n0, timeout=2.0, what="normal output")
+                self.h.wait(lambda: self.node.counts["processed"] > n0, timeout=20.0, what="normal output")
                 return True
             except AssertionError:
                 continue

@@ -157,7 +157,12 @@ def test_the_loop_with_the_simulator_keeps_a_joint_driven_past_its_limit_inside_
             def sim_time_s():
                 return (stamp_ns(deserialize_message(raw[-1], JointState).header.stamp) - start_ns) * 1e-9
 
-            h.wait(lambda: raw and sim_time_s() > 2.5, timeout=120.0, what="2.5 s of simulated time")
+            # and the > 1000 states asserted below: the best-effort probe can miss some behind a stall
+            h.wait(
+                lambda: raw and sim_time_s() > 2.5 and len(raw) > 1000,
+                timeout=120.0,
+                what="2.5 s of simulated time and more than 1000 states",
+            )
             taken = [deserialize_message(b, JointState) for b in list(raw)]
             q_joint1 = np.array([m.position[0] for m in taken])
             assert len(taken) > 1000

@@ -123,8 +123,9 @@ def test_pulses_are_detected_and_estimated_within_10_percent_over_dds(make, mode
     assert start(node), node.last_error
     default = 10  # what a plain create_subscription(T, topic, 10) asks for
     ext = h.collect(JointState, "/obs/effort_observer/external_effort", QoSProfile(depth=5000))
-    model_effort = h.collect(JointState, "/obs/effort_observer/model_effort", default)
-    wrench = h.collect(WrenchStamped, "/obs/effort_observer/external_wrench", default)
+    # a reliable reader like default's, deep enough that a probe slower than the node drops nothing
+    model_effort = h.collect(JointState, "/obs/effort_observer/model_effort", QoSProfile(depth=5000))
+    wrench = h.collect(WrenchStamped, "/obs/effort_observer/external_wrench", QoSProfile(depth=5000))
     collisions = h.collect(JointState, "/obs/effort_observer/collision", default)
     diags = h.collect(DiagnosticArray, "/diagnostics", default)
     pub = h.publisher(JointState, "/obs/joint_states", 10)
@@ -160,7 +161,7 @@ def test_pulses_are_detected_and_estimated_within_10_percent_over_dds(make, mode
         err = np.abs(r[sel] - true[sel]).max()
         assert err <= 0.1 * abs(p.magnitude), (p, err)
     # each pulse: one collision event, on its joint, within 20 ms of its start
-    h.wait(lambda: len(collisions) >= len(run.pulses), 5, "collision events")
+    h.wait(lambda: len(collisions) >= len(run.pulses), 60, "collision events")
     with h.lock:
         events = [(stamp_ns(m.header.stamp), list(m.name), list(m.effort)) for m in collisions]
     assert len(events) == len(run.pulses), events
@@ -168,13 +169,17 @@ def test_pulses_are_detected_and_estimated_within_10_percent_over_dds(make, mode
         delay = (ns - T0_NS) * 1e-9 - p.start
         assert 0 <= delay <= 0.02, (p, delay)
         assert names == [JOINTS[p.joint]] and np.sign(effort[0]) == np.sign(p.magnitude)
-    assert len(model_effort) > 0.9 * len(run.t) and len(wrench) > 0.9 * len(run.t)
+    h.wait(
+        lambda: len(model_effort) > 0.9 * len(run.t) and len(wrench) > 0.9 * len(run.t),
+        60,
+        "model_effort and external_wrench for 90 % of the states",
+    )
     assert wrench[0].header.frame_id == "panda_hand_tcp"
     h.wait(
         lambda: any(
             s.level == DiagnosticStatus.ERROR and "collision" in s.message for d in diags for s in d.status
         ),
-        5,
+        60,
     )
     values = {kv.key: kv.value for kv in diags[-1].status[0].values}
     assert int(values["collisions"]) == len(run.pulses)
@@ -202,14 +207,17 @@ def test_configure_errors_are_one_line_and_the_node_stays_unconfigured(make, tmp
 def test_urdf_nominal_observer_runs_without_a_model(make, pulse_run):
     node, h = make({"urdf": str(URDF), "joints": list(JOINTS), "method": "direct"}, name="nominal")
     assert start(node), node.last_error
-    ext = h.collect(JointState, "/obs/nominal/external_effort", 10)
+    # reliable like 10, deep enough that a probe slower than the node drops nothing of the 150 counted
+    ext = h.collect(JointState, "/obs/nominal/external_effort", QoSProfile(depth=5000))
     pub = h.publisher(JointState, "/obs/joint_states", 10)
     h.wait(lambda: h.probe.count_publishers("/obs/nominal/external_effort") >= 1)
     time.sleep(0.3)
-    for m in joint_states(pulse_run)[:200]:
+    for k, m in enumerate(joint_states(pulse_run)[:200]):
         pub.publish(m)
         time.sleep(0.002)
-    h.wait(lambda: len(ext) >= 150, 10, "external_effort")
+        if k % 20 == 19:  # a loaded runner is waited for, not flooded past the node's input depth
+            h.wait(lambda k=k: node.counts["received"] >= k - 20, 60, "the node to keep up")
+    h.wait(lambda: len(ext) >= 150, 60, "external_effort")
     no_effort = JointState(name=list(JOINTS), position=[0.0] * 7, velocity=[0.0] * 7)
     pub.publish(no_effort)
     h.wait(lambda: node.counts["no_effort"] == 1, 5, "the state without efforts to be rejected")

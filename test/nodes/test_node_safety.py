@@ -22,6 +22,7 @@ if HAVE_RCLPY:
     from builtin_interfaces.msg import Time
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from rclpy.parameter import Parameter
+    from rclpy.serialization import deserialize_message
     from rosgraph_msgs.msg import Clock as ClockMsg
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
@@ -78,6 +79,16 @@ def test_dac_controller_zeroes_on_the_steady_clock_when_clock_and_states_stop(ct
         )
         clock = h.publisher(ClockMsg, "/clock", 10)
         states = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
+        # when the node itself published each command: the window below is the node's, not the probe's
+        published = []
+        forward = node._pubs["effort"].publish
+
+        def publish(m):  # the controller's outputs go out serialized
+            data = deserialize_message(m, Float64MultiArray).data if isinstance(m, bytes) else m.data
+            published.append((time.monotonic(), list(data)))
+            forward(m)
+
+        node._pubs["effort"].publish = publish
         sim_ns = 5_000_000_000
         for _ in range(60):  # 0.6 s of a running simulator: /clock and stamped states
             sim_ns += 10_000_000
@@ -86,11 +97,15 @@ def test_dac_controller_zeroes_on_the_steady_clock_when_clock_and_states_stop(ct
             states.publish(_arm_state(sim_ns))
             time.sleep(0.008)
         stopped = time.monotonic()
-        assert node.counts["processed"] > 10, node.counts
+        h.wait(lambda: node.counts["processed"] > 10, 60, "more than ten states processed")
         assert any(any(v) for _, v in efforts), "the controller never sent a non-zero effort"
         h.wait(lambda: any(t > stopped and not any(v) for t, v in efforts), 5, "zero efforts after the stop")
         first = next(t for t, v in efforts if t > stopped and not any(v))
-        assert first - stopped < STATE_TIMEOUT + 0.25, f"zeros {first - stopped:.3f} s after the stop"
+        # from the node's receipt of the last state to its first zeros (a loaded runner's delivery of that
+        # state, or of the zeros to the probe, is no part of the controller's state timeout)
+        last = node.last_state_time
+        sent_zero = next(t for t, v in list(published) if t > last and not any(v))
+        assert sent_zero - last < STATE_TIMEOUT + 0.25, f"zeros {sent_zero - last:.3f} s after the last state"
         assert node.get_clock().now().nanoseconds == sim_ns, "the ROS clock should have stopped"
         h.wait(lambda: node.counts["stale_state"] >= 5, 5, "zeros repeated while stopped")
         assert all(not any(v) for t, v in efforts if t > first)
@@ -167,7 +182,7 @@ def test_servo_lnn_diagnostics_go_on_and_say_stale_while_clock_is_stopped(ctx):
             states.publish(_crane_state(sim_ns, k))
             time.sleep(0.003)
         stopped = time.monotonic()
-        assert node.counts["processed"] > 10, node.counts
+        h.wait(lambda: node.counts["processed"] > 10, 60, "more than ten states processed")
         stale = DiagnosticStatus.ERROR
         h.wait(
             lambda: any(
@@ -358,7 +373,7 @@ def test_sustained_saturation_is_an_error_and_zeroes_the_efforts(ctx):
         )
         io["target"].publish(_target(0.5, 0.3, 0.2))
         h.wait(lambda: node.pipeline.has_target, 5, "the target")
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60  # the saturation is timed on the node's clock: only its start waits
         while not node.counts["fault"] and time.monotonic() < deadline:
             io["states"].publish(_arm_state(time.time_ns()))
             time.sleep(0.01)
@@ -430,16 +445,30 @@ def test_a_second_publisher_of_other_joints_never_degrades_diagnostics(ctx):
             10,
         )
         states = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
-        for k in range(150):
+
+        def send_pair(k):
             now = time.time_ns()
             states.publish(_crane_state(now, k))
             gripper = JointState(name=["gripper_finger"], position=[0.01], velocity=[0.0])
             gripper.header.stamp = _time(now)
             states.publish(gripper)
             time.sleep(0.005)
-        h.wait(lambda: node.counts["other_joints"] >= 100, 5, "the gripper's states counted")
+
+        for k in range(150):
+            send_pair(k)
+            # a loaded runner is waited for, not flooded past the best-effort input's depth
+            h.wait(
+                lambda k=k: node.counts["other_joints"] >= k - 2 and node.counts["processed"] >= k - 2,
+                60,
+                f"the node to keep up with pair {k}",
+            )
+        h.wait(lambda: node.counts["other_joints"] >= 100, 60, "the gripper's states counted")
         last = time.monotonic()
-        h.wait(lambda: any(t > last for t, _, _ in statuses), 5, "a fresh status")
+        k = 150
+        while not any(t > last for t, _, _ in statuses):  # inputs go on until it comes: fresh, not stale
+            assert time.monotonic() < last + 60, "no fresh status"
+            send_pair(k)
+            k += 1
         _, level, message = statuses[-1]
         assert level == DiagnosticStatus.OK, message
         assert node.counts["missing_joint"] == 0
