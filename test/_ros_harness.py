@@ -21,6 +21,7 @@ class Harness:
         self.lock = threading.Lock()
         self._stop = False
         self.errors: list = []
+        self._calls: list = []  # (fn, done event, result box) run by the executor thread between spins
         self.thread = threading.Thread(target=self._spin, daemon=True)
         self.thread.start()
 
@@ -30,6 +31,29 @@ class Harness:
                 self.executor.spin_once(timeout_sec=0.005)
             except Exception as exc:  # noqa: BLE001 - surface callback errors in the test, keep spinning
                 self.errors.append(exc)
+            with self.lock:
+                calls, self._calls = self._calls, []
+            for fn, done, box in calls:
+                try:
+                    box["value"] = fn()
+                except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                    box["error"] = exc
+                done.set()
+
+    def call(self, fn, timeout: float = 60.0):
+        """``fn()`` on the executor thread, between two spins, and its result. Lifecycle transitions go
+        through here: they destroy and create publishers, subscriptions and timers, which must not happen
+        while the executor thread waits on them or runs their callbacks (rclpy raises InvalidHandle)."""
+        if threading.current_thread() is self.thread:
+            return fn()
+        done, box = threading.Event(), {}
+        with self.lock:
+            self._calls.append((fn, done, box))
+        if not done.wait(timeout):
+            raise AssertionError(f"the executor thread did not run {fn} within {timeout} s")
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
 
     def add(self, node):
         self.executor.add_node(node)

@@ -260,22 +260,22 @@ def test_bad_inputs_are_rejected_and_efforts_clamped(make):
 def test_lifecycle_transitions(make, ctx):
     node, h, ns = make()
     _, efforts, states = _io(h, ns)
-    node.trigger_deactivate()
+    h.call(node.trigger_deactivate)
     states.publish(_joint_state(JOINTS, Q0, QD0))
     time.sleep(0.3)
     assert not efforts and node.counts["processed"] == 0
-    node.trigger_activate()
+    h.call(node.trigger_activate)
     h.wait(lambda: states.get_subscription_count() >= 1, what="resubscribed")
     states.publish(_joint_state(JOINTS, Q0, QD0))
     h.wait(lambda: efforts, what="effort after reactivation")
-    node.trigger_deactivate()
-    node.trigger_cleanup()
+    h.call(node.trigger_deactivate)
+    h.call(node.trigger_cleanup)
     assert node.pipeline is None
-    bad, _hb, _ = make({"robot_description": "<robot name='x'><link name='a'"}, autostart=False)
-    bad.trigger_configure()
+    bad, hb, _ = make({"robot_description": "<robot name='x'><link name='a'"}, autostart=False)
+    hb.call(bad.trigger_configure)
     assert bad.pipeline is None and "not valid URDF" in bad.last_error
-    bad2, _, _ = make({"law": "jedi"}, autostart=False)
-    bad2.trigger_configure()
+    bad2, hb2, _ = make({"law": "jedi"}, autostart=False)
+    hb2.call(bad2.trigger_configure)
     assert bad2.pipeline is None and "law" in bad2.last_error
 
 

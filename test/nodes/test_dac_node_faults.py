@@ -276,13 +276,13 @@ def test_lifecycle_abuse_and_configure_failures_say_why(ctx, tmp_path):
     rig = Rig(ctx)
     try:
         node = rig.node
-        node.trigger_activate()  # activating an active node: refused by rcl_lifecycle, no crash
+        rig.h.call(node.trigger_activate)  # activating an active node: refused by rcl_lifecycle, no crash
         assert rig.resumes()
-        node.trigger_deactivate()
-        node.trigger_deactivate()  # twice
-        node.trigger_cleanup()
+        rig.h.call(node.trigger_deactivate)
+        rig.h.call(node.trigger_deactivate)  # twice
+        rig.h.call(node.trigger_cleanup)
         node.set_parameters([Parameter("robot_description", value="<robot name='x'><link name='a'")])
-        node.trigger_configure()
+        rig.h.call(node.trigger_configure)
         assert node.pipeline is None and "not valid URDF" in node.last_error and "\n" not in node.last_error
         forged = tmp_path / "forged.onnx"
         forged.write_bytes(b"not an onnx file")
@@ -292,11 +292,11 @@ def test_lifecycle_abuse_and_configure_failures_say_why(ctx, tmp_path):
                 Parameter("residual_model", value=str(forged)),
             ]
         )
-        node.trigger_configure()
+        rig.h.call(node.trigger_configure)
         assert node.pipeline is None and "not a readable ONNX model" in node.last_error
         node.set_parameters([Parameter("residual_model", value="")])
-        node.trigger_configure()
-        node.trigger_activate()
+        rig.h.call(node.trigger_configure)
+        rig.h.call(node.trigger_activate)
         assert node.pipeline is not None
         rig.h.wait(lambda: rig.states.get_subscription_count() >= 1, what="resubscribed")
         assert rig.answers_within_1s() and rig.resumes() and rig.all_finite()

@@ -81,8 +81,8 @@ def test_a_violation_zeros_the_efforts_latched_until_reactivation(ctx):
         assert "latched" in _errors(diags, "joint3")[-1]
         assert not answer(Q0).any()  # latched: back inside, still zero
         assert node.counts["limit_violation"] == 1
-        node.trigger_deactivate()
-        node.trigger_activate()  # the documented reset
+        h.call(node.trigger_deactivate)
+        h.call(node.trigger_activate)  # the documented reset
         h.wait(lambda: states.get_subscription_count() >= 1, what="resubscribed")
         assert np.any(answer(Q0) != 0)
         assert not answer(Q0, (0.0, 7.5, 0.0, 0.0, 0.0)).any()  # 7.5 > 1.2 × 6 rad/s

@@ -386,8 +386,8 @@ def test_sustained_saturation_is_an_error_and_zeroes_the_efforts(ctx):
         with h.lock:
             assert all(not any(m.data) for m in io["efforts"][n:])
         h.wait(lambda: any(lv == DiagnosticStatus.ERROR and "limits" in m for lv, m in statuses), 5, "ERROR")
-        node.trigger_deactivate()
-        node.trigger_activate()
+        h.call(node.trigger_deactivate)
+        h.call(node.trigger_activate)
         assert node.fault == ""
     finally:
         h.close()
