@@ -222,13 +222,10 @@ def train_residual(
     start = time.perf_counter()
     members, runs = [], []
     for m in range(count):
+        torch.manual_seed(options.seed + m)  # the member's initial weights and its batches
         net = ResidualNet(n, options.inputs, prismatic, options.hidden, mean, std, scale, coulomb_velocity)
         tag = f"residual member {m + 1}/{count}" if count > 1 else "residual"
-        runs.append(
-            _train_member(
-                net, data, zero_err, options, options.seed + m, tag, say, options.time_limit_s / count
-            )
-        )
+        runs.append(_train_member(net, data, zero_err, options, tag, say, options.time_limit_s / count))
         members.append(net)
     model: ResidualNet | ResidualEnsemble = members[0] if count == 1 else ResidualEnsemble(members)
     with torch.no_grad():
@@ -249,11 +246,10 @@ def train_residual(
     )
 
 
-def _train_member(net: ResidualNet, data, zero_err, options: ResidualOptions, seed, tag, say, time_limit_s):
+def _train_member(net: ResidualNet, data, zero_err, options: ResidualOptions, tag, say, time_limit_s):
     """Train one member in place; it ends at its best validation epoch. Returns (epochs run, best
     epoch, validation history)."""
     Q, QD, Y, QV, QDV, YV = data
-    torch.manual_seed(seed)
     opt = torch.optim.Adam(net.parameters(), lr=options.lr)
     best = (zero_err, copy.deepcopy(net.state_dict()), -1)
     start = time.perf_counter()

@@ -338,3 +338,8 @@ def test_residual_ensemble_is_the_mean_of_its_members_in_torch_and_in_the_onnx_f
     )
     np.testing.assert_allclose(residual, together, atol=1e-5)
     np.testing.assert_allclose(friction, 0.0, atol=0)
+    torch.randn(7)  # whatever ran before, the same options train the same members
+    again = train_residual(
+        q[:500], qd[:500], target[:500], q[500:], qd[500:], target[500:], [False] * 3, 0.05, options
+    )
+    assert again.history == res.history
