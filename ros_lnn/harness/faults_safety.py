@@ -242,16 +242,21 @@ def _arm_msg(q=ARM_POSE, qd=(0.0,) * 5, names=ARM_JOINTS, stamp_offset_s=0.0):
     return build
 
 
-def _send_quiet(topic: str, build, repeat: int = 3):
+def _send_quiet(topic: str, build, repeat: int = 3, until_counted: str = ""):
     """``_send`` with the normal stream paused: dac_controller keeps the newest joint state only
-    (input_queue_depth 1), so a bad state sent between normal ones may be superseded before it is read."""
+    (input_queue_depth 1), so a bad state sent between normal ones may be superseded before it is read.
+    ``until_counted``: stop sending once that count rose — a best-effort input may lose a message, and
+    the case checks that what arrives is counted, not that DDS never drops."""
 
     def action(driver: Driver, target: str):
         driver.pause_stream(target)
         try:
             time.sleep(0.02)
+            before = driver.counts(target)
             for i in range(repeat):
                 driver.publish(target, topic, build(driver, i))
+                if until_counted and driver.wait_counted(target, [until_counted], before, timeout=1.0):
+                    return
                 time.sleep(0.01)
         finally:
             driver.stream_on[target] = True
@@ -511,23 +516,8 @@ def _command(values):
 
 
 def _bad_command(values):
-    """One bad command, sent with the normal stream paused. The watchdog's input is best effort (the
-    newest command is the one that matters), so a command the transport lost is sent again, at most
-    twice: the case checks that what arrives is counted, not that DDS never drops."""
-
-    def action(driver: Driver, target: str):
-        driver.pause_stream(target)
-        try:
-            time.sleep(0.05)
-            before = driver.counts(target)
-            for _ in range(3):
-                driver.publish(target, "commands_in", _command(values)(driver, 0))
-                if driver.wait_counted(target, ["dropped"], before, timeout=1.0):
-                    return
-        finally:
-            driver.stream_on[target] = True
-
-    return action
+    """One bad command for the watchdog (best-effort input), resent while it is not counted."""
+    return _send_quiet("commands_in", _command(values), until_counted="dropped")
 
 
 def _watchdog_normal(driver: Driver, target: Target, k: int) -> None:
