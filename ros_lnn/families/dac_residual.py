@@ -65,7 +65,16 @@ def from_config(config: dict) -> DacResidual:
 
 
 def normalise(model: DacResidual, train: dict) -> None:
+    """Scales from the samples the network learns (the regressor fit's remainder when there is one);
+    the bound ``tau_max`` and the fit itself from the whole residual."""
+    import torch
+
     model.set_scales(train["q"], train["qd"], train["qdd"], train["Q"])
+    if "regressor_fit" in train:
+        model.regressor_fit = dict(train["regressor_fit"])
+        total = torch.as_tensor(np.asarray(train["Q_total"]), dtype=torch.float64).abs().amax(0)
+        with torch.no_grad():
+            model.tau_max.copy_(total.to(model.tau_max.dtype))
 
 
 def losses(model: DacResidual, with_qe: bool) -> tuple[str, ...]:
@@ -76,7 +85,8 @@ def losses(model: DacResidual, with_qe: bool) -> tuple[str, ...]:
 
 def evaluate(model: DacResidual, samples: dict) -> dict:
     """``tau_res_nmse``: mean over joints of the squared error over the target's variance;
-    ``tau_res_rms`` and ``tau_res_rel_rms`` per joint (error RMS, and over the target's RMS)."""
+    ``tau_res_rms`` and ``tau_res_rel_rms`` per joint (error RMS, and over the target's RMS); with a
+    regressor fit, of the whole port (fit + network) against the whole residual."""
     import torch
 
     dev, dt = next(model.parameters()).device, next(model.parameters()).dtype
@@ -84,6 +94,12 @@ def evaluate(model: DacResidual, samples: dict) -> dict:
     with torch.no_grad():
         pred = model(q, qd, qdd).double().cpu().numpy()
     true = np.asarray(samples["Q"], float)
+    extra = {}
+    if "Q_fit" in samples:  # the port is fit + network: judged on the whole residual
+        fit = np.asarray(samples["Q_fit"], float)
+        pred, true = pred + fit, np.asarray(samples["Q_total"], float)
+        scale = np.maximum(np.sqrt(np.mean(true**2, axis=0)), 1e-300)
+        extra["tau_res_rel_rms_fit"] = (np.sqrt(np.mean((fit - true) ** 2, axis=0)) / scale).tolist()
     err = pred - true
     rms = np.sqrt(np.mean(err**2, axis=0))
     scale = np.sqrt(np.mean(true**2, axis=0))
@@ -94,7 +110,7 @@ def evaluate(model: DacResidual, samples: dict) -> dict:
         "tau_res_rel_rms": (rms / np.maximum(scale, 1e-300)).tolist(),
         "samples": int(len(true)),
         "non_finite": int((~np.isfinite(pred)).any(-1).sum()),
-    }
+    } | extra
 
 
 def metadata(model: DacResidual, shape: Shape, **fields: Any) -> ModelMetadata:
@@ -132,9 +148,12 @@ def export(
 
 def test_summary(metrics: dict) -> str:
     rel = ", ".join(f"{100 * v:.2f}" for v in metrics["tau_res_rel_rms"])
+    fit = metrics.get("tau_res_rel_rms_fit")
+    fit_line = f"; the regressor fit alone [{', '.join(f'{100 * v:.2f}' for v in fit)}] %" if fit else ""
     return (
         f"test: τ_res RMS error per joint [{', '.join(f'{v:.2e}' for v in metrics['tau_res_rms'])}] "
         f"(relative [{rel}] %), nMSE {metrics['tau_res_nmse']:.2e} on {metrics['samples']} samples"
+        f"{fit_line}"
     )
 
 

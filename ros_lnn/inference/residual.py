@@ -5,7 +5,10 @@
 
 The graph takes ``q, qd, qdd`` (batch, n) in the metadata's joint order (``free_joints``) and gives
 ``tau_res``; the runtime maps the configured joint order onto it. One sample runs through pre-bound
-ONNX Runtime buffers (I/O binding): a call is one graph run and three small copies.
+ONNX Runtime buffers (I/O binding): a call is one graph run and three small copies. A port trained
+with a regressor fit (the metadata's ``network.regressor_fit``) is that fit plus the graph: the fit is
+evaluated with Pinocchio from the model text the file carries
+(:class:`ros_lnn.physics.multibody.regressor.RegressorPort`).
 """
 
 from __future__ import annotations
@@ -74,6 +77,23 @@ class ResidualRuntime:
             self._binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(buf))
         self._binding.bind_ortvalue_output(OUTPUT, ort.OrtValue.ortvalue_from_numpy(self._out))
         self._from_model = np.argsort(self._to_model)
+        self.regressor_fit = self._regressor_fit(model_joints)
+
+    def _regressor_fit(self, model_joints):
+        """``(RegressorPort, caller order → its order, back)`` or None (the graph alone)."""
+        values = (self.metadata.network or {}).get("regressor_fit")
+        if not values:
+            return None
+        from ..physics.multibody.regressor import RegressorPort
+
+        fit = RegressorPort.from_dict(values, f"{self.path}: regressor fit")
+        names = list(fit.pmodel.joint_names)
+        if sorted(names) != sorted(model_joints):
+            raise ModelError(
+                f"{self.path}: regressor fit joints {names} differ from the model's {model_joints}"
+            )
+        to_fit = np.array([self.joint_names.index(j) for j in names], dtype=np.intp)
+        return fit, to_fit, np.argsort(to_fit)
 
     @property
     def trained_max(self) -> np.ndarray | None:
@@ -98,7 +118,11 @@ class ResidualRuntime:
             buf[0, 0], buf[1, 0], buf[2, 0] = np.take(q, idx), np.take(qd, idx), np.take(qdd, idx)
         self.session.run_with_iobinding(self._binding)
         out = self._out[0].astype(np.float64)
-        return out if self._identity else out.take(self._from_model)
+        out = out if self._identity else out.take(self._from_model)
+        if self.regressor_fit is not None:
+            fit, idx, back = self.regressor_fit
+            out += fit(np.take(q, idx), np.take(qd, idx), np.take(qdd, idx)).take(back)
+        return out
 
     def batch(self, q, qd, qdd) -> np.ndarray:
         """Rows of samples (``joint_names`` order) → τ̂_res rows (float64)."""
@@ -108,7 +132,12 @@ class ResidualRuntime:
             for name, v in zip(INPUTS, (q, qd, qdd))
         }
         (out,) = self.session.run([OUTPUT], feeds)
-        return np.asarray(out, np.float64)[:, self._from_model]
+        out = np.asarray(out, np.float64)[:, self._from_model]
+        if self.regressor_fit is not None:
+            fit, idx, back = self.regressor_fit
+            args = (np.asarray(v, float)[:, idx] for v in (q, qd, qdd))
+            out += fit.batch(*args)[:, back]
+        return out
 
 
 __all__ = ["ResidualRuntime", "check_residual_metadata", "FAMILY"]

@@ -21,8 +21,12 @@ and keeps the friction step sharp (an MLP smooths a ±c step over its whole velo
 At run time ``q̈`` is the joint acceleration the control law asks for (``q̈_r``,
 :mod:`ros_lnn.control.effort`), so the port supplies the efforts for the motion the law commands.
 
+With a regressor fit (``regressor_fit``, the default of ``ros-lnn train --model dac_residual``) the
+network learns only what the least-squares fit of the physical parameters leaves; the fit travels in the
+model's config and the ONNX metadata, and :class:`ros_lnn.inference.residual.ResidualRuntime` adds it.
+
 ONNX graph (:func:`export_dac_residual_onnx`): inputs ``q, qd, qdd`` (batch, n), output ``tau_res``
-(batch, n), joints in the metadata's ``free_joints`` order.
+(batch, n) — the network's part — joints in the metadata's ``free_joints`` order.
 """
 
 from __future__ import annotations
@@ -60,8 +64,12 @@ class DacResidual(nn.Module):
         activation: str = "softplus",
         revolute=None,
         coulomb_velocity: float = 0.05,
+        regressor_fit: dict | None = None,
     ):
         super().__init__()
+        #: the linear-in-parameters part fitted before the network (ros_lnn.physics.multibody.regressor):
+        #: the network learns what it leaves; the port adds both at run time (None: the network alone)
+        self.regressor_fit = dict(regressor_fit) if regressor_fit else None
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         self.n, self.hidden, self.activation = int(n), tuple(int(h) for h in hidden), activation
@@ -89,7 +97,7 @@ class DacResidual(nn.Module):
             "activation": self.activation,
             "revolute": list(self.revolute),
             "coulomb_velocity": self.coulomb_velocity,
-        }
+        } | ({"regressor_fit": self.regressor_fit} if self.regressor_fit else {})
 
     def set_scales(self, q, qd, qdd, tau) -> None:
         """Input and output scales from the training samples (tensors or arrays, (N, n))."""

@@ -27,6 +27,7 @@ dropped at each trial's ends, where the derivative is one-sided; default half th
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 from ..families import Shape
+from ..physics.multibody.regressor import DEFAULT_COULOMB_VELOCITY
 from .spec import RunSpec
 
 SECTION = "dac_residual"
@@ -50,7 +52,8 @@ def shipped_config(name: str = DEFAULT_CONFIG) -> Path:
 
 
 def residual_settings(config) -> dict:
-    """The ``dac_residual:`` section: ``model`` (resolved path), ``effort_timing``, ``trim``."""
+    """The ``dac_residual:`` section: ``model`` (resolved path), ``effort_timing``, ``trim``,
+    ``regressor_fit`` (default true) and ``coulomb_velocity`` (default 0.05)."""
     from ..files import load_yaml
 
     path = Path(config)
@@ -61,10 +64,11 @@ def residual_settings(config) -> dict:
             f"{path}: no '{SECTION}:' section naming the certain model (model: <URDF or YAML>); "
             f"see config/{DEFAULT_CONFIG}"
         )
-    unknown = sorted(set(section) - {"model", "effort_timing", "trim"})
+    known = ("model", "effort_timing", "trim", "regressor_fit", "coulomb_velocity")
+    unknown = sorted(set(section) - set(known))
     if unknown:
         raise ConfigError(
-            f"{path}: unknown {SECTION} setting(s) {', '.join(unknown)} (known: model, effort_timing, trim)"
+            f"{path}: unknown {SECTION} setting(s) {', '.join(unknown)} (known: {', '.join(known)})"
         )
     model = Path(section["model"])
     model = model if model.is_absolute() else path.parent / model
@@ -74,7 +78,19 @@ def residual_settings(config) -> dict:
     trim = section.get("trim")
     if trim is not None and (not isinstance(trim, int) or trim < 0):
         raise ConfigError(f"{path}: {SECTION}.trim must be a whole number of samples >= 0")
-    return {"model": model, "effort_timing": timing, "trim": trim}
+    fit = section.get("regressor_fit", True)
+    if not isinstance(fit, bool):
+        raise ConfigError(f"{path}: {SECTION}.regressor_fit must be true or false, not {fit!r}")
+    vs = section.get("coulomb_velocity", DEFAULT_COULOMB_VELOCITY)
+    if isinstance(vs, bool) or not isinstance(vs, (int, float)) or not math.isfinite(vs) or vs <= 0:
+        raise ConfigError(f"{path}: {SECTION}.coulomb_velocity must be a number > 0 (rad/s), not {vs!r}")
+    return {
+        "model": model,
+        "effort_timing": timing,
+        "trim": trim,
+        "regressor_fit": fit,
+        "coulomb_velocity": float(vs),
+    }
 
 
 def certain_model(path: Path):
@@ -111,6 +127,41 @@ def trial_samples(trial, pmodel, order, timing: str, trim: int) -> dict:
     inv = np.argsort(order)
     tau = u - model_efforts(pmodel, q[:, order], qd[:, order], qdd[:, order])[:, inv]
     return {"t": np.asarray(trial.t, float)[keep], "q": q, "qd": qd, "qdd": qdd, "Q": tau}
+
+
+def regressor_stage(pmodel, settings: dict, order, train: dict, test: dict) -> str:
+    """Fit the linear-in-parameters part of τ_res on the training samples
+    (:mod:`ros_lnn.physics.multibody.regressor`) and leave the network the rest: each side's ``Q``
+    becomes the remainder, ``Q_total`` keeps the target and ``Q_fit`` the fit; ``train`` carries the
+    fit's record (``regressor_fit``) for the model. Returns the progress line."""
+    from ..physics.multibody.regressor import fit_regressor_port
+
+    path = Path(settings["model"])
+    fmt = "urdf" if path.suffix.lower() in (".urdf", ".xml") else "yaml"
+    inv = np.argsort(order)
+    fit = fit_regressor_port(
+        pmodel,
+        train["q"][:, order],
+        train["qd"][:, order],
+        train["qdd"][:, order],
+        train["Q"][:, order],
+        settings["coulomb_velocity"],
+        path.read_text(),
+        fmt,
+    )
+    errors = []
+    for side in (train, test):
+        side["Q_total"] = side["Q"]
+        side["Q_fit"] = fit.batch(side["q"][:, order], side["qd"][:, order], side["qdd"][:, order])[:, inv]
+        side["Q"] = side["Q_total"] - side["Q_fit"]
+        spread = np.maximum(side["Q_total"].std(0), 1e-12)
+        errors.append(np.sqrt(np.mean(side["Q"] ** 2, axis=0)) / spread)
+    train["regressor_fit"] = fit.to_dict()
+    return (
+        f"regressor fit (inertial parameters, rotor inertia, friction; {fit.theta.size} parameters): "
+        f"τ_res left over / spread per joint train [{', '.join(f'{v:.3g}' for v in errors[0])}], "
+        f"validation [{', '.join(f'{v:.3g}' for v in errors[1])}]; the network learns the rest"
+    )
 
 
 def _stack(parts: list[dict], names: list[str]) -> dict:
@@ -165,6 +216,8 @@ def residual_data(spec: RunSpec, say: Callable[[str], None] = print) -> dict:
             f"{', '.join(map(str, spec.bags))}: too few samples with efforts for training "
             f"({len(train['q'])}) and validation ({len(test['q'])}); record longer or more runs"
         )
+    if settings["regressor_fit"]:
+        say(regressor_stage(pmodel, settings, order, train, test))
     kinds = dict(zip(pmodel.joint_names, pmodel.kinds))
     units = tuple("m" if kinds[j] == "prismatic" else "rad" for j in joints)
     system = mapping.system or model.name
@@ -221,11 +274,14 @@ def write_residual_report(
         with torch.no_grad():
             args = (torch.as_tensor(np.asarray(test[k]), dtype=torch.float64) for k in ("q", "qd", "qdd"))
             pred = model(*args).numpy()
+        target = np.asarray(test.get("Q_total", test["Q"]))
+        if "Q_fit" in test:
+            pred = pred + np.asarray(test["Q_fit"])
         n = pred.shape[1]
         fig, axes = plt.subplots(n, 1, figsize=(10, 1.8 * n), sharex=True, squeeze=False)
         for j in range(n):
             ax = axes[j, 0]
-            ax.plot(test["Q"][:, j], "k", lw=0.8, label="target")
+            ax.plot(target[:, j], "k", lw=0.8, label="target")
             ax.plot(pred[:, j], "r--", lw=0.8, label="learned")
             ax.set_ylabel(f"{list(joints)[j]}\nτ_res")
         axes[0, 0].legend(loc="upper right")

@@ -79,7 +79,9 @@ def test_residual_targets_from_the_bag_equal_the_plants_exact_residual(recording
     assert data["source"]["certain_model"]["name"] == "dac_chain"
     exact = np.array([plant.residual(q, qd, a) for q, qd, a in zip(train["q"], train["qd"], train["qdd"])])
     scale = np.sqrt(np.mean(exact**2, axis=0))
-    held = np.sqrt(np.mean((train["Q"] - exact) ** 2, axis=0)) / scale
+    # the target as a whole (the default regressor fit splits it: Q_fit + the remainder Q the network learns)
+    assert np.allclose(train["Q_fit"] + train["Q"], train["Q_total"], rtol=0, atol=1e-12)
+    held = np.sqrt(np.mean((train["Q_total"] - exact) ** 2, axis=0)) / scale
     assert held.max() < 5e-3, held  # central q̈ with the held efforts averaged: second order in the step
     # the same efforts read as sampled at the stamp are half a step off: an order of magnitude worse
     cfg = tmp_path / "sampled.yaml"
@@ -93,21 +95,39 @@ def test_residual_targets_from_the_bag_equal_the_plants_exact_residual(recording
     exact_s = np.array(
         [plant.residual(q, qd, a) for q, qd, a in zip(sampled["q"], sampled["qd"], sampled["qdd"])]
     )
-    off = np.sqrt(np.mean((sampled["Q"] - exact_s) ** 2, axis=0)) / scale
+    off = np.sqrt(np.mean((sampled["Q_total"] - exact_s) ** 2, axis=0)) / scale
     assert off.max() > 10 * held.max()
+
+
+def _config(tmp_path, **settings) -> str:
+    """The shipped config with the certain model's path made absolute and ``dac_residual:`` settings
+    added (YAML scalars)."""
+    text = (
+        shipped_config()
+        .read_text()
+        .replace("model: dac_chain.urdf", f"model: {ROOT / 'config' / 'dac_chain.urdf'}")
+    )
+    text += "".join(f"  {k}: {v}\n" for k, v in settings.items())
+    path = tmp_path / f"config_{len(settings)}_{abs(hash(tuple(settings.items())))}.yaml"
+    path.write_text(text)
+    return str(path)
 
 
 @requires_torch
 def test_a_training_run_exports_onnx_that_onnx_runtime_evaluates_like_torch(recordings, tmp_path):
+    """The network alone (no regressor fit): it learns the whole residual, and its graph in ONNX Runtime
+    is the torch model."""
     import torch
 
     from ros_lnn.inference.residual import ResidualRuntime
     from ros_lnn.training.run import run
 
     _, _, bag, _ = recordings
-    result = run(_spec(bag, tmp_path), progress=lambda m: None)
+    spec = _spec(bag, tmp_path, bag_config=_config(tmp_path, regressor_fit="false"))
+    result = run(spec, progress=lambda m: None)
     assert result.history["loss"][-1] < 0.5 * result.history["loss"][0]
     port = ResidualRuntime(result.out, JOINTS)
+    assert port.regressor_fit is None and "regressor_fit" not in port.metadata.network
     assert port.metadata.family == "dac_residual" and port.metadata.free_joints == JOINTS
     assert port.metadata.coordinate_units == ["rad"] * 5
     assert port.certain_model["name"] == "dac_chain" and len(port.certain_model["sha256"]) == 64
@@ -126,6 +146,72 @@ def test_a_training_run_exports_onnx_that_onnx_runtime_evaluates_like_torch(reco
     with pytest.raises(ModelError, match=r"does not fit the controller's joints.*wrist") as info:
         ResidualRuntime(result.out, JOINTS[:4] + ["wrist"])
     assert "\n" not in str(info.value)
+
+
+@requires_torch
+def test_the_regressor_fit_learns_the_plants_mismatch_and_the_port_adds_it(recordings, tmp_path):
+    """Default training: the least-squares fit of inertial parameters, rotor inertia and friction first,
+    the network on the rest. The port (ONNX Runtime + the fit the file carries) gives the plant's exact
+    residual (payload, rotor inertia, friction: all of the fit's kind) at states of another motion."""
+    import torch
+
+    from ros_lnn.inference.residual import ResidualRuntime
+    from ros_lnn.training.run import run
+
+    arm, plant, bag, _ = recordings
+    lines = []
+    result = run(_spec(bag, tmp_path), progress=lines.append)
+    assert any(line.startswith("regressor fit (") for line in lines)
+    fit = result.metrics["tau_res_rel_rms_fit"]
+    assert max(fit) < 0.01 and max(result.metrics["tau_res_rel_rms"]) < 0.01, result.metrics
+    port = ResidualRuntime(result.out, JOINTS)
+    assert port.regressor_fit is not None and port.metadata.network["regressor_fit"]["model_format"] == "urdf"
+    # another motion: a multi-sine the recordings did not hold, with the law's accelerations
+    t, path = multisine_joint_path(np.array([0.1, -0.6, 1.2, 0.5, 0.3]), EXCITATION_AMPLITUDE, 4.0, seed=77)
+    log = sampled_loop(_following(arm, t, path), path[0], 2.0, SAMPLE_DT, dynamics=plant.forward_dynamics)
+    qdd = np.gradient(log.qd, SAMPLE_DT, axis=0)
+    exact = np.array([plant.residual(*s) for s in zip(log.q, log.qd, qdd)])
+    got = port.batch(log.q, log.qd, qdd)
+    rel = np.sqrt(np.mean((got - exact) ** 2, axis=0)) / np.sqrt(np.mean(exact**2, axis=0))
+    assert rel.max() < 0.01, rel
+    # one sample at a time, and in another joint order, the same numbers
+    order = [3, 0, 4, 1, 2]
+    shuffled = ResidualRuntime(result.out, [JOINTS[i] for i in order])
+    tol = 1e-6 * np.abs(exact).max()  # the network's graph is float32
+    for k in (0, 400, 900):
+        one = port(log.q[k], log.qd[k], qdd[k])
+        assert np.abs(one - got[k]).max() < tol
+        assert np.abs(shuffled(log.q[k][order], log.qd[k][order], qdd[k][order]) - one[order]).max() < tol
+    # the network's graph alone is the torch model; the bound covers the whole residual, not the remainder
+    with torch.no_grad():
+        net = result.model(*(torch.as_tensor(x[:50]) for x in (log.q, log.qd, qdd))).numpy()
+    port.regressor_fit = None
+    assert np.abs(port.batch(log.q[:50], log.qd[:50], qdd[:50]) - net).max() < 1e-5 * max(
+        np.abs(net).max(), 1e-9
+    )
+    assert np.all(port.trained_max > 0.5 * np.abs(exact).max(0))
+
+
+def _following(arm, times, path):
+    pipe = law_ii(arm, **EXCITATION_GAINS)
+    pipe.set_joint_trajectory(times, path)
+    return pipe
+
+
+@pytest.mark.parametrize(
+    "setting, match",
+    [
+        ({"regressor_fit": "'yes'"}, "regressor_fit must be true or false"),
+        ({"coulomb_velocity": 0}, "coulomb_velocity"),
+    ],
+)
+def test_regressor_settings_are_checked(recordings, tmp_path, setting, match):
+    from ros_lnn.errors import ConfigError
+    from ros_lnn.training.effort_residuals import residual_data
+
+    _, _, bag, _ = recordings
+    with pytest.raises(ConfigError, match=match):
+        residual_data(_spec(bag, tmp_path, bag_config=_config(tmp_path, **setting)), say=lambda m: None)
 
 
 @requires_torch
