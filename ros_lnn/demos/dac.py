@@ -291,6 +291,7 @@ def train_port(bag, folder: Path, epochs: int, progress=print) -> Path:
         checkpoint_dir=str(folder / "arm_residual_checkpoints"),
         report=str(folder / "arm_residual_report"),
         log_every=max(1, epochs // 5),
+        val_every=max(1, epochs // 30),  # the family exports the best validation's weights
     )
     result = run(spec, progress=progress)
     assert result is not None  # one process: it reports

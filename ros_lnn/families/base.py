@@ -117,6 +117,9 @@ class Family:
     check_shape: Callable[[Shape], None] = any_shape
     #: prefix of the trainer's progress lines
     progress_prefix: str = ""
+    #: export the weights of the best validation, not the last epoch's, even without early stopping
+    #: (a network on a fit's small remainder can overfit it long before the last epoch)
+    keep_best_weights: bool = False
 
 
 #: Options of bag reading (``ros-lnn train --bag``).

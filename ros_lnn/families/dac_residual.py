@@ -191,6 +191,7 @@ DAC_RESIDUAL = Family(
     command_options=COMMAND_OPTIONS,
     check_options=check_options,
     progress_prefix=f"{NAME} ",
+    keep_best_weights=True,
 )
 
 __all__ = ["DAC_RESIDUAL"]

@@ -237,7 +237,7 @@ def residual_data(spec: RunSpec, say: Callable[[str], None] = print) -> dict:
         "n_test": len(test["q"]),
         "split_seed": mapping.seed,
     }
-    rms = np.sqrt(np.mean(train["Q"] ** 2, axis=0))
+    rms = np.sqrt(np.mean(train.get("Q_total", train["Q"]) ** 2, axis=0))
     summary = (
         f"data: {len(ds.trials)} trials (rosbag) against the certain model '{model.name}'; train "
         f"{split['n_train']} samples of {split['train_trials']}; validation {split['n_test']} samples of "

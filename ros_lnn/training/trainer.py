@@ -140,7 +140,7 @@ def train(
     acc = torch.zeros(len(names) + 1 + guard, device=device, dtype=torch.float64)
     steps_since, first, prior_seconds, stop = 0, 1, 0.0, False
     monitor = cfg.monitor or family.monitor
-    stopper = EarlyStopping(cfg.patience, cfg.min_delta, monitor)
+    stopper = EarlyStopping(cfg.patience, cfg.min_delta, monitor, keep_best=family.keep_best_weights or None)
     fingerprint = data_hash({k: train_samples.get(k, ()) for k in FIELDS})  # Q absent for acceleration models
     if cfg.resume:
         settings = history["config"]

@@ -165,3 +165,18 @@ def test_reference_folder_without_the_published_layout_is_refused_in_one_line(tm
     with pytest.raises(ConfigError, match=r"no deep_lagrangian_networks/DeLaN_model\.py") as info:
         load_reference(tmp_path)
     assert "\n" not in str(info.value)
+
+
+def test_bench_ddp_trains_the_same_model_in_two_processes(tmp_path, capsys):
+    """``ros-lnn bench ddp``: the CLI run in one process and under torchrun with 2 ranks (gloo) end with
+    the same weights to float32 round-off; both rates are the trainers' own and the speed-up their ratio."""
+    from ros_lnn.commands.bench.ddp import bench_ddp
+
+    res = bench_ddp(argparse.Namespace(quick=True, epochs=3, nproc=2, output=str(tmp_path)))
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("DDP scaling (2 CPU processes, gloo;") and "speed-up = " in last
+    assert res["ddp_run"]["world_size"] == 2 and res["ddp_run"]["backend"] == "gloo"
+    assert res["weights_max_rel_diff"] < 1e-5, res
+    assert res["speedup"] == pytest.approx(res["ddp_rate"] / res["single_rate"])
+    assert res["single_loop_s"] > 0 and res["ddp_loop_s"] > 0
+    assert (tmp_path / "single.pt").is_file() and (tmp_path / "ddp2.pt").is_file()

@@ -48,6 +48,12 @@ BENCHES = {
         "bench_train",
         "training steps/s: analytic vs autograd, paper schedule",
     ),
+    "ddp": (
+        "ros_lnn.commands.bench.ddp",
+        "bench_ddp",
+        "ros-lnn train in one process and under torchrun (--nproc N, default 2; --epochs): speed-up and "
+        "how far apart the final weights are",
+    ),
     "delan": (
         "ros_lnn.commands.bench.delan",
         "bench_delan",
@@ -112,8 +118,9 @@ def add_arguments(parser):
         help="folder for the figures a benchmark writes (control: the closed-loop demo's, "
         "default reports/dac_demo; zoo, delan: JSON and PNG, default reports/zoo)",
     )
+    parser.add_argument("--nproc", type=int, help="bench ddp: torchrun processes (default 2)")
     parser.add_argument("--seeds", type=int, help="bench zoo: number of seeds (servo-seeds 10, lnn-nh 3)")
-    parser.add_argument("--epochs", type=int, help="bench zoo/delan/realarm: training epochs")
+    parser.add_argument("--epochs", type=int, help="bench zoo/delan/realarm/ddp: training epochs")
     parser.add_argument(
         "--seed",
         type=int,
