@@ -229,8 +229,8 @@ def test_the_bound_is_a_live_parameter(ctx, ports):
 @pytest.mark.skipif(not SHIPPED.is_file(), reason="models/dac_chain_residual.onnx not built")
 def test_the_shipped_port_closes_the_loop_on_the_mismatched_simulator(ctx):
     """dac_chain_sim with the demo's plant mismatch, in its own process as on a robot, and dac_controller
-    (law II on the demo circle's joint path) over topics: the learned port cuts the tool's tracking
-    error several times over."""
+    (law II on the demo circle's joint path) over topics: the learned port (regressor fit + network)
+    cuts the tool's tracking error by well over an order of magnitude (measured ≈ 450×)."""
     from ros_lnn.demos.dac import DEMO_MISMATCH_VALUES, demo_plant, demo_task
 
     arm, _ = demo_plant()
@@ -257,7 +257,7 @@ def test_the_shipped_port_closes_the_loop_on_the_mismatched_simulator(ctx):
     }
     print("tracking rms over topics [m]:", rms)
     assert rms["model-only"] > 0.01, rms
-    assert rms["data-assisted"] < rms["model-only"] / 5, rms
+    assert rms["data-assisted"] < rms["model-only"] / 50, rms
 
 
 def _ros_value(value) -> str:
