@@ -1044,41 +1044,27 @@ def servo_lnn_cases() -> list[Case]:
             "ok",
             "",
         ),
-        ("model metadata a JSON list", _with_model("[1, 2]", label="list"), "refused", ""),
-        ("model metadata a number", _with_model("42", label="number"), "refused", ""),
-        ("model metadata null", _with_model("null", label="null"), "refused", ""),
-        ("model metadata not JSON", _with_model("{not json", label="garbage"), "refused", ""),
-        (
-            "model metadata family a number",
-            _with_model(
-                '{"family": 3, "free_joints": [], "servo_joints": [], "coordinate_units": []}', label="family"
-            ),
-            "refused",
-            "",
-        ),
-        (
-            "model metadata joints a string",
-            _with_model(meta.replace('["pendulum_joint"]', '"pendulum_joint"') + "}", label="joints"),
-            "refused",
-            "",
-        ),
-        (
-            "model metadata joints unlike the graph",
-            _with_model(meta.replace('["cart_joint"]', '["cart_joint", "x"]') + "}", label="graph"),
-            "refused",
-            "",
-        ),
-        (
-            "model metadata joints repeated",
-            _with_model(meta.replace("cart_joint", "pendulum_joint") + "}", label="repeated"),
-            "refused",
-            "",
-        ),
-        (
-            "model metadata of another family",
-            _with_model(meta.replace('"servo_lnn"', '"lnn"') + "}", label="family_lnn"),
-            "refused",
-            "",
+        *(
+            (f"model metadata {what}", _with_model(text, label=label), "refused", "")
+            for what, text, label in (
+                ("a JSON list", "[1, 2]", "list"),
+                ("a number", "42", "number"),
+                ("null", "null", "null"),
+                ("not JSON", "{not json", "garbage"),
+                (
+                    "family a number",
+                    '{"family": 3, "free_joints": [], "servo_joints": [], "coordinate_units": []}',
+                    "family",
+                ),
+                ("joints a string", meta.replace('["pendulum_joint"]', '"pendulum_joint"') + "}", "joints"),
+                (
+                    "joints unlike the graph",
+                    meta.replace('["cart_joint"]', '["cart_joint", "x"]') + "}",
+                    "graph",
+                ),
+                ("joints repeated", meta.replace("cart_joint", "pendulum_joint") + "}", "repeated"),
+                ("of another family", meta.replace('"servo_lnn"', '"lnn"') + "}", "family_lnn"),
+            )
         ),
         (
             "model file corrupt",
