@@ -41,7 +41,7 @@ from ..physics.multibody.quaternion import (
     quat_mul_tuple,
     skew,
 )
-from .mobility import ConstraintOperators, JointSpaceOperators, guarded_task_inverse
+from .mobility import ConstraintOperators, JointSpaceOperators, guarded_task_inverse, task_reference
 from .obstacles import ObstacleField, potential_gradient
 
 if TYPE_CHECKING:
@@ -296,16 +296,7 @@ class DacController:
         T = JZ[:, :m] + self._damping_eye(m, g.damping) if g.damping else JZ[:, :m]
         T_inv, self.guarded = guarded_task_inverse(T)
         # ν_r = J_t^# ν_{e,r} − k_o N_t 𝓐∇U = 𝓐J_tᵀ y − k_o 𝓐∇U with y = T⁻¹ (ν_{e,r} + k_o J_t 𝓐∇U)
-        coef = np.empty(c)
-        rhs, rhs_dot = nu_er, nu_er_dot
-        if grad is not None:
-            k = g.obstacle_gain
-            rhs, rhs_dot = nu_er + k * JZ[:, m], nu_er_dot + k * Q[:, m]
-            coef[m] = -k
-        y = coef[:m] = T_inv.dot(rhs)
-        y_dot = T_inv.dot(rhs_dot - Q[:, :m].dot(y))
-        nu_r = Z.dot(coef)
-        nu_r_dot = Z_dot.dot(coef) + Z[:, :m].dot(y_dot)
+        nu_r, nu_r_dot = task_reference(T_inv, JZ, Q, Z, Z_dot, nu_er, nu_er_dot, g.obstacle_gain)
         return nu_r, nu_r_dot, e, U
 
     # ---------------------------------------------------------------- the law

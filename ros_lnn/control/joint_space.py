@@ -35,7 +35,7 @@ import pinocchio as pin
 from ..physics.multibody.pin import JointSpaceData, PinocchioModel, symmetric
 from ..physics.multibody.quaternion import _SKEW, quat_mul_tuple
 from .dac import DacController, DacResult, EndEffectorTarget
-from .mobility import guarded_task_inverse, small_inverse
+from .mobility import guarded_task_inverse, small_inverse, task_reference
 from .obstacles import joint_space_gradient
 
 _LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -199,17 +199,7 @@ class EndEffectorLawJointSpace:
         T_inv, self.guarded = guarded_task_inverse(
             np.ascontiguousarray(JeW[:, :m]), _inverse3 if m == 3 else None
         )
-        coef = np.empty(c)
-        rhs, rhs_dot = nu_er, nu_er_dot
-        if grad is not None:
-            k = gains.obstacle_gain
-            rhs, rhs_dot = nu_er + k * JeW[:, m], nu_er_dot + k * Q[:, m]
-            coef[m] = -k
-        y = coef[:m] = T_inv.dot(rhs)
-        y_dot = T_inv.dot(rhs_dot - Q[:, :m].dot(y))
-        qd_r = w.dot(coef)
-        qdd_r = w_dot.dot(coef)
-        qdd_r += w[:, :m].dot(y_dot)
+        qd_r, qdd_r = task_reference(T_inv, JeW, Q, w, w_dot, nu_er, nu_er_dot, gains.obstacle_gain)
         result, u, data = self._port_command(q, qd, qd_r, qdd_r, jj, J, dJ, r, R, H, C, e, U)
         return result, u, data, pos, target
 

@@ -198,6 +198,24 @@ def guarded_task_inverse(T: np.ndarray, inverse=None):
     return np.linalg.inv(T + SINGULAR_DAMPING * scale * np.eye(m)), True
 
 
+def task_reference(T_inv, JW, Q, W, W_dot, nu_er, nu_er_dot, obstacle_gain: float):
+    """The reference rate and its derivative, ``(W c, Ẇ c + W[:, :m] ẏ)``, over the columns ``W`` of the
+    task (m, weighted by ``T⁻¹``) and, where ``W`` has one more, of the obstacle potential: ``c = [y; −k_o]``
+    with ``y = T⁻¹ (ν_{e,r} + k_o J_t W_∇U)``; ``JW = J_t W`` and ``Q`` its rate."""
+    m, c = T_inv.shape[0], W.shape[1]
+    coef = np.empty(c)
+    rhs, rhs_dot = nu_er, nu_er_dot
+    if c > m:
+        k = obstacle_gain
+        rhs, rhs_dot = nu_er + k * JW[:, m], nu_er_dot + k * Q[:, m]
+        coef[m] = -k
+    y = coef[:m] = T_inv.dot(rhs)
+    y_dot = T_inv.dot(rhs_dot - Q[:, :m].dot(y))
+    ref_dot = W_dot.dot(coef)
+    ref_dot += W[:, :m].dot(y_dot)
+    return W.dot(coef), ref_dot
+
+
 class ConstraintOperators:
     """𝓐 and P applied to a few columns, with the exact rate, without forming the 6N×6N matrices.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from torch import nn
 
     from ..inference.metadata import ModelMetadata
+
+M = TypeVar("M", bound="nn.Module")
 
 #: The nonholonomic-LNN paper's 2x128 softplus net; 60 epochs (the paper: 300) to fit a CPU.
 DEFAULTS = dict(
@@ -119,6 +121,18 @@ def refuse_servo_options(name: str) -> Callable[[Mapping[str, Any], Given], None
     return rules
 
 
+def build_scalar_field(model_class: type[M], shape: Shape, net: Network) -> M:
+    """A network over the system's coordinates with sin/cos inputs for its angles (LNN, HNN)."""
+    angles = [i for i, unit in enumerate(shape.coordinate_units) if unit == "rad"]
+    return model_class(
+        len(shape.coordinate_names),
+        hidden=net.hidden,
+        activation=net.activation,
+        angle_coordinates=angles,
+        coordinate_names=shape.coordinate_names,
+    )
+
+
 def acceleration_family(
     name: str,
     systems: tuple[str, ...],
@@ -149,4 +163,4 @@ def acceleration_family(
     )
 
 
-__all__ = ["DEFAULTS", "SERVO_ONLY_OPTIONS", "acceleration_family", "evaluate"]
+__all__ = ["DEFAULTS", "SERVO_ONLY_OPTIONS", "acceleration_family", "build_scalar_field", "evaluate"]

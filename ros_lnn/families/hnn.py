@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .acceleration import acceleration_family
+from .acceleration import acceleration_family, build_scalar_field
 from .acceleration import evaluate as evaluate_acceleration
 from .base import Network, Shape
 
@@ -24,14 +24,7 @@ SYSTEMS = ("chain", "particle", "drone", "rolling_disk")
 def build(shape: Shape, net: Network) -> HNNModel:
     from ..models.hnn import HNN as HNNModel
 
-    angles = [i for i, unit in enumerate(shape.coordinate_units) if unit == "rad"]  # sin/cos inputs
-    return HNNModel(
-        len(shape.coordinate_names),
-        hidden=net.hidden,
-        activation=net.activation,
-        angle_coordinates=angles,
-        coordinate_names=shape.coordinate_names,
-    )
+    return build_scalar_field(HNNModel, shape, net)
 
 
 def from_config(config: dict) -> HNNModel:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import ModelError
-from .acceleration import acceleration_family
+from .acceleration import acceleration_family, build_scalar_field
 from .base import Network, Shape
 
 if TYPE_CHECKING:
@@ -32,14 +32,7 @@ def build_lnn(shape: Shape, net: Network) -> LNNModel:
         return for_system(
             _constraint_system(shape.system), False, hidden=net.hidden, activation=net.activation
         )
-    angles = [i for i, unit in enumerate(shape.coordinate_units) if unit == "rad"]
-    return LNNModel(
-        len(shape.coordinate_names),
-        hidden=net.hidden,
-        activation=net.activation,
-        angle_coordinates=angles,
-        coordinate_names=shape.coordinate_names,
-    )
+    return build_scalar_field(LNNModel, shape, net)
 
 
 def build_lnn_nh(shape: Shape, net: Network) -> LNNModel:

@@ -690,6 +690,16 @@ def _trajectory(points, joints=("cart_joint",), positions=None, accelerations=Tr
     return msg
 
 
+def _invalid_trajectory(name: str, points: int, note: str = "", **shape):
+    """The case of a servo command (``_trajectory(points, **shape)``) the node must count as invalid."""
+    return (
+        name,
+        _send("servo_commands", lambda d, i: _trajectory(points, **shape)),
+        "count:invalid_command",
+        note,
+    )
+
+
 def _with_model(text: str | None = None, build=None, label: str = ""):
     """Configure servo_lnn with a forged model (its metadata replaced by ``text``, or the file written by
     ``build(path)``): the configure transition must fail within its time, then the shipped model again."""
@@ -955,42 +965,14 @@ def servo_lnn_cases() -> list[Case]:
             "ok",
             "",
         ),
-        (
-            "NaN in a trajectory",
-            _send("servo_commands", lambda d, i: _trajectory(3, positions=lambda k: [nan])),
-            "count:invalid_command",
-            "",
+        _invalid_trajectory("NaN in a trajectory", 3, positions=lambda k: [nan]),
+        _invalid_trajectory("trajectory times not increasing", 3, times=lambda k: 0.1),
+        _invalid_trajectory("trajectory with a duplicated joint", 2, joints=("cart_joint", "cart_joint")),
+        _invalid_trajectory("trajectory without the servo joint", 2, joints=("elbow",)),
+        _invalid_trajectory(
+            "trajectory of 100 000 points", 100_000, note="refused before it is read: no stall"
         ),
-        (
-            "trajectory times not increasing",
-            _send("servo_commands", lambda d, i: _trajectory(3, times=lambda k: 0.1)),
-            "count:invalid_command",
-            "",
-        ),
-        (
-            "trajectory with a duplicated joint",
-            _send("servo_commands", lambda d, i: _trajectory(2, joints=("cart_joint", "cart_joint"))),
-            "count:invalid_command",
-            "",
-        ),
-        (
-            "trajectory without the servo joint",
-            _send("servo_commands", lambda d, i: _trajectory(2, joints=("elbow",))),
-            "count:invalid_command",
-            "",
-        ),
-        (
-            "trajectory of 100 000 points",
-            _send("servo_commands", lambda d, i: _trajectory(100_000)),
-            "count:invalid_command",
-            "refused before it is read: no stall",
-        ),
-        (
-            "trajectory point sizes differ",
-            _send("servo_commands", lambda d, i: _trajectory(3, positions=lambda k: [0.1] * (k + 1))),
-            "count:invalid_command",
-            "",
-        ),
+        _invalid_trajectory("trajectory point sizes differ", 3, positions=lambda k: [0.1] * (k + 1)),
         (
             "huge trajectory 1e300",
             _send(
@@ -1044,41 +1026,27 @@ def servo_lnn_cases() -> list[Case]:
             "ok",
             "",
         ),
-        ("model metadata a JSON list", _with_model("[1, 2]", label="list"), "refused", ""),
-        ("model metadata a number", _with_model("42", label="number"), "refused", ""),
-        ("model metadata null", _with_model("null", label="null"), "refused", ""),
-        ("model metadata not JSON", _with_model("{not json", label="garbage"), "refused", ""),
-        (
-            "model metadata family a number",
-            _with_model(
-                '{"family": 3, "free_joints": [], "servo_joints": [], "coordinate_units": []}', label="family"
-            ),
-            "refused",
-            "",
-        ),
-        (
-            "model metadata joints a string",
-            _with_model(meta.replace('["pendulum_joint"]', '"pendulum_joint"') + "}", label="joints"),
-            "refused",
-            "",
-        ),
-        (
-            "model metadata joints unlike the graph",
-            _with_model(meta.replace('["cart_joint"]', '["cart_joint", "x"]') + "}", label="graph"),
-            "refused",
-            "",
-        ),
-        (
-            "model metadata joints repeated",
-            _with_model(meta.replace("cart_joint", "pendulum_joint") + "}", label="repeated"),
-            "refused",
-            "",
-        ),
-        (
-            "model metadata of another family",
-            _with_model(meta.replace('"servo_lnn"', '"lnn"') + "}", label="family_lnn"),
-            "refused",
-            "",
+        *(
+            (f"model metadata {what}", _with_model(text, label=label), "refused", "")
+            for what, text, label in (
+                ("a JSON list", "[1, 2]", "list"),
+                ("a number", "42", "number"),
+                ("null", "null", "null"),
+                ("not JSON", "{not json", "garbage"),
+                (
+                    "family a number",
+                    '{"family": 3, "free_joints": [], "servo_joints": [], "coordinate_units": []}',
+                    "family",
+                ),
+                ("joints a string", meta.replace('["pendulum_joint"]', '"pendulum_joint"') + "}", "joints"),
+                (
+                    "joints unlike the graph",
+                    meta.replace('["cart_joint"]', '["cart_joint", "x"]') + "}",
+                    "graph",
+                ),
+                ("joints repeated", meta.replace("cart_joint", "pendulum_joint") + "}", "repeated"),
+                ("of another family", meta.replace('"servo_lnn"', '"lnn"') + "}", "family_lnn"),
+            )
         ),
         (
             "model file corrupt",
@@ -1125,30 +1093,10 @@ def sim_cases() -> list[Case]:
     nan, inf = math.nan, math.inf
     array = lambda values: lambda d, i: Float64MultiArray(data=list(values))  # noqa: E731
     cases = [
-        (
-            "NaN in a trajectory",
-            _send("servo_commands", lambda d, i: _trajectory(3, positions=lambda k: [nan])),
-            "count:invalid_command",
-            "",
-        ),
-        (
-            "trajectory with a duplicated joint",
-            _send("servo_commands", lambda d, i: _trajectory(2, joints=("cart_joint", "cart_joint"))),
-            "count:invalid_command",
-            "",
-        ),
-        (
-            "trajectory of 100 000 points",
-            _send("servo_commands", lambda d, i: _trajectory(100_000)),
-            "count:invalid_command",
-            "refused before it is read",
-        ),
-        (
-            "trajectory times not increasing",
-            _send("servo_commands", lambda d, i: _trajectory(3, times=lambda k: 0.0)),
-            "count:invalid_command",
-            "",
-        ),
+        _invalid_trajectory("NaN in a trajectory", 3, positions=lambda k: [nan]),
+        _invalid_trajectory("trajectory with a duplicated joint", 2, joints=("cart_joint", "cart_joint")),
+        _invalid_trajectory("trajectory of 100 000 points", 100_000, note="refused before it is read"),
+        _invalid_trajectory("trajectory times not increasing", 3, times=lambda k: 0.0),
         (
             "huge trajectory 1e300",
             _send(

@@ -4,7 +4,7 @@ node with one line."""
 
 from __future__ import annotations
 
-from .params import MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable
+from .params import MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable, vector3
 
 PARAMETERS = ParameterTable(
     Param(
@@ -38,7 +38,7 @@ PARAMETERS = ParameterTable(
         ge=-1e3,
         le=1e3,
     ),
-    Param("gravity", [0.0, 0.0, -9.81], "gravity [m/s²]", STARTUP, size=(3,), ge=-1e3, le=1e3),
+    vector3("gravity", [0.0, 0.0, -9.81], "gravity [m/s²]", STARTUP),
     Param("rate_hz", 500.0, "joint_states rate; one RK4 step per period", STARTUP, gt=0.0, le=100000.0),
     Param(
         "lockstep",
@@ -106,21 +106,17 @@ PARAMETERS = ParameterTable(
         ge=0.0,
         le=1e6,
     ),
-    Param(
+    vector3(
         "payload_offset",
         [0.0, 0.0, 0.0],
         "payload centre of mass from the link's centre of mass, link axes [m]",
         STARTUP,
-        size=(3,),
-        ge=-1e3,
-        le=1e3,
     ),
-    Param(
+    vector3(
         "payload_inertia",
         [0.0, 0.0, 0.0],
         "payload's principal moments of inertia about its centre, link axes [kg m²]",
         STARTUP,
-        size=(3,),
         ge=0.0,
         le=1e6,
     ),

@@ -9,7 +9,7 @@ from ..control.dac import LAWS, Gains
 from ..errors import ConfigError
 from .input_params import MERGE_WINDOW_PARAMETER, diagnostics_period_parameter, input_queue_parameter
 from .model_params import MODEL_LIMIT_PARAMETERS
-from .params import CONFIGURE, LIVE, MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable
+from .params import CONFIGURE, LIVE, MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable, vector3
 
 
 def _obstacle_quadruples(values) -> str:
@@ -91,15 +91,7 @@ PARAMETERS = ParameterTable(
         "law III tracks the ~/ee_target orientation too (6-D task) instead of position only",
         CONFIGURE,
     ),
-    Param(
-        "gravity",
-        [0.0, 0.0, -9.81],
-        "gravity in the world frame [m/s²]",
-        CONFIGURE,
-        size=(3,),
-        ge=-1e3,
-        le=1e3,
-    ),
+    vector3("gravity", [0.0, 0.0, -9.81], "gravity in the world frame [m/s²]", CONFIGURE),
     Param(
         "kd_linear",
         20.0,
@@ -148,25 +140,8 @@ PARAMETERS = ParameterTable(
         ge=0.0,
         le=1e3,
     ),
-    Param(
-        "circle_center",
-        [0.45, 0.0, 0.0],
-        "centre of the built-in circle [m]",
-        CONFIGURE,
-        size=(3,),
-        ge=-1e3,
-        le=1e3,
-    ),
-    Param(
-        "circle_normal",
-        [1.0, 0.0, 0.0],
-        "normal of the circle's plane",
-        CONFIGURE,
-        size=(3,),
-        ge=-1e3,
-        le=1e3,
-        check=_not_all_zero,
-    ),
+    vector3("circle_center", [0.45, 0.0, 0.0], "centre of the built-in circle [m]", CONFIGURE),
+    vector3("circle_normal", [1.0, 0.0, 0.0], "normal of the circle's plane", CONFIGURE, check=_not_all_zero),
     Param("circle_period_s", 4.0, "period of the built-in circle [s]", CONFIGURE, gt=0.0, le=1e6),
     Param(
         "circle_phase", 0.0, "phase of the built-in circle at activation [rad]", CONFIGURE, ge=-1e6, le=1e6

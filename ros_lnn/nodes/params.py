@@ -169,6 +169,14 @@ class Param:
         return ""
 
 
+def vector3(name: str, default: list, description: str, applies: str, **rules) -> Param:
+    """A parameter of three numbers (a point, a direction or gravity in some frame), each within ±1e3
+    unless ``rules`` say otherwise."""
+    rules.setdefault("ge", -1e3)
+    rules.setdefault("le", 1e3)
+    return Param(name, default, description, applies, size=(3,), **rules)
+
+
 class ParameterTable:
     """The parameters of one node; ``rules``: cross-parameter checks, values dict -> reason ('' if fine)."""
 

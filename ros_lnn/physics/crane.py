@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from .lagrangian import Partition
-from .systems import LagrangianSystem
+from .systems import HangingPendulumSystem
 
 
-class Crane(LagrangianSystem):
+class Crane(HangingPendulumSystem):
     """Cart of mass ``m1`` on a horizontal rail, bob ``m2`` on a massless string of length ``L``."""
 
     name = "crane"
@@ -40,15 +40,8 @@ class Crane(LagrangianSystem):
         dM[..., 0, 0, 1] = dM[..., 0, 1, 0] = -self.m2 * self.L * np.sin(q[..., 0])
         return dM
 
-    def potential(self, q):
-        q = np.asarray(q, dtype=float)
-        return -self.m2 * self.g * self.L * np.cos(q[..., 0])
-
-    def potential_gradient(self, q):
-        q = np.asarray(q, dtype=float)
-        dV = np.zeros(q.shape)
-        dV[..., 0] = self.m2 * self.g * self.L * np.sin(q[..., 0])
-        return dV
+    def pendulum_weight_moment(self) -> float:
+        return self.m2 * self.g * self.L
 
     def closed_form_acceleration(self, theta, theta_d, x_dd, torque=0.0):
         """Textbook pendulum-cart equations, written independently of the Lagrangian machinery.

@@ -19,10 +19,10 @@ import numpy as np
 
 from .friction import FrictionPlant, JointFriction
 from .lagrangian import Partition
-from .systems import LagrangianSystem
+from .systems import HangingPendulumSystem
 
 
-class RotaryPendulum(LagrangianSystem):
+class RotaryPendulum(HangingPendulumSystem):
     """Furuta pendulum with a servo-driven arm; see the module docstring for the model."""
 
     name = "rotary_pendulum"
@@ -65,15 +65,8 @@ class RotaryPendulum(LagrangianSystem):
         dM[..., 0, 1, 1] = 2.0 * self.J_p * s * c
         return dM
 
-    def potential(self, q):
-        q = np.asarray(q, dtype=float)
-        return -self.m_p * self.g * self.l * np.cos(q[..., 0])
-
-    def potential_gradient(self, q):
-        q = np.asarray(q, dtype=float)
-        dV = np.zeros(q.shape)
-        dV[..., 0] = self.m_p * self.g * self.l * np.sin(q[..., 0])
-        return dV
+    def pendulum_weight_moment(self) -> float:
+        return self.m_p * self.g * self.l
 
     def closed_form_acceleration(self, theta, theta_d, phi_d, phi_dd, torque=0.0):
         """Textbook Furuta equations, written independently of the Lagrangian machinery.

@@ -76,3 +76,22 @@ class LagrangianSystem(ABC):
         idx = [self.coordinate_names.index(name) for name in servo_names]
         other.partition = Partition.from_servo(self.n, idx)
         return other
+
+
+class HangingPendulumSystem(LagrangianSystem):
+    """A system whose only potential is a pendulum's on the first coordinate, ``V = −k cos θ`` with
+    ``θ = q[..., 0]`` from the downward vertical and ``k = m g l`` (:meth:`pendulum_weight_moment`)."""
+
+    @abstractmethod
+    def pendulum_weight_moment(self) -> float:
+        """``m g l``: the pendulum's weight times the distance from the pivot to its centre of mass."""
+
+    def potential(self, q):
+        q = np.asarray(q, dtype=float)
+        return -self.pendulum_weight_moment() * np.cos(q[..., 0])
+
+    def potential_gradient(self, q):
+        q = np.asarray(q, dtype=float)
+        dV = np.zeros(q.shape)
+        dV[..., 0] = self.pendulum_weight_moment() * np.sin(q[..., 0])
+        return dV

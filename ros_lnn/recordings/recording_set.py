@@ -52,49 +52,29 @@ def recording_plans(storage: str = "sqlite3") -> list:
     """The set's recordings, each with its own seed."""
     rotary = RecordingSpec(duration_s=5.0, rate_hz=500.0, storage=storage)
     crane = RecordingSpec(duration_s=8.0, rate_hz=250.0, storage=storage, velocity_noise=(5e-4, 2e-4))
+    plans = {  # system: its recording spec, then (role, excitation, profile, seed) per recording
+        "rotary_pendulum": (
+            rotary,
+            ("train", "step", StepProfile(speed=4 * np.pi, ramp_s=0.3, start_s=0.2), 11),
+            ("test", "impulse", ImpulseProfile((6.0, -6.0), (0.3, 2.5), 0.2), 12),
+            ("test", "chirp", ChirpProfile(0.3, 0.2, 2.5, 4.0), 13),
+        ),
+        "friction_crane": (
+            crane,
+            (
+                "train",
+                "multisine",
+                MultisineProfile.random(21, band_hz=(0.2, 1.5), terms=6, peak_speed=1.0),
+                21,
+            ),
+            ("test", "impulse", ImpulseProfile((1.0, -1.0, 1.0), (0.5, 3.0, 5.5), 0.6), 22),
+            ("test", "chirp", ChirpProfile(0.15, 0.2, 1.5, 6.0), 23),
+        ),
+    }
     return [
-        RecordingPlan(
-            "rotary_pendulum",
-            "train",
-            "step",
-            StepProfile(speed=4 * np.pi, ramp_s=0.3, start_s=0.2),
-            replace(rotary, seed=11),
-        ),
-        RecordingPlan(
-            "rotary_pendulum",
-            "test",
-            "impulse",
-            ImpulseProfile((6.0, -6.0), (0.3, 2.5), 0.2),
-            replace(rotary, seed=12),
-        ),
-        RecordingPlan(
-            "rotary_pendulum",
-            "test",
-            "chirp",
-            ChirpProfile(0.3, 0.2, 2.5, 4.0),
-            replace(rotary, seed=13),
-        ),
-        RecordingPlan(
-            "friction_crane",
-            "train",
-            "multisine",
-            MultisineProfile.random(21, band_hz=(0.2, 1.5), terms=6, peak_speed=1.0),
-            replace(crane, seed=21),
-        ),
-        RecordingPlan(
-            "friction_crane",
-            "test",
-            "impulse",
-            ImpulseProfile((1.0, -1.0, 1.0), (0.5, 3.0, 5.5), 0.6),
-            replace(crane, seed=22),
-        ),
-        RecordingPlan(
-            "friction_crane",
-            "test",
-            "chirp",
-            ChirpProfile(0.15, 0.2, 1.5, 6.0),
-            replace(crane, seed=23),
-        ),
+        RecordingPlan(system, role, excitation, profile, replace(spec, seed=seed))
+        for system, (spec, *recordings) in plans.items()
+        for role, excitation, profile, seed in recordings
     ]
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..physics.delan_data import TEST_LETTERS, letter_trajectories, load_character_data
 from .config import StudyConfig
+from .figures import pyplot, save_figure
 
 #: The published set-up: 10 000 epochs, seed 0, the data at ``data`` (None: the default place).
 DEFAULTS = StudyConfig(seeds=(0,), epochs=10_000)
@@ -333,12 +334,9 @@ def format_errors(result: dict) -> str:
 
 def plot_rollouts(rollouts: dict, out) -> str:
     """Median error against the horizon, model and recorded-q̈ floor, for every integrator and step."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     from pathlib import Path
 
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     Path(out).mkdir(parents=True, exist_ok=True)
     hs = rollouts["horizons"]
@@ -350,11 +348,7 @@ def plot_rollouts(rollouts: dict, out) -> str:
     ax.set_ylabel("median joint-position error [rad]")
     ax.set_title("DeLaN rollouts from every held-out sample (o: model, x: recorded q̈)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(out) / "delan_rollouts.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path)
+    return save_figure(fig, Path(out) / "delan_rollouts.png")
 
 
 __all__ = [

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..physics.nonholonomic import SYSTEMS, make_dataset, simulate
 from .config import StudyConfig
+from .figures import pyplot, save_figure
 
 #: The study's scale: 3 seeds × 40 trajectories × 5 s (51 samples each), 300 epochs (the paper's), two
 #: hidden layers of 128, 5 rollouts × 15 s.
@@ -223,12 +224,9 @@ def format_table(result: dict) -> str:
 
 def plot_summary(result: dict, plot_dir) -> str:
     """Per system and seed: the q̈ MSE ratio LNN / LNN-nh, and each model's final energy drift."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     from pathlib import Path
 
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     names = list(result["systems"])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -255,20 +253,13 @@ def plot_summary(result: dict, plot_dir) -> str:
         "(median over rollouts)"
     )
     axes[1].legend()
-    fig.tight_layout()
-    path = Path(plot_dir) / "nonholonomic_summary.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path)
+    return save_figure(fig, Path(plot_dir) / "nonholonomic_summary.png")
 
 
 def plot_study(results: dict, plot_dir) -> list:
-    import matplotlib
-
-    matplotlib.use("Agg")
     from pathlib import Path
 
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     Path(plot_dir).mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(2, len(results), figsize=(4.5 * len(results), 6), squeeze=False)
@@ -283,11 +274,7 @@ def plot_study(results: dict, plot_dir) -> list:
             ax.set_title(f"{name}: {label}")
             ax.set_xlabel("t")
             ax.legend()
-    fig.tight_layout()
-    path = Path(plot_dir) / "nonholonomic_lnn_vs_lnn_nh.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [str(path)]
+    return [save_figure(fig, Path(plot_dir) / "nonholonomic_lnn_vs_lnn_nh.png")]
 
 
 __all__ = [

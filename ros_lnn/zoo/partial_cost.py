@@ -22,6 +22,7 @@ import numpy as np
 from ..physics.chain import PlanarChain
 from ..physics.lagrangian import NUMPY, dynamics
 from .config import StudyConfig
+from .figures import pyplot, save_figure
 
 #: The study: seed 0; ``quick`` times each evaluation for 0.02 s instead of 0.2 s and the parallel columns
 #: for n = 1 … 5 instead of 1 … 10, 12, 16, 24, 32.
@@ -341,12 +342,9 @@ def format_parallel(result: dict) -> str:
 
 
 def plot_parallel(result: dict, plot_dir) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
     from pathlib import Path
 
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     Path(plot_dir).mkdir(parents=True, exist_ok=True)
     n = np.asarray([r["n"] for r in result["rows"]])
@@ -363,11 +361,7 @@ def plot_parallel(result: dict, plot_dir) -> str:
     ax.set_ylabel("ms per evaluation of Q (torch autograd, one state)")
     ax.set_title(f"partial Lagrangian columns in parallel ({result['workers']} threads)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(plot_dir) / "partial_lagrangian_parallel.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path)
+    return save_figure(fig, Path(plot_dir) / "partial_lagrangian_parallel.png")
 
 
 __all__ = [

@@ -23,6 +23,7 @@ from scipy.integrate import solve_ivp
 
 from ..physics.chain import Link, PlanarChain
 from .config import StudyConfig
+from .figures import pyplot, save_figure
 
 DEG = np.pi / 180.0
 #: ``ros-lnn bench zoo examples``: 10 s per simulation (``--quick``: 3 s).
@@ -255,10 +256,7 @@ def plot_examples(sims: dict, out) -> str:
     ``out/partial_lagrangian_examples.png``."""
     from pathlib import Path
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -272,11 +270,7 @@ def plot_examples(sims: dict, out) -> str:
             ax.plot(sim["t"], sim["q"])
             ax.set_title(f"{name}: {mode}", fontsize=9)
             ax.set_xlabel("t [s]")
-    fig.tight_layout()
-    path = out / "partial_lagrangian_examples.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return str(path)
+    return save_figure(fig, out / "partial_lagrangian_examples.png", dpi=100)
 
 
 __all__ = [

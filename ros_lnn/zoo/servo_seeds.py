@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .config import StudyConfig
+from .figures import pyplot, save_figure
 
 #: (diag(L) activation, trained with Q_e); the shipped model is the first.
 CONFIGS = (("softplus", True), ("relu", True), ("softplus", False), ("relu", False))
@@ -240,10 +241,7 @@ def format_table(result: dict) -> str:
 
 
 def plot_study(result: dict, plot_dir) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     out = Path(plot_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -277,11 +275,7 @@ def plot_study(result: dict, plot_dir) -> list[str]:
         ax.set_yscale("log")
         ax.set_xticks(range(len(groups)), labels, fontsize=7)
         ax.set_title(f"{title} (bar: median)")
-    fig.tight_layout()
-    path = out / "servo_seeds.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [str(path)]
+    return [save_figure(fig, out / "servo_seeds.png")]
 
 
 __all__ = [

@@ -40,6 +40,7 @@ import numpy as np
 from ..physics.chain import PlanarChain, rod
 from ..physics.chain_motion import integrate, random_states, to_absolute, to_relative
 from .config import StudyConfig
+from .figures import pyplot, save_figure
 
 FAMILIES = ("TLNN", "LNN", "HNN", "NODE")
 COORDINATES = ("absolute", "relative")
@@ -415,12 +416,9 @@ def forced_study(
 
 
 def plot_chain_study(result: dict, plot_dir, suffix: str = "") -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
     from pathlib import Path
 
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     Path(plot_dir).mkdir(parents=True, exist_ok=True)
     t = np.asarray(result["t"])[1:]  # E(0) = 0: every rollout starts on the true state
@@ -448,22 +446,15 @@ def plot_chain_study(result: dict, plot_dir, suffix: str = "") -> str:
         ax.set_title(f"{result['n_links']}-link chain{suffix}, {coords} angles")
         ax.legend(fontsize=8)
     axes[0, 0].set_ylabel("E(t) = |ẑ − z| / |z|  (median, 5–95 %)")
-    fig.tight_layout()
     tag = "_forced" if suffix else ""
-    path = Path(plot_dir) / f"tlnn_{result['n_links']}link{tag}_rollout_error.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path)
+    return save_figure(fig, Path(plot_dir) / f"tlnn_{result['n_links']}link{tag}_rollout_error.png")
 
 
 def plot_example(result: dict, plot_dir) -> str:
     """The paper's Fig. 6: each body angle of the example, truth and every model, and E(t)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     from pathlib import Path
 
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     t = np.asarray(result["t"])
     truth = np.asarray(result["example_truth_phi"])
@@ -493,11 +484,7 @@ def plot_example(result: dict, plot_dir) -> str:
         )
     axes[n].set_title("E(t)")
     axes[n].set_xlabel("t [s]")
-    fig.tight_layout()
-    path = Path(plot_dir) / f"tlnn_{n}link_paper_example.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path)
+    return save_figure(fig, Path(plot_dir) / f"tlnn_{n}link_paper_example.png")
 
 
 def run_study(config: StudyConfig = DEFAULTS, **kw) -> dict:

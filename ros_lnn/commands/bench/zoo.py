@@ -46,6 +46,16 @@ MODULES = {
     "examples": "partial_lagrangian_examples",
     "delan": "delan_benchmark",
 }
+#: study name -> the functions of its module that run it and format its table (None: it prints none).
+RUNNERS = {
+    "servo-seeds": ("run_study", "format_table"),
+    "tlnn": ("run_study", "format_table"),
+    "tlnn-forced": ("run_forced_study", "format_forced_table"),
+    "lnn-nh": ("run_study", "format_table"),
+    "partial": ("run_study", None),
+    "examples": ("run_study", None),
+    "delan": ("run_study", None),
+}
 STUDIES = tuple(MODULES)
 DEFAULT_OUTPUT = Path("reports/zoo")
 
@@ -75,54 +85,14 @@ def study_config(args, study: str) -> StudyConfig:
     return config.replace(**given, output=output, progress=print)
 
 
-def _servo_seeds(config: StudyConfig):
-    from ...zoo.servo_seeds import format_table, run_study
-
-    result = run_study(config)
-    print(format_table(result))
+def _run_study(name: str, config: StudyConfig):
+    """Run study ``name`` and print its table where it has one."""
+    module = _study_module(name)
+    run, table = RUNNERS[name]
+    result = getattr(module, run)(config)
+    if table is not None:
+        print(getattr(module, table)(result))
     return result
-
-
-def _partial(config: StudyConfig):
-    from ...zoo.partial_cost import run_study
-
-    return run_study(config)
-
-
-def _examples(config: StudyConfig):
-    from ...zoo.partial_lagrangian_examples import run_study
-
-    return run_study(config)
-
-
-def _lnn_nh(config: StudyConfig):
-    from ...zoo.nonholonomic_study import format_table, run_study
-
-    result = run_study(config)
-    print(format_table(result))
-    return result
-
-
-def _tlnn(config: StudyConfig):
-    from ...zoo.tlnn_study import format_table, run_study
-
-    result = run_study(config)
-    print(format_table(result))
-    return result
-
-
-def _tlnn_forced(config: StudyConfig):
-    from ...zoo.tlnn_study import format_forced_table, run_forced_study
-
-    result = run_forced_study(config)
-    print(format_forced_table(result))
-    return result
-
-
-def _delan(config: StudyConfig):
-    from ...zoo.delan_benchmark import run_study
-
-    return run_study(config)
 
 
 def _load() -> list[float]:
@@ -149,7 +119,7 @@ def bench_zoo(args) -> dict:
     for name, config in configs.items():
         start, cpu, load = time.perf_counter(), time.process_time(), _load()
         print(f"== {name} (load average {load})", flush=True)
-        figures = globals()[f"_{name.replace('-', '_')}"](config)
+        figures = _run_study(name, config)
         record = {
             "study": name,
             "quick": config.quick,

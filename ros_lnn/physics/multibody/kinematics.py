@@ -215,11 +215,7 @@ def twist_map_rate_times(model: MultibodyModel, data: MultibodyData, qd) -> np.n
     """``Ġ q̇`` at a state whose twist is ``ν = G q̇`` (so that ``ν̇ = G q̈ + Ġ q̇``)."""
     n = model.n_bodies
     qd = np.asarray(qd, dtype=float).ravel()
-    U, P, D, lin, Ud, Pd = _columns(model, data)
-    arm = data.r[None, :, :] - P[:, None, :]
-    dv = cross(Ud[:, None, :], arm) + cross(U[:, None, :], data.v[None, :, :] - Pd[:, None, :])
-    dv = np.where(lin[:, None, None], 0.0, dv) * D[:, :, None]
-    dw = np.where(lin[:, None, None], 0.0, Ud[:, None, :]) * D[:, :, None]
+    dv, dw = _rate_column_parts(model, data)
     c = qd.shape[0]
     out = np.empty(6 * n)
     out[: 3 * n] = qd @ dv.reshape(c, 3 * n)  # Σ_c q̇_c (column c of Ġ)
@@ -263,16 +259,22 @@ def twist_map_rate(model: MultibodyModel, data: MultibodyData) -> np.ndarray:
         out *= Dm.transpose(1, 2, 0)[None]  # descendants only
         return out.reshape(6 * n, c)
     else:
-        U, P, D, lin, Ud, Pd = _columns(model, data)
-        arm = data.r[None, :, :] - P[:, None, :]
-        dv = cross(Ud[:, None, :], arm) + cross(U[:, None, :], data.v[None, :, :] - Pd[:, None, :])
-        dv = np.where(lin[:, None, None], 0.0, dv) * D[:, :, None]
-        dw = np.where(lin[:, None, None], 0.0, Ud[:, None, :]) * D[:, :, None]
-    c = U.shape[0]
+        dv, dw = _rate_column_parts(model, data)
+    c = dv.shape[0]
     out = np.empty((6 * n, c))
     out[: 3 * n] = dv.transpose(1, 2, 0).reshape(3 * n, c)
     out[3 * n :] = dw.transpose(1, 2, 0).reshape(3 * n, c)
     return out
+
+
+def _rate_column_parts(model: MultibodyModel, data: MultibodyData):
+    """The columns of ``Ġ`` along the current twist as linear and angular parts, (C, N, 3) each."""
+    U, P, D, lin, Ud, Pd = _columns(model, data)
+    arm = data.r[None, :, :] - P[:, None, :]
+    dv = cross(Ud[:, None, :], arm) + cross(U[:, None, :], data.v[None, :, :] - Pd[:, None, :])
+    dv = np.where(lin[:, None, None], 0.0, dv) * D[:, :, None]
+    dw = np.where(lin[:, None, None], 0.0, Ud[:, None, :]) * D[:, :, None]
+    return dv, dw
 
 
 def _all_revolute(model):

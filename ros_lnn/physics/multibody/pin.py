@@ -24,6 +24,8 @@ model (its spring law acts on relative Euler angles and its joint forces come fr
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 import pinocchio as pin
 
@@ -198,55 +200,35 @@ class JointSpaceData:
         self.inertia = R @ pmodel.inertia_body @ R.transpose(0, 2, 1)
         self.n_bodies = n
 
-    @property
+    @cached_property
     def g(self) -> np.ndarray:
         """Pinocchio's gravity torque ``g(q)`` (``= −Gᵀ [M_v g; 0]``)."""
-        g = self.__dict__.get("_g")
-        if g is None:
-            pm = self.pmodel
-            g = self._g = pin.computeGeneralizedGravity(pm.pin, pm.pin.createData(), self.q).copy()
-        return g
+        pm = self.pmodel
+        return pin.computeGeneralizedGravity(pm.pin, pm.pin.createData(), self.q).copy()
 
-    @property
+    @cached_property
     def quat(self) -> np.ndarray:
-        quat = self.__dict__.get("_quat")
-        if quat is None:
-            quat = self._quat = _quaternions(self.R)
-        return quat
+        return _quaternions(self.R)
 
-    @property
+    @cached_property
     def inertia_inv(self) -> np.ndarray:
-        inv = self.__dict__.get("_inertia_inv")
-        if inv is None:
-            inv = self._inertia_inv = np.linalg.inv(self.inertia)
-        return inv
+        return np.linalg.inv(self.inertia)
 
-    @property
+    @cached_property
     def G(self) -> np.ndarray:
-        G = self.__dict__.get("_G")
-        if G is None:
-            G = self._G = twist_map(self)
-        return G
+        return twist_map(self)
 
-    @property
+    @cached_property
     def G_dot(self) -> np.ndarray:
-        Gd = self.__dict__.get("_G_dot")
-        if Gd is None:
-            Gd = self._G_dot = twist_map_rate(self)
-        return Gd
+        return twist_map_rate(self)
 
-    @property
+    @cached_property
     def joint_moment_port(self) -> np.ndarray:
         """``C_F M_J`` of eq 33: the port of the joint springs and dampers, ``E u_p``."""
-        port = self.__dict__.get("_joint_moment_port")
-        if port is None:
-            pm = self.pmodel
-            if pm.has_passive:
-                port = effort_port(self, pm.passive_efforts(self.q, self.qd))
-            else:
-                port = np.zeros(6 * self.n_bodies)
-            self._joint_moment_port = port
-        return port
+        pm = self.pmodel
+        if pm.has_passive:
+            return effort_port(self, pm.passive_efforts(self.q, self.qd))
+        return np.zeros(6 * self.n_bodies)
 
 
 def symmetric(pmodel: PinocchioModel, M: np.ndarray) -> np.ndarray:
