@@ -15,6 +15,10 @@ Both are measured under the same conditions (a sample every millisecond, caches 
 them between samples). The line before gives ``ServoLnnRuntime.evaluate`` timed back to back in the same
 process at the end of the run, with warm caches.
 
+Before the runs, the callback called directly on serialized messages (no DDS, no executor), and where
+its time goes: reader, velocity filter, model, the rest of the estimator, the three publishes, and the
+rest of the callback (:func:`callback_parts`).
+
 ``--observer``: the effort_observer node instead (:mod:`ros_lnn.commands.bench.observer_node`).
 """
 
@@ -162,10 +166,58 @@ def callback_cost(model: str, n: int = 3000) -> dict:
             node._on_joint_state(raw)
             times[k] = time.perf_counter() - t0
         us = times[100:] * 1e6
-        return {"callback_median_us": _pct(us, 50), "callback_p99_us": _pct(us, 99), "n": int(us.size)}
+        out = {"callback_median_us": _pct(us, 50), "callback_p99_us": _pct(us, 99), "n": int(us.size)}
+        assert node.estimator is not None  # started above
+        node.estimator.reset()  # the same stamps again, as a new stream
+        return out | {"parts_us": callback_parts(node, raws)}
     finally:
         node.destroy_node()
         rclpy.try_shutdown(context=context)
+
+
+def callback_parts(node, raws) -> dict:
+    """Where the callback's time goes: each part of the node's joint_states path wrapped with a
+    thread-CPU timer (about 1 µs of overhead each), the samples fed once more; medians in µs. ``rest`` is
+    the callback minus the parts: clock, stamp checks, the serialized messages filled, bookkeeping."""
+    est = node.estimator
+    parts = {
+        "reader": (node.reader, "read"),
+        "filter": (est.velocity_filter, "update"),
+        "model": (est.runtime, "evaluate_flat"),
+        "estimator": (est, "step_in_place"),
+    } | {f"publish {name}": (pub, "publish") for name, pub in node._pubs.items()}
+    spent: dict[str, list[int]] = {name: [] for name in parts}
+    originals = []
+
+    def timed(fn, sink):
+        def call(*args, **kwargs):
+            t0 = time.thread_time_ns()
+            result = fn(*args, **kwargs)
+            sink.append(time.thread_time_ns() - t0)
+            return result
+
+        return call
+
+    for name, (obj, attr) in parts.items():
+        originals.append((obj, attr, getattr(obj, attr)))
+        setattr(obj, attr, timed(getattr(obj, attr), spent[name]))
+    total = []
+    try:
+        for raw in raws:
+            t0 = time.thread_time_ns()
+            node._on_joint_state(raw)
+            total.append(time.thread_time_ns() - t0)
+    finally:
+        for obj, attr, fn in originals:
+            setattr(obj, attr, fn)
+    med = {name: float(np.median(v[100:])) / 1e3 for name, v in spent.items() if len(v) > 100}
+    out = {"callback": float(np.median(total[100:])) / 1e3}
+    # the estimator's own share: its step without the filter and the model inside it
+    est_own = med.pop("estimator") - med["filter"] - med["model"]
+    out |= {"reader": med.pop("reader"), "filter": med.pop("filter"), "model": med.pop("model")}
+    out |= {"estimator (rest)": est_own, "publishes": sum(med.values())}
+    out["rest"] = out["callback"] - sum(v for k, v in out.items() if k != "callback")
+    return out
 
 
 def bench_node(args) -> dict:
@@ -191,6 +243,13 @@ def bench_node(args) -> dict:
     print(
         f"callback called directly (no DDS/executor): median {direct['callback_median_us']:.0f} us, "
         f"p99 {direct['callback_p99_us']:.0f} us"
+    )
+    parts = direct["parts_us"]
+    print(
+        "  where it goes (thread CPU medians, each part timed): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in parts.items())
+        + f" us; outside the model {parts['callback'] - parts['model']:.0f} us "
+        f"(C/E of this direct call {parts['callback'] / parts['model']:.2f})"
     )
     print(
         f"{'rate':>6} {'sent/s':>7} {'processed':>10} {'outputs rx':>10} {'in-node med/p99 [us]':>21} "
