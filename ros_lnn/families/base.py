@@ -120,6 +120,9 @@ class Family:
     #: export the weights of the best validation, not the last epoch's, even without early stopping
     #: (a network on a fit's small remainder can overfit it long before the last epoch)
     keep_best_weights: bool = False
+    #: after training, before export: the family's last word on the trained model given the validation
+    #: samples (e.g. switch off a part that does not help); returns a progress line ("" for none)
+    finish: Callable[[Any, dict], str] | None = None
 
 
 #: Options of bag reading (``ros-lnn train --bag``).

@@ -93,6 +93,8 @@ def evaluate(model: DacResidual, samples: dict) -> dict:
     q, qd, qdd = (torch.as_tensor(np.asarray(samples[k]), device=dev, dtype=dt) for k in ("q", "qd", "qdd"))
     with torch.no_grad():
         pred = model(q, qd, qdd).double().cpu().numpy()
+    if not model.network_enabled:
+        pred = np.zeros_like(pred)
     true = np.asarray(samples["Q"], float)
     extra = {}
     if "Q_fit" in samples:  # the port is fit + network: judged on the whole residual
@@ -111,6 +113,29 @@ def evaluate(model: DacResidual, samples: dict) -> dict:
         "samples": int(len(true)),
         "non_finite": int((~np.isfinite(pred)).any(-1).sum()),
     } | extra
+
+
+#: The network stays only if it lowers the port's validation nMSE below the fit's alone by this share.
+NETWORK_GAIN = 0.01
+
+
+def finish(model: DacResidual, validation: dict) -> str:
+    """With a regressor fit: keep the network only where it helps on the validation recordings (else the
+    port is the fit alone, and the controller skips the graph)."""
+    if not model.regressor_fit or "Q_fit" not in validation:
+        return ""
+    model.network_enabled = True
+    port = evaluate(model, validation)["tau_res_nmse"]
+    fit = np.asarray(validation["Q_fit"], float)
+    true = np.asarray(validation["Q_total"], float)
+    fit_alone = float(np.mean(np.mean((fit - true) ** 2, axis=0) / np.maximum(np.var(true, axis=0), 1e-300)))
+    keep = port < (1.0 - NETWORK_GAIN) * fit_alone
+    model.network_enabled = bool(keep)
+    verdict = "kept" if keep else "switched off: the port is the regressor fit alone"
+    return (
+        f"network on the fit's remainder: validation nMSE {port:.3e} with it, {fit_alone:.3e} without; "
+        f"{verdict}"
+    )
 
 
 def metadata(model: DacResidual, shape: Shape, **fields: Any) -> ModelMetadata:
@@ -192,6 +217,7 @@ DAC_RESIDUAL = Family(
     check_options=check_options,
     progress_prefix=f"{NAME} ",
     keep_best_weights=True,
+    finish=finish,
 )
 
 __all__ = ["DAC_RESIDUAL"]

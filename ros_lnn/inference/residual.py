@@ -78,6 +78,8 @@ class ResidualRuntime:
         self._binding.bind_ortvalue_output(OUTPUT, ort.OrtValue.ortvalue_from_numpy(self._out))
         self._from_model = np.argsort(self._to_model)
         self.regressor_fit = self._regressor_fit(model_joints)
+        #: False: training found the network no help beyond the fit; its graph (zeros) is not run
+        self.network_enabled = bool((self.metadata.network or {}).get("network_enabled", True))
 
     def _regressor_fit(self, model_joints):
         """``(RegressorPort, caller order → its order, back)`` or None (the graph alone)."""
@@ -110,15 +112,18 @@ class ResidualRuntime:
 
     def __call__(self, q, qd, qdd) -> np.ndarray:
         """One sample (1-D, ``joint_names`` order) → τ̂_res (float64, same order)."""
-        buf = self._buffers
-        if self._identity:
-            buf[0, 0], buf[1, 0], buf[2, 0] = q, qd, qdd
+        if self.network_enabled or self.regressor_fit is None:
+            buf = self._buffers
+            if self._identity:
+                buf[0, 0], buf[1, 0], buf[2, 0] = q, qd, qdd
+            else:
+                idx = self._to_model
+                buf[0, 0], buf[1, 0], buf[2, 0] = np.take(q, idx), np.take(qd, idx), np.take(qdd, idx)
+            self.session.run_with_iobinding(self._binding)
+            out = self._out[0].astype(np.float64)
+            out = out if self._identity else out.take(self._from_model)
         else:
-            idx = self._to_model
-            buf[0, 0], buf[1, 0], buf[2, 0] = np.take(q, idx), np.take(qd, idx), np.take(qdd, idx)
-        self.session.run_with_iobinding(self._binding)
-        out = self._out[0].astype(np.float64)
-        out = out if self._identity else out.take(self._from_model)
+            out = np.zeros(self.n)
         if self.regressor_fit is not None:
             fit, idx, back = self.regressor_fit
             out += fit(np.take(q, idx), np.take(qd, idx), np.take(qdd, idx)).take(back)
@@ -133,6 +138,8 @@ class ResidualRuntime:
         }
         (out,) = self.session.run([OUTPUT], feeds)
         out = np.asarray(out, np.float64)[:, self._from_model]
+        if not self.network_enabled and self.regressor_fit is not None:
+            out = np.zeros_like(out)
         if self.regressor_fit is not None:
             fit, idx, back = self.regressor_fit
             args = (np.asarray(v, float)[:, idx] for v in (q, qd, qdd))

@@ -65,8 +65,12 @@ class DacResidual(nn.Module):
         revolute=None,
         coulomb_velocity: float = 0.05,
         regressor_fit: dict | None = None,
+        network_enabled: bool = True,
     ):
         super().__init__()
+        #: False: the network added nothing to the regressor fit on validation; the port is the fit alone
+        #: (the graph still holds the network; the runtime and the family's evaluation leave it out)
+        self.network_enabled = bool(network_enabled)
         #: the linear-in-parameters part fitted before the network (ros_lnn.physics.multibody.regressor):
         #: the network learns what it leaves; the port adds both at run time (None: the network alone)
         self.regressor_fit = dict(regressor_fit) if regressor_fit else None
@@ -97,7 +101,11 @@ class DacResidual(nn.Module):
             "activation": self.activation,
             "revolute": list(self.revolute),
             "coulomb_velocity": self.coulomb_velocity,
-        } | ({"regressor_fit": self.regressor_fit} if self.regressor_fit else {})
+        } | (
+            {"regressor_fit": self.regressor_fit, "network_enabled": self.network_enabled}
+            if self.regressor_fit
+            else {}
+        )
 
     def set_scales(self, q, qd, qdd, tau) -> None:
         """Input and output scales from the training samples (tensors or arrays, (N, n))."""

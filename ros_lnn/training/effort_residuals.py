@@ -275,6 +275,8 @@ def write_residual_report(
             args = (torch.as_tensor(np.asarray(test[k]), dtype=torch.float64) for k in ("q", "qd", "qdd"))
             pred = model(*args).numpy()
         target = np.asarray(test.get("Q_total", test["Q"]))
+        if not getattr(model, "network_enabled", True):
+            pred = np.zeros_like(pred)
         if "Q_fit" in test:
             pred = pred + np.asarray(test["Q_fit"])
         n = pred.shape[1]

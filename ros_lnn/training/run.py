@@ -246,6 +246,10 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
     shutdown_process_group()
     if (history.get("run") or {}).get("rank", 0) != 0:  # torchrun: only rank 0 exports and reports
         return None
+    if family.finish is not None:
+        line = family.finish(model, data.validation)
+        if line:
+            progress(f"{prefix}{line}")
 
     model = model.to(device="cpu", dtype=torch.float64)
     metrics = test_metrics(family, model, data.test, history, data.evaluated_on)

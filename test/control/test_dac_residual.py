@@ -164,7 +164,12 @@ def test_the_regressor_fit_learns_the_plants_mismatch_and_the_port_adds_it(recor
     assert any(line.startswith("regressor fit (") for line in lines)
     fit = result.metrics["tau_res_rel_rms_fit"]
     assert max(fit) < 0.01 and max(result.metrics["tau_res_rel_rms"]) < 0.01, result.metrics
+    verdict = [line for line in lines if "network on the fit's remainder" in line]
+    assert len(verdict) == 1 and ("kept" in verdict[0]) == result.model.network_enabled
     port = ResidualRuntime(result.out, JOINTS)
+    assert port.network_enabled == result.model.network_enabled
+    if not port.network_enabled:  # the port is the fit alone: the test metrics say the same
+        assert result.metrics["tau_res_rel_rms"] == pytest.approx(fit, rel=1e-9)
     assert port.regressor_fit is not None and port.metadata.network["regressor_fit"]["model_format"] == "urdf"
     # another motion: a multi-sine the recordings did not hold, with the law's accelerations
     t, path = multisine_joint_path(np.array([0.1, -0.6, 1.2, 0.5, 0.3]), EXCITATION_AMPLITUDE, 4.0, seed=77)
@@ -190,6 +195,28 @@ def test_the_regressor_fit_learns_the_plants_mismatch_and_the_port_adds_it(recor
         np.abs(net).max(), 1e-9
     )
     assert np.all(port.trained_max > 0.5 * np.abs(exact).max(0))
+
+
+@requires_torch
+def test_the_network_stays_only_where_it_helps_the_fit():
+    """The verdict after training: validation where the fit is already exact switches the network off;
+    validation the network itself explains keeps it."""
+    import torch
+
+    from ros_lnn.families.dac_residual import finish
+    from ros_lnn.models.dac_residual import DacResidual
+
+    rng = np.random.default_rng(4)
+    q, qd, qdd = rng.uniform(-1, 1, (3, 200, 5))
+    model = DacResidual(5, hidden=(8,), regressor_fit={"theta": []}).double()
+    with torch.no_grad():
+        net = model(*(torch.as_tensor(x) for x in (q, qd, qdd))).numpy()
+    base = rng.normal(size=(200, 5))
+    exact_fit = {"q": q, "qd": qd, "qdd": qdd, "Q_fit": base, "Q_total": base, "Q": np.zeros_like(base)}
+    assert "switched off" in finish(model, exact_fit) and not model.network_enabled
+    wrong_fit = {"q": q, "qd": qd, "qdd": qdd, "Q_fit": base, "Q_total": base + net, "Q": net}
+    assert "kept" in finish(model, wrong_fit) and model.network_enabled
+    assert finish(DacResidual(5, hidden=(8,)), wrong_fit) == ""  # no fit: nothing to decide
 
 
 def _following(arm, times, path):

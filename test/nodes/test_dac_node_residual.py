@@ -230,7 +230,7 @@ def test_the_bound_is_a_live_parameter(ctx, ports):
 def test_the_shipped_port_closes_the_loop_on_the_mismatched_simulator(ctx):
     """dac_chain_sim with the demo's plant mismatch, in its own process as on a robot, and dac_controller
     (law II on the demo circle's joint path) over topics: the learned port (regressor fit + network)
-    cuts the tool's tracking error by well over an order of magnitude (measured ≈ 450×)."""
+    cuts the tool's tracking error by well over an order of magnitude (measured ≈ 450–480×)."""
     from ros_lnn.demos.dac import DEMO_MISMATCH_VALUES, demo_plant, demo_task
 
     arm, _ = demo_plant()
