@@ -62,6 +62,13 @@ def ground_truth(h, ns):
     }
 
 
+def step_time(node, stamp_ns: int) -> float:
+    """The simulated time of the step a stamp carries, as the node computes it (``k · dt``): the stamp
+    is that time rounded to whole nanoseconds, and ``(stamp − origin) · 1e-9`` can differ from it in the
+    last bit — enough to move q̈_e by 1e-15 where the reference is held to that."""
+    return round((stamp_ns - node.origin_ns) / (node.dt * 1e9)) * node.dt
+
+
 def by_stamp(msgs):
     """Messages by stamp; predictions read into arrays (q, qd, qdd, Q) whichever type carries them."""
     return {
@@ -86,7 +93,7 @@ def test_joint_states_at_fixed_steps_with_exact_ground_truth(make):
         m = js[s]
         assert m.name == ["pendulum_joint", "cart_joint"]
         q, qd = np.array(m.position), np.array(m.velocity)
-        _, _, qdd_e = node.excitation((s - node.origin_ns) * 1e-9)
+        _, _, qdd_e = node.excitation(step_time(node, s))
         want = crane.dynamics(q, qd, qdd_e=qdd_e, Q_f=np.zeros(1))
         np.testing.assert_allclose(force[s].effort, want["Q_e"], rtol=1e-12, atol=1e-15)
         assert list(m.effort) == [0.0, force[s].effort[0]]
@@ -98,7 +105,7 @@ def test_joint_states_at_fixed_steps_with_exact_ground_truth(make):
     s = int(e["stamp_sec"]) * 1_000_000_000 + int(e["stamp_nanosec"])
     if s in js:
         m = js[s]
-        _, _, qdd_e = node.excitation((s - node.origin_ns) * 1e-9)
+        _, _, qdd_e = node.excitation(step_time(node, s))
         want = crane.dynamics(np.array(m.position), np.array(m.velocity), qdd_e=qdd_e, Q_f=np.zeros(1))
         assert e["E"] == pytest.approx(float(want["E"]), rel=1e-12)
 
@@ -196,7 +203,7 @@ def test_chain_with_a_servo_joint_in_the_middle(make):
     m = js[s]
     assert m.name == ["joint_1", "joint_2", "joint_3"] and force[s].name == ["joint_2"]
     assert pred[s]["names"] == ["joint_1", "joint_3", "joint_2"]  # model order: free, then servo
-    _, _, qdd_e = node.excitation((s - node.origin_ns) * 1e-9)
+    _, _, qdd_e = node.excitation(step_time(node, s))
     want = chain.dynamics(np.array(m.position), np.array(m.velocity), qdd_e=qdd_e, Q_f=np.zeros(2))
     np.testing.assert_allclose(force[s].effort, want["Q_e"], rtol=1e-12)
     np.testing.assert_allclose(pred[s]["qdd"], want["qdd"][[0, 2, 1]], rtol=1e-12, atol=1e-14)
