@@ -78,8 +78,12 @@ class ResidualRuntime:
         self._binding.bind_ortvalue_output(OUTPUT, ort.OrtValue.ortvalue_from_numpy(self._out))
         self._from_model = np.argsort(self._to_model)
         self.regressor_fit = self._regressor_fit(model_joints)
-        #: False: training found the network no help beyond the fit; its graph (zeros) is not run
+        #: False: training found the network no help beyond the fit; its graph is not run
         self.network_enabled = bool((self.metadata.network or {}).get("network_enabled", True))
+
+    @property
+    def _runs_graph(self) -> bool:
+        return self.network_enabled or self.regressor_fit is None
 
     def _regressor_fit(self, model_joints):
         """``(RegressorPort, caller order → its order, back)`` or None (the graph alone)."""
@@ -112,7 +116,7 @@ class ResidualRuntime:
 
     def __call__(self, q, qd, qdd) -> np.ndarray:
         """One sample (1-D, ``joint_names`` order) → τ̂_res (float64, same order)."""
-        if self.network_enabled or self.regressor_fit is None:
+        if self._runs_graph:
             buf = self._buffers
             if self._identity:
                 buf[0, 0], buf[1, 0], buf[2, 0] = q, qd, qdd
@@ -132,14 +136,15 @@ class ResidualRuntime:
     def batch(self, q, qd, qdd) -> np.ndarray:
         """Rows of samples (``joint_names`` order) → τ̂_res rows (float64)."""
         idx = self._to_model
-        feeds = {
-            name: np.ascontiguousarray(np.asarray(v, float)[:, idx], dtype=self.dtype)
-            for name, v in zip(INPUTS, (q, qd, qdd))
-        }
-        (out,) = self.session.run([OUTPUT], feeds)
-        out = np.asarray(out, np.float64)[:, self._from_model]
-        if not self.network_enabled and self.regressor_fit is not None:
-            out = np.zeros_like(out)
+        if self._runs_graph:
+            feeds = {
+                name: np.ascontiguousarray(np.asarray(v, float)[:, idx], dtype=self.dtype)
+                for name, v in zip(INPUTS, (q, qd, qdd))
+            }
+            (out,) = self.session.run([OUTPUT], feeds)
+            out = np.asarray(out, np.float64)[:, self._from_model]
+        else:
+            out = np.zeros((len(np.atleast_2d(q)), self.n))
         if self.regressor_fit is not None:
             fit, idx, back = self.regressor_fit
             args = (np.asarray(v, float)[:, idx] for v in (q, qd, qdd))
