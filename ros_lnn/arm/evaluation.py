@@ -2,7 +2,7 @@
 joint the relative error ``100 · ‖τ − τ̂‖ / ‖τ‖`` (rre, %; ≥ 100 is worse than predicting zero) and the
 nMSE ``mean((τ − τ̂)²) / var(τ)`` against the **raw** measured torque, for the model and for the
 least-squares fit it carries (the model with its residual off). q̇ and q̈ come from the same zero-phase
-filter as in training; τ is not filtered."""
+filter as in training; τ is not filtered. The model's fast torque runs on the logged velocities."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def evaluate_arm(
     out = {}
     for rec in recordings:
         s = filtered_samples([rec], mapping.filter_cutoff_hz, mapping.gap_factor, raw_tau=True)
-        pred = model.inverse_dynamics(s.q, s.qd, s.qdd)
-        fit = model.inverse_dynamics(s.q, s.qd, s.qdd, residual=False)
+        pred = model.torque_of(s)
+        fit = model.torque_of(s, residual=False)
         entry = torque_metrics(model.joints, s.tau, pred)
         entry["samples"] = len(s)
         entry["rate_hz"] = s.rate_hz

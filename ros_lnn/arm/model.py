@@ -1,9 +1,11 @@
-"""The identified arm as a deployable model: ``τ̂(q, q̇, q̈) = RNEA_π(q, q̇, q̈) + τ_f(q̇) + r(q, q̇)``.
+"""The identified arm as a deployable model: ``τ̂(q, q̇, q̈) = RNEA_π(q, q̇, q̈) + τ_f(q̇) + r(q, q̇)``,
+plus, along a measured velocity stream, the fast torque of :mod:`ros_lnn.arm.fast_torque`.
 
 One file, ``<name>.onnx``: the graph computes friction ``τ_f`` and the learned residual ``r`` from
 ``q, qd`` (float32, batch × n, the mapping's joint order); the rigid body — the URDF's kinematics with
 the identified inertial parameters — travels in the metadata (``metadata_props['ros_lnn_arm']``, one
-JSON document) and is evaluated with Pinocchio. No torch at run time.
+JSON document) and is evaluated with Pinocchio; so are the fast torque's filter taps. No torch at run
+time.
 
 The same object gives what an observer needs: M(q), C(q, q̇), g(q) of the identified arm, friction and
 the residual.
@@ -20,6 +22,7 @@ import numpy as np
 from ..errors import ModelError
 from ..inference.model_guard import ModelLimits, load_within
 from . import friction
+from .fast_torque import FastTorque
 from .rigid_body import ArmRigidBody
 
 METADATA_KEY = "ros_lnn_arm"
@@ -92,6 +95,7 @@ class ArmModel:
         self.phi = np.asarray(self.meta["phi"], dtype=float)
         self.coulomb_velocity = float(self.meta["coulomb_velocity"])
         self.residual_enabled = bool(self.meta.get("residual_enabled", False))
+        self.fast = FastTorque.from_metadata(self.meta.get("fast_torque"), self.n)
         names = {o.name for o in self.session.get_outputs()}
         if not set(GRAPH_OUTPUTS) <= names:
             raise ModelError(f"{self.path}: graph outputs {sorted(names)}, expected {list(GRAPH_OUTPUTS)}")
@@ -115,6 +119,15 @@ class ArmModel:
         tau = self.rigid.inverse_dynamics(q, qd, qdd) + f
         return tau + r if residual else tau
 
+    def torque_of(self, samples, residual: bool = True) -> np.ndarray:
+        """τ̂ (N, n) along recorded samples (:class:`ros_lnn.arm.samples.Samples`): the inverse dynamics
+        of their filtered q, q̇, q̈ and, with ``residual``, the fast torque of their measured velocities
+        (left out when the stream's rate is not the one the model was fitted at)."""
+        tau = self.inverse_dynamics(samples.q, samples.qd, samples.qdd, residual)
+        if residual and samples.qd_measured is not None:
+            tau = tau + self.fast.torque(samples.qd_measured, samples.starts, samples.rate_hz)
+        return tau
+
     def non_rigid_torque(self, q, qd) -> np.ndarray:
         """Friction + residual (N, n): what the arm needs besides M q̈ + C q̇ + g."""
         f, r = self._graph(q, qd)
@@ -131,6 +144,8 @@ class ArmModel:
 
     def describe(self) -> str:
         r = "with a learned residual" if self.residual_enabled else "residual off (the fit alone)"
+        if self.fast.active:
+            r += f", fast torque at {self.fast.rate_hz:.0f} Hz"
         return f"arm model of {self.n} joints ({', '.join(self.joints)}): rigid body + friction, {r}"
 
 

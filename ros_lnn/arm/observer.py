@@ -109,7 +109,8 @@ class RigidDynamics:
 
 class ModelDynamics(RigidDynamics):
     """An identified :class:`ros_lnn.arm.model.ArmModel`: its rigid body through :class:`RigidDynamics`,
-    friction + learned residual from its ONNX graph."""
+    friction + learned residual from its ONNX graph. Not its fast torque (:mod:`ros_lnn.arm.fast_torque`,
+    10–100 Hz): the observers' lag ``K`` (tens of 1/s) filters that band out of ``r`` anyway."""
 
     def __init__(self, model):
         super().__init__(model.rigid)

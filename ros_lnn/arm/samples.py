@@ -20,9 +20,24 @@ class Samples:
     tau_raw: np.ndarray  # the measured joint torques
     rate_hz: float
     cutoff_hz: float
+    qd_measured: np.ndarray | None = None  # the logged velocities, unfiltered (from q where not logged)
+    starts: tuple = (0,)  # first sample of each piece (a recording, or a stretch between gaps)
 
     def __len__(self) -> int:
         return len(self.q)
+
+    def __add__(self, other: Samples) -> Samples:
+        """Both sample sets, ``other``'s pieces after ``self``'s."""
+        stacked = {k: np.concatenate([getattr(self, k), getattr(other, k)]) for k in _ARRAYS}
+        return Samples(
+            **stacked,
+            rate_hz=self.rate_hz,
+            cutoff_hz=self.cutoff_hz,
+            starts=tuple(self.starts) + tuple(len(self) + s for s in other.starts),
+        )
+
+
+_ARRAYS = ("q", "qd", "qdd", "tau", "tau_raw", "qd_measured")
 
 
 def filtered_samples(
@@ -35,13 +50,14 @@ def filtered_samples(
     for rec in recordings:
         for seg in rec.segments(gap_factor):
             f = filter_joint_signals(seg.t, seg.q, seg.qd, seg.tau, cutoff_hz)
-            parts.append((f.q, f.qd, f.qdd, seg.tau if raw_tau else f.tau, seg.tau))
+            measured = seg.qd if seg.qd is not None else np.gradient(seg.q, seg.t, axis=0)
+            parts.append((f.q, f.qd, f.qdd, seg.tau if raw_tau else f.tau, seg.tau, measured))
             rates.append(f.rate_hz)
             cutoffs.append(f.cutoff_hz)
     if not parts:
         names = ", ".join(r.name for r in recordings)
         raise DataError(f"{names}: no stretch of 64 or more samples without a gap")
-    q, qd, qdd, tau, tau_raw = (np.concatenate([p[i] for p in parts]) for i in range(5))
+    q, qd, qdd, tau, tau_raw, measured = (np.concatenate([p[i] for p in parts]) for i in range(6))
     return Samples(
         q=q,
         qd=qd,
@@ -50,4 +66,6 @@ def filtered_samples(
         tau_raw=tau_raw,
         rate_hz=float(np.median(rates)),
         cutoff_hz=float(np.median(cutoffs)),
+        qd_measured=measured,
+        starts=tuple(int(x) for x in np.cumsum([0] + [len(p[0]) for p in parts[:-1]])),
     )

@@ -13,6 +13,7 @@ import numpy as np
 from .. import __version__
 from ..errors import DataError
 from . import identification as idn
+from .fast_torque import FastTorque, fit_fast_torque
 from .mapping import ArmMapping
 from .model import arm_metadata
 from .recording import ArmRecording
@@ -52,10 +53,12 @@ def train_arm(
     val_fraction: float = 0.2,
     residual: str = "auto",
     ripple: str = "auto",
+    fast_torque: str = "auto",
     options=None,
     progress=None,
 ) -> ArmTrainResult:
-    """``residual`` / ``ripple``: auto (trained, kept where it helps on validation) or off."""
+    """``residual`` / ``ripple`` / ``fast_torque``: auto (trained, kept where it helps on validation)
+    or off."""
     from .residual import ResidualEnsemble, ResidualNet, ResidualOptions, export_arm_onnx, train_residual
     from .ripple import Ripple, fit_ripple
 
@@ -82,11 +85,7 @@ def train_arm(
         f"{len(tr)} training, {len(va)} validation samples at {tr.rate_hz:.0f} Hz; "
         f"zero-phase Butterworth {tr.cutoff_hz:g} Hz on q, q̇ (→ q̈) and τ; {mapping.describe()}"
     )
-    every = Samples(
-        **{k: np.concatenate([getattr(tr, k), getattr(va, k)]) for k in ("q", "qd", "qdd", "tau", "tau_raw")},
-        rate_hz=tr.rate_hz,
-        cutoff_hz=tr.cutoff_hz,
-    )
+    every = tr + va
     t0 = time.perf_counter()
     # fitted on the training samples only: the validation samples choose the URDF prior's weight
     # and judge the residual on top of the fit
@@ -180,7 +179,8 @@ def train_arm(
         off = [arm.joints[j] for j, info in rip.report["joints"].items() if not info["kept"]]
         if off:
             say(f"gear ripple off for {', '.join(off)} (no gain on validation or not resolvable)")
-    enabled = enabled or bool(np.any(rip.k))
+    fast = _fit_fast(tr, va, fit_tr, fit_va, net if enabled else None, rip, fast_torque, say)
+    enabled = enabled or bool(np.any(rip.k)) or fast.active
     metrics = {
         "validation_torque_rre_percent_fit": idn.relative_error_percent(va.tau, fit_va).tolist(),
         "training_samples": len(tr),
@@ -192,6 +192,7 @@ def train_arm(
         "prior_weight_validation_rre": {f"{g:g}": e for e, g in choice},
         "residual": res_info,
         "ripple": {arm.joints[j]: info for j, info in rip.report["joints"].items()},
+        "fast_torque": {arm.joints[j]: info for j, info in fast.report["joints"].items()},
     }
     result = ArmTrainResult(None, fit, enabled, metrics, log)
     result.train_s = time.perf_counter() - start
@@ -212,10 +213,38 @@ def train_arm(
             },
             package_version=__version__,
             train_s=result.train_s,
+            fast_torque=fast.to_metadata(),
         )
         result.path = export_arm_onnx(out, fit.phi, mapping.coulomb_velocity, net, rip, meta)
         say(f"wrote {result.path}")
     return result
+
+
+def _fit_fast(tr: Samples, va: Samples, fit_tr, fit_va, net, rip, mode: str, say) -> FastTorque:
+    """The fast torque (:mod:`ros_lnn.arm.fast_torque`) on what fit, residual and ripple leave of the
+    raw torque."""
+    from .residual import predict_residual
+
+    n = tr.q.shape[1]
+    if mode == "off":
+        say("fast torque: off")
+        return FastTorque.none(n)
+
+    def remainder(s: Samples, fit):
+        rest = s.tau_raw - fit - rip.torque(s.q, s.qd)
+        return rest if net is None else rest - predict_residual(net, s.q, s.qd)
+
+    fast = fit_fast_torque(
+        tr.qd_measured, tr.starts, remainder(tr, fit_tr), va.qd_measured, va.starts, remainder(va, fit_va),
+        tr.rate_hz,
+    )  # fmt: skip
+    gains = ", ".join(f"{info['validation_gain_percent']:+.1f} %" for info in fast.report["joints"].values())
+    kept = sum(info["kept"] for info in fast.report["joints"].values())
+    say(
+        f"fast torque (causal filter of the measured velocity's last {fast.report['history']} steps at "
+        f"{tr.rate_hz:.0f} Hz): validation gain per joint {gains}; kept on {kept} of {n} joints"
+    )
+    return fast
 
 
 def samples_for(recordings, mapping: ArmMapping, raw_tau: bool) -> Samples:
