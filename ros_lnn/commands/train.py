@@ -167,10 +167,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _arm_urdf(args, mapping) -> str:
-    urdf = getattr(args, "urdf", None) or mapping.robot_description
+    """``--urdf`` (parsed into ``robot_description``), else the mapping's, relative to the config."""
+    given = getattr(args, "robot_description", None)
+    urdf = given or mapping.robot_description
     if not urdf:
         raise ConfigError("an arm model needs the robot's URDF: --urdf, or robot_description in the config")
-    if not getattr(args, "urdf", None) and not Path(urdf).is_absolute() and args.config:
+    if not given and not Path(urdf).is_absolute() and args.config:
         urdf = str(Path(args.config).parent / urdf)
     return urdf
 

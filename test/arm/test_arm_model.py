@@ -201,17 +201,15 @@ def test_cli_train_evaluate_and_bench_on_the_arm_flow(tmp_path, bags, trained):
     config = tmp_path / "arm.yaml"
     scale = "{" + ", ".join(f"{j}: {g!r}" for j, g in mapping.effort_scale.items()) + "}"
     config.write_text(
-        "bag:\n"
-        f"  actuated_joints: [{', '.join(JOINTS)}]\n"
-        "  effort: motor_current\n"
-        f"  effort_scale: {scale}\n"
-        f"  robot_description: {URDF}\n"
+        f"bag:\n  actuated_joints: [{', '.join(JOINTS)}]\n  effort: motor_current\n  effort_scale: {scale}\n"
     )
     out = tmp_path / "model.onnx"
     r = _cli(
         "train",
         "--config",
         config,
+        "--urdf",
+        URDF,
         "--bag",
         train_bag,
         "--test-bag",
@@ -255,6 +253,23 @@ def test_cli_train_evaluate_and_bench_on_the_arm_flow(tmp_path, bags, trained):
     bare.write_text(f"bag:\n  actuated_joints: [{', '.join(JOINTS)}]\n")
     r = _cli("train", "--config", bare, "--bag", train_bag, "--out", tmp_path / "x.onnx", cwd=tmp_path)
     assert r.returncode == 2 and "URDF" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_arm_urdf_from_the_option_or_the_config_relative_to_it(tmp_path):
+    import argparse
+
+    from ros_lnn.commands.train import _arm_urdf
+
+    (tmp_path / "robots").mkdir()
+    config = tmp_path / "arm.yaml"
+    config.write_text(
+        f"bag:\n  actuated_joints: [{', '.join(JOINTS)}]\n  robot_description: robots/arm.urdf\n"
+    )
+    mapping = ArmMapping.from_yaml(config)
+    args = argparse.Namespace(config=str(config), robot_description=None)
+    assert Path(_arm_urdf(args, mapping)) == tmp_path / "robots" / "arm.urdf"
+    args.robot_description = str(URDF)  # --urdf wins over the config
+    assert _arm_urdf(args, mapping) == str(URDF)
 
 
 def test_bench_realarm_last_line_on_a_generated_arm(tmp_path, bags):

@@ -143,6 +143,8 @@ def bench_realarm(args) -> dict:
         result = train_arm(train, urdf, mapping, out=out, options=options, progress=lambda s: print(f"  {s}"))
         learned_s = time.perf_counter() - t0
         model = ArmModel(out)
+        if model.fast.active:
+            row("learned, without its fast torque", model.inverse_dynamics(te.q, te.qd, te.qdd), None)
         l_mean = row(
             "learned: fit + residual + gear ripple + fast torque (ros_lnn)",
             model.torque_of(te),
