@@ -41,6 +41,12 @@ def evaluate_arm(
         entry = torque_metrics(model.joints, s.tau, pred)
         entry["samples"] = len(s)
         entry["rate_hz"] = s.rate_hz
+        if model.fast.active:
+            entry["fast_torque"] = (
+                "applied"
+                if model.fast.applies_at(s.rate_hz)
+                else f"left out: fitted at {model.fast.rate_hz:.0f} Hz, this log is at {s.rate_hz:.0f} Hz"
+            )
         entry["least_squares_fit"] = torque_metrics(model.joints, s.tau, fit)
         if keep_series:
             entry["series"] = {"tau": s.tau, "model": pred, "fit": fit}

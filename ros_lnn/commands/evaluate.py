@@ -198,7 +198,8 @@ def evaluate_arm_model(args) -> int:
     results = evaluate_arm(model, recordings, mapping, keep_series=not args.no_plots)
     for name, m in results.items():
         fit = m["least_squares_fit"]
-        print(f"{name}: {m['samples']} samples at {m['rate_hz']:.0f} Hz")
+        fast = f"; fast torque {m['fast_torque']}" if "fast_torque" in m else ""
+        print(f"{name}: {m['samples']} samples at {m['rate_hz']:.0f} Hz{fast}")
         print(f"  {'joint':<24} {'rre %':>8} {'nMSE':>8} {'fit rre %':>10}")
         for j in model.joints:
             print(

@@ -3,12 +3,14 @@ model leaves of the raw torque (ros_lnn.arm.fast_torque), alone and through trai
 ArmModel.torque_of on a generated arm whose torque sensor sees a drive resonance."""
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ros_lnn.arm import identification as idn
+from ros_lnn.arm.evaluation import evaluate_arm
 from ros_lnn.arm.fast_torque import FastTorque, fit_fast_torque
 from ros_lnn.arm.generator import ArmGenerator, GeneratorOptions, write_recording
 from ros_lnn.arm.model import ArmModel, read_arm_metadata
@@ -125,6 +127,12 @@ def test_train_arm_keeps_the_fast_torque_where_the_drive_rings_and_the_file_carr
     for j in (1, 3):
         assert with_fast[j] < without[j], (with_fast, without)
     # residual=False is the least-squares fit alone: no fast torque either
+    # ros-lnn evaluate's path: the fast torque on the log's own velocities, and left out at another rate
+    at_rate = evaluate_arm(model, [test], mapping)[test.name]
+    assert at_rate["fast_torque"] == "applied"
+    assert at_rate["torque_rre_percent"]["panda_joint2"] == pytest.approx(with_fast[1], rel=1e-9)
+    half = replace(test, t=test.t[::2], q=test.q[::2], qd=test.qd[::2], tau=test.tau[::2])
+    assert evaluate_arm(model, [half], mapping)[test.name]["fast_torque"].startswith("left out")
     fit_alone = model.inverse_dynamics(s.q, s.qd, s.qdd, residual=False)
     np.testing.assert_allclose(model.torque_of(s, residual=False), fit_alone)
 
