@@ -4,9 +4,9 @@ The rest of the arm model sees q̇ and q̈ through the zero-phase 10 Hz filter (
 what the torque does above that band is, for it, noise. Part of it is not noise. A torque sensor
 between drive and link (a Panda's, an iiwa's) also sees the drive's own fast dynamics — the joint's
 elasticity, the rotor's inertia, the current loop — and those follow the joint's motion in the same
-band: on the real Panda recording the torque above 10 Hz is coherent with the measured velocity above
-10 Hz (magnitude-squared coherence 0.3–0.4 on average over 10–100 Hz on the shoulder and elbow
-joints, up to 0.8 at their resonances). Differencing q̇ and multiplying by M(q) does not capture it (a
+band: on the real Panda recording the torque above 10 Hz is coherent with the measured velocity
+(mean magnitude-squared coherence over 10–100 Hz 0.35–0.44 on the shoulder and elbow joints, 0.11 on
+the last wrist joint; ``ros-lnn bench realarm`` prints it per joint). Differencing q̇ and multiplying by M(q) does not capture it (a
 wider filter makes the least-squares fit worse; the inertia-weighted form scored worse on held-out
 data than the per-joint filter): the drive is a dynamic system of its own, with its own phase.
 

@@ -306,6 +306,8 @@ def test_bench_realarm_last_line_on_a_generated_arm(tmp_path, bags):
         f"URDF-nominal {fig['urdf_nominal']:.2f}, ratio L/R = {fig['ratio']:.3f}"
     )
     assert fig["regressor_ols"] < fig["urdf_nominal"] and np.isfinite(fig["ratio"])
+    share = " ".join(f"{v:.1f}" for v in fig["above_filter"]["share_percent"])
+    assert f"filter: torque share [%] {share}; coherence with the logged velocity" in r.stdout
 
 
 def test_run_observer_with_a_model_equals_the_sample_by_sample_path(trained, bags):

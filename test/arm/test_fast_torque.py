@@ -142,3 +142,28 @@ def test_train_arm_with_fast_torque_off_writes_no_taps(tmp_path, resonant_arm):
     out = tmp_path / "arm.onnx"
     train_arm([train], URDF, mapping, out=out, residual="off", ripple="off", fast_torque="off")
     assert not ArmModel(out).fast.active
+
+
+def test_fast_band_share_and_coherence_against_a_hand_made_torque():
+    from scipy.signal import butter, filtfilt
+
+    from ros_lnn.arm.samples import Samples
+    from ros_lnn.commands.bench.realarm import fast_band
+
+    rng = np.random.default_rng(5)
+    n = 20000
+    qd = velocity_stream(n, 4) + 0.05 * rng.normal(size=(n, 2))  # the velocity's own fast band
+    b, a = butter(4, 10.0 / (RATE / 2))
+    slow = np.stack([np.sin(np.arange(n) / RATE * 2.0), np.cos(np.arange(n) / RATE)], 1)
+    qd_fast = qd - filtfilt(b, a, qd, axis=0)
+    fast = np.stack([3.0 * qd_fast[:, 0], 0.1 * rng.normal(size=n)], 1)  # follows the motion / does not
+    tau_raw = slow + fast
+    s = Samples(
+        q=np.zeros((n, 2)), qd=qd, qdd=qd, tau=filtfilt(b, a, tau_raw, axis=0), tau_raw=tau_raw,
+        rate_hz=RATE, cutoff_hz=10.0, qd_measured=qd,
+    )  # fmt: skip
+    band = fast_band(s)
+    expected = 100 * np.linalg.norm(tau_raw - s.tau, axis=0) / np.linalg.norm(tau_raw, axis=0)
+    np.testing.assert_allclose(band["share_percent"], expected)
+    assert band["coherence"][0] > 0.9 and band["coherence"][1] < 0.1
+    assert band["band_hz"] == (10.0, 100.0)
