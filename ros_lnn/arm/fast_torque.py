@@ -6,9 +6,10 @@ between drive and link (a Panda's, an iiwa's) also sees the drive's own fast dyn
 elasticity, the rotor's inertia, the current loop — and those follow the joint's motion in the same
 band: on the real Panda recording the torque above 10 Hz is coherent with the measured velocity
 (mean magnitude-squared coherence over 10–100 Hz 0.35–0.44 on the shoulder and elbow joints, 0.11 on
-the last wrist joint; ``ros-lnn bench realarm`` prints it per joint). Differencing q̇ and multiplying by M(q) does not capture it (a
-wider filter makes the least-squares fit worse; the inertia-weighted form scored worse on held-out
-data than the per-joint filter): the drive is a dynamic system of its own, with its own phase.
+the last wrist joint; ``ros-lnn bench realarm`` prints it per joint). Differencing q̇ and
+multiplying by M(q) does not capture it (a wider filter makes the least-squares fit worse; the
+inertia-weighted form scored worse on held-out data than the per-joint filter): the drive is a
+dynamic system of its own, with its own phase.
 
 Per joint a causal FIR filter of the steps of the measured velocity::
 
