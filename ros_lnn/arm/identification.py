@@ -148,13 +148,20 @@ def _parameter_scale(arm: ArmRigidBody, prior: np.ndarray) -> np.ndarray:
     return np.maximum(np.abs(prior[: arm.n_params]), 1e-2 * per_body)
 
 
+def _prior_penalty(arm: ArmRigidBody, G: np.ndarray, gamma: float):
+    """Per inertial parameter ``1/D²`` and the weight ``λ`` that makes ``γ`` relative to ``A_wᵀA_w``."""
+    prior = arm.body_parameters()
+    penalty = 1.0 / _parameter_scale(arm, prior) ** 2
+    lam = gamma * float(np.mean(np.diag(G)[: arm.n_params])) / float(np.mean(penalty))
+    return penalty, lam
+
+
 def _with_prior(arm: ArmRigidBody, A, tau, weights, gamma: float) -> np.ndarray:
     Aw, bw = weighted_rows(A, tau, weights)
     prior = np.concatenate([arm.body_parameters(), np.zeros(3 * arm.n)])
     G = Aw.T @ Aw
     penalty = np.zeros(len(prior))
-    penalty[: arm.n_params] = 1.0 / _parameter_scale(arm, prior) ** 2
-    lam = gamma * float(np.mean(np.diag(G)[: arm.n_params])) / float(np.mean(penalty[: arm.n_params]))
+    penalty[: arm.n_params], lam = _prior_penalty(arm, G, gamma)
     lhs = G + lam * np.diag(penalty)
     rhs = Aw.T @ bw + lam * penalty * prior
     return np.linalg.lstsq(lhs, rhs, rcond=None)[0]
@@ -169,6 +176,29 @@ def _full_parameters(arm: ArmRigidBody, base: BaseParameters, beta: np.ndarray) 
     r = beta - K @ prior
     delta = scale * np.linalg.lstsq(K * scale, r, rcond=None)[0]
     return prior + delta
+
+
+def identify_consistent(arm: ArmRigidBody, fit: ArmFit, A, tau, prior_weight: float) -> ArmFit:
+    """``fit`` refitted with every body physically consistent (:mod:`ros_lnn.arm.consistency`): the same
+    weighted least squares and URDF prior (γ, at least 1e-6 to pin what the data leave free), started at
+    the URDF's bodies and ``fit``'s friction."""
+    from .consistency import consistent_fit
+
+    Aw, bw = weighted_rows(A, tau, fit.weights)
+    G = Aw.T @ Aw
+    penalty, lam = _prior_penalty(arm, G, max(prior_weight, 1e-6))
+    pi, phi, info = consistent_fit(G, Aw.T @ bw, arm.n, arm.body_parameters(), fit.phi, penalty, lam)
+    out = ArmFit(
+        joints=fit.joints,
+        pi=pi,
+        phi=phi,
+        coulomb_velocity=fit.coulomb_velocity,
+        base_count=fit.base_count,
+        condition_number=fit.condition_number,
+        weights=fit.weights,
+    )
+    out.report = fit_report(arm, out, A, tau) | {"consistent_fit": info}
+    return out
 
 
 def fit_report(arm: ArmRigidBody, fit: ArmFit, A: np.ndarray, tau: np.ndarray) -> dict:
@@ -189,7 +219,12 @@ def fit_report(arm: ArmRigidBody, fit: ArmFit, A: np.ndarray, tau: np.ndarray) -
                 for i, name in enumerate(friction.NAMES)
             },
         }
+    from ..physics.inertial_parameters import consistent
+
     return {
+        "physically_consistent": {
+            j: consistent(fit.pi[10 * b : 10 * b + 10]) for b, j in enumerate(arm.joints)
+        },
         "base_parameters": fit.base_count,
         "condition_number": fit.condition_number,
         "masses_kg": {j: float(fit.pi[10 * b]) for b, j in enumerate(arm.joints)},

@@ -13,6 +13,7 @@ config YAML. Every key and its default::
     coulomb_velocity: 0.02           # rad/s: the Coulomb term's tanh width
     gap_factor: 5.0                  # a stamp step > gap_factor × the median step splits a recording
     robot_description: ""            # the URDF (or --urdf)
+    physically_consistent: true      # every identified body a real mass distribution (false: plain LS)
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class ArmMapping:
     coulomb_velocity: float = 0.02
     gap_factor: float = 5.0
     robot_description: str = ""
+    physically_consistent: bool = True
 
     def __post_init__(self):
         joints = self.actuated_joints
@@ -62,6 +64,8 @@ class ArmMapping:
             raise ConfigError(f"effort = {self.effort!r}: one of {', '.join(EFFORT_SOURCES)}")
         if self.effort_field not in EFFORT_FIELDS:
             raise ConfigError(f"effort_field = {self.effort_field!r}: one of {', '.join(EFFORT_FIELDS)}")
+        if not isinstance(self.physically_consistent, bool):
+            raise ConfigError(f"physically_consistent = {self.physically_consistent!r}: true or false")
         if self.stamps not in ("header", "receive"):
             raise ConfigError(f"stamps = {self.stamps!r}: header or receive")
         scale = self.effort_scale or {}

@@ -109,6 +109,30 @@ def train_arm(
         + f" → {best_gamma:g}"
         + (" (plain least squares)" if best_gamma == 0 else "")
     )
+    consistent = fit.report["physically_consistent"]
+    say(
+        f"physically consistent bodies in the fit: "
+        f"{sum(consistent.values())} of {arm.n}"
+        + (
+            ""
+            if all(consistent.values())
+            else f"; not: {', '.join(j for j, ok in consistent.items() if not ok)}"
+        )
+    )
+    if mapping.physically_consistent:
+        t1 = time.perf_counter()
+        free = fit
+        fit = idn.identify_consistent(arm, free, A_tr, tr.tau, best_gamma)
+        err_free = float(
+            np.mean(idn.relative_error_percent(va.tau, idn.predict(arm, free, va.q, va.qd, va.qdd)))
+        )
+        err = float(np.mean(idn.relative_error_percent(va.tau, idn.predict(arm, fit, va.q, va.qd, va.qdd))))
+        say(
+            f"physically consistent refit (log-Cholesky, {fit.report['consistent_fit']['iterations']} "
+            f"evaluations, {time.perf_counter() - t1:.1f} s): validation torque rre {err:.2f} % "
+            f"(unconstrained {err_free:.2f} %); consistent bodies "
+            f"{sum(fit.report['physically_consistent'].values())} of {arm.n}"
+        )
     fit_s = time.perf_counter() - t0
     say(f"least-squares fit: {fit_s:.1f} s")
     for joint, m in fit.report["masses_kg"].items():

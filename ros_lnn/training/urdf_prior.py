@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, DataError
+from ..physics.inertial_parameters import consistent, from_pseudo_inertia, pseudo_inertia
 
 PARAMETER_NAMES = ("m", "m*cx", "m*cy", "m*cz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 COULOMB_VELOCITY = 0.05
@@ -173,42 +174,6 @@ def prior_config(urdf: UrdfModel, params: np.ndarray) -> dict:
         "gravity": np.asarray(urdf.model.gravity.linear).tolist(),
         "source": Path(urdf.path).name,
     }
-
-
-def pseudo_inertia(p: np.ndarray) -> np.ndarray:
-    """``[[½ tr(I) 1 − I, h], [hᵀ, m]]`` of one body's ten parameters (about the frame origin)."""
-    m, h = p[0], p[1:4]
-    inertia = np.array([[p[4], p[5], p[7]], [p[5], p[6], p[8]], [p[7], p[8], p[9]]])
-    pseudo = np.zeros((4, 4))
-    pseudo[:3, :3] = 0.5 * np.trace(inertia) * np.eye(3) - inertia
-    pseudo[:3, 3] = pseudo[3, :3] = h
-    pseudo[3, 3] = m
-    return pseudo
-
-
-def from_pseudo_inertia(J: np.ndarray) -> np.ndarray:
-    """The ten parameters of a pseudo-inertia (inverse of :func:`pseudo_inertia`: ``I = tr(Σ) 1 − Σ``)."""
-    sigma = J[:3, :3]
-    inertia = np.trace(sigma) * np.eye(3) - sigma
-    return np.array(
-        [
-            J[3, 3],
-            *J[:3, 3],
-            inertia[0, 0],
-            inertia[0, 1],
-            inertia[1, 1],
-            inertia[0, 2],
-            inertia[1, 2],
-            inertia[2, 2],
-        ]
-    )
-
-
-def consistent(p: np.ndarray, tol: float = 1e-9) -> bool:
-    """Physical consistency of one body's ten parameters: mass > 0 and the pseudo-inertia positive
-    semidefinite (Wensing et al.; it implies the triangle inequalities of the principal inertias)."""
-    J = pseudo_inertia(p)
-    return bool(p[0] > 0 and np.linalg.eigvalsh(J).min() >= -tol * max(np.abs(J).max(), 1e-300))
 
 
 @dataclass

@@ -51,7 +51,7 @@ ALLOWED = {
     },
     "zoo": {"errors", "physics", "models", "families", "training"},
     # arm.residual, arm.training and arm.delan are its torch side: DeLaN builds on models
-    "arm": {"errors", "files", "shipped", "bags", "estimation", "inference", "models", "ros_lnn"},
+    "arm": {"errors", "files", "shipped", "physics", "bags", "estimation", "inference", "models", "ros_lnn"},
     "nodes": {
         "errors",
         "files",
