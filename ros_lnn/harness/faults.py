@@ -423,6 +423,21 @@ class Driver:
         )
         return None if reply is None else reply.success
 
+    def clean_up(self, name: str) -> None:
+        """Take an active node to unconfigured (deactivate, then cleanup), asserting that each is taken."""
+        assert self.transition(name, "deactivate"), "deactivate refused"
+        assert self.transition(name, "cleanup"), "cleanup refused"
+
+    def clean_up_from_any_state(self, name: str) -> None:
+        """Take a node to unconfigured from whatever state it is in (deactivate if active, cleanup if
+        inactive), the transitions' answers not checked: the first step of putting a node back."""
+        state = self.state(name)
+        if state == "active":
+            self.transition(name, "deactivate")
+            state = "inactive"
+        if state == "inactive":
+            self.transition(name, "cleanup")
+
     def state(self, name: str, timeout: float = SERVICE_TIMEOUT_S):
         from lifecycle_msgs.srv import GetState
 
@@ -715,19 +730,13 @@ def _with_model(text: str | None = None, build=None, label: str = ""):
             _forge_metadata(default_model_path(), path, text)
         driver.pause_stream(target)
         try:
-            assert driver.transition(target, "deactivate"), "deactivate refused"
-            assert driver.transition(target, "cleanup"), "cleanup refused"
+            driver.clean_up(target)
             reply = driver.set_parameter(target, "model_path", str(path))
             assert reply is not None and reply[0], f"model_path not taken while unconfigured: {reply}"
             assert driver.transition(target, "configure") is False, "a forged model was configured"
             assert driver.state(target) == "unconfigured"
         finally:  # back to the shipped model, active, whatever happened
-            state = driver.state(target)
-            if state == "active":
-                driver.transition(target, "deactivate")
-                state = "inactive"
-            if state == "inactive":
-                driver.transition(target, "cleanup")
+            driver.clean_up_from_any_state(target)
             reply = driver.set_parameter(target, "model_path", "")
             assert reply is not None and reply[0], f"model_path not restored: {reply}"
             assert driver.transition(target, "configure"), "the shipped model did not configure again"

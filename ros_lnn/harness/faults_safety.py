@@ -126,8 +126,7 @@ def _unconfigured_set_refused(parameter: str, value, words: str):
     def action(driver: Driver, target: str):
         driver.pause_stream(target)
         try:
-            assert driver.transition(target, "deactivate"), "deactivate refused"
-            assert driver.transition(target, "cleanup"), "cleanup refused"
+            driver.clean_up(target)
             reply = driver.set_parameter(target, parameter, value)
             assert reply is not None, f"set {parameter}: no answer"
             if reply[0]:
@@ -421,20 +420,14 @@ def _model_over_limit(model_parameter: str, limit: str, value, model: str = ""):
         before = len(driver.procs[target].log)
         driver.pause_stream(target)
         try:
-            assert driver.transition(target, "deactivate"), "deactivate refused"
-            assert driver.transition(target, "cleanup"), "cleanup refused"
+            driver.clean_up(target)
             for name, v in ((limit, value), (model_parameter, path)):
                 reply = driver.set_parameter(target, name, v)
                 assert reply is not None and reply[0], f"{name} not taken while unconfigured: {reply}"
             if driver.transition(target, "configure"):
                 raise AcceptedBadValue(f"a model over {limit}={value} was configured")
         finally:
-            state = driver.state(target)
-            if state == "active":
-                driver.transition(target, "deactivate")
-                state = "inactive"
-            if state == "inactive":
-                driver.transition(target, "cleanup")
+            driver.clean_up_from_any_state(target)
             driver.set_parameter(target, model_parameter, "")
             driver.set_parameter(target, limit, default)
             assert driver.transition(target, "configure"), "the node did not configure again"

@@ -9,7 +9,7 @@ from .input_params import (
     diagnostics_period_parameter,
     input_queue_parameter,
 )
-from .model_params import MODEL_LIMIT_PARAMETERS
+from .model_params import MODEL_LIMIT_PARAMETERS, MODEL_THREADS_PARAMETER
 from .params import CONFIGURE, STARTUP, Param, ParameterTable
 
 
@@ -84,7 +84,7 @@ PARAMETERS = ParameterTable(
     ),
     Param("wrench_frame", "", "URDF frame of ~/external_wrench; empty = not published", CONFIGURE),
     Param("wrench_damping", 0.01, "damping λ of the Jacobian's pseudo-inverse", CONFIGURE, ge=0.0, le=10.0),
-    Param("model_threads", 1, "ONNX Runtime intra-op threads", CONFIGURE, ge=1, le=64),
+    MODEL_THREADS_PARAMETER,
     *MODEL_LIMIT_PARAMETERS,
     MERGE_WINDOW_PARAMETER,
     input_queue_parameter(

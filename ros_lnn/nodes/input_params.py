@@ -25,6 +25,16 @@ INPUT_TIMEOUT_PARAMETER = Param(
     le=3600.0,
 )
 
+#: ``max_command_points`` of the nodes that read servo trajectories (servo_lnn, sim).
+MAX_COMMAND_POINTS_PARAMETER = Param(
+    "max_command_points",
+    2000,
+    "a servo trajectory with more points is refused before it is read (bounds the work one message can "
+    "cause)",
+    ge=1,
+    le=1000000,
+)
+
 #: The description of a ``diagnostics_period_s`` whose counts cover a window of periods.
 DIAGNOSTICS_PERIOD_TEXT = "period of /diagnostics (its counts cover the last 5 periods)"
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 from ..inference.model_guard import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_MAX_MB, DEFAULT_MAX_NODES, ModelLimits
 from .params import CONFIGURE, Param
 
+#: ``model_threads`` of the nodes that run their model in ONNX Runtime (servo_lnn, effort_observer).
+MODEL_THREADS_PARAMETER = Param("model_threads", 1, "ONNX Runtime intra-op threads", CONFIGURE, ge=1, le=64)
+
 MODEL_LIMIT_PARAMETERS = (
     Param(
         "model_max_mb",

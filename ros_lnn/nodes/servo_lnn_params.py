@@ -8,11 +8,12 @@ import os
 from ..files import output_file_problem
 from .input_params import (
     INPUT_TIMEOUT_PARAMETER,
+    MAX_COMMAND_POINTS_PARAMETER,
     MERGE_WINDOW_PARAMETER,
     diagnostics_period_parameter,
     input_queue_parameter,
 )
-from .model_params import MODEL_LIMIT_PARAMETERS
+from .model_params import MODEL_LIMIT_PARAMETERS, MODEL_THREADS_PARAMETER
 from .params import CONFIGURE, MAX_PATH, STARTUP, Param, ParameterTable
 
 COMMAND_TYPES = ("trajectory", "array", "none")
@@ -74,7 +75,7 @@ PARAMETERS = ParameterTable(
         items=str,
         unique=True,
     ),
-    Param("model_threads", 1, "ONNX Runtime intra-op threads", CONFIGURE, ge=1, le=64),
+    MODEL_THREADS_PARAMETER,
     *MODEL_LIMIT_PARAMETERS,
     Param(
         "servo_command_type",
@@ -116,14 +117,7 @@ PARAMETERS = ParameterTable(
         ge=0.0,
         le=3600.0,
     ),
-    Param(
-        "max_command_points",
-        2000,
-        "a servo trajectory with more points is refused before it is read "
-        "(bounds the work one message can cause)",
-        ge=1,
-        le=1000000,
-    ),
+    MAX_COMMAND_POINTS_PARAMETER,
     INPUT_TIMEOUT_PARAMETER,
     Param(
         "free_joint_forces",

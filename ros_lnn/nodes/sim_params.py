@@ -3,7 +3,7 @@ reference system they describe."""
 
 from __future__ import annotations
 
-from .input_params import diagnostics_period_parameter
+from .input_params import MAX_COMMAND_POINTS_PARAMETER, diagnostics_period_parameter
 from .params import STARTUP, Param, ParameterTable
 
 
@@ -138,14 +138,7 @@ PARAMETERS = ParameterTable(
     Param(
         "servo_bandwidth", 20.0, "array commands: critically damped servo bandwidth (rad/s)", gt=0.0, le=1e4
     ),
-    Param(
-        "max_command_points",
-        2000,
-        "a servo trajectory with more points is refused before it is read (bounds "
-        "the work one message can cause)",
-        ge=1,
-        le=1000000,
-    ),
+    MAX_COMMAND_POINTS_PARAMETER,
     Param(
         "effort_joints",
         [],

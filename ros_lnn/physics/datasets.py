@@ -217,6 +217,18 @@ def paper_crane_trials(
 SAMPLE_KEYS = ("t", "q", "qd", "qdd", "Q", "T", "V", "E", "M")
 
 
+def split_record(train: dict, test: dict, seed: int) -> dict:
+    """The run's ``split`` entry for a train/test split: each side's trial names and sample count
+    (samples counted by ``q``), and the seed that drew it."""
+    return {
+        "train_trials": train["names"],
+        "test_trials": test["names"],
+        "n_train": len(train["q"]),
+        "n_test": len(test["q"]),
+        "split_seed": seed,
+    }
+
+
 def split_trials(trials, test_names, n_train: int | None = None, seed: int = 0) -> tuple[dict, dict]:
     """Train on the trials not in ``test_names`` (every sample, or ``n_train`` drawn without replacement
     with ``seed``), test on every sample of the ``test_names`` trials. Each side is a dict of stacked

@@ -180,6 +180,7 @@ def residual_data(spec: RunSpec, say: Callable[[str], None] = print) -> dict:
     :class:`ros_lnn.training.sources.RunData`."""
     from ..bags.dataset import describe, load_bag_dataset
     from ..bags.mapping import mapping_from_options
+    from ..physics.datasets import split_record
 
     config = Path(spec.bag_config) if spec.bag_config else shipped_config()
     settings = residual_settings(config)
@@ -230,13 +231,7 @@ def residual_data(spec: RunSpec, say: Callable[[str], None] = print) -> dict:
         "effort_timing": settings["effort_timing"],
         "trim": trim,
     }
-    split = {
-        "train_trials": train["names"],
-        "test_trials": test["names"],
-        "n_train": len(train["q"]),
-        "n_test": len(test["q"]),
-        "split_seed": mapping.seed,
-    }
+    split = split_record(train, test, mapping.seed)
     rms = np.sqrt(np.mean(train.get("Q_total", train["Q"]) ** 2, axis=0))
     summary = (
         f"data: {len(ds.trials)} trials (rosbag) against the certain model '{model.name}'; train "

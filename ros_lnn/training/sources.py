@@ -332,6 +332,7 @@ def bag_data(family: Family, spec: RunSpec, say: Callable[[str], None]) -> RunDa
 def character_data(spec: RunSpec) -> RunData:
     """The DeLaN character data set: test letters ``test_trials`` (default e, q, v), training samples all
     of the other letters' or ``n_train`` of them."""
+    from ..physics.datasets import split_record
     from ..physics.delan_data import TEST_LETTERS, find_character_data, load_character_data
 
     letters = spec.test_trials or TEST_LETTERS
@@ -352,13 +353,7 @@ def character_data(spec: RunSpec) -> RunData:
             np.random.default_rng(spec.split_seed).choice(n_available, spec.n_train, replace=False)
         )
         train = {k: (v if k == "names" else v[pick]) for k, v in train.items()}
-    split = {
-        "train_trials": train["names"],
-        "test_trials": test["names"],
-        "n_train": len(train["q"]),
-        "n_test": len(test["q"]),
-        "split_seed": spec.split_seed,
-    }
+    split = split_record(train, test, spec.split_seed)
     source = {"kind": "delan_character", "path": str(path), "sha256": file_sha256(path)}
     shape = Shape(str(spec.system), ("joint_1", "joint_2"), (), ("rad", "rad"))
     summary = (

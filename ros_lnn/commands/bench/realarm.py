@@ -103,21 +103,11 @@ def fast_band(s) -> dict:
     return {"share_percent": share.tolist(), "coherence": coh, "band_hz": (lo, hi)}
 
 
-def bench_realarm(args) -> dict:
-    from ...arm import friction
-    from ...arm import identification as idn
-    from ...arm.model import ArmModel
-    from ...arm.rigid_body import ArmRigidBody
+def _filtered_split(train, test, mapping):
+    """The training and held-out samples filtered as ``mapping`` says (the held-out torque left raw) and
+    :func:`fast_band` of the held-out recordings, each described in a printed line: ``(tr, te, band)``."""
     from ...arm.samples import filtered_samples
-    from ...arm.training import train_arm
 
-    if not args.bag:
-        raise ConfigError("bench realarm needs --bag TRAIN... (and --test-bag TEST, or --test-fraction)")
-    mapping, urdf = _mapping(args)
-    if urdf is None:
-        return bench_realarm_delan(args, mapping)
-    train, test = _split(args, mapping)
-    arm = ArmRigidBody.from_urdf(urdf, mapping.actuated_joints)
     tr = filtered_samples(train, mapping.filter_cutoff_hz, mapping.gap_factor)
     te = filtered_samples(test, mapping.filter_cutoff_hz, mapping.gap_factor, raw_tau=True)
     print(f"{len(tr)} training samples, {len(te)} test samples at {te.rate_hz:.0f} Hz")
@@ -128,6 +118,24 @@ def bench_realarm(args) -> dict:
         + f"; coherence with the logged velocity ({band['band_hz'][0]:g}–{band['band_hz'][1]:g} Hz mean) "
         + " ".join(f"{v:.2f}" for v in band["coherence"])
     )
+    return tr, te, band
+
+
+def bench_realarm(args) -> dict:
+    from ...arm import friction
+    from ...arm import identification as idn
+    from ...arm.model import ArmModel
+    from ...arm.rigid_body import ArmRigidBody
+    from ...arm.training import train_arm
+
+    if not args.bag:
+        raise ConfigError("bench realarm needs --bag TRAIN... (and --test-bag TEST, or --test-fraction)")
+    mapping, urdf = _mapping(args)
+    if urdf is None:
+        return bench_realarm_delan(args, mapping)
+    train, test = _split(args, mapping)
+    arm = ArmRigidBody.from_urdf(urdf, mapping.actuated_joints)
+    tr, te, band = _filtered_split(train, test, mapping)
     table = _Table(te.tau)
     row = table.row
     rows = table.rows
@@ -200,20 +208,10 @@ def bench_realarm_delan(args, mapping) -> dict:
     """No URDF: zero torque, the friction-only model and DeLaN + friction on the held-out data."""
     from ...arm import friction
     from ...arm.delan import DelanOptions, friction_least_squares, train_delan_recordings
-    from ...arm.samples import filtered_samples
 
     train, test = _split(args, mapping)
     print("no URDF (no --urdf, no robot_description): the learned model is DeLaN + joint friction")
-    tr = filtered_samples(train, mapping.filter_cutoff_hz, mapping.gap_factor)
-    te = filtered_samples(test, mapping.filter_cutoff_hz, mapping.gap_factor, raw_tau=True)
-    print(f"{len(tr)} training samples, {len(te)} test samples at {te.rate_hz:.0f} Hz")
-    band = fast_band(filtered_samples(test, mapping.filter_cutoff_hz, mapping.gap_factor))
-    print(
-        f"held out, above the {te.cutoff_hz:g} Hz filter: torque share [%] "
-        + " ".join(f"{v:.1f}" for v in band["share_percent"])
-        + f"; coherence with the logged velocity ({band['band_hz'][0]:g}–{band['band_hz'][1]:g} Hz mean) "
-        + " ".join(f"{v:.2f}" for v in band["coherence"])
-    )
+    tr, te, _ = _filtered_split(train, test, mapping)
     table = _Table(te.tau)
     table.row("zero torque", np.zeros_like(te.tau), None)
     t0 = time.perf_counter()
