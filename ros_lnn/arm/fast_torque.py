@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import ModelError
+
 HISTORY = 40  # samples of velocity steps (40 ms at 1 kHz)
 RIDGE = 1e-3  # relative to the mean diagonal of the normal equations
 MIN_GAIN = 0.01  # kept where the validation error falls by at least 1 %
@@ -77,8 +79,14 @@ class FastTorque:
     def from_metadata(cls, meta: dict | None, n: int) -> FastTorque:
         if not meta:
             return cls.none(n)
-        taps = np.asarray(meta["taps"], dtype=float).reshape(n, -1)
-        return cls(taps, float(meta["rate_hz"]))
+        try:
+            taps = np.asarray(meta["taps"], dtype=float).reshape(n, -1)
+            rate = float(meta["rate_hz"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"the arm metadata's fast_torque is unreadable ({exc})") from None
+        if not (np.all(np.isfinite(taps)) and np.isfinite(rate) and rate >= 0):
+            raise ModelError("the arm metadata's fast_torque holds non-finite taps or a negative rate")
+        return cls(taps, rate)
 
 
 def velocity_steps(qd: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from ros_lnn.arm.model import ArmModel, read_arm_metadata
 from ros_lnn.arm.recording import read_arm_bag
 from ros_lnn.arm.samples import filtered_samples
 from ros_lnn.arm.training import train_arm
+from ros_lnn.errors import ModelError
 
 URDF = Path(__file__).resolve().parents[2] / "config" / "robots" / "panda" / "panda.urdf"
 JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
@@ -86,6 +87,13 @@ def test_fast_torque_is_causal_blind_to_constant_velocity_and_tied_to_its_rate()
     again = FastTorque.from_metadata(ft.to_metadata(), 2)
     np.testing.assert_array_equal(again.torque(qd, (0,), RATE), base)
     assert not FastTorque.from_metadata(None, 2).active
+    for broken in (
+        {"taps": [[1.0, 2.0, 3.0]], "rate_hz": 1000.0},
+        {"taps": [[np.nan], [0.0]], "rate_hz": 1000.0},
+        {"taps": [[0.0], [0.0]]},
+    ):
+        with pytest.raises(ModelError, match="fast_torque"):
+            FastTorque.from_metadata(broken, 2)
 
 
 @pytest.fixture(scope="module")
