@@ -204,7 +204,7 @@ def train_arm(
         if off:
             say(f"gear ripple off for {', '.join(off)} (no gain on validation or not resolvable)")
     fast = _fit_fast(tr, va, fit_tr, fit_va, net if enabled else None, rip, fast_torque, say)
-    enabled = enabled or bool(np.any(rip.k)) or fast.active
+    enabled = enabled or bool(np.any(rip.k))  # the graph's residual output; the fast torque is apart
     metrics = {
         "validation_torque_rre_percent_fit": idn.relative_error_percent(va.tau, fit_va).tolist(),
         "training_samples": len(tr),

@@ -66,6 +66,7 @@ def observer_model(args, workdir: Path, say) -> Path:
         out=out,
         residual="off" if quick else "auto",
         ripple="off" if quick else "auto",
+        fast_torque="off" if quick else "auto",
         options=ResidualOptions(epochs=40, time_limit_s=20),
     )
     say(
