@@ -110,7 +110,8 @@ class RigidDynamics:
 class ModelDynamics(RigidDynamics):
     """An identified :class:`ros_lnn.arm.model.ArmModel`: its rigid body through :class:`RigidDynamics`,
     friction + learned residual from its ONNX graph. Not its fast torque (:mod:`ros_lnn.arm.fast_torque`,
-    10–100 Hz): the observers' lag ``K`` (tens of 1/s) filters that band out of ``r`` anyway."""
+    10–100 Hz): the observers' first-order lag ``K`` (tens to 150 1/s) attenuates most of that band in
+    ``r``, and the momentum observer takes inertial torques from the measured momentum, not from q̈."""
 
     def __init__(self, model):
         super().__init__(model.rigid)
