@@ -99,13 +99,18 @@ def _pieces(starts, length: int):
     return list(zip(bounds, bounds[1:] + [length]))
 
 
-def _lagged_steps(qd, starts, history: int, rows: slice) -> np.ndarray:
-    """(rows, n, history + 1): the velocity steps ``i`` samples back, 0 before the sample's piece."""
+def _steps_by_piece(qd, starts):
+    """The velocity steps of every piece (each piece's first step 0) and, per sample, where its piece
+    starts."""
     N = len(qd)
-    steps = np.concatenate([velocity_steps(qd[a:b]) for a, b in _pieces(starts, N)])
-    piece_start = np.zeros(N, dtype=np.int64)
-    for a, b in _pieces(starts, N):
-        piece_start[a:b] = a
+    pieces = _pieces(starts, N)
+    steps = np.concatenate([velocity_steps(qd[a:b]) for a, b in pieces])
+    piece_start = np.concatenate([np.full(b - a, a, dtype=np.int64) for a, b in pieces])
+    return steps, piece_start
+
+
+def _lagged_steps(steps, piece_start, history: int, rows: slice) -> np.ndarray:
+    """(rows, n, history + 1): the velocity steps ``i`` samples back, 0 before the sample's piece."""
     t = np.arange(rows.start, rows.stop)
     idx = t[:, None] - np.arange(history + 1)[None, :]
     inside = idx >= piece_start[t][:, None]
@@ -127,8 +132,9 @@ def _normal_equations(qd, starts, y, history: int):
     n = y.shape[1]
     G = np.zeros((n, history + 1, history + 1))
     c = np.zeros((n, history + 1))
+    steps, piece_start = _steps_by_piece(qd, starts)
     for a in range(0, len(y), _CHUNK):
-        X = _lagged_steps(qd, starts, history, slice(a, min(a + _CHUNK, len(y))))
+        X = _lagged_steps(steps, piece_start, history, slice(a, min(a + _CHUNK, len(y))))
         G += np.einsum("tjk,tjl->jkl", X, X)
         c += np.einsum("tjk,tj->jk", X, y[a : a + _CHUNK])
     return G, c

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DataError
+from ..physics.inertial_parameters import consistent
 from . import friction
 from .rigid_body import PARAMETER_NAMES, ArmRigidBody
 
@@ -219,8 +220,6 @@ def fit_report(arm: ArmRigidBody, fit: ArmFit, A: np.ndarray, tau: np.ndarray) -
                 for i, name in enumerate(friction.NAMES)
             },
         }
-    from ..physics.inertial_parameters import consistent
-
     return {
         "physically_consistent": {
             j: consistent(fit.pi[10 * b : 10 * b + 10]) for b, j in enumerate(arm.joints)
