@@ -86,6 +86,29 @@ def weighted_rows(A: np.ndarray, tau: np.ndarray, weights: np.ndarray):
     return (A * weights[None, :, None]).reshape(-1, A.shape[2]), (tau * weights).reshape(-1)
 
 
+@dataclass
+class WeightedProblem:
+    """One data set's weighted least-squares problem, computed once for every prior weight and the
+    consistent refit: the joint weights ``1/σ(τ_j)``, the normal equations of all columns
+    (``A_wᵀA_w``, ``A_wᵀb_w``) and the condition number of the weighted base regressor."""
+
+    weights: np.ndarray
+    gram: np.ndarray
+    rhs: np.ndarray
+    condition_number: float
+
+
+def weighted_problem(A: np.ndarray, tau, base: BaseParameters) -> WeightedProblem:
+    """The :class:`WeightedProblem` of the regressor ``A`` (N, n, p) and torques ``tau`` (N, n)."""
+    tau = np.asarray(tau, dtype=float)
+    spread = np.std(tau, axis=0)
+    weights = 1.0 / np.where(spread > 1e-9, spread, 1.0)
+    Aw, bw = weighted_rows(A, tau, weights)
+    Ab = Aw[:, base.columns]
+    cond = float(np.linalg.cond(Ab / np.linalg.norm(Ab, axis=0)))
+    return WeightedProblem(weights, Aw.T @ Aw, Aw.T @ bw, cond)
+
+
 def identify(
     arm: ArmRigidBody,
     q,
@@ -97,6 +120,7 @@ def identify(
     base: BaseParameters | None = None,
     prior_weight: float = 0.0,
     regressor: np.ndarray | None = None,
+    problem: WeightedProblem | None = None,
     progress=None,
 ) -> ArmFit:
     """Weighted least squares of base parameters + friction on (filtered) samples.
@@ -104,7 +128,8 @@ def identify(
     ``prior_weight`` γ > 0: the URDF as a prior — ``min ‖A_w [π; φ] − b_w‖² + γ s ‖D⁻¹(π − π_urdf)‖²``
     (``D``: each parameter's size, ``s``: the mean diagonal of ``A_wᵀA_w``), which pulls the parameters
     the data hardly determine (a wrist's inertia seen through noisy currents) towards the URDF.
-    ``regressor``: ``[Y, F]`` (N, n, 10 n + 3 n) when already computed."""
+    ``regressor``: ``[Y, F]`` (N, n, 10 n + 3 n) when already computed; ``problem``: its
+    :func:`weighted_problem` with these torques and ``base``, when already computed."""
     tau = np.asarray(tau, dtype=float)
     if tau.ndim != 2 or tau.shape[1] != arm.n:
         raise DataError(f"torques of shape {tau.shape}; expected (samples, {arm.n})")
@@ -114,14 +139,14 @@ def identify(
     base = base or structural_base(arm)
     say(f"regressor of {len(tau)} samples × {arm.n} joints")
     A = full_regressor(arm, q, qd, qdd, coulomb_velocity) if regressor is None else regressor
-    spread = np.std(tau, axis=0)
-    weights = 1.0 / np.where(spread > 1e-9, spread, 1.0)
-    Aw, bw = weighted_rows(A[:, :, base.columns], tau, weights)
-    cond = float(np.linalg.cond(Aw / np.linalg.norm(Aw, axis=0)))
+    problem = problem or weighted_problem(A, tau, base)
+    cond = problem.condition_number
     say(f"{base.count} base parameters, condition number {cond:.1f} (columns scaled to unit norm)")
     if prior_weight > 0:
-        full = _with_prior(arm, A, tau, weights, prior_weight)
+        full = _with_prior(arm, problem, prior_weight)
     else:
+        # the base columns' rows themselves: their normal equations square the condition number
+        Aw, bw = weighted_rows(A[:, :, base.columns], tau, problem.weights)
         beta, *_ = np.linalg.lstsq(Aw, bw, rcond=None)
         full = _full_parameters(arm, base, beta)
     n_pi = arm.n_params
@@ -132,7 +157,7 @@ def identify(
         coulomb_velocity=coulomb_velocity,
         base_count=base.count,
         condition_number=cond,
-        weights=weights,
+        weights=problem.weights,
     )
     fit.report = fit_report(arm, fit, A, tau)
     return fit
@@ -157,14 +182,12 @@ def _prior_penalty(arm: ArmRigidBody, G: np.ndarray, gamma: float):
     return penalty, lam
 
 
-def _with_prior(arm: ArmRigidBody, A, tau, weights, gamma: float) -> np.ndarray:
-    Aw, bw = weighted_rows(A, tau, weights)
+def _with_prior(arm: ArmRigidBody, problem: WeightedProblem, gamma: float) -> np.ndarray:
     prior = np.concatenate([arm.body_parameters(), np.zeros(3 * arm.n)])
-    G = Aw.T @ Aw
     penalty = np.zeros(len(prior))
-    penalty[: arm.n_params], lam = _prior_penalty(arm, G, gamma)
-    lhs = G + lam * np.diag(penalty)
-    rhs = Aw.T @ bw + lam * penalty * prior
+    penalty[: arm.n_params], lam = _prior_penalty(arm, problem.gram, gamma)
+    lhs = problem.gram + lam * np.diag(penalty)
+    rhs = problem.rhs + lam * penalty * prior
     return np.linalg.lstsq(lhs, rhs, rcond=None)[0]
 
 
@@ -179,16 +202,22 @@ def _full_parameters(arm: ArmRigidBody, base: BaseParameters, beta: np.ndarray) 
     return prior + delta
 
 
-def identify_consistent(arm: ArmRigidBody, fit: ArmFit, A, tau, prior_weight: float) -> ArmFit:
+def identify_consistent(
+    arm: ArmRigidBody, fit: ArmFit, A, tau, prior_weight: float, problem: WeightedProblem | None = None
+) -> ArmFit:
     """``fit`` refitted with every body physically consistent (:mod:`ros_lnn.arm.consistency`): the same
     weighted least squares and URDF prior (γ, at least 1e-6 to pin what the data leave free), started at
-    the URDF's bodies and ``fit``'s friction."""
+    the URDF's bodies and ``fit``'s friction. ``problem``: the fit's :class:`WeightedProblem`, when at
+    hand."""
     from .consistency import consistent_fit
 
-    Aw, bw = weighted_rows(A, tau, fit.weights)
-    G = Aw.T @ Aw
+    if problem is None:
+        Aw, bw = weighted_rows(A, tau, fit.weights)
+        G, rhs = Aw.T @ Aw, Aw.T @ bw
+    else:
+        G, rhs = problem.gram, problem.rhs
     penalty, lam = _prior_penalty(arm, G, max(prior_weight, 1e-6))
-    pi, phi, info = consistent_fit(G, Aw.T @ bw, arm.n, arm.body_parameters(), fit.phi, penalty, lam)
+    pi, phi, info = consistent_fit(G, rhs, arm.n, arm.body_parameters(), fit.phi, penalty, lam)
     out = ArmFit(
         joints=fit.joints,
         pi=pi,

@@ -68,19 +68,57 @@ def _design(q, s, k):
     return X if s is None else np.concatenate([X, X * s[:, None]], axis=1)
 
 
-def _select_and_fit(q, s, y, k_max: float, lines: int, ridge: float):
-    """The ``lines`` strongest frequencies of ``y`` below ``k_max``, and ridge amplitudes."""
-    grid = np.arange(10.0, k_max, GRID_STEP)
+class _Spectrum:
+    """The line projections ``Σ_t x_t y_t`` and ``Σ_t x_t`` of one joint's samples over the frequency
+    grid (``x_t`` the sines and cosines of ``k q_t``), summed per contiguous block of samples: the
+    spectrum of any union of blocks, its mean removed, follows without evaluating the lines again
+    (one pass over the samples serves every fold and both variants)."""
+
+    def __init__(self, q, y, k_max: float, bounds):
+        self.grid = np.arange(10.0, k_max, GRID_STEP)
+        g = len(self.grid)
+        blocks = np.zeros((len(q), len(bounds) - 1))
+        for i, (a, b) in enumerate(itertools.pairwise(bounds)):
+            blocks[a:b, i] = 1.0
+        weights = np.concatenate([blocks * y[:, None], blocks], axis=1)
+        self.xy = np.zeros((len(bounds) - 1, 2 * g))
+        self.x = np.zeros((len(bounds) - 1, 2 * g))
+        for chunk in range(0, g, 200):
+            ks = self.grid[chunk : chunk + 200]
+            sums = (_lines(q, ks).T @ weights).T  # (2 blocks, 2 len(ks))
+            cols = np.r_[chunk : chunk + len(ks), g + chunk : g + chunk + len(ks)]
+            self.xy[:, cols], self.x[:, cols] = sums[: len(blocks.T)], sums[len(blocks.T) :]
+        self.y = blocks.T @ y
+        self.count = blocks.sum(axis=0)
+
+    def strongest(self, lines: int, use) -> np.ndarray:
+        """The ``lines`` strongest frequencies of the blocks ``use`` (a boolean per block)."""
+        n = self.count[use].sum()
+        mean = self.y[use].sum() / n
+        c = (self.xy[use].sum(axis=0) - mean * self.x[use].sum(axis=0)) / n
+        g = len(self.grid)
+        power = c[:g] ** 2 + c[g:] ** 2
+        return np.sort(self.grid[np.argsort(power)[-lines:]])
+
+
+def _fit_amplitudes(q, s, y, ks, ridge: float):
+    """Ridge amplitudes of the lines ``ks`` (plain, or speed-modulated with ``s``) for ``y``."""
     y = y - y.mean()
-    power = np.zeros(len(grid))
-    for chunk in range(0, len(grid), 200):
-        ks = grid[chunk : chunk + 200]
-        c = _lines(q, ks).T @ y / len(y)
-        power[chunk : chunk + len(ks)] = c[: len(ks)] ** 2 + c[len(ks) :] ** 2
-    ks = np.sort(grid[np.argsort(power)[-lines:]])
     X = _design(q, s, ks)
-    coef = np.linalg.solve(X.T @ X + ridge * len(y) * np.eye(X.shape[1]), X.T @ y)
-    return ks, coef
+    return np.linalg.solve(X.T @ X + ridge * len(y) * np.eye(X.shape[1]), X.T @ y)
+
+
+def _fit_both(q, s, y, ks, ridge: float) -> dict[str, np.ndarray]:
+    """:func:`_fit_amplitudes` of both variants from one design: the plain lines are the first
+    columns of the speed-modulated design, so their normal equations are a block of its own."""
+    y = y - y.mean()
+    X = _design(q, s, ks)
+    gram, rhs, m2 = X.T @ X, X.T @ y, 2 * len(ks)
+    reg = ridge * len(y) * np.eye(X.shape[1])
+    return {
+        "plain": np.linalg.solve(gram[:m2, :m2] + reg[:m2, :m2], rhs[:m2]),
+        "speed-modulated": np.linalg.solve(gram + reg, rhs),
+    }
 
 
 def fit_ripple(
@@ -110,22 +148,23 @@ def fit_ripple(
             joints[j] = {"kept": False, "reason": f"the sample rate resolves up to {k_max:.0f} rad⁻¹ only"}
             continue
         speed = np.abs(qd[:, j]) / scale[j]
-        gains = {}
-        for variant, s in (("plain", None), ("speed-modulated", speed)):
-            before = after = 0.0
-            for a, b in itertools.pairwise(bounds):
-                rest = np.r_[0:a, b : len(q)]
-                part = None if s is None else s[rest]
-                ks, coef = _select_and_fit(q[rest, j], part, target[rest, j], k_max, lines, ridge)
-                y = target[a:b, j] - target[rest, j].mean()
-                before += float(np.sum(y**2))
-                held = None if s is None else s[a:b]
-                after += float(np.sum((y - _design(q[a:b, j], held, ks) @ coef) ** 2))
-            gains[variant] = 1.0 - after / before if before > 0 else 0.0
+        spectrum = _Spectrum(q[:, j], target[:, j], k_max, bounds)
+        fold_lines = [spectrum.strongest(lines, np.arange(folds) != i) for i in range(folds)]
+        before, after = 0.0, {"plain": 0.0, "speed-modulated": 0.0}
+        for (a, b), ks in zip(itertools.pairwise(bounds), fold_lines, strict=True):
+            rest = np.r_[0:a, b : len(q)]
+            fits = _fit_both(q[rest, j], speed[rest], target[rest, j], ks, ridge)
+            y = target[a:b, j] - target[rest, j].mean()
+            before += float(np.sum(y**2))
+            held = _design(q[a:b, j], speed[a:b], ks)
+            for variant, coef in fits.items():
+                after[variant] += float(np.sum((y - held[:, : len(coef)] @ coef) ** 2))
+        gains = {v: 1.0 - e / before if before > 0 else 0.0 for v, e in after.items()}
         variant = max(gains, key=lambda v: gains[v])
         kept = gains[variant] >= min_gain
         s = None if variant == "plain" else speed
-        ks, coef = _select_and_fit(q[:, j], s, target[:, j], k_max, lines, ridge)
+        ks = spectrum.strongest(lines, np.ones(folds, dtype=bool))
+        coef = _fit_amplitudes(q[:, j], s, target[:, j], ks, ridge)
         m = len(ks)
         joints[j] = {
             "kept": bool(kept),

@@ -59,6 +59,8 @@ def train_arm(
 ) -> ArmTrainResult:
     """``residual`` / ``ripple`` / ``fast_torque``: auto (trained, kept where it helps on validation)
     or off."""
+    import torch
+
     from .residual import ResidualEnsemble, ResidualNet, ResidualOptions, export_arm_onnx, train_residual
     from .ripple import Ripple, fit_ripple
 
@@ -91,12 +93,13 @@ def train_arm(
     # and judge the residual on top of the fit
     base = idn.structural_base(arm)
     A_tr = idn.full_regressor(arm, tr.q, tr.qd, tr.qdd, mapping.coulomb_velocity)
+    problem = idn.weighted_problem(A_tr, tr.tau, base)  # shared by every prior weight and the refit
     fits: dict[float, idn.ArmFit] = {}
     choice: list[tuple[float, float]] = []
     for gamma in PRIOR_WEIGHTS:
         trial = idn.identify(
             arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=mapping.coulomb_velocity, base=base,
-            prior_weight=gamma, regressor=A_tr, progress=say if gamma == 0 else None,
+            prior_weight=gamma, regressor=A_tr, problem=problem, progress=say if gamma == 0 else None,
         )  # fmt: skip
         err = float(np.mean(idn.relative_error_percent(va.tau, idn.predict(arm, trial, va.q, va.qd, va.qdd))))
         choice.append((err, gamma))
@@ -122,7 +125,7 @@ def train_arm(
     if mapping.physically_consistent:
         t1 = time.perf_counter()
         free = fit
-        fit = idn.identify_consistent(arm, free, A_tr, tr.tau, best_gamma)
+        fit = idn.identify_consistent(arm, free, A_tr, tr.tau, best_gamma, problem)
         err_free = float(
             np.mean(idn.relative_error_percent(va.tau, idn.predict(arm, free, va.q, va.qd, va.qdd)))
         )
@@ -145,16 +148,18 @@ def train_arm(
     net: ResidualNet | ResidualEnsemble
     if residual == "off":
         n = arm.n
-        net = ResidualNet(
-            n,
-            options.inputs,
-            prismatic,
-            4,
-            np.zeros((n, 4)),
-            np.ones((n, 4)),
-            np.ones(n),
-            mapping.coulomb_velocity,
-        )
+        with torch.random.fork_rng(devices=[]):  # unused weights, but the same file for the same data
+            torch.manual_seed(options.seed)
+            net = ResidualNet(
+                n,
+                options.inputs,
+                prismatic,
+                4,
+                np.zeros((n, 4)),
+                np.ones((n, 4)),
+                np.ones(n),
+                mapping.coulomb_velocity,
+            )
         net.enabled.fill_(0.0)
         res_info = {"enabled": False, "reason": "residual: off"}
         enabled = False
