@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-
-PARAMETER_NAMES = ("m", "m*cx", "m*cy", "m*cz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
+from ..physics.inertial_parameters import PARAMETER_NAMES as PARAMETER_NAMES  # re-exported
 
 
 def pinocchio():

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+#: Names of the ten parameters, in that order.
+PARAMETER_NAMES = ("m", "m*cx", "m*cy", "m*cz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
+
 
 def pseudo_inertia(p) -> np.ndarray:
     """``[[½ tr(I) 1 − I, h], [hᵀ, m]]`` of one body's ten parameters (about the frame origin)."""

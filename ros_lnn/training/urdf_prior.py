@@ -37,9 +37,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, DataError
-from ..physics.inertial_parameters import consistent, from_pseudo_inertia, pseudo_inertia
+from ..physics.inertial_parameters import PARAMETER_NAMES, consistent, from_pseudo_inertia, pseudo_inertia
 
-PARAMETER_NAMES = ("m", "m*cx", "m*cy", "m*cz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 COULOMB_VELOCITY = 0.05
 
 
