@@ -38,18 +38,13 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 from ..physics.inertial_parameters import PARAMETER_NAMES, consistent, from_pseudo_inertia, pseudo_inertia
+from ..physics.multibody.urdf import import_pinocchio, pinocchio_model
 
 COULOMB_VELOCITY = 0.05
 
 
 def _pin():
-    try:
-        import pinocchio  # type: ignore[import-untyped]
-    except ImportError:
-        raise ConfigError(
-            "a URDF prior (--urdf / bag.robot_description) needs Pinocchio: pip install pin"
-        ) from None
-    return pinocchio
+    return import_pinocchio("a URDF prior (--urdf / bag.robot_description)")
 
 
 @dataclass
@@ -84,11 +79,7 @@ def read_urdf(path, model_joints) -> UrdfModel:
         text = path.read_text()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the URDF ({exc.strerror})") from None
-    try:
-        model = pin.buildModelFromXML(text)
-    except (ValueError, RuntimeError) as exc:
-        raise ConfigError(f"{path}: not a URDF Pinocchio can read ({str(exc).splitlines()[0]})") from None
-    names = [str(model.names[i]) for i in range(1, model.njoints)]
+    model, names = pinocchio_model(pin, text, f"{path}: ")
     missing = [j for j in model_joints if j not in names]
     extra = [j for j in names if j not in model_joints]
     if missing or extra:
