@@ -37,7 +37,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, DataError
-from ..physics.inertial_parameters import PARAMETER_NAMES, consistent, from_pseudo_inertia, pseudo_inertia
+from ..physics.inertial_parameters import (
+    PARAMETER_NAMES,
+    consistent,
+    from_pseudo_inertia,
+    pseudo_inertia,
+    pseudo_inertia_inside,
+)
 from ..physics.multibody.urdf import import_pinocchio, pinocchio_model
 
 COULOMB_VELOCITY = 0.05
@@ -191,9 +197,7 @@ def consistent_least_squares(B: np.ndarray, d: np.ndarray, prior: np.ndarray, n_
     idx = np.tril_indices(4)
     starts = []
     for p in prior:
-        w, V = np.linalg.eigh(pseudo_inertia(p))  # a URDF on (or by rounding just outside) the cone
-        w = np.maximum(w, 1e-6 * max(float(w.max()), 1e-12))
-        starts.append(_lower(np.linalg.cholesky((V * w) @ V.T)))
+        starts.append(_lower(np.linalg.cholesky(pseudo_inertia_inside(p, 1e-6, least=1e-12))))
     z0 = np.concatenate(starts + [np.zeros(n_friction)])
     pi0 = prior.reshape(-1)
 
