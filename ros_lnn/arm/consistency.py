@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DataError
-from ..physics.inertial_parameters import from_pseudo_inertia, pseudo_inertia
+from ..physics.inertial_parameters import from_pseudo_inertia, pseudo_inertia_inside
 
 
 def parameters_from_theta(theta) -> np.ndarray:
@@ -31,11 +30,7 @@ def parameters_from_theta(theta) -> np.ndarray:
 def theta_from_parameters(pi, floor: float = 1e-9) -> np.ndarray:
     """θ of a consistent body; a body on or over the boundary is first moved inside (its pseudo-inertia's
     eigenvalues raised to ``floor`` × the largest)."""
-    J = pseudo_inertia(pi)
-    w, V = np.linalg.eigh(J)
-    if w[-1] <= 0:
-        raise DataError("a body with no positive mass or inertia cannot be made consistent")
-    J = (V * np.maximum(w, floor * w[-1])) @ V.T
+    J = pseudo_inertia_inside(pi, floor)
     flip = np.eye(4)[::-1]
     U = flip @ np.linalg.cholesky(flip @ J @ flip) @ flip  # upper triangular, J = U Uᵀ
     e_a = U[3, 3]

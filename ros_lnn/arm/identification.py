@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DataError
-from ..physics.inertial_parameters import consistent
+from ..physics.inertial_parameters import PARAMETER_NAMES, consistent
 from . import friction
-from .rigid_body import PARAMETER_NAMES, ArmRigidBody
+from .rigid_body import ArmRigidBody
 
 
 @dataclass

@@ -18,16 +18,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-
-PARAMETER_NAMES = ("m", "m*cx", "m*cy", "m*cz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
+from ..physics.inertial_parameters import PARAMETER_NAMES as PARAMETER_NAMES  # re-exported
+from ..physics.multibody.urdf import import_pinocchio, pinocchio_model
 
 
 def pinocchio():
-    try:
-        import pinocchio as pin  # type: ignore[import-untyped]
-    except ImportError:
-        raise ConfigError("the arm model needs Pinocchio: pip install pin") from None
-    return pin
+    return import_pinocchio("the arm model")
 
 
 @dataclass
@@ -46,11 +42,7 @@ class ArmRigidBody:
         """``urdf``: a path or the URDF's text; ``joints``: the actuated joints, in the mapping's order."""
         text = _urdf_text(urdf)
         pin = pinocchio()
-        try:
-            full = pin.buildModelFromXML(text)
-        except (ValueError, RuntimeError) as exc:
-            raise ConfigError(f"not a URDF Pinocchio can read ({str(exc).splitlines()[0]})") from None
-        names = [str(full.names[i]) for i in range(1, full.njoints)]
+        full, names = pinocchio_model(pin, text)
         missing = [j for j in joints if j not in names]
         if missing:
             raise ConfigError(f"actuated joints not in the URDF: {missing} (the URDF has {names})")

@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import DataError
+
+#: Names of the ten parameters, in that order.
+PARAMETER_NAMES = ("m", "m*cx", "m*cy", "m*cz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
+
 
 def pseudo_inertia(p) -> np.ndarray:
     """``[[½ tr(I) 1 − I, h], [hᵀ, m]]`` of one body's ten parameters (about the frame origin)."""
@@ -47,3 +52,14 @@ def consistent(p, tol: float = 1e-9) -> bool:
     semidefinite (to ``tol`` relative to its largest entry)."""
     J = pseudo_inertia(p)
     return bool(p[0] > 0 and np.linalg.eigvalsh(J).min() >= -tol * max(np.abs(J).max(), 1e-300))
+
+
+def pseudo_inertia_inside(p, floor: float, least: float = 0.0) -> np.ndarray:
+    """The pseudo-inertia of one body moved inside the consistent cone (the start of a consistent fit from
+    a body on, or by rounding just outside, its boundary): its eigenvalues raised to ``floor`` × the
+    largest, or ``floor`` × ``least`` where that is more; a DataError where both are not positive."""
+    w, V = np.linalg.eigh(pseudo_inertia(p))
+    scale = max(float(w[-1]), least)
+    if scale <= 0:
+        raise DataError("a body with no positive mass or inertia cannot be made consistent")
+    return (V * np.maximum(w, floor * scale)) @ V.T

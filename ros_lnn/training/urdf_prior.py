@@ -37,20 +37,20 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, DataError
-from ..physics.inertial_parameters import consistent, from_pseudo_inertia, pseudo_inertia
+from ..physics.inertial_parameters import (
+    PARAMETER_NAMES,
+    consistent,
+    from_pseudo_inertia,
+    pseudo_inertia,
+    pseudo_inertia_inside,
+)
+from ..physics.multibody.urdf import import_pinocchio, pinocchio_model
 
-PARAMETER_NAMES = ("m", "m*cx", "m*cy", "m*cz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 COULOMB_VELOCITY = 0.05
 
 
 def _pin():
-    try:
-        import pinocchio  # type: ignore[import-untyped]
-    except ImportError:
-        raise ConfigError(
-            "a URDF prior (--urdf / bag.robot_description) needs Pinocchio: pip install pin"
-        ) from None
-    return pinocchio
+    return import_pinocchio("a URDF prior (--urdf / bag.robot_description)")
 
 
 @dataclass
@@ -85,11 +85,7 @@ def read_urdf(path, model_joints) -> UrdfModel:
         text = path.read_text()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the URDF ({exc.strerror})") from None
-    try:
-        model = pin.buildModelFromXML(text)
-    except (ValueError, RuntimeError) as exc:
-        raise ConfigError(f"{path}: not a URDF Pinocchio can read ({str(exc).splitlines()[0]})") from None
-    names = [str(model.names[i]) for i in range(1, model.njoints)]
+    model, names = pinocchio_model(pin, text, f"{path}: ")
     missing = [j for j in model_joints if j not in names]
     extra = [j for j in names if j not in model_joints]
     if missing or extra:
@@ -201,9 +197,7 @@ def consistent_least_squares(B: np.ndarray, d: np.ndarray, prior: np.ndarray, n_
     idx = np.tril_indices(4)
     starts = []
     for p in prior:
-        w, V = np.linalg.eigh(pseudo_inertia(p))  # a URDF on (or by rounding just outside) the cone
-        w = np.maximum(w, 1e-6 * max(float(w.max()), 1e-12))
-        starts.append(_lower(np.linalg.cholesky((V * w) @ V.T)))
+        starts.append(_lower(np.linalg.cholesky(pseudo_inertia_inside(p, 1e-6, least=1e-12))))
     z0 = np.concatenate(starts + [np.zeros(n_friction)])
     pi0 = prior.reshape(-1)
 

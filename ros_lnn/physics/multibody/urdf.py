@@ -23,6 +23,26 @@ import numpy as np
 from ...errors import ConfigError
 from .model import Body, Joint, MultibodyModel
 
+
+def import_pinocchio(what: str):
+    """Pinocchio (an optional dependency), or a ConfigError saying that ``what`` needs it."""
+    try:
+        import pinocchio  # type: ignore[import-untyped]
+    except ImportError:
+        raise ConfigError(f"{what} needs Pinocchio: pip install pin") from None
+    return pinocchio
+
+
+def pinocchio_model(pin, text: str, where: str = ""):
+    """Pinocchio's model of the URDF ``text`` and the names of its joints (the universe left out); a URDF
+    it cannot read is a ConfigError that starts with ``where``."""
+    try:
+        model = pin.buildModelFromXML(text)
+    except (ValueError, RuntimeError) as exc:
+        raise ConfigError(f"{where}not a URDF Pinocchio can read ({str(exc).splitlines()[0]})") from None
+    return model, [str(model.names[i]) for i in range(1, model.njoints)]
+
+
 _REVOLUTE = (
     "JointModelRX",
     "JointModelRY",
