@@ -7,6 +7,9 @@ PY := $(VENV)/bin/python
 EXTRAS ?= train,ros,ros-build,test
 JAZZY_EXTRAS ?= train,ros-jazzy,ros-jazzy-build,test
 PYTEST_ARGS ?= -q -ra -p no:cacheprovider
+# JOBS=N: N test files at a time (pytest-xdist; each worker on its own ROS domain). 1: one at a time.
+JOBS ?= 1
+XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadfile)
 
 .PHONY: demo test test-kilted test-jazzy lint check venv venv-jazzy msgs bench clean
 
@@ -61,15 +64,15 @@ demo: $(VENV)/.msgs-installed
 # Both distributions run even when the first fails; the target fails if either did.
 test: $(VENV)/.msgs-installed $(JAZZY_VENV)/.msgs-installed
 	@rc=0; \
-	echo "== ROS 2 Kilted wheels ($(VENV))"; $(PY) -m pytest $(PYTEST_ARGS) test || rc=$$?; \
-	echo "== ROS 2 Jazzy wheels ($(JAZZY_VENV))"; $(JAZZY_VENV)/bin/python -m pytest $(PYTEST_ARGS) test || rc=$$?; \
+	echo "== ROS 2 Kilted wheels ($(VENV))"; $(PY) -m pytest $(PYTEST_ARGS) $(XDIST) test || rc=$$?; \
+	echo "== ROS 2 Jazzy wheels ($(JAZZY_VENV))"; $(JAZZY_VENV)/bin/python -m pytest $(PYTEST_ARGS) $(XDIST) test || rc=$$?; \
 	exit $$rc
 
 test-kilted: $(VENV)/.msgs-installed
-	$(PY) -m pytest $(PYTEST_ARGS) test
+	$(PY) -m pytest $(PYTEST_ARGS) $(XDIST) test
 
 test-jazzy: $(JAZZY_VENV)/.msgs-installed
-	$(JAZZY_VENV)/bin/python -m pytest $(PYTEST_ARGS) test
+	$(JAZZY_VENV)/bin/python -m pytest $(PYTEST_ARGS) $(XDIST) test
 
 # ruff (lint + format check) and mypy, configured in pyproject.toml
 lint: $(VENV)/.installed

@@ -49,7 +49,8 @@ EXTRAS = {
     "ros-jazzy-build": [f"ros-jazzy-{p}" for p in ROS_BUILD_PACKAGES + ROS_JAZZY_BUILD_EXTRA]
     + ROS_BUILD_TOOLS,
     # ruff and mypy: `make lint`; pinned so that a new release cannot fail the check on its own
-    "test": ["pytest>=7", "ruff==0.16.9", "mypy==2.4.0"],
+    # pytest-xdist: `make test JOBS=N` runs N test files at a time
+    "test": ["pytest>=7", "pytest-xdist==3.8.0", "ruff==0.16.9", "mypy==2.4.0"],
 }
 
 

@@ -1,8 +1,9 @@
 """Shared test set-up.
 
 ROS tests talk over real DDS: each pytest session takes its own random ROS_DOMAIN_ID and stays on
-localhost, so parallel runs on one machine never hear each other. Math libraries run single-threaded
-so timings and results do not depend on the machine's load.
+localhost, so parallel runs on one machine never hear each other; under pytest-xdist (`-n N`) worker
+k takes the session's domain + k, so the workers never hear each other either. Math libraries run
+single-threaded so timings and results do not depend on the machine's load.
 """
 
 import os
@@ -10,7 +11,25 @@ import random
 import signal
 import subprocess
 
-os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(1, 100)))
+XDIST_WORKERS_MAX = 32  # domains base … base + 31 stay below 101, the last domain Fast DDS's default ports allow
+
+
+def _domain_id() -> str:
+    """This process's ROS_DOMAIN_ID: the one given, else a random one; a pytest-xdist worker (its
+    environment inherited from the controller, which chose the session's) adds its index."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    given = os.environ.get("ROS_DOMAIN_ID")
+    if given is None:
+        given = str(random.SystemRandom().randint(1, 101 - XDIST_WORKERS_MAX))
+    if not worker.startswith("gw"):
+        return given
+    index = int(worker[2:])
+    if index >= XDIST_WORKERS_MAX:
+        raise RuntimeError(f"at most {XDIST_WORKERS_MAX} pytest-xdist workers (one ROS domain each)")
+    return str((int(given) + index) % 102)
+
+
+os.environ["ROS_DOMAIN_ID"] = _domain_id()
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
