@@ -7,8 +7,9 @@ PY := $(VENV)/bin/python
 EXTRAS ?= train,ros,ros-build,test
 JAZZY_EXTRAS ?= train,ros-jazzy,ros-jazzy-build,test
 PYTEST_ARGS ?= -q -ra -p no:cacheprovider
-# JOBS=N: N test files at a time (pytest-xdist; each worker on its own ROS domain). 1: one at a time.
-JOBS ?= 1
+# JOBS=N: N test files at a time (pytest-xdist; each worker on its own ROS domain); 1: one at a time.
+# Default: 2 where the machine has two cores or more (the suite's tests are single-threaded).
+JOBS ?= $(shell [ "$$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 1)
 XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadfile)
 
 .PHONY: demo test test-kilted test-jazzy lint check venv venv-jazzy msgs bench clean
