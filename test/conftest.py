@@ -11,7 +11,10 @@ import random
 import signal
 import subprocess
 
-XDIST_WORKERS_MAX = 32  # domains base … base + 31 stay below 101, the last domain Fast DDS's default ports allow
+import pytest
+
+# domains base … base + 31 stay at or below 101, the last one Fast DDS's default ports allow
+XDIST_WORKERS_MAX = 32
 
 
 def _domain_id() -> str:
@@ -33,8 +36,6 @@ os.environ["ROS_DOMAIN_ID"] = _domain_id()
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
-
-import pytest
 
 
 def _importable(name: str) -> bool:
