@@ -58,6 +58,10 @@ def test_relay_forwards_commands_and_zeroes_when_they_stop(ctx):
             "/wd/commands_in",
             QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT),
         )
+        # a best-effort sample reaches only a reader that has matched the writer too (discovery runs
+        # both ways; the publisher's own count says only that it matched the reader)
+        relay_in = next(sub for sub in node.subscriptions if sub.topic_name == "/wd/commands_in")
+        h.wait(lambda: relay_in.get_publisher_count() >= 1, 60, "the relay's input matched the producer")
         start = len(received)
         sent = [[0.5 + k, -1.0 - k, 0.01 * k] for k in range(30)]
         for k, values in enumerate(sent):  # one in flight: a best-effort input behind a stall drops none
