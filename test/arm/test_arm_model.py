@@ -157,6 +157,30 @@ def test_gear_ripple_is_found_at_its_spatial_frequency():
     assert np.sqrt(np.mean((pred[:, 0] - ripple[half:, 0]) ** 2)) < 0.1 * 0.3
 
 
+def test_ripple_spectrum_of_every_fold_equals_the_projection_of_its_own_samples():
+    """The one-pass spectrum (sums per block) against each fold's lines written out on its own rows:
+    the mean-removed projection of the rest onto sin and cos of every grid frequency."""
+    rng = np.random.default_rng(5)
+    n, folds, lines = 3000, 5, 12
+    q = np.cumsum(rng.normal(scale=0.01, size=n))
+    y = 0.2 * np.sin(150.0 * q) + 0.1 * np.cos(87.5 * q) + 0.05 * rng.normal(size=n) + 0.7
+    bounds = np.linspace(0, n, folds + 1).astype(int)
+    spectrum = ripple_mod._Spectrum(q, y, 200.0, bounds)
+    grid = np.arange(10.0, 200.0, ripple_mod.GRID_STEP)
+    for held in [*range(folds), None]:
+        rest = np.ones(n, dtype=bool)
+        if held is not None:
+            rest[bounds[held] : bounds[held + 1]] = False
+        qr, yr = q[rest], y[rest] - y[rest].mean()
+        power = np.array(
+            [np.mean(np.sin(k * qr) * yr) ** 2 + np.mean(np.cos(k * qr) * yr) ** 2 for k in grid]
+        )
+        expected = np.sort(grid[np.argsort(power)[-lines:]])
+        use = np.arange(folds) != held
+        np.testing.assert_array_equal(spectrum.strongest(lines, use), expected)
+    assert spectrum.strongest(1, np.ones(folds, dtype=bool))[0] == 150.0
+
+
 def test_mapping_keys_for_motor_currents_and_one_line_errors():
     m = ArmMapping(actuated_joints=["a", "b"], effort="motor_current", effort_scale={"a": 0.1})
     assert m.gains() == [0.1, 1.0]
