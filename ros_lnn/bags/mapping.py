@@ -209,24 +209,6 @@ def _value_problem(value, default) -> str:
 CRANE = dict(free_joints=("pendulum_joint",), servo_joints=("cart_joint",), system="crane")
 
 
-#: Mapping settings the command line may override (``ros-lnn train --free-joints ...``).
-OVERRIDABLE = (
-    "joint_states_topic",
-    "servo_topic",
-    "servo_type",
-    "free_joints",
-    "servo_joints",
-    "servo_effort",
-    "free_effort",
-    "savgol_window",
-    "savgol_order",
-    "val_fraction",
-    "split",
-    "cyclic_joints",
-    "robot_description",
-)
-
-
 def mapping_from_options(config=None, overrides: dict | None = None) -> BagMapping:
     """The mapping of ``config`` (a YAML path; default: the crane) with ``overrides`` applied."""
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
@@ -235,4 +217,4 @@ def mapping_from_options(config=None, overrides: dict | None = None) -> BagMappi
     return BagMapping.from_dict({**CRANE, **overrides}, "command line")
 
 
-__all__ = ["BagMapping", "mapping_from_options", "CRANE", "OVERRIDABLE", "SERVO_TYPES", "JOINT_KINDS"]
+__all__ = ["BagMapping", "mapping_from_options", "CRANE", "SERVO_TYPES", "JOINT_KINDS"]

@@ -18,8 +18,9 @@ import types
 import typing
 from pathlib import Path
 
-from ..bags.mapping import OVERRIDABLE, SERVO_TYPES
+from ..bags.mapping import SERVO_TYPES
 from ..errors import ConfigError
+from ..families.base import BAG_MAPPING_OPTIONS
 from ..training.spec import RunSpec, command_line
 
 
@@ -137,7 +138,7 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
         values[f.name] = value
     return RunSpec(
         **values,
-        bag_mapping={k: getattr(args, k) for k in OVERRIDABLE if getattr(args, k) is not None},
+        bag_mapping={k: getattr(args, k) for k in BAG_MAPPING_OPTIONS if getattr(args, k) is not None},
         with_qe=args.with_qe,
         resume=False if args.resume is None else (args.resume or True),
         report=False if args.no_report else (args.report or True),

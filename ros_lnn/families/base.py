@@ -125,12 +125,9 @@ class Family:
     finish: Callable[[Any, dict], str] | None = None
 
 
-#: Options of bag reading (``ros-lnn train --bag``).
-BAG_OPTIONS = (
-    "bag",
-    "val_bag",
-    "test_bag",
-    "config",
+#: Bag mapping settings the command line may override (``ros-lnn train --free-joints ...``: the fields of
+#: :class:`ros_lnn.bags.mapping.BagMapping` of the same names).
+BAG_MAPPING_OPTIONS = (
     "joint_states_topic",
     "servo_topic",
     "servo_type",
@@ -145,6 +142,8 @@ BAG_OPTIONS = (
     "cyclic_joints",
     "robot_description",
 )
+#: Options of bag reading (``ros-lnn train --bag``): the recordings, the mapping file and its overrides.
+BAG_OPTIONS = ("bag", "val_bag", "test_bag", "config", *BAG_MAPPING_OPTIONS)
 #: Options of the simulated trajectories (chains and the nonholonomic examples).
 SIMULATION_OPTIONS = ("trajectories", "duration", "links")
 
@@ -163,6 +162,7 @@ __all__ = [
     "TRIALS",
     "TRAJECTORIES",
     "EFFORT_RESIDUALS",
+    "BAG_MAPPING_OPTIONS",
     "BAG_OPTIONS",
     "SIMULATION_OPTIONS",
     "Given",
