@@ -239,6 +239,12 @@ _COMMON: dict[str, Any] = dict(
     test_summary=test_summary,
 )
 
+#: The run options both ServoLNN families train with: the papers' 10 000 epochs, weight decay 1e-5, float32,
+#: a progress line every 500 epochs and a validation every 2000.
+_SCHEDULE: dict[str, Any] = dict(
+    epochs=10_000, weight_decay=1e-5, dtype="float32", log_every=500, val_every=2000
+)
+
 #: The ServoLNN paper's setup on the crane (its schedule: 10 000 epochs, batch 2048, lr 1e-4).
 SERVO_LNN = Family(
     name="servo_lnn",
@@ -247,16 +253,12 @@ SERVO_LNN = Family(
     command_options=COMMAND_OPTIONS,
     check_options=servo_lnn_rules,
     defaults=dict(
-        epochs=10_000,
+        _SCHEDULE,
         batch=2048,
         lr=1e-4,
-        weight_decay=1e-5,
         hidden=(64,),
         epsilon=0.01,
-        dtype="float32",
         n_train=4096,
-        log_every=500,
-        val_every=2000,
     ),
     **_COMMON,
 )
@@ -270,15 +272,11 @@ DELAN = Family(
     check_options=delan_rules,
     check_shape=no_servo_joints,
     defaults=dict(
-        epochs=10_000,
+        _SCHEDULE,
         batch=512,
         lr=5e-4,
-        weight_decay=1e-5,
         hidden=(64, 64),
         epsilon=1e-3,
-        dtype="float32",
-        log_every=500,
-        val_every=2000,
         trajectories=20,
         duration=5.0,
         links=2,
