@@ -295,21 +295,23 @@ def run(spec: RunSpec, progress: Callable[[str], None] = print) -> RunResult | N
     report = None
     if spec.report_folder is not None:
         write = REPORT_WRITERS[family.data]
-        report = write(spec, data, model, history, metrics, provenance, excitation)
+        report = write(
+            (spec.report_folder, history, model, data.test, metrics, provenance), spec, data, excitation
+        )
     return RunResult(family, out, metrics, provenance, history, model, report)
 
 
-def _trials_report(spec, data, model, history, metrics, provenance, excitation) -> dict:
+#: What every report writer takes first: the report folder, the history, the model, the test samples,
+#: the metrics, the provenance.
+ReportInputs = tuple[Path, dict, Any, dict, dict, dict]
+
+
+def _trials_report(common: ReportInputs, spec, data, excitation) -> dict:
     """ServoLNN/DeLaN: loss curves, validation plots, metrics (+ the excitation report of recordings)."""
     from .report import write_report
 
     report = write_report(
-        spec.report_folder,
-        history,
-        model,
-        data.test,
-        metrics,
-        provenance,
+        *common,
         qe_measured=spec.with_qe,
         prefix="test" if data.val is not None else "validation",
         extra={"identifiability": excitation} if excitation else None,
@@ -321,29 +323,20 @@ def _trials_report(spec, data, model, history, metrics, provenance, excitation) 
     return report
 
 
-def _trajectories_report(spec, data, model, history, metrics, provenance, excitation) -> dict:
+def _trajectories_report(common: ReportInputs, spec, data, excitation) -> dict:
     from .report import write_acceleration_report
 
-    return write_acceleration_report(
-        spec.report_folder,
-        history,
-        model,
-        data.test,
-        metrics,
-        provenance,
-        coordinate_names=list(data.shape.coordinate_names),
-    )
+    return write_acceleration_report(*common, coordinate_names=list(data.shape.coordinate_names))
 
 
-def _residuals_report(spec, data, model, history, metrics, provenance, excitation) -> dict:
+def _residuals_report(common: ReportInputs, spec, data, excitation) -> dict:
     from .effort_residuals import write_residual_report
 
-    return write_residual_report(
-        spec.report_folder, history, model, data.test, metrics, provenance, data.shape.coordinate_names
-    )
+    return write_residual_report(*common, data.shape.coordinate_names)
 
 
-#: The report writer of each family's data kind (``Family.data``), as export is each family's own.
+#: The report writer of each family's data kind (``Family.data``), as export is each family's own:
+#: ``write(common, spec, data, excitation)`` with ``common`` the :data:`ReportInputs`.
 REPORT_WRITERS = {
     TRIALS: _trials_report,
     TRAJECTORIES: _trajectories_report,
