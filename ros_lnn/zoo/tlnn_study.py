@@ -35,6 +35,8 @@ input) and rolls out held-out states and the paper's example (``Q = 0.05``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..physics.chain import PlanarChain, rod
@@ -63,6 +65,35 @@ QUICK = DEFAULTS.replace(
 )
 
 
+@dataclass(frozen=True)
+class ChainSettings:
+    """The settings :func:`study_chain` and :func:`forced_study` share besides their ``config``: the data's
+    sample rate, the batch and learning rate of every model, the rollouts' rate, the interval of the reported
+    curves, and the initial states (relative joint angles uniform in ±``angle_range``, joint rates normal
+    with σ = ``speed``)."""
+
+    rate_hz: float = 25.0
+    batch: int = 256
+    lr: float = 3e-3
+    rollout_hz: float = 100.0
+    report_every: float = 0.1
+    angle_range: float = np.pi / 4
+    speed: float = 0.5
+
+    def states(self, n_links: int, count: int, rng) -> tuple[np.ndarray, np.ndarray]:
+        """``count`` initial states ``(q, q̇)`` of an ``n_links`` chain."""
+        return random_states(n_links, count, rng, self.angle_range, self.speed)
+
+    @property
+    def stride(self) -> int:
+        """Rollout steps between the reported points of a curve."""
+        return max(1, int(round(self.report_every * self.rollout_hz)))
+
+    def fit(self, epochs: int, seed: int) -> dict:
+        """The training settings every model gets (and the result reports)."""
+        return {"epochs": epochs, "batch": self.batch, "lr": self.lr, "seed": seed}
+
+
 def _sizes(config: StudyConfig) -> tuple[int, float, int, int, int]:
     """(initial conditions, seconds each, epochs, TLNN width, seed) of ``config``."""
     return config.trajectories, config.duration, config.epochs, config.hidden[0], config.seed
@@ -70,6 +101,16 @@ def _sizes(config: StudyConfig) -> tuple[int, float, int, int, int]:
 
 def rod_chain(n_links: int) -> PlanarChain:
     return PlanarChain([rod(f"joint_{i + 1}") for i in range(n_links)])
+
+
+def _start(
+    n_links: int, config: StudyConfig, settings: dict
+) -> tuple[ChainSettings, PlanarChain, np.random.Generator, tuple[np.ndarray, np.ndarray]]:
+    """How a chain study starts: its :class:`ChainSettings`, the chain, the random generator of
+    ``config``'s seed and, its first draw, the initial states of the training trajectories."""
+    opts = ChainSettings(**settings)
+    rng = np.random.default_rng(config.seed)
+    return opts, rod_chain(n_links), rng, opts.states(n_links, config.trajectories, rng)
 
 
 def parameter_count(model) -> int:
@@ -263,28 +304,16 @@ def _say(progress, label, r, rollout_duration):
     )
 
 
-def study_chain(
-    n_links: int,
-    config: StudyConfig = DEFAULTS,
-    *,
-    rate_hz=25.0,
-    batch=256,
-    lr=3e-3,
-    rollout_hz=100.0,
-    report_every=0.1,
-    angle_range=np.pi / 4,
-    speed=0.5,
-    models=MODELS,
-) -> dict:
+def study_chain(n_links: int, config: StudyConfig = DEFAULTS, *, models=MODELS, **settings) -> dict:
     """Train every model of ``models`` (names of :data:`MODELS`) on one chain and roll it out; ``config``:
     initial conditions (``trajectories``), their duration, epochs, the TLNN's width (``hidden[0]``),
-    rollouts and their duration, the seed (the first), progress."""
+    rollouts and their duration, the seed (the first), progress; ``settings``: those of
+    :class:`ChainSettings`."""
+    opts, chain, rng, (q0, qd0) = _start(n_links, config, settings)
+    rollout_hz = opts.rollout_hz
     n_ic, duration, epochs, tlnn_width, seed = _sizes(config)
     n_rollouts, rollout_duration, progress = config.rollouts, config.rollout_duration, config.progress
-    chain = rod_chain(n_links)
-    rng = np.random.default_rng(seed)
-    q0, qd0 = random_states(n_links, n_ic, rng, angle_range, speed)
-    q, qd, qdd = integrate(chain, q0, qd0, duration, rate_hz)  # (T, n_ic, n)
+    q, qd, qdd = integrate(chain, q0, qd0, duration, opts.rate_hz)  # (T, n_ic, n)
     n_train = int(round(0.7 * n_ic))
     flat = lambda x: x.reshape(-1, n_links)  # noqa: E731
     rel_train = [flat(x[:, :n_train]) for x in (q, qd, qdd)]
@@ -294,13 +323,13 @@ def study_chain(
         "relative": (rel_train, (rel_test[0], rel_test[1], abs_test[2])),
         "absolute": (list(to_absolute(*rel_train)), abs_test),
     }
-    starts = random_states(n_links, n_rollouts, rng, angle_range, speed)
+    starts = opts.states(n_links, n_rollouts, rng)
     rq, rqd, _ = integrate(chain, *starts, rollout_duration, rollout_hz)
     z_true = np.concatenate(to_absolute(rq, rqd), -1)  # (T, B, 2n)
-    stride = max(1, int(round(report_every * rollout_hz)))
+    stride = opts.stride
     t = np.arange(len(z_true)) / rollout_hz
     widths = _matched_widths(n_links, tlnn_width)
-    fit = {"epochs": epochs, "batch": batch, "lr": lr, "seed": seed}
+    fit = opts.fit(epochs, seed)
     result = _result(n_links, rel_train, abs_test, fit, n_rollouts=n_rollouts, t=t[::stride].tolist())
     for name in models:
         family, coords = name.split(" (")[0], name.split("(")[1].rstrip(")")
@@ -325,37 +354,29 @@ def forced_study(
     n_links: int = 4,
     config: StudyConfig = DEFAULTS,
     *,
-    rate_hz=25.0,
-    batch=256,
-    lr=3e-3,
-    rollout_hz=100.0,
-    report_every=0.1,
-    angle_range=np.pi / 4,
-    speed=0.5,
     force_range=0.1,
     example=PAPER_EXAMPLE,
     families=FAMILIES,
+    **settings,
 ) -> dict:
     """The four families in absolute angles on an ``n_links`` chain under constant generalised forces:
     each trajectory (training and rollout) has its own ``Q`` uniform in ±``force_range`` (absolute-angle
     coordinates; the paper's ``Q = 0.05`` lies inside), the models take ``Q`` as an input; then the paper's
-    example state rolled out under its ``Q``. ``config`` as for :func:`study_chain`."""
+    example state rolled out under its ``Q``. ``config`` and ``settings`` as for :func:`study_chain`."""
     import torch
 
+    opts, chain, rng, (q0, qd0) = _start(n_links, config, settings)
+    rollout_hz = opts.rollout_hz
     n_ic, duration, epochs, tlnn_width, seed = _sizes(config)
     n_rollouts, rollout_duration, progress = config.rollouts, config.rollout_duration, config.progress
-
-    chain = rod_chain(n_links)
-    rng = np.random.default_rng(seed)
-    q0, qd0 = random_states(n_links, n_ic, rng, angle_range, speed)
     Q_ic = rng.uniform(-force_range, force_range, (n_ic, n_links))
-    q, qd, qdd = integrate(chain, q0, qd0, duration, rate_hz, forces=joint_torques(Q_ic))
+    q, qd, qdd = integrate(chain, q0, qd0, duration, opts.rate_hz, forces=joint_torques(Q_ic))
     Q = np.broadcast_to(Q_ic, q.shape)
     n_train = int(round(0.7 * n_ic))
     flat = lambda x: np.ascontiguousarray(x).reshape(-1, n_links)  # noqa: E731
     train = [*to_absolute(*(flat(x[:, :n_train]) for x in (q, qd, qdd))), flat(Q[:, :n_train])]
     test = [*to_absolute(*(flat(x[:, n_train:]) for x in (q, qd, qdd))), flat(Q[:, n_train:])]
-    starts = random_states(n_links, n_rollouts, rng, angle_range, speed)
+    starts = opts.states(n_links, n_rollouts, rng)
     Q_roll = rng.uniform(-force_range, force_range, (n_rollouts, n_links))
     rq, rqd, _ = integrate(chain, *starts, rollout_duration, rollout_hz, forces=joint_torques(Q_roll))
     z_true = np.concatenate(to_absolute(rq, rqd), -1)
@@ -372,10 +393,10 @@ def forced_study(
             forces=joint_torques(np.asarray([example["Q"]], float)),
         )
         ex = (ex_start, np.concatenate(to_absolute(eq, eqd), -1), np.asarray([example["Q"]], float))
-    stride = max(1, int(round(report_every * rollout_hz)))
+    stride = opts.stride
     t = np.arange(len(z_true)) / rollout_hz
     widths = _matched_widths(n_links, tlnn_width, forced=True)
-    fit = {"epochs": epochs, "batch": batch, "lr": lr, "seed": seed}
+    fit = opts.fit(epochs, seed)
     head = {"force_range": force_range} | fit
     t_out = t[::stride].tolist()
     result = _result(n_links, train, test, head, n_rollouts=n_rollouts, t=t_out, example=example)
@@ -561,6 +582,7 @@ __all__ = [
     "COORDINATES",
     "MODELS",
     "PAPER_EXAMPLE",
+    "ChainSettings",
     "rod_chain",
     "parameter_count",
     "make_model",
