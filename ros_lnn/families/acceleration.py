@@ -142,7 +142,6 @@ def acceleration_family(
     """The :class:`Family` of a model fitted by q̈ MSE on simulated trajectories."""
     return Family(
         name=name,
-        model_family=name,
         systems=systems,
         defaults=DEFAULTS,
         data=TRAJECTORIES,
@@ -155,7 +154,6 @@ def acceleration_family(
         skip_non_finite=True,
         metadata=metadata,
         export=export,
-        exporters=("dynamo",),
         test_summary=test_summary,
         command_options=COMMAND_OPTIONS,
         check_options=refuse_servo_options(name),

@@ -79,8 +79,6 @@ class Family:
 
     #: ``ros-lnn train --model NAME``
     name: str
-    #: family tag of its checkpoints and ONNX metadata (DeLaN is a ServoLNN: ``servo_lnn``)
-    model_family: str
     #: reference systems it trains on; the first is the default
     systems: tuple[str, ...]
     #: run options where the command line gives none
@@ -105,12 +103,15 @@ class Family:
     metadata: Callable[..., ModelMetadata]
     #: ``export(model, path, metadata, dtype, exporter)``: write the ONNX graph
     export: Callable[..., Path]
-    #: torch.onnx exporters that can write its graph (the first is the default)
-    exporters: tuple[str, ...]
     #: the ``test: ...`` line of a finished run
     test_summary: Callable[[dict], str]
     #: run options the canonical command line spells out ("with_qe" as --with-qe/--without-qe)
     command_options: tuple[str, ...]
+    #: family tag of its checkpoints and ONNX metadata; "" (the default): its :attr:`name` (DeLaN is a
+    #: ServoLNN: ``servo_lnn``)
+    model_family: str = ""
+    #: torch.onnx exporters that can write its graph (the first is the default)
+    exporters: tuple[str, ...] = ("dynamo",)
     #: option rules: raise ConfigError (one line) for options that make no sense for this family
     check_options: Callable[[Mapping[str, Any], Given], None] = no_option_rules
     #: refuse data whose coordinates the family cannot model (ConfigError)
@@ -123,6 +124,10 @@ class Family:
     #: after training, before export: the family's last word on the trained model given the validation
     #: samples (e.g. switch off a part that does not help); returns a progress line ("" for none)
     finish: Callable[[Any, dict], str] | None = None
+
+    def __post_init__(self):
+        if not self.model_family:
+            object.__setattr__(self, "model_family", self.name)
 
 
 #: Bag mapping settings the command line may override (``ros-lnn train --free-joints ...``: the fields of

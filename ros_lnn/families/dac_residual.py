@@ -198,7 +198,6 @@ def check_options(options: Mapping[str, Any], given: Given) -> None:
 
 DAC_RESIDUAL = Family(
     name=NAME,
-    model_family=NAME,
     systems=("arm",),
     defaults=DEFAULTS,
     data=EFFORT_RESIDUALS,
@@ -211,7 +210,6 @@ DAC_RESIDUAL = Family(
     skip_non_finite=False,
     metadata=metadata,
     export=export,
-    exporters=("dynamo",),
     test_summary=test_summary,
     command_options=COMMAND_OPTIONS,
     check_options=check_options,
