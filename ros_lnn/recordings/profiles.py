@@ -30,6 +30,11 @@ def smootherstep_integral(x):
     return np.where(x > 1.0, 0.5 + (x - 1.0), inside)
 
 
+def _shortest_period(*frequencies_hz) -> float:
+    highest = max(frequencies_hz, default=0.0)
+    return 1.0 / highest if highest > 0 else float("inf")
+
+
 class Profile:
     """Base: subclasses implement ``evaluate(t) -> (q, q̇, q̈)`` for an array ``t``."""
 
@@ -42,6 +47,11 @@ class Profile:
 
     def evaluate(self, t):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    @property
+    def feature_s(self) -> float:
+        """The duration of its fastest feature (a ramp, a pulse, the shortest period); ``inf``: none."""
+        return float("inf")
 
     def describe(self) -> dict:
         values = asdict(self)  # type: ignore[call-overload]
@@ -58,6 +68,10 @@ class StepProfile(Profile):
     start_s: float = 0.2
     offset: float = 0.0
     kind = "step"
+
+    @property
+    def feature_s(self) -> float:
+        return self.ramp_s
 
     def evaluate(self, t):
         x = (t - self.start_s) / self.ramp_s
@@ -79,6 +93,10 @@ class ImpulseProfile(Profile):
     width_s: float = 0.15
     offset: float = 0.0
     kind = "impulse"
+
+    @property
+    def feature_s(self) -> float:
+        return self.width_s
 
     def __post_init__(self):
         object.__setattr__(self, "peaks", tuple(float(p) for p in np.atleast_1d(self.peaks)))
@@ -117,6 +135,10 @@ class ChirpProfile(Profile):
     offset: float = 0.0
     kind = "chirp"
 
+    @property
+    def feature_s(self) -> float:
+        return _shortest_period(self.f0_hz, self.f1_hz)
+
     def evaluate(self, t):
         k = (self.f1_hz - self.f0_hz) / self.sweep_s
         tc = np.minimum(t, self.sweep_s)
@@ -139,6 +161,10 @@ class MultisineProfile(Profile):
     offset: float = 0.0
     seed: int | None = field(default=None, compare=False)
     kind = "multisine"
+
+    @property
+    def feature_s(self) -> float:
+        return _shortest_period(*self.frequencies_hz)
 
     @classmethod
     def random(

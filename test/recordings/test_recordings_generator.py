@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.integrate import solve_ivp
 
 from conftest import requires_torch
 from ros_lnn.bags.dataset import load_bag_dataset
@@ -15,8 +16,15 @@ from ros_lnn.bags.writer import START_NS
 from ros_lnn.errors import ConfigError
 from ros_lnn.physics.friction import friction_crane
 from ros_lnn.physics.rotary_pendulum import quanser_rotary_pendulum
-from ros_lnn.recordings.generator import RecordingSpec, bag_mapping, write_recording
-from ros_lnn.recordings.profiles import ChirpProfile, StepProfile
+from ros_lnn.physics.simulate import equations_of_motion
+from ros_lnn.recordings.generator import (
+    MAX_STEP_S,
+    RecordingSpec,
+    bag_mapping,
+    simulate_plant,
+    write_recording,
+)
+from ros_lnn.recordings.profiles import ChirpProfile, ImpulseProfile, StepProfile
 
 pytest.importorskip("rosbags")
 
@@ -247,3 +255,20 @@ def test_ros_lnn_train_ingests_a_recording(tmp_path, capsys):
     assert code == 0, printed
     assert "Q_e not measured" in printed and "1 gap(s) split the recording" in printed
     assert f"{len(truth.t)} messages" in printed and out.exists()
+
+
+def test_a_pulse_narrower_than_the_longest_step_is_not_stepped_over():
+    """The crane at rest, its cart jerked by one 2 ms pulse after 0.4 s of stillness (where an adaptive
+    integrator's steps grow to their limit): the pendulum swings as under 1 ms steps."""
+    plant = friction_crane()
+    pulse = ImpulseProfile(peaks=(10.0,), times_s=(0.4,), width_s=0.002)
+    assert pulse.width_s < MAX_STEP_S
+    t = np.linspace(0.0, 0.8, 161)
+    swing = simulate_plant(plant, pulse, t).q[:, list(plant.system.partition.free)][:, 0]
+    # the reference: the same equations of motion, integrated by scipy with steps of at most 1 ms
+    rhs, _ = equations_of_motion(plant.system, pulse, plant.free_force)
+    ref = solve_ivp(
+        rhs, (0.0, 0.8), [0.0, 0.0], method="DOP853", rtol=1e-11, atol=1e-11, max_step=1e-3, t_eval=t
+    )
+    assert np.abs(ref.y[0]).max() > 1e-4  # the pulse sets the pendulum swinging
+    np.testing.assert_allclose(swing, ref.y[0], atol=1e-8)
