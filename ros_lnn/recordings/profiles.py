@@ -69,10 +69,6 @@ class StepProfile(Profile):
     offset: float = 0.0
     kind = "step"
 
-    @property
-    def feature_s(self) -> float:
-        return self.ramp_s
-
     def evaluate(self, t):
         x = (t - self.start_s) / self.ramp_s
         s, ds, _ = smootherstep(x)
@@ -81,6 +77,10 @@ class StepProfile(Profile):
             self.speed * s,
             self.speed * ds / self.ramp_s,
         )
+
+    @property
+    def feature_s(self) -> float:
+        return self.ramp_s
 
 
 @dataclass(frozen=True)
@@ -93,10 +93,6 @@ class ImpulseProfile(Profile):
     width_s: float = 0.15
     offset: float = 0.0
     kind = "impulse"
-
-    @property
-    def feature_s(self) -> float:
-        return self.width_s
 
     def __post_init__(self):
         object.__setattr__(self, "peaks", tuple(float(p) for p in np.atleast_1d(self.peaks)))
@@ -113,6 +109,10 @@ class ImpulseProfile(Profile):
             qd = qd + a * np.sin(np.pi * x) ** 2
             qdd = qdd + a * np.pi / w * np.sin(2 * np.pi * x)
         return q, qd, qdd
+
+    @property
+    def feature_s(self) -> float:
+        return self.width_s
 
 
 def _faded(t, fade_s, y, yd, ydd):
@@ -135,10 +135,6 @@ class ChirpProfile(Profile):
     offset: float = 0.0
     kind = "chirp"
 
-    @property
-    def feature_s(self) -> float:
-        return _shortest_period(self.f0_hz, self.f1_hz)
-
     def evaluate(self, t):
         k = (self.f1_hz - self.f0_hz) / self.sweep_s
         tc = np.minimum(t, self.sweep_s)
@@ -148,6 +144,10 @@ class ChirpProfile(Profile):
         a, s, c = self.amplitude, np.sin(psi), np.cos(psi)
         q, qd, qdd = _faded(t, self.fade_s, a * s, a * c * dpsi, a * (c * ddpsi - s * dpsi**2))
         return self.offset + q, qd, qdd
+
+    @property
+    def feature_s(self) -> float:
+        return _shortest_period(self.f0_hz, self.f1_hz)
 
 
 @dataclass(frozen=True)
@@ -161,10 +161,6 @@ class MultisineProfile(Profile):
     offset: float = 0.0
     seed: int | None = field(default=None, compare=False)
     kind = "multisine"
-
-    @property
-    def feature_s(self) -> float:
-        return _shortest_period(*self.frequencies_hz)
 
     @classmethod
     def random(
@@ -197,6 +193,10 @@ class MultisineProfile(Profile):
         s, c = np.sin(arg), np.cos(arg)
         q, qd, qdd = _faded(t, self.fade_s, (a * s).sum(0), (a * w * c).sum(0), -(a * w**2 * s).sum(0))
         return self.offset + q, qd, qdd
+
+    @property
+    def feature_s(self) -> float:
+        return _shortest_period(*self.frequencies_hz)
 
 
 __all__ = ["Profile", "StepProfile", "ImpulseProfile", "ChirpProfile", "MultisineProfile", "smootherstep"]
