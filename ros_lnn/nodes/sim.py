@@ -35,10 +35,11 @@ from ..physics.stepper import FixedStepSimulator
 from .diagnostics import CountWindow, diagnostic_status, guarded, status_name, warn_throttled
 from .joint_state_reader import trajectory_size
 from .messages import (
+    ENERGY_FIELDS,
     ENERGY_TYPE,
     PREDICTION_TYPE,
     driving_force_msg,
-    energy_msg,
+    energy_values_msg,
     outputs_finite,
     prediction_msg,
     report_interfaces,
@@ -46,6 +47,7 @@ from .messages import (
 from .params import ParameterValues
 from .process import node_main
 from .qos import COMMAND_QOS, output_publisher
+from .serialized import PackedMessages
 from .sim_commands import plan_state, servo_plan
 from .sim_params import PARAMETERS, build_system
 from .stamps import ns_to_stamp, seconds_to_duration, stamp_ns
@@ -114,6 +116,7 @@ class SimNode(ParameterValues, Node):
             )
         self.effort_cols = [self.free_names.index(j) for j in self.effort_joints]
         self.last_effort_time: float | None = None
+        self._packers: dict[str, PackedMessages] = {}  # frame_id -> the per-step messages' layout
         self.dt = 1.0 / values["rate_hz"]
         self.substeps = values["substeps"]
 
@@ -259,32 +262,62 @@ class SimNode(ParameterValues, Node):
             self._recover(*self._published_state)
             return
         self._published_state = (self.sim.q_f.copy(), self.sim.qd_f.copy())
-        msg = JointState()
-        msg.header.stamp, msg.header.frame_id = stamp, frame
-        msg.name = list(self.system.coordinate_names)
-        msg.position, msg.velocity, msg.effort = (q.tolist(), qd.tolist(), effort.tolist())
-        self.js_pub.publish(msg)
+        o = self.model_order
+        sample = np.concatenate(
+            (
+                q,
+                qd,
+                effort,
+                q[o],
+                qd[o],
+                out["qdd"][o],
+                out["Q"][o],
+                out["Q_e"],
+                [out[k] for k in ENERGY_FIELDS],
+            )
+        )
+        packer = self._packers.get(frame) or self._make_packer(frame)
+        if packer.ok:
+            messages = packer.fill(stamp.sec, stamp.nanosec, sample)
+        else:
+            messages = [build(stamp, sample) for build in packer.builders]
+        self.js_pub.publish(messages[0])
         self.counts["published"] += 1
         self.last = (stamp, q, qd, out)
         if self.gt_pubs is not None:
-            o = self.model_order
-            e = list(part.servo)
-            self.gt_pubs[0].publish(
-                driving_force_msg(stamp, frame, self.servo_names, q[e], qd[e], out["Q_e"])
-            )
-            self.gt_pubs[1].publish(
-                prediction_msg(
-                    stamp,
-                    frame,
-                    self.model_joints,
-                    q[o],
-                    qd[o],
-                    out["qdd"][o],
-                    out["Q"][o],
-                    len(self.free_names),
-                )
-            )
-            self.gt_pubs[2].publish(energy_msg(stamp, out, frame))
+            for publisher, message in zip(self.gt_pubs, messages[1:]):
+                publisher.publish(message)
+
+    def _make_packer(self, frame: str) -> PackedMessages:
+        """joint_states and the ground truth for one frame_id, serialized from one sample vector:
+        q, q̇, effort (system order), then q, q̇, q̈, Q in model order (free joints first), Q_e and the
+        seven energy values."""
+        n, n_f = self.system.n, len(self.free_names)
+        names = list(self.system.coordinate_names)
+        q, qd, effort = slice(0, n), slice(n, 2 * n), slice(2 * n, 3 * n)
+        mq, mqd, mqdd, mQ = (slice(k * n, (k + 1) * n) for k in (3, 4, 5, 6))
+        n_e = n - n_f
+        servo = (slice(3 * n + n_f, 4 * n), slice(4 * n + n_f, 5 * n), slice(7 * n, 7 * n + n_e))
+        energy = slice(7 * n + n_e, 7 * n + n_e + len(ENERGY_FIELDS))
+
+        def joint_states(stamp, s):
+            msg = JointState(name=names, position=s[q].tolist(), velocity=s[qd].tolist())
+            msg.header.stamp, msg.header.frame_id, msg.effort = stamp, frame, s[effort].tolist()
+            return msg
+
+        builders = [joint_states]
+        if self.gt_pubs is not None:
+            joints, servo_names = self.model_joints, self.servo_names
+            builders += [
+                lambda st, s: driving_force_msg(st, frame, servo_names, *(s[i] for i in servo)),
+                lambda st, s: prediction_msg(st, frame, joints, s[mq], s[mqd], s[mqdd], s[mQ], n_f),
+                lambda st, s: energy_values_msg(st, s[energy], frame),
+            ]
+        packer = PackedMessages(builders, energy.stop)
+        if len(self._packers) >= 16:  # frame_id is a live parameter: keep the cache small
+            self._packers.clear()
+        self._packers[frame] = packer
+        return packer
 
     # -- servo motion ---------------------------------------------------------------------------
     def servo_source(self, t: float):

@@ -207,6 +207,38 @@ def test_chain_with_a_servo_joint_in_the_middle(make):
     want = chain.dynamics(np.array(m.position), np.array(m.velocity), qdd_e=qdd_e, Q_f=np.zeros(2))
     np.testing.assert_allclose(force[s].effort, want["Q_e"], rtol=1e-12)
     np.testing.assert_allclose(pred[s]["qdd"], want["qdd"][[0, 2, 1]], rtol=1e-12, atol=1e-14)
+    # every number in its slot: the servo joint's state in the driving force, model order in the prediction
+    assert (list(force[s].position), list(force[s].velocity)) == ([m.position[1]], [m.velocity[1]])
+    assert list(pred[s]["q"]) == [m.position[i] for i in (0, 2, 1)]
+    assert list(pred[s]["qd"]) == [m.velocity[i] for i in (0, 2, 1)]
+    np.testing.assert_allclose(pred[s]["Q"], want["Q"][[0, 2, 1]], rtol=1e-12, atol=1e-14)
+    assert m.effort[0] == m.effort[2] == 0.0 and m.effort[1] == force[s].effort[0]
+    energies = {
+        e["stamp_sec"] * 1_000_000_000 + e["stamp_nanosec"]: e for e in map(energy_dict, topics["energy"])
+    }
+    e = energies[s]
+    for key in ("T", "V", "E", "power"):
+        assert e[key] == pytest.approx(float(want[key]), rel=1e-12, abs=1e-14), key
+
+
+def test_frame_id_set_at_runtime_stamps_every_output(make):
+    node, h, ns = make({"rate_hz": 200.0})
+    topics = ground_truth(h, ns)
+    if not hasattr(ENERGY_TYPE, "header"):  # the Float64MultiArray fallback carries no frame
+        del topics["energy"]
+    h.wait(lambda: all(len(m) >= 5 for m in topics.values()), what="samples in the default frame")
+    assert all(m[-1].header.frame_id == "" for m in topics.values())
+    assert h.call(lambda: node.set_parameters([Parameter("frame_id", value="world")]))[0].successful
+
+    def framed(msgs):
+        return [m for m in list(msgs) if m.header.frame_id == "world"]
+
+    h.wait(lambda: all(len(framed(m)) >= 5 for m in topics.values()), what="samples in the new frame")
+    js, force = framed(topics["js"]), by_stamp(framed(topics["force"]))
+    m = js[-1]
+    assert m.name == ["pendulum_joint", "cart_joint"] and len(m.effort) == 2
+    s = max(set(by_stamp(js)) & set(force))
+    assert list(force[s].position) == [by_stamp(js)[s].position[1]]
 
 
 def test_bad_configuration_names_the_parameter(ctx):
