@@ -147,6 +147,12 @@ def _give_target(h, node, ns, reference, law):
     h.wait(lambda: node.pipeline.has_target, what="target taken")
 
 
+#: The commands compared here answer one published state; with the default 0.1 s state timeout a
+#: loaded runner lets the state go stale (refused by its age) or the watchdog's zero commands arrive
+#: around the answer, so these nodes take a minute (the watchdog has tests of its own).
+SLOW_WATCHDOG_S = 60.0
+
+
 def _one_command(h, ns, node, q=Q0, qd=QD0):
     efforts = h.collect(Float64MultiArray, f"{ns}/dac_controller/joint_effort_command", SENSOR_QOS)
     ports = h.collect(Float64MultiArray, f"{ns}/dac_controller/port_command", SENSOR_QOS)
@@ -165,7 +171,10 @@ def test_commands_equal_the_library_built_by_keyword_from_the_same_yaml(case, ct
         namespace=ns,
         context=ctx,
         cli_args=["--ros-args", "--params-file", str(path)],
-        parameter_overrides=[Parameter("robot_description", value=URDF.read_text())],
+        parameter_overrides=[
+            Parameter("robot_description", value=URDF.read_text()),
+            Parameter("state_timeout_s", value=SLOW_WATCHDOG_S),
+        ],
     )
     assert start(node), node.last_error
     h = Harness(node, context=ctx)
@@ -229,7 +238,10 @@ def test_a_live_gain_changes_the_command_and_bad_sets_are_refused_with_a_reason(
     node = DacControllerNode(
         namespace=ns,
         context=ctx,
-        parameter_overrides=[Parameter("robot_description", value=URDF.read_text())],
+        parameter_overrides=[
+            Parameter("robot_description", value=URDF.read_text()),
+            Parameter("state_timeout_s", value=SLOW_WATCHDOG_S),
+        ],
     )
     assert start(node), node.last_error
     h = Harness(node, context=ctx)
