@@ -37,6 +37,8 @@ def test_marker_timer_follows_samples_and_live_rate():
             Parameter("servo_command_type", value="none"),
             Parameter("marker_rate_hz", value=0.0),
             Parameter("force_scale", value=0.1),
+            # inputs stamped base + k·2 ms: a loaded runner's waits must not make them stale
+            Parameter("max_input_age_s", value=0.0),
         ],
     )
     assert start(node), node.last_error
