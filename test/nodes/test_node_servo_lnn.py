@@ -57,13 +57,17 @@ def model_path(tmp_path_factory):
 
 @pytest.fixture
 def make(ctx, model_path):
-    """Factory: an estimator node (configured + activated unless autostart=False) and its harness."""
+    """Factory: an estimator node (configured + activated unless autostart=False) and its harness.
+    The tests stamp their inputs ``base + k·DT_NS`` (the references see the same stamps), so the node
+    has no input age check unless a test sets ``max_input_age_s``: a loaded runner's waits let such
+    stamps fall over the default 1 s behind the clock, and the node skips them as stale."""
     made = []
 
     def _make(params=None, remap=None, autostart=True, name="servo_lnn", namespace=None):
         ns = namespace or f"/t{next(_ns_counter)}"
         overrides = [Parameter("model_path", value=str(model_path))]
-        overrides += [Parameter(k, value=v) for k, v in (params or {}).items()]
+        params = {"max_input_age_s": 0.0, **(params or {})}
+        overrides += [Parameter(k, value=v) for k, v in params.items()]
         cli = ["--ros-args"] + [a for r in (remap or []) for a in ("-r", r)] if remap else None
         node = ServoLnnNode(name, namespace=ns, context=ctx, parameter_overrides=overrides, cli_args=cli)
         if autostart:
@@ -255,9 +259,7 @@ def test_joint_states_split_over_two_publishers_equal_the_estimator_fed_whole_st
     from ros_lnn.nodes.servo_lnn_report import servo_diagnostics
 
     config = {"qdd_filter_window": 7, "command_timeout_s": 0.5, "free_joint_forces": [0.2]}
-    # no age check: the stamps advance 2 ms a state while a loaded runner may take far longer to send
-    # each pair, so later states would fall max_input_age_s behind the clock and be skipped as stale
-    node, h, ns = make({**config, "joint_state_merge_window_s": 0.001, "max_input_age_s": 0.0})
+    node, h, ns = make({**config, "joint_state_merge_window_s": 0.001})
     out = outputs(h, ns)
     arm = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     rest = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
@@ -361,7 +363,9 @@ def test_lifecycle_through_services(make, model_path, tmp_path):
 
 
 def test_bad_inputs_are_skipped_counted_and_never_crash(make):
-    node, h, ns = make({"max_input_age_s": 1.0, "command_timeout_s": 0.1})
+    # the age check on (the stale case is 5 s old), with room for a loaded runner's waits: the good
+    # states' stamps advance 2 ms each, and the last ones go out seconds after the first
+    node, h, ns = make({"max_input_age_s": 3.0, "command_timeout_s": 0.1})
     rt = node.runtime
     out = outputs(h, ns)
     js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
