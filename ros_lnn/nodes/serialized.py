@@ -115,3 +115,27 @@ class PackedMessages:
         self._src_f64[:] = sample
         self._dst_u8[self._dst_index] = self._src_u8[self._src_index]
         return [bytes(view) for view in self._views]
+
+    def messages(self, sec: int, nanosec: int, sample) -> list:
+        """:meth:`fill` where the layout was found, else the messages built the ordinary way."""
+        if self.ok:
+            return self.fill(sec, nanosec, sample)
+        stamp = Time(sec=sec, nanosec=nanosec)
+        return [build(stamp, sample) for build in self.builders]
+
+
+class PackersByFrame:
+    """One :class:`PackedMessages` per frame_id, made by ``make(frame)`` on first use. The frame comes
+    from a live parameter or from the inputs, so the cache is cleared once it holds ``limit``."""
+
+    def __init__(self, make, limit: int = 16):
+        self._make, self._limit = make, limit
+        self._packers: dict[str, PackedMessages] = {}
+
+    def __getitem__(self, frame: str) -> PackedMessages:
+        packer = self._packers.get(frame)
+        if packer is None:
+            if len(self._packers) >= self._limit:
+                self._packers.clear()
+            packer = self._packers[frame] = self._make(frame)
+        return packer

@@ -57,7 +57,7 @@ from .messages import (
 from .params import ParameterValues
 from .process import node_main
 from .qos import COMMAND_QOS, output_publisher
-from .serialized import PackedMessages
+from .serialized import PackedMessages, PackersByFrame
 from .servo_lnn_messages import output_builders, plan_arrays, rollout_msg, servo_markers
 from .servo_lnn_params import PARAMETERS, resolve_model_path
 from .servo_lnn_report import COUNTED, INVALID_REASONS, servo_diagnostics, servo_values, write_latency_log
@@ -193,7 +193,7 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
             state=self.estimator.joint_state,
             merge_window_ns=merge_window_ns(v["joint_state_merge_window_s"]),
         )
-        self._packers: dict = {}
+        self._packers = PackersByFrame(self._make_packer)
         self._marker_timer: Timer | None = None
         self._marker_stamp: tuple[int, int] | None = None
         self._rollout_due = 0.0
@@ -330,14 +330,8 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
             )
         frame = self.values["frame_id"] or reader.frame_id
         sec, nanosec = divmod(ns, 1_000_000_000)
-        packer = self._packers.get(frame) or self._make_packer(frame)
+        force, prediction, energy = self._packers[frame].messages(sec, nanosec, sample)
         pubs = self._pubs
-        if packer.ok:
-            force, prediction, energy = packer.fill(sec, nanosec, sample)
-        else:
-            force, prediction, energy = (
-                build(Time(sec=sec, nanosec=nanosec), sample) for build in packer.builders
-            )
         pubs["driving_force"].publish(force)
         pubs["prediction"].publish(prediction)
         pubs["energy"].publish(energy)
@@ -357,12 +351,7 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         """The three per-sample outputs for one frame_id, serialized from the estimator's sample vector."""
         est = self.estimator
         assert est is not None  # called from _process
-        builders = output_builders(est, frame)
-        packer = PackedMessages(builders, est.size)
-        if len(self._packers) >= 16:  # frame ids taken from the inputs: keep the cache small
-            self._packers.clear()
-        self._packers[frame] = packer
-        return packer
+        return PackedMessages(output_builders(est, frame), est.size)
 
     @guarded("servo_commands")
     def _on_trajectory(self, raw: bytes) -> None:

@@ -47,7 +47,7 @@ from .messages import (
 from .params import ParameterValues
 from .process import node_main
 from .qos import COMMAND_QOS, output_publisher
-from .serialized import PackedMessages
+from .serialized import PackedMessages, PackersByFrame
 from .sim_commands import plan_state, servo_plan
 from .sim_params import PARAMETERS, build_system
 from .stamps import ns_to_stamp, seconds_to_duration, stamp_ns
@@ -116,7 +116,7 @@ class SimNode(ParameterValues, Node):
             )
         self.effort_cols = [self.free_names.index(j) for j in self.effort_joints]
         self.last_effort_time: float | None = None
-        self._packers: dict[str, PackedMessages] = {}  # frame_id -> the per-step messages' layout
+        self._packers = PackersByFrame(self._make_packer)  # frame_id -> the per-step messages' layout
         self.dt = 1.0 / values["rate_hz"]
         self.substeps = values["substeps"]
 
@@ -276,11 +276,7 @@ class SimNode(ParameterValues, Node):
                 [out[k] for k in ENERGY_FIELDS],
             )
         )
-        packer = self._packers.get(frame) or self._make_packer(frame)
-        if packer.ok:
-            messages = packer.fill(stamp.sec, stamp.nanosec, sample)
-        else:
-            messages = [build(stamp, sample) for build in packer.builders]
+        messages = self._packers[frame].messages(stamp.sec, stamp.nanosec, sample)
         self.js_pub.publish(messages[0])
         self.counts["published"] += 1
         self.last = (stamp, q, qd, out)
@@ -313,11 +309,7 @@ class SimNode(ParameterValues, Node):
                 lambda st, s: prediction_msg(st, frame, joints, s[mq], s[mqd], s[mqdd], s[mQ], n_f),
                 lambda st, s: energy_values_msg(st, s[energy], frame),
             ]
-        packer = PackedMessages(builders, energy.stop)
-        if len(self._packers) >= 16:  # frame_id is a live parameter: keep the cache small
-            self._packers.clear()
-        self._packers[frame] = packer
-        return packer
+        return PackedMessages(builders, energy.stop)
 
     # -- servo motion ---------------------------------------------------------------------------
     def servo_source(self, t: float):

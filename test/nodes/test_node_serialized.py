@@ -20,7 +20,7 @@ from ros_lnn.nodes.messages import (  # noqa: E402
     prediction_arrays,
     prediction_msg,
 )
-from ros_lnn.nodes.serialized import PackedMessages, SerializedTemplate  # noqa: E402
+from ros_lnn.nodes.serialized import PackedMessages, PackersByFrame, SerializedTemplate  # noqa: E402
 
 SERVO, JOINTS = ["cart_joint", "slide"], ["pendulum_joint", "cart_joint", "slide"]
 
@@ -90,3 +90,35 @@ def test_energy_message_matches_the_mapping_builder():
     assert all(values[k] == out[k] for k in ENERGY_FIELDS) and values["stamp_nanosec"] == 345
     if HAVE_INTERFACES:
         assert a.header.frame_id == "base" and a.total_energy == out["E"]
+
+
+def test_messages_fall_back_to_the_ordinary_ones_and_each_frame_is_laid_out_once():
+    from builtin_interfaces.msg import Time
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import JointState
+
+    # the stamp's seconds alone as a float64 is not a place fill() writes: the check fails, no layout
+    def build(stamp, s):
+        return JointState(name=["j"], position=[float(stamp.sec)], velocity=[float(s[0])])
+
+    packer = PackedMessages([build], 1)
+    assert not packer.ok
+    (msg,) = packer.messages(7, 0, np.array([2.5]))
+    assert msg == JointState(name=["j"], position=[7.0], velocity=[2.5])
+    fast = PackedMessages(estimator_builders("w"), 19)
+    raws = fast.messages(3, 4, np.arange(19.0))
+    assert deserialize_message(raws[0], JointState) == estimator_builders("w")[0](
+        Time(sec=3, nanosec=4), np.arange(19.0)
+    )
+
+    made = []
+
+    def make(frame):
+        made.append(frame)
+        return PackedMessages(estimator_builders(frame), 19)
+
+    cache = PackersByFrame(make, limit=2)
+    assert cache["a"] is cache["a"] and made == ["a"]
+    cache["b"]
+    cache["c"]  # a third frame: the cache was full and starts again
+    assert cache["b"] is not None and made == ["a", "b", "c", "b"]
