@@ -274,7 +274,12 @@ def test_cross_process_simulator_and_estimator(ctx, exact_model):
     base = [sys.executable, "-m"]
     procs = [
         subprocess.Popen(
-            base + ["ros_lnn.nodes.sim", "--ros-args", "-r", f"__ns:={ns}", "-p", "rate_hz:=250.0"],
+            # plans at 5 Hz: the estimator keeps the last 4 plans (SplicedPlan) for states that lag the
+            # newest, 0.6 s of lag at 5 Hz against 0.15 s at the default 20 Hz, which a loaded runner
+            # exceeded (107 of 147 commanded, a 172 ms run of states older than every kept plan)
+            base
+            + ["ros_lnn.nodes.sim", "--ros-args", "-r", f"__ns:={ns}", "-p", "rate_hz:=250.0"]
+            + ["-p", "plan_rate_hz:=5.0"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         ),
