@@ -200,7 +200,7 @@ class Driver:
         self._stream_turn = threading.Lock()  # held by the streamer from its stream_on check to its publish
         self.k: dict = {}
         self._stop = threading.Event()
-        self._executor = make_executor(self.context, "events")
+        self._executor = make_executor(self.context, "single")
         self._executor.add_node(self.node)
         self._spinner = threading.Thread(target=self._spin, daemon=True)
         self._spinner.start()
