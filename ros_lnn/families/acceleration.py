@@ -8,13 +8,11 @@ A new family of this kind is one file: its ``build`` and ``from_config`` and :fu
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ..errors import ConfigError
-from .base import BAG_OPTIONS, TRAJECTORIES, Family, Given, Network, Shape, option_flags
+from .base import BAG_OPTIONS, TRAJECTORIES, Family, Given, Network, Shape, graph_writer, hooks, refuse_given
 
 if TYPE_CHECKING:
     from torch import nn
@@ -91,16 +89,7 @@ def metadata(model: nn.Module, shape: Shape, **fields: Any) -> ModelMetadata:
     return family_metadata(model, list(shape.coordinate_names), list(shape.coordinate_units), **fields)
 
 
-def export(
-    model: nn.Module,
-    path: str | Path,
-    metadata: ModelMetadata,
-    dtype: str = "float32",
-    exporter: str = "dynamo",
-) -> Path:
-    from ..models.family_export import export_family_onnx
-
-    return export_family_onnx(model, path, metadata, dtype=dtype)
+export = graph_writer("family_export", "export_family_onnx")
 
 
 def test_summary(metrics: dict) -> str:
@@ -111,12 +100,8 @@ def test_summary(metrics: dict) -> str:
 
 def refuse_servo_options(name: str) -> Callable[[Mapping[str, Any], Given], None]:
     def rules(options: Mapping[str, Any], given: Given) -> None:
-        wrong = [d for d in SERVO_ONLY_OPTIONS if given(d)]
-        if wrong:
-            raise ConfigError(
-                f"--model {name} trains by acceleration MSE on simulated data and has no "
-                f"{option_flags(wrong)} (ServoLNN/bag options)"
-            )
+        why = f"--model {name} trains by acceleration MSE on simulated data"
+        refuse_given(SERVO_ONLY_OPTIONS, given, why, " (ServoLNN/bag options)")
 
     return rules
 
@@ -145,19 +130,12 @@ def acceleration_family(
         systems=systems,
         defaults=DEFAULTS,
         data=TRAJECTORIES,
-        build=build,
-        from_config=from_config,
-        normalise=normalise,
-        losses=losses,
-        evaluate=evaluate,
         monitor="qdd_nmse",
         skip_non_finite=True,
-        metadata=metadata,
-        export=export,
-        test_summary=test_summary,
         command_options=COMMAND_OPTIONS,
         check_options=refuse_servo_options(name),
         progress_prefix=f"{name} ",
+        **(hooks(globals()) | dict(build=build, from_config=from_config)),
     )
 
 

@@ -10,6 +10,7 @@ command line can list the families and check options before anything heavy is lo
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,6 +131,29 @@ class Family:
             object.__setattr__(self, "model_family", self.name)
 
 
+#: The callables of a :class:`Family` that a family module defines under their field names.
+HOOKS = ("build", "from_config", "normalise", "losses", "evaluate", "metadata", "export", "test_summary")
+
+
+def hooks(namespace: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`HOOKS` a family module's ``globals()`` defines, as :class:`Family` keywords: each family
+    file names its functions after the fields, so its record does not list them again."""
+    return {name: namespace[name] for name in HOOKS if name in namespace}
+
+
+def graph_writer(module: str, function: str) -> Callable[..., Path]:
+    """A family's ``export`` that writes the graph with ``ros_lnn.models.<module>.<function>(model, path,
+    metadata, dtype=...)``, the dynamo exporter's graph (the family's only one); torch is imported when
+    it is called."""
+
+    def export(model: Any, path: str | Path, metadata: Any, dtype: str = "float32", exporter: str = "dynamo"):
+        write = getattr(importlib.import_module(f"..models.{module}", __package__), function)
+        return write(model, path, metadata, dtype=dtype)
+
+    export.__qualname__ = f"graph_writer({module}.{function})"
+    return export
+
+
 #: Bag mapping settings the command line may override (``ros-lnn train --free-joints ...``: the fields of
 #: :class:`ros_lnn.bags.mapping.BagMapping` of the same names).
 BAG_MAPPING_OPTIONS = (
@@ -163,6 +187,13 @@ def option_flags(names) -> str:
     return ", ".join("--" + n.replace("_", "-") for n in names)
 
 
+def refuse_given(options, given: Given, why: str, kind: str = "") -> None:
+    """ConfigError "``why`` and has no --x, --y ``kind``" for those of ``options`` the command line set."""
+    wrong = [o for o in options if given(o)]
+    if wrong:
+        raise ConfigError(f"{why} and has no {option_flags(wrong)}{kind}")
+
+
 __all__ = [
     "TRIALS",
     "TRAJECTORIES",
@@ -174,8 +205,12 @@ __all__ = [
     "Shape",
     "Network",
     "Family",
+    "HOOKS",
+    "hooks",
+    "graph_writer",
     "no_option_rules",
     "any_shape",
     "refuse_links_without_chain",
     "option_flags",
+    "refuse_given",
 ]

@@ -10,13 +10,12 @@ loaded by ``dac_controller`` (``residual_model:=``) through :mod:`ros_lnn.infere
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ConfigError
-from .base import EFFORT_RESIDUALS, Family, Given, Network, Shape, option_flags
+from .base import EFFORT_RESIDUALS, Family, Given, Network, Shape, graph_writer, hooks, refuse_given
 
 if TYPE_CHECKING:
     from ..inference.metadata import ModelMetadata
@@ -159,16 +158,7 @@ def metadata(model: DacResidual, shape: Shape, **fields: Any) -> ModelMetadata:
     )
 
 
-def export(
-    model: DacResidual,
-    path: str | Path,
-    metadata: ModelMetadata,
-    dtype: str = "float32",
-    exporter: str = "dynamo",
-) -> Path:
-    from ..models.dac_residual import export_dac_residual_onnx
-
-    return export_dac_residual_onnx(model, path, metadata, dtype=dtype)
+export = graph_writer("dac_residual", "export_dac_residual_onnx")
 
 
 def test_summary(metrics: dict) -> str:
@@ -183,12 +173,8 @@ def test_summary(metrics: dict) -> str:
 
 
 def check_options(options: Mapping[str, Any], given: Given) -> None:
-    wrong = [o for o in NOT_HERE if given(o)]
-    if wrong:
-        raise ConfigError(
-            f"--model {NAME} learns the efforts an arm's certain model misses from its recordings "
-            f"and has no {option_flags(wrong)}"
-        )
+    why = f"--model {NAME} learns the efforts an arm's certain model misses from its recordings"
+    refuse_given(NOT_HERE, given, why)
     if not options.get("bag"):
         raise ConfigError(
             f"--model {NAME} trains on recordings: pass --bag BAG [BAG ...] and --config with the "
@@ -201,21 +187,14 @@ DAC_RESIDUAL = Family(
     systems=("arm",),
     defaults=DEFAULTS,
     data=EFFORT_RESIDUALS,
-    build=build,
-    from_config=from_config,
-    normalise=normalise,
-    losses=losses,
-    evaluate=evaluate,
     monitor="tau_res_nmse",
     skip_non_finite=False,
-    metadata=metadata,
-    export=export,
-    test_summary=test_summary,
     command_options=COMMAND_OPTIONS,
     check_options=check_options,
     progress_prefix=f"{NAME} ",
     keep_best_weights=True,
     finish=finish,
+    **hooks(globals()),
 )
 
 __all__ = ["DAC_RESIDUAL"]

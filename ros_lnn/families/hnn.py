@@ -5,14 +5,13 @@ observed ``q̇`` as its momentum, fitted on both halves of Hamilton's equations 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .acceleration import acceleration_family, build_scalar_field
 from .acceleration import evaluate as evaluate_acceleration
-from .base import Network, Shape
+from .base import Network, Shape, graph_writer, hooks
 
 if TYPE_CHECKING:
     from ..inference.metadata import ModelMetadata
@@ -62,24 +61,8 @@ def metadata(model: HNNModel, shape: Shape, **fields: Any) -> ModelMetadata:
     return meta
 
 
-def export(
-    model: HNNModel,
-    path: str | Path,
-    metadata: ModelMetadata,
-    dtype: str = "float32",
-    exporter: str = "dynamo",
-) -> Path:
-    from ..models.hnn import export_hnn_onnx
+export = graph_writer("hnn", "export_hnn_onnx")
 
-    return export_hnn_onnx(model, path, metadata, dtype=dtype)
-
-
-HNN = dataclasses.replace(
-    acceleration_family("hnn", SYSTEMS, build, from_config),
-    losses=losses,
-    evaluate=evaluate,
-    metadata=metadata,
-    export=export,
-)
+HNN = dataclasses.replace(acceleration_family("hnn", SYSTEMS, build, from_config), **hooks(globals()))
 
 __all__ = ["HNN"]

@@ -20,6 +20,7 @@ from .base import (
     Given,
     Network,
     Shape,
+    hooks,
     refuse_links_without_chain,
 )
 
@@ -227,16 +228,10 @@ def no_servo_joints(shape: Shape) -> None:
 _COMMON: dict[str, Any] = dict(
     model_family=MODEL_FAMILY,
     data=TRIALS,
-    build=build,
-    from_config=from_config,
-    normalise=normalise,
-    evaluate=evaluate,
     monitor="qdd_f_nmse",
     skip_non_finite=False,
-    metadata=metadata,
-    export=export,
     exporters=("dynamo", "torchscript"),
-    test_summary=test_summary,
+    **hooks(globals()),
 )
 
 #: The run options both ServoLNN families train with: the papers' 10 000 epochs, weight decay 1e-5, float32,

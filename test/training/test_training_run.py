@@ -64,6 +64,16 @@ def test_run_checks_options_before_anything_runs(tmp_path):
     with pytest.raises(ConfigError, match="--epsilon"):
         bad = RunSpec(family="lnn", epsilon=0.1)
         check(bad, bad.resolved())
+    # every option of another family that was set is named, in one line that says why
+    for family, why, kind in (
+        ("hnn", "--model hnn trains by acceleration MSE on simulated data", " (ServoLNN/bag options)"),
+        ("dac_residual", "--model dac_residual learns the efforts an arm's certain model misses", ""),
+    ):
+        bad = RunSpec(family=family, epsilon=0.1, diag_activation="tanh")
+        with pytest.raises(ConfigError) as refused:
+            check(bad, bad.resolved())
+        assert str(refused.value).startswith(why)
+        assert str(refused.value).endswith(f" and has no --diag-activation, --epsilon{kind}")
     assert not list(tmp_path.iterdir())
 
 
