@@ -48,11 +48,16 @@ class Layout:
         return mask
 
 
-class _Cursor:
-    def __init__(self, raw: bytes):
+class CdrCursor:
+    """Reads little-endian CDR field by field from ``pos`` (default: after the encapsulation header),
+    every read bounds-checked (:class:`CdrError`, a ValueError). ``strict``: a string must end in its NUL
+    and be valid UTF-8 (a live message that is not is refused); otherwise, as for a recorded bag, bad
+    bytes are decoded as replacement characters."""
+
+    def __init__(self, raw: bytes, pos: int = HEADER_BYTES, strict: bool = False):
         if len(raw) < HEADER_BYTES or raw[1] != 1:
             raise CdrError("not little-endian CDR")
-        self.raw, self.pos = raw, HEADER_BYTES
+        self.raw, self.pos, self.strict = raw, pos, strict
 
     def align(self, size: int):
         self.pos += -(self.pos - HEADER_BYTES) % size
@@ -67,24 +72,32 @@ class _Cursor:
 
     def string(self) -> str:
         length = self.u32()
-        if length == 0 or self.pos + length > len(self.raw):
-            raise CdrError("bad string length")
-        text = bytes(self.raw[self.pos : self.pos + length - 1]).decode("utf-8", "replace")
-        self.pos += length
+        end = self.pos + length
+        if length == 0 or end > len(self.raw) or (self.strict and self.raw[end - 1] != 0):
+            raise CdrError("bad string")
+        text = bytes(self.raw[self.pos : end - 1]).decode("utf-8", "strict" if self.strict else "replace")
+        self.pos = end
         return text
 
     def strings(self) -> tuple:
         return tuple(self.string() for _ in range(self.u32()))
 
-    def f64_seq(self) -> tuple[int, int]:
+    def counted_f64_seq(self) -> tuple[int, int, int]:
+        """(offset of the count word, offset of the first double, count) of a float64 sequence."""
+        self.align(4)
+        at = self.pos
         count = self.u32()
         if count:
             self.align(8)
-        offset = self.pos
+        first = self.pos
         self.pos += 8 * count
         if self.pos > len(self.raw):
             raise CdrError("truncated float64 sequence")
-        return offset, count
+        return at, first, count
+
+    def f64_seq(self) -> tuple[int, int]:
+        """(offset of the first double, count) of a float64 sequence."""
+        return self.counted_f64_seq()[1:]
 
     def header(self) -> tuple[int, str]:
         stamp = self.pos
@@ -93,7 +106,7 @@ class _Cursor:
 
 
 def joint_state_layout(raw: bytes) -> Layout:
-    cur = _Cursor(raw)
+    cur = CdrCursor(raw)
     stamp, frame = cur.header()
     names = cur.strings()
     arrays = {field: cur.f64_seq() for field in ("position", "velocity", "effort")}
@@ -102,7 +115,7 @@ def joint_state_layout(raw: bytes) -> Layout:
 
 def joint_trajectory_layout(raw: bytes) -> Layout:
     """Layout of a JointTrajectory; only its first point is read (a servo command is one point)."""
-    cur = _Cursor(raw)
+    cur = CdrCursor(raw)
     stamp, frame = cur.header()
     names = cur.strings()
     if cur.u32() == 0:
@@ -112,7 +125,7 @@ def joint_trajectory_layout(raw: bytes) -> Layout:
 
 
 def float64_array_layout(raw: bytes) -> Layout:
-    cur = _Cursor(raw)
+    cur = CdrCursor(raw)
     dims: list[tuple[str, int, int] | int] = []  # (label, size, stride) per dim, then data_offset
     for _ in range(cur.u32()):
         label = cur.string()

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ..bags.cdr import CdrCursor
+
 CDR_LE = b"\x00\x01"
 #: Bigger joint states are refused before parsing (bounds the work one message can cause).
 MAX_BYTES = 65536
@@ -36,42 +38,6 @@ READ_REASONS = ("malformed", "bad_size", "duplicate_joint", "missing_joint", "ot
 NOT_REJECTED = ("other_joints", "partial")
 #: Counted by reason, but not a skipped input: a held part's values go into the next sample.
 HELD = ("partial",)
-
-
-class _Cursor:
-    def __init__(self, raw: bytes):
-        self.raw, self.pos = raw, 4
-
-    def align(self, size: int) -> None:
-        self.pos += -(self.pos - 4) % size
-
-    def u32(self) -> int:
-        self.align(4)
-        (value,) = struct.unpack_from("<I", self.raw, self.pos)
-        self.pos += 4
-        return value
-
-    def string(self) -> str:
-        length = self.u32()
-        end = self.pos + length
-        if length == 0 or end > len(self.raw) or self.raw[end - 1] != 0:
-            raise ValueError("bad string")
-        text = self.raw[self.pos : end - 1].decode("utf-8")
-        self.pos = end
-        return text
-
-    def doubles(self):
-        """(count word offset, count, first double's offset)."""
-        self.align(4)
-        at = self.pos
-        count = self.u32()
-        if count:
-            self.align(8)
-        first = self.pos
-        self.pos += 8 * count
-        if self.pos > len(self.raw):
-            raise ValueError("truncated float64 sequence")
-        return at, count, first
 
 
 class JointStateMerge:
@@ -284,11 +250,10 @@ class JointStateReader:
             if raw is None:
                 return self._refuse("malformed", "bytes rclpy cannot read as a JointState")
         try:
-            cur = _Cursor(raw)
-            cur.pos = 12
+            cur = CdrCursor(raw, pos=12, strict=True)  # after the stamp
             frame = cur.string()
-            names = [cur.string() for _ in range(cur.u32())]
-            (p_at, k_p, p0), (v_at, k_v, v0), (e_at, k_e, e0) = (cur.doubles() for _ in range(3))
+            names = list(cur.strings())
+            (p_at, p0, k_p), (v_at, v0, k_v), (e_at, e0, k_e) = (cur.counted_f64_seq() for _ in range(3))
         except (ValueError, struct.error, UnicodeDecodeError) as exc:
             return self._refuse("malformed", f"not a JointState ({exc})")
         k = len(names)
@@ -379,8 +344,7 @@ def trajectory_size(raw) -> tuple[int, int] | None:
     if not raw.startswith(CDR_LE):
         return None
     try:
-        cur = _Cursor(raw)
-        cur.pos = 12
+        cur = CdrCursor(raw, pos=12, strict=True)  # after the stamp
         cur.string()
         names = cur.u32()
         if 5 * names > len(raw):
