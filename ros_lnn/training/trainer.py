@@ -264,7 +264,7 @@ def train_acceleration(
     lr: float = 1e-3,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
-    log_every: int = 10,
+    log_every: int | None = None,
     dtype: torch.dtype = torch.float64,
     clip: float = 10.0,
     forced: bool = False,
@@ -272,7 +272,8 @@ def train_acceleration(
     """Fit ``q̈`` of an acceleration-family model by mean squared error (the paper's loss; an HNN also
     fits ``q̇``: its family's losses), Adam, through :func:`train` (on the CPU, no validation), as the zoo
     studies do; sets ``model.qd_scale`` from the data; non-finite batches are skipped on the device.
-    ``forced``: the data's ``Q`` (generalised forces) is a model input. Returns the history (``epoch``,
+    ``forced``: the data's ``Q`` (generalised forces) is a model input. ``log_every``: epochs between
+    progress lines (None: five a run, as the studies print them). Returns the history (``epoch``,
     ``loss``, ``seconds`` and the trainer's other keys)."""
     from ..models.losses import forced as with_forces
 
@@ -288,7 +289,7 @@ def train_acceleration(
         device="cpu",
         dtype={torch.float32: "float32", torch.float64: "float64"}[dtype],
         losses=with_forces(names) if forced else names,
-        log_every=max(1, min(log_every, epochs)),
+        log_every=max(1, min(log_every or epochs // 5, epochs)),
         grad_clip=clip,
         skip_non_finite=True,
         threads=torch.get_num_threads(),

@@ -99,7 +99,6 @@ def compare_on_system(
             lr=lr,
             seed=seed,
             progress=progress,
-            log_every=max(1, epochs // 5),
         )
         pred = model(torch.as_tensor(test["q"]), torch.as_tensor(test["qd"])).detach().numpy()
         traj = rk4_rollout(lambda q, qd: model(q, qd).detach(), q0, qd0, rollout_duration, dt).numpy()

@@ -198,7 +198,6 @@ def _fit_and_roll(
         lr=lr,
         seed=seed,
         progress=progress,
-        log_every=max(1, epochs // 5),
         forced=forced,
     )
     tq, tqd, tqdd_abs = test[:3]
