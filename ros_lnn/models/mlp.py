@@ -30,6 +30,17 @@ def mlp(
     return nn.Sequential(*layers)
 
 
+def network_config(model: nn.Module) -> dict:
+    """The part of a checkpoint's ``model_config`` every coordinate network here shares: its family tag,
+    hidden widths, activation and the coordinates it sees as angles."""
+    return {
+        "family": model.family,
+        "hidden": model.hidden_widths,
+        "activation": model.activation,
+        "angle_coordinates": model.angle_coordinates,
+    }
+
+
 class ScalarFieldNet(nn.Module):
     """A scalar ``f_θ(q, v)``: MLP of ``[φ(q), v / qd_scale]`` to one value (the LNN's ``𝓛``, the HNN's
     ``H``)."""
@@ -53,14 +64,7 @@ class ScalarFieldNet(nn.Module):
         self.register_buffer("qd_scale", torch.ones(n))
 
     def config(self) -> dict:
-        return {
-            "family": self.family,
-            "n": self.n,
-            "hidden": self.hidden_widths,
-            "activation": self.activation,
-            "angle_coordinates": self.angle_coordinates,
-            "coordinate_names": self.coordinate_names,
-        }
+        return network_config(self) | {"n": self.n, "coordinate_names": self.coordinate_names}
 
     def features(self, q, v):
         a = self.angle_coordinates

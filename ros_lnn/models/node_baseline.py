@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .mlp import mlp
+from .mlp import mlp, network_config
 
 FAMILY = "node"
 
@@ -36,14 +36,7 @@ class NeuralODE(nn.Module):
         self.register_buffer("qd_scale", torch.ones(n))
 
     def config(self) -> dict:
-        config = {
-            "family": self.family,
-            "n": self.n,
-            "hidden": self.hidden_widths,
-            "activation": self.activation,
-            "angle_coordinates": self.angle_coordinates,
-        }
-        return config | ({"force_input": True} if self.force_input else {})
+        return network_config(self) | {"n": self.n} | ({"force_input": True} if self.force_input else {})
 
     def forward(self, q, qd, Q=None):
         a = self.angle_coordinates

@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from .lnn import euler_lagrange_terms, solve
-from .mlp import mlp
+from .mlp import mlp, network_config
 
 FAMILY = "tlnn"
 KINETIC_INIT_SCALE = 10.0
@@ -91,13 +91,7 @@ class TLNN(nn.Module):
         self.register_buffer("qd_scale", torch.ones(self.n))
 
     def config(self) -> dict:
-        return {
-            "family": self.family,
-            "topology": self.topology,
-            "hidden": self.hidden_widths,
-            "activation": self.activation,
-            "angle_coordinates": self.angle_coordinates,
-        }
+        return network_config(self) | {"topology": self.topology}
 
     def _q_features(self, q, coords):
         parts = []
