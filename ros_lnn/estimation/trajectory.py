@@ -145,15 +145,20 @@ class SplicedPlan:
     (as joint_trajectory_controller splices a new goal into the running one). Samples that lag the
     newest command (queued joint states) thus see the plan that was in force at their time."""
 
-    MAX_DEPTH = 4
+    #: The plans kept for lagging samples: those that started within HISTORY_S s of the newest (a
+    #: loaded estimator can reach a joint state this late; at 20 Hz plans, 20 of them), at most
+    #: MAX_DEPTH (bounds the memory and the walk back for a very fast command stream).
+    HISTORY_S = 1.0
+    MAX_DEPTH = 64
 
     def __init__(self, previous, plan: ServoPlan):
         self.plan = plan
         self.previous = previous
+        oldest = self.start_time - self.HISTORY_S
         depth, node = 1, self
         while isinstance(node, SplicedPlan) and node.previous is not None:
             depth += 1
-            if depth > self.MAX_DEPTH:
+            if depth > self.MAX_DEPTH or node.start_time < oldest:
                 node.previous = (
                     node.previous.plan if isinstance(node.previous, SplicedPlan) else node.previous
                 )

@@ -137,6 +137,23 @@ def test_spliced_plan_keeps_the_running_plan_until_the_new_one_starts():
     assert chain.sample(19.5).q[0] == pytest.approx(19.5)
 
 
+def test_spliced_plans_at_20_hz_serve_a_sample_that_lags_by_most_of_a_second():
+    """A loaded estimator processes queued joint states late: each still sees the plan in force at
+    its stamp while that plan started less than HISTORY_S before the newest; the chain stays bounded."""
+    period, chain = 0.05, None
+    for k in range(200):  # 10 s of plans at 20 Hz, each a constant position k over 0.5 s
+        t0 = k * period
+        chain = SplicedPlan(chain, ServoPlan([t0, t0 + 0.5], [[float(k)], [float(k)]]))
+    newest = 199 * period
+    for lag in (0.0, 0.12, 0.5, 0.9):
+        t = newest - lag + 0.01
+        assert chain.sample(t).q[0] == pytest.approx(int(t / period + 1e-9)), lag
+    depth, node = 0, chain
+    while isinstance(node, SplicedPlan):
+        depth, node = depth + 1, node.previous
+    assert depth <= SplicedPlan.HISTORY_S / period + 2
+
+
 def test_critically_damped_servo_solves_its_ode_and_is_continuous_at_commands():
     servo = CriticallyDampedServo([0.2], [0.0], 0.0, bandwidth=15.0)
     servo.command(0.1, [1.0])

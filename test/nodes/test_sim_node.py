@@ -274,12 +274,10 @@ def test_cross_process_simulator_and_estimator(ctx, exact_model):
     base = [sys.executable, "-m"]
     procs = [
         subprocess.Popen(
-            # plans at 5 Hz: the estimator keeps the last 4 plans (SplicedPlan) for states that lag the
-            # newest, 0.6 s of lag at 5 Hz against 0.15 s at the default 20 Hz, which a loaded runner
-            # exceeded (107 of 147 commanded, a 172 ms run of states older than every kept plan)
-            base
-            + ["ros_lnn.nodes.sim", "--ros-args", "-r", f"__ns:={ns}", "-p", "rate_hz:=250.0"]
-            + ["-p", "plan_rate_hz:=5.0"],
+            # the default 20 Hz plans: the estimator keeps the plans of the last second (SplicedPlan)
+            # for states that lag the newest (when it kept only 4 plans, 0.15 s, a loaded runner
+            # processed a 172 ms run of states older than every kept plan: 107 of 147 commanded)
+            base + ["ros_lnn.nodes.sim", "--ros-args", "-r", f"__ns:={ns}", "-p", "rate_hz:=250.0"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         ),
