@@ -172,9 +172,18 @@ def _param_text(value) -> str:
 
 class Driver:
     """The harness side: one rclpy node with publishers on the targets' inputs, subscriptions on their
-    outputs (default QoS: reliable, depth 10), service clients, and the normal input streams."""
+    outputs (default QoS: reliable, depth 10), service clients, and the normal input streams.
 
-    def __init__(self, targets: list[Target], env: dict | None = None, run_id: str | None = None):
+    ``one_at_a_time``: a target's node runs only while its cases do (started by the first, stopped when
+    a case of another target comes), instead of every node running, and streaming, from the start."""
+
+    def __init__(
+        self,
+        targets: list[Target],
+        env: dict | None = None,
+        run_id: str | None = None,
+        one_at_a_time: bool = False,
+    ):
         import tempfile
 
         import rclpy
@@ -211,8 +220,10 @@ class Driver:
             self._wire(target)
         self._streamer = threading.Thread(target=self._stream, daemon=True)
         self._streamer.start()
-        for target in targets:
-            self.start(target.name)
+        self.one_at_a_time = one_at_a_time
+        if not one_at_a_time:
+            for target in targets:
+                self.start(target.name)
 
     # -- plumbing -----------------------------------------------------------------------------
     def namespace(self, target: str) -> str:
@@ -337,6 +348,13 @@ class Driver:
                 f"{name} published nothing on {target.heartbeat} within 60 s:\n" + "\n".join(proc.log[-20:])
             )
         return proc
+
+    def focus(self, name: str) -> None:
+        """``name``'s node running and the other targets' nodes stopped."""
+        for other in [n for n in self.procs if n != name]:
+            self.procs.pop(other).stop()
+        if name not in self.procs:
+            self.start(name)
 
     def heartbeat_topic(self, name: str) -> str:
         topic = self.targets[name].heartbeat
@@ -471,6 +489,8 @@ class Driver:
     # -- one case -----------------------------------------------------------------------------
     def run(self, case: Case) -> Verdict:
         name = case.target
+        if self.one_at_a_time:
+            self.focus(name)
         verdict = Verdict(case.name, name)
         start = time.monotonic()
         with self.lock:

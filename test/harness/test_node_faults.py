@@ -28,7 +28,8 @@ def driver():
     env["ROS_DOMAIN_ID"] = str(random.SystemRandom().randint(101, 200))  # a domain of its own
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
-    d = faults.Driver([build() for build in fault_registry.TARGETS.values()], env=env)
+    # the cases come grouped by target: each node runs while its own cases do
+    d = faults.Driver([build() for build in fault_registry.TARGETS.values()], env=env, one_at_a_time=True)
     yield d
     d.close()
 
