@@ -49,15 +49,15 @@ class Layout:
 
 
 class CdrCursor:
-    """Reads little-endian CDR field by field from ``pos`` (default: after the encapsulation header),
-    every read bounds-checked (:class:`CdrError`, a ValueError). ``strict``: a string must end in its NUL
-    and be valid UTF-8 (a live message that is not is refused); otherwise, as for a recorded bag, bad
-    bytes are decoded as replacement characters."""
+    """Reads little-endian CDR field by field after the encapsulation header, every read bounds-checked
+    (:class:`CdrError`, a ValueError). ``strict``: a string must end in its NUL and be valid UTF-8 (a live
+    message that is not is refused); otherwise, as for a recorded bag, bad bytes are decoded as
+    replacement characters."""
 
-    def __init__(self, raw: bytes, pos: int = HEADER_BYTES, strict: bool = False):
+    def __init__(self, raw: bytes, strict: bool = False):
         if len(raw) < HEADER_BYTES or raw[1] != 1:
             raise CdrError("not little-endian CDR")
-        self.raw, self.pos, self.strict = raw, pos, strict
+        self.raw, self.pos, self.strict = raw, HEADER_BYTES, strict
 
     def align(self, size: int):
         self.pos += -(self.pos - HEADER_BYTES) % size

@@ -11,7 +11,7 @@ command line can list the families and check options before anything heavy is lo
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -187,7 +187,7 @@ def option_flags(names) -> str:
     return ", ".join("--" + n.replace("_", "-") for n in names)
 
 
-def refuse_given(options, given: Given, why: str, kind: str = "") -> None:
+def refuse_given(options: Iterable[str], given: Given, why: str, kind: str = "") -> None:
     """ConfigError "``why`` and has no --x, --y ``kind``" for those of ``options`` the command line set."""
     wrong = [o for o in options if given(o)]
     if wrong:

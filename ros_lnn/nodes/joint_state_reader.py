@@ -250,8 +250,8 @@ class JointStateReader:
             if raw is None:
                 return self._refuse("malformed", "bytes rclpy cannot read as a JointState")
         try:
-            cur = CdrCursor(raw, pos=12, strict=True)  # after the stamp
-            frame = cur.string()
+            cur = CdrCursor(raw, strict=True)
+            _, frame = cur.header()
             names = list(cur.strings())
             (p_at, p0, k_p), (v_at, v0, k_v), (e_at, e0, k_e) = (cur.counted_f64_seq() for _ in range(3))
         except (ValueError, struct.error, UnicodeDecodeError) as exc:
@@ -344,8 +344,8 @@ def trajectory_size(raw) -> tuple[int, int] | None:
     if not raw.startswith(CDR_LE):
         return None
     try:
-        cur = CdrCursor(raw, pos=12, strict=True)  # after the stamp
-        cur.string()
+        cur = CdrCursor(raw, strict=True)
+        cur.header()
         names = cur.u32()
         if 5 * names > len(raw):
             raise ValueError(f"{names} joint names in {len(raw)} bytes")
