@@ -11,7 +11,7 @@ pytestmark = [requires_rclpy, pytest.mark.ros]
 
 
 def test_callback_parts_add_up_to_the_callback():
-    from ros_lnn.commands.bench.node import callback_cost
+    from ros_lnn.commands.bench.node import callback_cost, ratio_floor
     from ros_lnn.errors import ModelError
     from ros_lnn.inference.runtime import default_model_path
 
@@ -26,3 +26,8 @@ def test_callback_parts_add_up_to_the_callback():
     assert all(parts[k] > 0 for k in named), parts
     assert set(parts) == {"callback", *named, "rest"}
     assert parts["model"] == max(parts[k] for k in named)  # the model is the largest single part
+    # the floor leaves out the estimator's rest and the callback's rest, so it lies below the whole C/E
+    floor = ratio_floor(parts)
+    assert 1 < floor < parts["callback"] / parts["model"]
+    expected = (parts["callback"] - parts["estimator (rest)"] - parts["rest"]) / parts["model"]
+    assert floor == pytest.approx(expected)
