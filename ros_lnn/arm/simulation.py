@@ -3,7 +3,9 @@ generator of ``ros-lnn bench collision``.
 
 The true arm is a Pinocchio model (the URDF's, or one whose inertial parameters differ from the URDF:
 :func:`perturbed_arm`) with joint friction of its own (:class:`TrueFriction`: viscous, smooth Coulomb,
-an offset and a position ripple — not the model's friction law); a PD controller through the URDF's
+an offset and a position ripple — not the model's friction law; or :class:`StickyFriction`: the LuGre
+model of :mod:`ros_lnn.arm.lugre` with an offset and the ripple — presliding, breakaway and a torque
+held at rest, advanced exactly over every sub-step); a PD controller through the URDF's
 mass matrix with gravity compensation (``τ = g(q) + M(q)(ω² e + 2ζω ė)``: the same bandwidth on every
 joint, stable at 1 kHz whatever the configuration's inertia) tracks a smooth multi-sine reference
 inside the joint limits at the sample rate (zero-order hold: the torque computed from the sample at
@@ -85,6 +87,43 @@ class TrueFriction:
         return cls(z, z, z, z)
 
 
+class StickyFriction:
+    """LuGre friction (:class:`ros_lnn.arm.lugre.LuGre`) plus an offset and a position ripple, with its
+    bristle deflection as state: :meth:`torque` at the present deflection, :meth:`advance` after each
+    integration sub-step, :meth:`start` at the simulation's first state (a random deflection: nobody
+    knows it when a robot starts)."""
+
+    def __init__(self, lugre, offset, ripple, seed: int = 0):
+        self.lugre = lugre
+        self.offset = np.asarray(offset, dtype=float)
+        self.ripple = np.asarray(ripple, dtype=float)
+        self.seed = seed
+        self.z = np.zeros(lugre.n)
+
+    @classmethod
+    def like_a_real_arm(cls, effort_limits, seed: int = 0) -> StickyFriction:
+        from .lugre import LuGre
+
+        e = np.asarray(effort_limits, dtype=float)
+        rng = np.random.default_rng(seed)
+        return cls(
+            LuGre.like_a_real_arm(e, rng),
+            np.resize([0.003, -0.002, 0.002], e.size) * e,
+            0.003 * e,
+            seed,
+        )
+
+    def start(self) -> None:
+        rng = np.random.default_rng(self.seed + 1)
+        self.z = rng.uniform(-1, 1, self.lugre.n) * self.lugre.coulomb / self.lugre.stiffness
+
+    def torque(self, q, qd) -> np.ndarray:
+        return self.lugre.torque(self.z, qd) + self.offset + self.ripple * np.sin(2 * np.asarray(q))
+
+    def advance(self, qd, h: float) -> None:
+        self.z = self.lugre.advance(self.z, qd, h)
+
+
 def perturbed_arm(
     arm: ArmRigidBody, seed: int = 0, mass: float = 0.2, com_m: float = 0.02, inertia: float = 0.3
 ):
@@ -162,7 +201,7 @@ def simulate_arm(
     *,
     rate_hz: float = 1000.0,
     nominal: ArmRigidBody | None = None,
-    friction: TrueFriction | None = None,
+    friction: TrueFriction | StickyFriction | None = None,
     pulses=(),
     noise: Noise | None = None,
     reference=None,
@@ -185,6 +224,9 @@ def simulate_arm(
     rng = np.random.default_rng(seed)
     nominal = nominal or truth
     friction = friction or TrueFriction.none(n)
+    sticky = friction if isinstance(friction, StickyFriction) else None
+    if sticky is not None:
+        sticky.start()
     noise = noise or Noise.off()
     ref = reference or multisine_reference(truth, seed)
     kp, kd = bandwidth**2, 2 * damping * bandwidth
@@ -232,8 +274,11 @@ def simulate_arm(
             a2 = accel(q + 0.5 * h * qd, qd + 0.5 * h * a1, total)
             a3 = accel(q + 0.5 * h * (qd + 0.5 * h * a1), qd + 0.5 * h * a2, total)
             a4 = accel(q + h * (qd + 0.5 * h * a2), qd + h * a3, total)
-            q = q + h * (qd + h / 6 * (a1 + a2 + a3))
-            qd = qd + h / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+            q_new = q + h * (qd + h / 6 * (a1 + a2 + a3))
+            qd_new = qd + h / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+            if sticky is not None:  # the deflection over the sub-step at its mean velocity, exactly
+                sticky.advance((q_new - q) / h, h)
+            q, qd = q_new, qd_new
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
             raise ConfigError(f"simulation diverged at t = {t:.3f} s (lower the gains or add substeps)")
     return ArmRun(
