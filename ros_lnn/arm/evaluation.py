@@ -128,7 +128,13 @@ def evaluate_arm(
             )
         entry["least_squares_fit"] = torque_metrics(model.joints, s.tau, fit, phases)
         if keep_series:
-            entry["series"] = {"tau": s.tau, "model": pred, "fit": fit}
+            entry["series"] = {
+                "tau": s.tau,
+                "model": pred,
+                "fit": fit,
+                "t": s.t,
+                "standing": phases["standing"],
+            }
         out[rec.name] = entry
     return out
 
@@ -162,4 +168,47 @@ def plot_torque(folder: Path, name: str, series: dict, joints) -> None:
     fig.tight_layout()
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
     fig.savefig(folder / f"{safe}_torque.png", dpi=90)
+    plt.close(fig)
+    if "standing" in series:
+        _plot_stops(plt, folder / f"{safe}_stops.png", series, joints)
+
+
+def longest_stop(standing: np.ndarray) -> tuple[int, int] | None:
+    """(first, end) of the longest run of True in ``standing`` (N,), None when there is none."""
+    padded = np.concatenate([[False], standing, [False]]).astype(int)
+    edges = np.flatnonzero(np.diff(padded))
+    if not len(edges):
+        return None
+    starts, ends = edges[::2], edges[1::2]
+    k = int(np.argmax(ends - starts))
+    return int(starts[k]), int(ends[k])
+
+
+def _plot_stops(plt, path: Path, series: dict, joints) -> None:
+    """Per joint measured, model and fit torque through the joint's longest stop (from 1 s before it
+    until 1 s after), the stop shaded: where friction with memory shows."""
+    n = len(joints)
+    t = series["t"]
+    fig, axes = plt.subplots(n, 1, figsize=(8, 1.9 * n))
+    for j, (joint, ax) in enumerate(zip(joints, np.atleast_1d(axes))):
+        stop = longest_stop(series["standing"][:, j])
+        if stop is None:
+            ax.set_title(f"{joint}: never stands", fontsize=8)
+            continue
+        a, b = stop
+        lo, hi = a, b  # a second either side, within the stop's piece (stamps restart at each piece)
+        while lo > 0 and t[lo - 1] < t[lo] and t[a] - t[lo - 1] <= 1.0:
+            lo -= 1
+        while hi < len(t) and t[hi] > t[hi - 1] and t[hi] - t[b - 1] <= 1.0:
+            hi += 1
+        sel = slice(lo, hi)
+        ax.axvspan(t[a], t[b - 1], color="0.92")
+        ax.plot(t[sel], series["tau"][sel, j], lw=0.6, color="0.5", label="measured")
+        ax.plot(t[sel], series["model"][sel, j], lw=0.9, label="model")
+        ax.plot(t[sel], series["fit"][sel, j], lw=0.9, ls="--", label="least-squares fit")
+        ax.set_ylabel(f"{joint}\nN·m", fontsize=8)
+    np.atleast_1d(axes)[0].legend(loc="upper right", fontsize=7)
+    np.atleast_1d(axes)[-1].set_xlabel("s (the longest stop of each joint shaded)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
     plt.close(fig)

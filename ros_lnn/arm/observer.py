@@ -29,7 +29,13 @@ observer, as ``ext_observer_ros`` or KDL's observer compute it).
 Detection (:class:`CollisionDetector`): joint ``j`` is in collision when ``|r_j| > a_j |q̇_j| + b_j``
 (a static threshold plus a band that widens with speed, where friction and the q̇-dependent model
 error grow); it leaves the state when ``|r_j|`` fell below ``release × (a_j |q̇_j| + b_j)`` for
-``hold_s``. :func:`calibrate` sets ``a`` and ``b`` for a chosen false-alarm rate from collision-free
+``hold_s``. **At rest** a second test: once the arm has stood (``|q̇_j| < still_velocity`` on every
+joint) for ``settle_s``, the residual each joint settled at is its baseline, and ``|r_j − baseline_j|
+> c_j`` is a collision too. The friction a standing joint holds is known only within the stiction band — its
+exact value depends on displacements below what the encoder resolves, so every model leaves a bias
+that differs from stop to stop — but a push changes it: with friction memory the model's presliding
+term shows a push that stiction absorbs (the motor torque hardly changes), which no memoryless model
+can. :func:`calibrate` sets ``a``, ``b`` and ``c`` for a chosen false-alarm rate from collision-free
 recordings. :func:`external_wrench` maps ``r`` to a wrench at a frame through the damped
 pseudo-inverse of the frame's Jacobian transpose.
 
@@ -327,6 +333,9 @@ class Thresholds:
     release: float = 0.5  # leave the collision state below release × threshold ...
     hold_s: float = 0.05  # ... for this long
     info: dict = field(default_factory=dict)
+    rest: np.ndarray | None = None  # N·m: the change from the settled residual at rest (None: no test)
+    still_velocity: float = 0.02  # rad/s: standing below this ...
+    settle_s: float = 0.2  # ... for this long sets the baseline
 
     def __post_init__(self):
         self.joints = tuple(self.joints)
@@ -345,6 +354,15 @@ class Thresholds:
             raise ConfigError(
                 f"thresholds: release {self.release} must be in (0, 1], hold_s {self.hold_s} in [0, 10]"
             )
+        if self.rest is not None:
+            self.rest = np.asarray(self.rest, dtype=float).reshape(-1)
+            if self.rest.size != n or not (np.all(np.isfinite(self.rest)) and np.all(self.rest > 0)):
+                raise ConfigError(f"thresholds: {n} joints need {n} finite rest values > 0 (or none)")
+        if not (0.0 < self.still_velocity <= 1.0 and 0.0 <= self.settle_s <= 10.0):
+            raise ConfigError(
+                f"thresholds: still_velocity {self.still_velocity} must be in (0, 1], settle_s "
+                f"{self.settle_s} in [0, 10]"
+            )
 
     def band(self, qd) -> np.ndarray:
         return self.velocity_slope * np.abs(np.asarray(qd, dtype=float)) + self.static
@@ -358,17 +376,24 @@ class Thresholds:
             )
         idx = [self.joints.index(j) for j in joints]
         return Thresholds(
-            tuple(joints), self.static[idx], self.velocity_slope[idx], self.release, self.hold_s, self.info
-        )
+            tuple(joints), self.static[idx], self.velocity_slope[idx], self.release, self.hold_s, self.info,
+            None if self.rest is None else self.rest[idx], self.still_velocity, self.settle_s,
+        )  # fmt: skip
 
     def to_dict(self) -> dict:
+        joints = {
+            j: {"static": float(b), "velocity_slope": float(a)}
+            for j, b, a in zip(self.joints, self.static, self.velocity_slope)
+        }
+        if self.rest is not None:
+            for j, c in zip(self.joints, self.rest):
+                joints[j]["rest"] = float(c)
         return {
-            "joints": {
-                j: {"static": float(b), "velocity_slope": float(a)}
-                for j, b, a in zip(self.joints, self.static, self.velocity_slope)
-            },
+            "joints": joints,
             "release": float(self.release),
             "hold_s": float(self.hold_s),
+            "still_velocity": float(self.still_velocity),
+            "settle_s": float(self.settle_s),
             **({"calibration": self.info} if self.info else {}),
         }
 
@@ -378,29 +403,35 @@ class Thresholds:
             raise ConfigError(
                 f"{source}: expected a mapping with joints: {{JOINT: {{static: .., velocity_slope: ..}}}}"
             )
-        joints, static, slope = [], [], []
+        joints, static, slope, rest = [], [], [], []
         for joint, entry in doc["joints"].items():
             if not isinstance(entry, dict) or "static" not in entry:
                 raise ConfigError(f"{source}: joint {joint} needs static (and optionally velocity_slope)")
-            values = (entry["static"], entry.get("velocity_slope", 0.0))
+            values = (entry["static"], entry.get("velocity_slope", 0.0), entry.get("rest", 1.0))
             if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
-                raise ConfigError(f"{source}: joint {joint}: static and velocity_slope must be numbers")
+                raise ConfigError(f"{source}: joint {joint}: static, velocity_slope and rest must be numbers")
             joints.append(str(joint))
             static.append(float(values[0]))
             slope.append(float(values[1]))
-        extra = sorted(set(doc) - {"joints", "release", "hold_s", "calibration"})
+            rest.append(float(entry["rest"]) if "rest" in entry else None)
+        if any(v is None for v in rest) and not all(v is None for v in rest):
+            raise ConfigError(f"{source}: give rest for every joint or for none")
+        known = {"joints", "release", "hold_s", "calibration", "still_velocity", "settle_s"}
+        extra = sorted(set(doc) - known)
         if extra:
-            raise ConfigError(
-                f"{source}: unknown key(s) {extra}; known: joints, release, hold_s, calibration"
-            )
+            raise ConfigError(f"{source}: unknown key(s) {extra}; known: {', '.join(sorted(known))}")
         try:
             release, hold = float(doc.get("release", 0.5)), float(doc.get("hold_s", 0.05))
+            still, settle = float(doc.get("still_velocity", 0.02)), float(doc.get("settle_s", 0.2))
         except (TypeError, ValueError):
-            raise ConfigError(f"{source}: release and hold_s must be numbers") from None
+            raise ConfigError(
+                f"{source}: release, hold_s, still_velocity and settle_s must be numbers"
+            ) from None
         try:
             return cls(
-                tuple(joints), np.array(static), np.array(slope), release, hold, doc.get("calibration") or {}
-            )
+                tuple(joints), np.array(static), np.array(slope), release, hold, doc.get("calibration") or {},
+                None if rest[0] is None else np.array(rest, dtype=float), still, settle,
+            )  # fmt: skip
         except ConfigError as exc:
             raise ConfigError(f"{source}: {str(exc).removeprefix('thresholds: ')}") from None
 
@@ -444,16 +475,46 @@ class CollisionDetector:
         self.active = np.zeros(self.n, dtype=bool)
         self.peak = np.zeros(self.n)
         self._below_since = np.full(self.n, np.nan)
+        self._standing_since: float | None = None
+        self._sum, self._count = np.zeros(self.n), 0
+        self.baseline = np.full(self.n, np.nan)  # the settled residual of a standing arm (NaN: none)
+
+    def _rest_change(self, t: float, r, qd) -> np.ndarray:
+        """Per joint ``|r − baseline| / rest`` once the arm has settled (0 before, and without rest
+        thresholds); keeps the baselines: each the mean residual over the second half of the settling
+        time (a mean, not one noisy sample)."""
+        th = self.th
+        # the whole arm: a joint standing while others move feels their (imperfectly modelled) motion
+        if not np.all(np.abs(np.asarray(qd, dtype=float)) < th.still_velocity):
+            self._standing_since, self._sum, self._count = None, np.zeros(self.n), 0
+            self.baseline = np.full(self.n, np.nan)
+            return np.zeros(self.n)
+        if self._standing_since is None:
+            self._standing_since = t
+        age = t - self._standing_since
+        if age < th.settle_s:
+            if age >= 0.5 * th.settle_s:
+                self._sum, self._count = self._sum + r, self._count + 1
+            return np.zeros(self.n)
+        fresh = np.isnan(self.baseline) & ~self.active
+        if fresh.any():
+            mean = (self._sum + r) / (self._count + 1)
+            self.baseline = np.where(fresh, mean, self.baseline)
+        if th.rest is None:
+            return np.zeros(self.n)
+        change = np.abs(r - np.where(np.isnan(self.baseline), r, self.baseline)) / th.rest
+        return np.where(fresh, 0.0, change)
 
     def update(self, t: float, r, qd) -> list[Onset]:
         r = np.asarray(r, dtype=float)
         band = self.th.band(qd)
         mag = np.abs(r)
-        over = mag > band
+        change = self._rest_change(t, r, qd)
+        over = (mag > band) | (change > 1.0)
         onsets = [Onset(t, int(j), float(r[j]), float(band[j])) for j in np.flatnonzero(over & ~self.active)]
         self.active |= over
         self.peak = np.where(self.active, np.maximum(self.peak, mag), 0.0)
-        low = self.active & (mag < self.th.release * band)
+        low = self.active & (mag < self.th.release * band) & (change < self.th.release)
         self._below_since = np.where(low, np.where(np.isnan(self._below_since), t, self._below_since), np.nan)
         ended = low & (t - self._below_since >= self.th.hold_s)
         if ended.any():
@@ -474,6 +535,8 @@ def calibrate(
     quantile: float = 0.99,
     release: float = 0.5,
     hold_s: float = 0.05,
+    still_velocity: float = 0.02,
+    settle_s: float = 0.2,
 ) -> Thresholds:
     """Thresholds from collision-free runs: ``runs`` is a list of ``(t, r, qd)`` (observer residuals
     and velocities of recordings without contact).
@@ -483,7 +546,9 @@ def calibrate(
     exceed with probability ``rate × block_s`` (a Gumbel fit to the block maxima: extreme-value
     extrapolation to rates the recordings are too short to show), the false-alarm rate split evenly
     over the joints; never below ``(1 + margin)`` × the largest value seen (no alarm on the calibration
-    data)."""
+    data). The rest threshold ``c`` the same way from the change of the settled residual while a joint
+    stands (:class:`CollisionDetector`), when every joint stood settled for 10 blocks or more (else no
+    rest test); the rate is then split evenly between the two tests."""
     if not (isinstance(false_alarm_rate_per_h, (int, float)) and 0 < false_alarm_rate_per_h < 3600):
         raise ConfigError(f"false-alarm rate {false_alarm_rate_per_h}: give a rate per hour in (0, 3600)")
     if not 0 <= margin <= 10:
@@ -506,9 +571,23 @@ def calibrate(
             f"{duration:.1f} s of collision-free motion: calibrate on at least {10 * block_s:g} s"
         )
     R, V = np.abs(np.concatenate(rs)), np.abs(np.concatenate(vs))
-    p_block = min(false_alarm_rate_per_h / 3600.0 / n * block_s, 0.5)
-    static, slope, report = np.empty(n), np.empty(n), {}
+    changes = [_rest_changes(t, r, v, n, still_velocity, settle_s) for t, r, v in zip(ts, rs, vs)]
+    settled_s = [sum(_span(t, ~np.isnan(c[:, j])) for t, c in zip(ts, changes)) for j in range(n)]
+    with_rest = min(settled_s) >= 10 * block_s
+    # the false-alarm budget is split evenly between the band and, where there is one, the rest test
+    rate = false_alarm_rate_per_h / (2.0 if with_rest else 1.0)
+    p_block = min(rate / 3600.0 / n * block_s, 0.5)
+    static, slope, rest, report = np.empty(n), np.empty(n), np.empty(n), {}
     for j in range(n):
+        if with_rest:
+            maxima = np.concatenate(
+                [
+                    _block_maxima(t[~np.isnan(c[:, j])], c[~np.isnan(c[:, j]), j], block_s)
+                    for t, c in zip(ts, changes)
+                    if np.any(~np.isnan(c[:, j]))
+                ]
+            )
+            rest[j] = max(_gumbel_level(maxima, p_block), (1.0 + margin) * float(maxima.max()))
         a_, b_ = _band_shape(V[:, j], R[:, j], bins, quantile)
         maxima = np.concatenate(
             [
@@ -516,21 +595,66 @@ def calibrate(
                 for t, r, v in zip(ts, rs, vs)
             ]
         )
-        beta = max(float(np.std(maxima)) * math.sqrt(6) / math.pi, 1e-12)
-        mu = float(np.mean(maxima)) - 0.5772156649 * beta
-        level = mu - beta * math.log(-math.log1p(-p_block))
+        level = _gumbel_level(maxima, p_block)
         seen = float(maxima.max())
         x = max(level, (1.0 + margin) * seen)
         static[j], slope[j] = x * b_, x * a_
-        report[joints[j]] = {"gumbel_level": level, "largest_seen": seen, "scale": x}
+        report[joints[j]] = {
+            "gumbel_level": level,
+            "largest_seen": seen,
+            "scale": x,
+            "settled_s": settled_s[j],
+        }
     info = {
         "false_alarm_rate_per_h": float(false_alarm_rate_per_h),
         "margin": float(margin),
         "seconds": duration,
         "samples": int(len(R)),
         "per_joint": report,
+        "rest_test": "calibrated"
+        if with_rest
+        else f"off: a joint stood settled for {min(settled_s):.1f} s (at least {10 * block_s:g} s needed)",
     }
-    return Thresholds(joints, static, slope, release, hold_s, info)
+    return Thresholds(
+        joints, static, slope, release, hold_s, info, rest if with_rest else None, still_velocity, settle_s
+    )
+
+
+def _gumbel_level(maxima: np.ndarray, p_block: float) -> float:
+    """The level block maxima exceed with probability ``p_block`` (a Gumbel fit by moments)."""
+    beta = max(float(np.std(maxima)) * math.sqrt(6) / math.pi, 1e-12)
+    mu = float(np.mean(maxima)) - 0.5772156649 * beta
+    return mu - beta * math.log(-math.log1p(-p_block))
+
+
+def _rest_changes(t, r, qd, n: int, still: float, settle_s: float) -> np.ndarray:
+    """(N, n) ``|r − baseline|`` of the settled samples of a standing arm as :class:`CollisionDetector`
+    takes them without contact (NaN elsewhere, 0 at the sample that sets the baseline): the spread the
+    rest test must tolerate."""
+    t, r = np.asarray(t, dtype=float), np.asarray(r, dtype=float)
+    standing = np.all(np.abs(np.asarray(qd, dtype=float)) < still, axis=1)
+    out = np.full((len(t), n), np.nan)
+    padded = np.concatenate([[False], standing, [False]]).astype(int)
+    edges = np.flatnonzero(np.diff(padded))
+    for a, b in zip(edges[::2], edges[1::2]):
+        age = t[a:b] - t[a]
+        settled = np.flatnonzero(age >= settle_s)
+        if not len(settled):
+            continue
+        k0 = a + settled[0]
+        window = (age >= 0.5 * settle_s) & (age < settle_s)
+        baseline = (r[a:b][window].sum(axis=0) + r[k0]) / (window.sum() + 1)
+        out[k0:b] = np.abs(r[k0:b] - baseline)
+        out[k0] = 0.0
+    return out
+
+
+def _span(t, mask) -> float:
+    """Seconds covered by the samples in ``mask`` (each counts its step to the next)."""
+    if len(t) < 2:
+        return 0.0
+    steps = np.diff(t, append=t[-1])
+    return float(np.sum(steps[mask]))
 
 
 def spread_by_motion(runs, joints, still: float = 0.02) -> dict:

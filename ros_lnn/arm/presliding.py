@@ -189,3 +189,21 @@ def memory_columns(s: np.ndarray) -> np.ndarray:
     for j in range(n):
         out[:, j, K * j : K * (j + 1)] = s[:, j, :]
     return out
+
+
+def dahl_outputs(q, width: float, starts=(0,)) -> np.ndarray:
+    """(N, n) one smooth element per joint — Dahl's model, LuGre's bristle at a constant friction
+    level: ``dz/dq = sign(Δq) − z / w`` integrated exactly over each position step, ``s = z / w`` ∈
+    (−1, 1), neutral at each piece's start. The smooth single-state alternative to the stop operators,
+    compared with them in ``ros-lnn bench realarm``."""
+    q = np.asarray(q, dtype=float)
+    N, n = q.shape
+    out = np.zeros((N, n))
+    for a, b in _pieces(starts, N):
+        s = np.zeros(n)
+        for k in range(a + 1, b):
+            step = q[k] - q[k - 1]
+            target = np.sign(step)
+            s = target + (s - target) * np.exp(-np.abs(step) / width)
+            out[k] = s
+    return out

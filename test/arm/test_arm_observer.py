@@ -5,6 +5,7 @@ motor torque, and are compared with the torque the simulator applied."""
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -192,6 +193,62 @@ def test_calibrate_bounds_the_collision_free_residual_and_learns_the_velocity_ba
         ob.Thresholds.load(path)
     with pytest.raises(Exception, match="at least"):
         ob.calibrate([(t[:2000], r[:2000], qd[:2000])], ("a", "b"))
+
+
+def test_rest_test_fires_on_a_change_of_the_settled_residual_of_a_standing_arm():
+    th = ob.Thresholds(
+        ("a", "b"), np.array([3.0, 3.0]), np.zeros(2), hold_s=0.01, rest=np.array([0.5, 0.5]), settle_s=0.1
+    )
+    det = ob.CollisionDetector(th)
+    still, moving = np.zeros(2), np.array([0.0, 0.5])
+    onsets = []
+    for k in range(400):  # 1 kHz: the arm stands; joint a holds a bias of 2 (under the band of 3)
+        t = k * 1e-3
+        r = np.array([2.0 + (0.8 if 0.25 <= t < 0.3 else 0.0), 0.0])  # a push of 0.8 from t = 0.25
+        onsets += [(round(o.t, 3), o.joint) for o in det.update(t, r, still)]
+    assert onsets == [(0.25, 0)]  # the bias never fires, the change does; the baseline is set at 0.1 s
+    assert det.baseline[0] == pytest.approx(2.0)
+    # one joint moving: no baseline on any joint, only the band
+    det.reset()
+    for k in range(400):
+        t = k * 1e-3
+        r = np.array([2.0 + (0.8 if t >= 0.25 else 0.0), 0.0])
+        assert not det.update(t, r, moving)
+    assert np.isnan(det.baseline).all()
+
+
+def test_calibrate_sets_rest_thresholds_from_standing_stretches(tmp_path):
+    rng = np.random.default_rng(2)
+    t = np.arange(0, 120, 0.001)
+    moving = (t % 10) < 4  # 4 s of motion, 6 s standing, twelve times
+    qd = np.where(moving[:, None], 0.5, 0.0) * np.ones((1, 2))
+    # standing, each stop settles at its own bias (within ±2) with small noise; moving: larger noise
+    bias = rng.uniform(-2, 2, (12, 2))[(t // 10).astype(int)]
+    r = np.where(moving[:, None], rng.normal(0, 0.5, qd.shape), bias + rng.normal(0, 0.05, qd.shape))
+    th = ob.calibrate([(t, r, qd)], ("a", "b"), false_alarm_rate_per_h=0.1)
+    assert th.info["rest_test"] == "calibrated" and th.rest is not None
+    assert np.all(th.rest < 0.25 * th.static)  # the change at rest, not the bias of each stop
+    # the calibration's changes are the detector's, sample by sample
+    changes = ob._rest_changes(t[:25000], r[:25000], qd[:25000], 2, th.still_velocity, th.settle_s)
+    det = ob.CollisionDetector(replace(th, rest=np.ones(2), static=np.full(2, 1e300)))
+    seen = np.array([det._rest_change(t[k], r[k], qd[k]) for k in range(25000)])
+    settled = ~np.isnan(changes)
+    np.testing.assert_allclose(seen[settled], changes[settled], atol=1e-12)
+    assert np.all(seen[~settled] == 0.0) and settled.sum() > 10000
+    back = ob.Thresholds.load(_saved(th, tmp_path / "th.yaml"))
+    np.testing.assert_allclose(back.rest, th.rest)
+    assert back.still_velocity == th.still_velocity and back.settle_s == th.settle_s
+    # without 10 s of standing on every joint: no rest test, and the reason
+    short = ob.calibrate([(t[:30000], r[:30000], np.full((30000, 2), 0.5))], ("a", "b"))
+    assert short.rest is None and short.info["rest_test"].startswith("off")
+    (tmp_path / "bad.yaml").write_text("joints: {a: {static: 1, rest: 0.1}, b: {static: 1}}\n")
+    with pytest.raises(ConfigError, match="rest for every joint"):
+        ob.Thresholds.load(tmp_path / "bad.yaml")
+
+
+def _saved(th, path):
+    th.save(path)
+    return path
 
 
 def test_gains_and_method_are_checked():

@@ -75,7 +75,8 @@ BENCHES = {
         "ros_lnn.commands.bench.collision",
         "bench_collision",
         "external torque observer on a simulated Panda with pulses: identified model vs URDF-nominal "
-        "(--duration s of training/calibration motion, default 60; --model: skip training)",
+        "(--duration s of training/calibration motion, default 60; --model: skip training; --at-rest: "
+        "pushes on a standing arm with stiction, the model with friction memory vs the least-squares fit)",
     ),
     "zoo": (
         "ros_lnn.commands.bench.zoo",
@@ -140,6 +141,11 @@ def add_arguments(parser):
         type=int,
         help="bench train: samples of the scale-out epoch (default 3 600 000, an hour of 1 kHz data; 0 skips "
         "it; --quick skips it unless given)",
+    )
+    parser.add_argument(
+        "--at-rest",
+        action="store_true",
+        help="bench collision: pushes on a standing arm with stiction (friction memory vs the fit)",
     )
     arm = parser.add_argument_group("bench realarm")
     arm.add_argument("--bag", nargs="+", metavar="BAG", help="training recording(s) of the arm")

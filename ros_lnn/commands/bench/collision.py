@@ -66,6 +66,10 @@ def detect(t, r, qd, thresholds, pulses, settle_s: float = SETTLE_S) -> dict:
 
 
 def bench_collision(args) -> dict:
+    if getattr(args, "at_rest", False):
+        from .collision_rest import bench_collision_at_rest
+
+        return bench_collision_at_rest(args)
     from ...arm import observer as ob
     from ...arm import simulation as sim
     from ...arm.mapping import ArmMapping

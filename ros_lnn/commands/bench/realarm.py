@@ -196,6 +196,7 @@ def bench_realarm(args) -> dict:
         f"least squares: {fit.base_count} base parameters, condition number "
         f"{fit.condition_number:.1f}, {ols_s:.1f} s"
     )
+    friction_laws(arm, tr, te, mapping, row)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.output or tmp) / "realarm_model.onnx"
         t0 = time.perf_counter()
@@ -300,6 +301,57 @@ def bench_realarm_delan(args, mapping) -> dict:
             "validation_error_friction_only": result.val_error_start,
         },
     }
+
+
+def friction_laws(arm, tr, te, mapping, row) -> None:
+    """Friction with memory, compared by measurement: the regressor least squares with each candidate
+    law's columns beside the rigid body and the memoryless friction — the sign of the last motion (one
+    stop operator of 0.1 mrad), one smooth Dahl element (LuGre's bristle; its width chosen on the last
+    20 % of the training samples), and the package's bank of stop operators (Maxwell-slip)."""
+    from ...arm import identification as idn
+    from ...arm.presliding import WIDTHS, FrictionMemory, dahl_outputs
+
+    def bank(widths):
+        m = FrictionMemory(np.asarray(widths), np.zeros((arm.n, len(widths))))
+        return lambda s: m.outputs(s.q_measured, s.starts)
+
+    def dahl(width):
+        return lambda s: dahl_outputs(s.q_measured, width, s.starts)[:, :, None]
+
+    def fit_and_predict(outputs, on, at):
+        fitted = idn.identify(
+            arm, on.q, on.qd, on.qdd, on.tau, coulomb_velocity=mapping.coulomb_velocity,
+            memory_outputs=outputs(on),
+        )  # fmt: skip
+        return idn.predict(arm, fitted, at.q, at.qd, at.qdd, outputs(at))
+
+    cut = int(0.8 * len(tr))
+    head, tail = _subset(tr, 0, cut), _subset(tr, cut, len(tr))
+    scores = {
+        w: float(np.mean(idn.relative_error_percent(tail.tau, fit_and_predict(dahl(w), head, tail))))
+        for w in WIDTHS
+    }
+    best = min(scores, key=scores.__getitem__)
+    for name, outputs in (
+        ("fit + sign of the last motion (one 0.1 mrad stop)", bank([1e-4])),
+        (f"fit + one smooth Dahl element ({1e3 * best:g} mrad)", dahl(best)),
+        (f"fit + Maxwell-slip, {len(WIDTHS)} stop operators", bank(WIDTHS)),
+    ):
+        t0 = time.perf_counter()
+        pred = fit_and_predict(outputs, tr, te)
+        row(name, pred, time.perf_counter() - t0)
+
+
+def _subset(s, a: int, b: int):
+    """Samples ``a:b`` of ``s`` (the pieces that start inside)."""
+    from dataclasses import fields
+
+    values = {f.name: getattr(s, f.name) for f in fields(s)}
+    for key, v in values.items():
+        if isinstance(v, np.ndarray) and len(v) == len(s):
+            values[key] = v[a:b]
+    values["starts"] = (0, *(x - a for x in s.starts if a < x < b))
+    return type(s)(**values)
 
 
 def _held(model, samples) -> np.ndarray:
