@@ -14,7 +14,7 @@ config YAML. Every key and its default::
     gap_factor: 5.0                  # a stamp step > gap_factor × the median step splits a recording
     robot_description: ""            # the URDF (or --urdf)
     physically_consistent: true      # every identified body a real mass distribution (false: plain LS)
-    friction_memory: auto            # auto: stop operators per joint, kept where validation says they help; off
+    friction_memory: auto            # auto: stop operators per joint, kept where they help; off
 """
 
 from __future__ import annotations
