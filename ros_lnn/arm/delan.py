@@ -20,7 +20,6 @@ its recording and was 10–25 × worse than zero on held-out data):
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 from dataclasses import dataclass, field
@@ -186,6 +185,7 @@ def train_delan(
 ) -> DelanResult:
     """Train DeLaN + friction on ``train`` (filtered samples) with early stopping on ``validation``."""
     from ..models.normalisation import normalisation
+    from ..training.loop import fit_minibatches
 
     options = options or DelanOptions()
     say = progress or (lambda _text: None)
@@ -225,60 +225,39 @@ def train_delan(
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda e: 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(e, epochs) / epochs))
     )
-    start_err = val_error()
-    best = (start_err, copy.deepcopy(model.state_dict()), -1)
-    history: list = []
-    start = time.perf_counter()
-    stopped_early = timed_out = False
-    epoch = -1
     every = max(1, epochs // 20)
-    for epoch in range(epochs):
-        model.train()
-        perm = torch.randperm(len(Y))
-        total, count = 0.0, 0
-        for b in range(0, len(perm), options.batch):
-            i = perm[b : b + options.batch]
-            opt.zero_grad()
-            loss = (((model(Q[i], QD[i], QDD[i]) - Y[i]) * w) ** 2).mean()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 10.0)
-            opt.step()
-            total += float(loss.detach()) * len(i)
-            count += len(i)
-        sched.step()
-        model.eval()
-        val = val_error()
-        history.append((epoch, total / max(count, 1), val))
-        if val < best[0] and math.isfinite(val):
-            best = (val, copy.deepcopy(model.state_dict()), epoch)
+    clock = time.perf_counter()
+
+    def loss(i):
+        return (((model(Q[i], QD[i], QDD[i]) - Y[i]) * w) ** 2).mean()
+
+    def log(epoch, train_loss, val, stopping):
         if epoch % every == 0 or epoch == epochs - 1:
             say(
-                f"  epoch {epoch}: training {total / max(count, 1):.4g}, validation {val:.4g} "
-                f"(best {best[0]:.4g} at {best[2]}; friction-only {start_err:.4g}) "
-                f"{time.perf_counter() - start:.0f} s"
+                f"  epoch {epoch}: training {train_loss:.4g}, validation {val:.4g} "
+                f"(best {stopping.best:.4g} at {stopping.best_epoch}; friction-only {start_err:.4g}) "
+                f"{time.perf_counter() - clock:.0f} s"
             )
-        if epoch - best[2] > patience:
-            stopped_early = True
-            break
-        if time.perf_counter() - start > options.time_limit_s:
-            timed_out = True
-            break
-    model.load_state_dict(best[1])
-    model.eval()
+
+    start_err = val_error()
+    run = fit_minibatches(
+        model, loss, len(Y), val_error, opt, epochs=epochs, batch=options.batch, patience=patience + 1,
+        time_limit_s=options.time_limit_s, scheduler=sched, grad_clip=10.0, log=log,
+    )  # fmt: skip
     result = DelanResult(
         model=model,
         epochs_planned=epochs,
-        epochs_run=epoch + 1,
-        best_epoch=best[2],
+        epochs_run=run.epochs_run,
+        best_epoch=run.best_epoch,
         patience=patience,
-        stopped_early=stopped_early,
-        timed_out=timed_out,
-        train_s=time.perf_counter() - start,
+        stopped_early=run.stopped_early,
+        timed_out=run.timed_out,
+        train_s=run.seconds,
         train_samples=len(Y),
         val_samples=len(YV),
-        val_error_start=start_err,
-        val_error=best[0],
-        history=history,
+        val_error_start=run.start,
+        val_error=run.best,
+        history=run.history,
     )
     say(result.describe())
     return result

@@ -276,38 +276,34 @@ def train_residual(
 
 
 def _train_member(net: ResidualNet, data, zero_err, options: ResidualOptions, tag, say, time_limit_s):
-    """Train one member in place; it ends at its best validation epoch. Returns (epochs run, best
-    epoch, validation history)."""
+    """Train one member in place (:func:`ros_lnn.training.loop.fit_minibatches`); it ends at its best
+    validation epoch. Returns (epochs run, best epoch, validation history)."""
+    from ..training.loop import fit_minibatches
+
     Q, QD, Y, QV, QDV, YV = data
-    opt = torch.optim.Adam(net.parameters(), lr=options.lr)
-    best = (zero_err, copy.deepcopy(net.state_dict()), -1)
-    start = time.perf_counter()
-    history = []
-    epoch = 0
-    for epoch in range(options.epochs):
-        perm = torch.randperm(len(Y))
-        for b in range(0, len(perm), options.batch):
-            i = perm[b : b + options.batch]
-            opt.zero_grad()
-            pred = net(Q[i], QD[i]) / net.scale
-            loss = ((pred - Y[i]) ** 2).mean() + options.size_penalty * (pred**2).mean()
-            loss = loss + options.weight_decay * net.weight_norm() / len(Y)
-            loss.backward()
-            opt.step()
+
+    def loss(i):
+        pred = net(Q[i], QD[i]) / net.scale
+        value = ((pred - Y[i]) ** 2).mean() + options.size_penalty * (pred**2).mean()
+        return value + options.weight_decay * net.weight_norm() / len(Y)
+
+    def validate() -> float:
         with torch.no_grad():
-            val = float(((net(QV, QDV) / net.scale - YV) ** 2).mean())
-        history.append(val)
-        if val < best[0]:
-            best = (val, copy.deepcopy(net.state_dict()), epoch)
+            return float(((net(QV, QDV) / net.scale - YV) ** 2).mean())
+
+    def log(epoch, _train, val, stopping):
         if epoch % 25 == 0:
             say(
                 f"{tag} epoch {epoch}: validation {val:.4g} "
-                f"(fit alone {zero_err:.4g}, best {best[0]:.4g} at {best[2]})"
+                f"(fit alone {zero_err:.4g}, best {stopping.best:.4g} at {stopping.best_epoch})"
             )
-        if epoch - best[2] > options.patience or time.perf_counter() - start > time_limit_s:
-            break
-    net.load_state_dict(best[1])
-    return epoch + 1, best[2], history
+
+    run = fit_minibatches(
+        net, loss, len(Y), validate, torch.optim.Adam(net.parameters(), lr=options.lr),
+        epochs=options.epochs, batch=options.batch, patience=options.patience + 1, time_limit_s=time_limit_s,
+        log=log,
+    )  # fmt: skip
+    return run.epochs_run, run.best_epoch, [h[2] for h in run.history]
 
 
 def predict_residual(net: ResidualNet | ResidualEnsemble, q, qd) -> np.ndarray:
