@@ -2,9 +2,12 @@
 nobody commanded — a person pushing the arm, a collision, a changed payload.
 
 configure   load the arm model (``model_path``: an ``.onnx`` from ``ros-lnn train`` with an arm config)
-            or, with ``model_path`` empty, the URDF-nominal dynamics of ``urdf`` (no friction); the
-            thresholds YAML of ``ros-lnn calibrate-observer``; check every parameter (one error line
-            when any does not fit; the node stays unconfigured)
+            or, with ``model_path`` empty, the URDF-nominal dynamics of the robot's description (no
+            friction); the description: the ``robot_description`` parameter, else the topic
+            (transient local, :mod:`.robot_description`), else the URDF in the arm model — one that
+            does not match the model's is refused; the thresholds YAML of ``ros-lnn
+            calibrate-observer``; check every parameter (one error line when any does not fit; the
+            node stays unconfigured)
 activate    subscribe ``joint_states`` (position, velocity and effort of every model joint; effort =
             measured joint torque, or motor current × ``effort_gains``) and publish per input sample,
             with the input's stamp:
@@ -57,6 +60,7 @@ from .joint_state_reader import NOT_REJECTED, READ_REASONS, JointStateReader, me
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .process import node_main
 from .qos import COMMAND_QOS, output_publisher
+from .robot_description import RobotDescription
 
 if TYPE_CHECKING:
     from ..arm.observer import CollisionDetector, DirectObserver, MomentumObserver
@@ -65,14 +69,16 @@ INVALID_REASONS = READ_REASONS + ("no_velocity", "no_effort", "non_finite")
 COUNTED = ("received", "processed", "collisions", "internal_error")
 
 
-def build_observer(values: dict):
+def build_observer(values: dict, description=lambda: ("", "")):
     """(observer, joints, effort gains, thresholds or None, wrench estimator or None, description)
-    from the node's parameter values (raises RosLnnError with the reason)."""
+    from the node's parameter values; ``description()``: the robot's URDF and where it came from (its
+    parameter or topic; ``("", "")``: none). Raises RosLnnError with the reason."""
     from ..arm import observer as ob
     from ..arm.rigid_body import ArmRigidBody
 
     model = None
     if values["model_path"]:
+        from ..arm.description import description_mismatch
         from ..arm.model import ArmModel
         from .model_params import model_limits
 
@@ -80,21 +86,31 @@ def build_observer(values: dict):
         joints = tuple(values["joints"] or model.joints)
         if joints != model.joints:
             raise ConfigError(f"parameter joints {list(joints)} differ from the model's {list(model.joints)}")
+        urdf, source = description()
+        if urdf and (reason := description_mismatch(urdf, model.meta["urdf"], joints)):
+            raise ConfigError(
+                f"robot_description ({source}) does not match the arm model {model.path.name}: {reason}"
+            )
         dynamics: ArmModel | ArmRigidBody
-        dynamics, described = model, model.describe()
+        dynamics, described = model, model.describe() + (f"; kinematics from the {source}" if urdf else "")
         mapping = model.meta.get("mapping") or {}
         scale = mapping.get("effort_scale") or {}
         default_gains = (
             [float(scale.get(j, 1.0)) for j in joints] if mapping.get("effort") == "motor_current" else None
         )
     else:
-        if not values["urdf"]:
-            raise ConfigError("give model_path (an arm model) or urdf (the URDF-nominal observer)")
         if not values["joints"]:
             raise ConfigError("parameter joints: the URDF-nominal observer needs the actuated joints")
+        urdf, source = description()
+        if not urdf:
+            raise ConfigError(
+                "give model_path (an arm model) or robot_description (parameter or topic: the URDF-nominal "
+                "observer)"
+            )
         joints = tuple(values["joints"])
-        dynamics = ArmRigidBody.from_urdf(values["urdf"], joints)
-        described, default_gains = f"URDF-nominal dynamics of {len(joints)} joints (no friction)", None
+        dynamics = ArmRigidBody.from_urdf(urdf, joints)
+        described = f"URDF-nominal dynamics of {len(joints)} joints (no friction) from the {source}"
+        default_gains = None
     n = len(joints)
     gains = values["gains"]
     if len(gains) not in (1, n):
@@ -119,11 +135,9 @@ def build_observer(values: dict):
             )
     wrench = None
     if values["wrench_frame"]:
-        kin = ArmRigidBody.from_urdf(values["urdf"], joints) if values["urdf"] else None
+        kin = ArmRigidBody.from_urdf(urdf, joints) if urdf else model.nominal if model is not None else None
         if kin is None:
-            if model is None:
-                raise ConfigError("wrench_frame needs a URDF")
-            kin = model.nominal
+            raise ConfigError("wrench_frame needs a URDF")
         wrench = ob.WrenchEstimator(kin, values["wrench_frame"], values["wrench_damping"])
     return observer, joints, np.asarray(effort_gains, dtype=float), thresholds, wrench, described
 
@@ -140,6 +154,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         self._subs, self._timers, self._pubs = [], [], {}
         self.counts = dict.fromkeys(INVALID_REASONS + COUNTED, 0)
         self.values = PARAMETERS.attach(self, configured=lambda: self.observer is not None)
+        self.description = RobotDescription(self)
         self.stats = RateLatency()
         self.window = CountWindow()
         self.last_input: float | None = None
@@ -151,7 +166,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         try:
             PARAMETERS.check(self)
             (self.observer, self.joints, self.effort_gains, self.thresholds, self.wrench, described) = (
-                build_observer(self.values)
+                build_observer(self.values, self._description)
             )
         except Exception as exc:  # noqa: BLE001 - configure must always say why it failed, whatever failed
             self.observer = None
@@ -183,6 +198,26 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             + detection
         )
         return TransitionCallbackReturn.SUCCESS
+
+    def _description(self) -> tuple[str, str]:
+        """The robot's URDF and where it came from: the parameter, the deprecated ``urdf`` file, the
+        topic (waited for up to ``robot_description_timeout_s``); ``("", "")`` when none."""
+        text, path = self.values["robot_description"], self.values["urdf"]
+        if path:
+            self.get_logger().warning(
+                "parameter urdf is deprecated: set robot_description (the URDF's text) or publish it on "
+                f"{self.description.resolved}"
+                + (
+                    "; robot_description is set and taken"
+                    if text
+                    else f"; reading {path} as robot_description"
+                )
+            )
+            if not text:
+                from ..arm.rigid_body import urdf_text
+
+                return urdf_text(path), f"file {path} (parameter urdf)"
+        return self.description.take(text, float(self.values["robot_description_timeout_s"]))
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
         if not lifecycle.activate_io(self, self._open_io):
@@ -336,7 +371,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [
             diagnostic_status(
-                status_name(self), self.values["model_path"] or self.values["urdf"], level, message, values
+                status_name(self), self.values["model_path"] or "URDF-nominal", level, message, values
             )
         ]
         self._pubs["diagnostics"].publish(msg)

@@ -89,6 +89,8 @@ def make(ctx, model_path, tmp_path):
     made = []
 
     def _make(params, name="effort_observer", ns="/obs"):
+        # no robot_description is published here: configure need not wait for one
+        params = {"robot_description_timeout_s": 0.0} | params
         overrides = [Parameter(k, value=v) for k, v in params.items()]
         node = EffortObserverNode(name, namespace=ns, context=ctx, parameter_overrides=overrides)
         h = Harness(node, context=ctx)
@@ -189,7 +191,8 @@ def test_configure_errors_are_one_line_and_the_node_stays_unconfigured(make, tmp
     bad = tmp_path / "bad.yaml"
     bad.write_text("joints: {panda_joint1: {static: 1.0}}\n")
     cases = [
-        ({}, "give model_path"),
+        ({}, "needs the actuated joints"),
+        ({"joints": list(JOINTS)}, "give model_path (an arm model) or robot_description"),
         ({"urdf": str(URDF)}, "needs the actuated joints"),
         ({"urdf": str(URDF), "joints": list(JOINTS), "gains": [1.0, 2.0]}, "gains has 2 values"),
         ({"urdf": str(URDF), "joints": list(JOINTS), "thresholds": str(bad)}, "no values for joints"),
