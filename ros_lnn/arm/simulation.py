@@ -213,7 +213,8 @@ class SimulatedArm:
         self.q = np.asarray(q0, dtype=float).copy()
         self.qd = np.zeros(n) if qd0 is None else np.asarray(qd0, dtype=float).copy()
         self.noise = noise or Noise.off()
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(seed)  # q, q̇; the torque's own stream: reading it changes neither
+        self._torque_rng = np.random.default_rng([seed, 1])
         self._queue = [np.zeros(n) for _ in range(int(delay_steps))]
         self.applied = np.zeros(n)
         self.t = 0.0
@@ -223,7 +224,7 @@ class SimulatedArm:
         return self.q + noise.q * rng.standard_normal(n), self.qd + noise.qd * rng.standard_normal(n)
 
     def measured_torque(self) -> np.ndarray:
-        return self.applied + self.noise.tau * self.rng.standard_normal(len(self.q))
+        return self.applied + self.noise.tau * self._torque_rng.standard_normal(len(self.q))
 
     def step(self, tau, dt: float) -> None:
         """Take the command ``tau`` and move one period ``dt`` (under the command of ``delay_steps``
