@@ -77,6 +77,13 @@ BENCHES = {
         "external torque observer on a simulated Panda with pulses: identified model vs URDF-nominal "
         "(--duration s of training/calibration motion, default 60; --model: skip training)",
     ),
+    "armcontrol": (
+        "ros_lnn.commands.bench.armcontrol",
+        "bench_armcontrol",
+        "a simulated Panda under feed-forward + PD: the URDF's model vs an identified arm model vs the true "
+        "one (--duration s of identification recording, default 30; --model: skip training; --dds: the "
+        "loop over DDS too)",
+    ),
     "zoo": (
         "ros_lnn.commands.bench.zoo",
         "bench_zoo",
@@ -110,6 +117,11 @@ def add_arguments(parser):
         action="store_true",
         help="bench node: the effort_observer node at 1 kHz on a simulated Panda instead of servo_lnn "
         "(--model: an arm model; default: one trained first)",
+    )
+    parser.add_argument(
+        "--dds",
+        action="store_true",
+        help="bench armcontrol: also run the loop over DDS (dac_controller and arm_sim, each in its process)",
     )
     parser.add_argument(
         "--output",
