@@ -67,3 +67,18 @@ def description_mismatch(
                     f"q = {np.round(q, 3).tolist()} (kinematics)"
                 )
     return ""
+
+
+def child_links(urdf: str) -> dict[str, str]:
+    """Joint name -> the link it moves, from a URDF's text ({} where it cannot be read)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.fromstring(urdf)
+    except ET.ParseError:
+        return {}
+    return {
+        str(j.get("name")): str(child.get("link"))
+        for j in root.findall("joint")
+        if (child := j.find("child")) is not None
+    }

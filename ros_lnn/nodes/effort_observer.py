@@ -18,6 +18,8 @@ activate    subscribe ``joint_states`` (position, velocity and effort of every m
               ~/collision        sensor_msgs/JointState      one message at each collision onset: name =
                                  the joints whose |τ_ext| crossed their threshold at that sample, effort =
                                  their τ_ext (signed, N·m), position = their threshold at that sample
+              ~/collision_marker visualization_msgs/Marker   a red sphere on the link of the joint that
+                                 crossed its threshold most, shown for ``collision_hold_s`` (RViz)
               /diagnostics       ERROR while a collision lasts, WARN for ``collision_hold_s`` after it
                                  ended (and for bad inputs), else OK; the last collision's joint, peak
                                  and stamp among the values
@@ -42,6 +44,7 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
+from visualization_msgs.msg import Marker
 
 from ..errors import ConfigError, RosLnnError
 from . import compat, lifecycle
@@ -70,10 +73,11 @@ COUNTED = ("received", "processed", "collisions", "internal_error")
 
 
 def build_observer(values: dict, description=lambda: ("", "")):
-    """(observer, joints, effort gains, thresholds or None, wrench estimator or None, description)
-    from the node's parameter values; ``description()``: the robot's URDF and where it came from (its
-    parameter or topic; ``("", "")``: none). Raises RosLnnError with the reason."""
+    """(observer, joints, effort gains, thresholds or None, wrench estimator or None, description, the
+    link each joint moves) from the node's parameter values; ``description()``: the robot's URDF and where
+    it came from (its parameter or topic; ``("", "")``: none). Raises RosLnnError with the reason."""
     from ..arm import observer as ob
+    from ..arm.description import child_links
     from ..arm.rigid_body import ArmRigidBody
 
     model = None
@@ -139,7 +143,8 @@ def build_observer(values: dict, description=lambda: ("", "")):
         if kin is None:
             raise ConfigError("wrench_frame needs a URDF")
         wrench = ob.WrenchEstimator(kin, values["wrench_frame"], values["wrench_damping"])
-    return observer, joints, np.asarray(effort_gains, dtype=float), thresholds, wrench, described
+    links = child_links(urdf or (model.meta["urdf"] if model is not None else ""))
+    return observer, joints, np.asarray(effort_gains, dtype=float), thresholds, wrench, described, links
 
 
 class EffortObserverNode(LifecycleTeardown, LifecycleNode):
@@ -155,6 +160,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         self.counts = dict.fromkeys(INVALID_REASONS + COUNTED, 0)
         self.values = PARAMETERS.attach(self, configured=lambda: self.observer is not None)
         self.description = RobotDescription(self)
+        self._links: dict[str, str] = {}  # joint -> the link it moves (the collision marker's frame)
         self.stats = RateLatency()
         self.window = CountWindow()
         self.last_input: float | None = None
@@ -165,9 +171,9 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         try:
             PARAMETERS.check(self)
-            (self.observer, self.joints, self.effort_gains, self.thresholds, self.wrench, described) = (
-                build_observer(self.values, self._description)
-            )
+            built = build_observer(self.values, self._description)
+            self.observer, self.joints, self.effort_gains, self.thresholds, self.wrench = built[:5]
+            described, self._links = built[5:]
         except Exception as exc:  # noqa: BLE001 - configure must always say why it failed, whatever failed
             self.observer = None
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -186,6 +192,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             "model_effort": output_publisher(pub, JointState, "~/model_effort"),
             "external_effort": output_publisher(pub, JointState, "~/external_effort"),
             "collision": output_publisher(pub, JointState, "~/collision", COMMAND_QOS),
+            "collision_marker": pub(Marker, "~/collision_marker", COMMAND_QOS),
             "diagnostics": pub(DiagnosticArray, "/diagnostics", COMMAND_QOS),
         }
         if self.wrench is not None:
@@ -318,6 +325,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             msg.position = [o.threshold for o in onsets]
             self._pubs["collision"].publish(msg)
             first = max(onsets, key=lambda o: abs(o.residual) / o.threshold)
+            self._pubs["collision_marker"].publish(self._marker(stamp, self.joints[first.joint]))
             self.last_collision = {
                 "joint": self.joints[first.joint],
                 "stamp_s": round(stamp.sec + stamp.nanosec * 1e-9, 6),
@@ -338,6 +346,17 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             self._collision_end = None
         elif was_active:
             self._collision_end = now
+
+    def _marker(self, stamp, joint: str) -> Marker:
+        """A red sphere on the link ``joint`` moves (RViz places it through /tf), for collision_hold_s."""
+        m = Marker(ns="collision", id=0, type=Marker.SPHERE, action=Marker.ADD)
+        m.header.stamp, m.header.frame_id = stamp, self._links.get(joint, "")
+        m.pose.orientation.w = 1.0
+        m.scale.x = m.scale.y = m.scale.z = 0.15
+        m.color.r, m.color.g, m.color.b, m.color.a = 1.0, 0.1, 0.1, 0.6
+        hold = float(self.values["collision_hold_s"]) or 0.5
+        m.lifetime.sec, m.lifetime.nanosec = int(hold), int((hold % 1) * 1e9)
+        return m
 
     # -- diagnostics ----------------------------------------------------------------------------
     @guarded("diagnostics")

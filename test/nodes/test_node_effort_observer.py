@@ -22,6 +22,7 @@ if HAVE_RCLPY:
     from rclpy.parameter import Parameter
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import JointState
+    from visualization_msgs.msg import Marker
 
     from _ros_harness import Harness
     from ros_lnn.nodes.effort_observer import EffortObserverNode, start
@@ -129,6 +130,7 @@ def test_pulses_are_detected_and_estimated_within_10_percent_over_dds(make, mode
     model_effort = h.collect(JointState, "/obs/effort_observer/model_effort", QoSProfile(depth=5000))
     wrench = h.collect(WrenchStamped, "/obs/effort_observer/external_wrench", QoSProfile(depth=5000))
     collisions = h.collect(JointState, "/obs/effort_observer/collision", default)
+    markers = h.collect(Marker, "/obs/effort_observer/collision_marker", default)
     diags = h.collect(DiagnosticArray, "/diagnostics", default)
     pub = h.publisher(JointState, "/obs/joint_states", 10)
     h.wait(
@@ -171,6 +173,9 @@ def test_pulses_are_detected_and_estimated_within_10_percent_over_dds(make, mode
         delay = (ns - T0_NS) * 1e-9 - p.start
         assert 0 <= delay <= 0.02, (p, delay)
         assert names == [JOINTS[p.joint]] and np.sign(effort[0]) == np.sign(p.magnitude)
+    # and a marker on the link each pulse's joint moves
+    h.wait(lambda: len(markers) >= len(run.pulses), 60, "collision markers")
+    assert [m.header.frame_id for m in markers] == [f"panda_link{p.joint + 1}" for p in run.pulses]
     h.wait(
         lambda: len(model_effort) > 0.9 * len(run.t) and len(wrench) > 0.9 * len(run.t),
         60,
