@@ -14,7 +14,7 @@ sample acting over the next period (a one-period delay, as a robot's torque inte
    pipeline, law ``feedforward_pd``, the same gains (:data:`ros_lnn.demos.arm_control.KP`, ``KD``) for
    A, B and C.
 3. ``--dds``: the same loop for B over DDS, ``dac_controller`` (the arm model file) and ``arm_sim`` (the
-   same arm) each in its own process at 500 Hz (:mod:`.armcontrol_dds`).
+   same arm) each in its own process at 500 Hz (:mod:`ros_lnn.harness.arm_loop`).
 
 Last line: ``arm tracking RMS [mrad]: URDF-nominal A, identified B, true C; A/B = x, B/C = y`` (joint
 position error, every joint and sample of both programs, measured positions).
@@ -82,9 +82,9 @@ def bench_armcontrol(args) -> dict:
             )
         dds = None
         if getattr(args, "dds", False):
-            from .armcontrol_dds import dds_loop
+            from ...harness.arm_loop import dds_loop
 
-            dds = dds_loop(path, whole, runs["identified"], say)
+            dds = dds_loop(path, whole, loop.KP, loop.KD, loop.RATE_HZ, runs["identified"].rms_mrad(), say)
     a, b, c = (runs[k].rms_mrad() for k in ("URDF-nominal", "identified", "true"))
     share = {k: r.feedforward_share() for k, r in runs.items()}
     figures = {

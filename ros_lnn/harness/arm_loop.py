@@ -1,7 +1,7 @@
-"""``ros-lnn bench armcontrol --dds``: the identified arm's loop over DDS. ``arm_sim`` (the benchmark's
+"""The identified arm's loop over DDS (``ros-lnn bench armcontrol --dds``): ``arm_sim`` (the benchmark's
 simulated Panda: the same true arm, friction, noise seed and one-period command delay) and
-``dac_controller`` (the arm model file, law ``feedforward_pd``, the benchmark's gains) each run in their
-own process at 500 Hz in real time; this process publishes the robot's description (transient local, as
+``dac_controller`` (the arm model file, law ``feedforward_pd``, the given gains) each run in their own
+process in real time; this process publishes the robot's description (transient local, as
 robot_state_publisher does) and the program as one ``~/joint_trajectory``, and records the joint states.
 The tracking error is taken as the library loop's: the measured positions against the program at each
 state's stamp, over the program's duration."""
@@ -14,23 +14,22 @@ import time
 import numpy as np
 
 
-def dds_loop(model_path, program, library_run, say) -> dict:
-    """Run ``program`` over DDS with the arm model at ``model_path``; figures beside ``library_run``'s."""
+def dds_loop(model_path, program, kp, kd, rate: float, library_rms_mrad: float, say) -> dict:
+    """Run ``program`` over DDS with the arm model at ``model_path``, gains ``kp``, ``kd`` at ``rate`` Hz;
+    its tracking RMS beside the library loop's ``library_rms_mrad``."""
     from builtin_interfaces.msg import Duration
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from ...arm.simulation import PANDA_JOINTS, panda_urdf
-    from ...control.pipeline import JointTrajectorySampler
-    from ...demos import arm_control as loop
-    from ...harness.node_bench import BenchDriver, bench_env, deep_rx_qos, launch_node
-    from ...nodes.robot_description import description_qos
-    from ...nodes.stamps import ns_to_stamp, stamp_ns
+    from ..arm.simulation import PANDA_JOINTS, panda_urdf
+    from ..control.pipeline import JointTrajectorySampler
+    from ..nodes.robot_description import description_qos
+    from ..nodes.stamps import ns_to_stamp, stamp_ns
+    from .node_bench import BenchDriver, bench_env, deep_rx_qos, launch_node
 
     env = bench_env()
     ns = f"/bench_arm{os.getpid()}"
-    rate = loop.RATE_HZ
     sim = launch_node(
         "ros_lnn.nodes.arm_sim",
         ns,
@@ -48,8 +47,8 @@ def dds_loop(model_path, program, library_run, say) -> dict:
         [
             f"model_path:={model_path}",
             "law:=feedforward_pd",
-            "joint_kp:=[" + ",".join(map(str, loop.KP)) + "]",
-            "joint_kd:=[" + ",".join(map(str, loop.KD)) + "]",
+            "joint_kp:=[" + ",".join(repr(float(k)) for k in kp) + "]",
+            "joint_kd:=[" + ",".join(repr(float(k)) for k in kd) + "]",
             "robot_description_timeout_s:=30.0",
             "autostart:=true",
         ],
@@ -108,7 +107,7 @@ def dds_loop(model_path, program, library_run, say) -> dict:
         )
     e = np.array([q - sampler((s - start_ns) * 1e-9)[0] for s, q in window])
     rms = 1e3 * float(np.sqrt(np.mean(e**2)))
-    lib = library_run.rms_mrad()
+    lib = library_rms_mrad
     lagged = out_sim.count("periods behind the clock")
     say(
         f"DDS loop (dac_controller + arm_sim, own processes, {rate:g} Hz real time): tracking RMS {rms:.3f} "
