@@ -6,11 +6,12 @@ its friction and learned residual as the compensated term.
   other joints locked at neutral, their links lumped), every body carrying the identified inertial
   parameters. A body that is not physically consistent is refused: the laws need a positive mass
   matrix. The description's ``<dynamics damping>`` is dropped: the model's friction replaces it.
-* :class:`ArmCompensation`: ``torque(q, q̇) = τ_f(q̇) + r(q, q̇)`` in the model's joint order, called
+* :class:`ArmCompensation`: ``torque(q, q̇) = τ_f + r(q, q̇)`` in the model's joint order, called
   once per control step (:class:`ros_lnn.control.effort.Compensation`). It is the one place the
-  controller asks the model for anything beyond its rigid body: a friction model with an internal
-  state (friction with memory) is advanced in :meth:`ArmCompensation.torque`, sample by sample, and
-  started afresh in :meth:`ArmCompensation.reset` (the controller calls it at activation).
+  controller asks the model for anything beyond its rigid body: the friction memory of a model that
+  has one (:mod:`ros_lnn.arm.presliding`, the state of its stop operators) is advanced here, sample by
+  sample (:meth:`ros_lnn.arm.model.ArmModel.step_non_rigid`), and started afresh — neutral — in
+  :meth:`ArmCompensation.reset` (the controller calls it at activation).
 """
 
 from __future__ import annotations
@@ -31,16 +32,15 @@ class ArmCompensation:
     def __init__(self, model: ArmModel):
         self.model = model
         self.joints = model.joints
-        self._residual = model.residual_enabled
+        self.state: np.ndarray | None = None  # the friction memory's state before the next sample
 
     def reset(self) -> None:
-        """Start afresh (the friction law of today's models has no state: nothing to do)."""
+        """Start afresh: the friction memory neutral (no memory torque until the arm moves)."""
+        self.state = None
 
     def torque(self, q, qd) -> np.ndarray:
-        """``τ_f(q̇) + r(q, q̇)`` (n,) at one state; one ONNX Runtime call when the residual is on."""
-        tau = self.model.friction_torque(qd)[0]
-        if self._residual:
-            tau = tau + self.model.residual_torque(q, qd)[0]
+        """``τ_f + r(q, q̇)`` (n,) at one state, the friction memory advanced by it; one ONNX Runtime call."""
+        tau, self.state = self.model.step_non_rigid(q, qd, self.state)
         return tau
 
 

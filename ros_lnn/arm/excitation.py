@@ -22,6 +22,7 @@ from ..errors import ConfigError, DataError
 from . import friction
 from . import identification as idn
 from .fourier import DEFAULT_ACCELERATION, FourierTrajectory, Limits, random_multisine, shrink
+from .programs import PointToPoint
 from .rigid_body import ArmRigidBody
 
 LIMIT_KEYS = ("lower", "upper", "velocity", "acceleration")
@@ -301,11 +302,19 @@ def design_excitation(
 
 
 def joint_trajectory_message(
-    traj: FourierTrajectory, joints, *, step: float = 0.1, lead_in: float = 5.0, periods: int = 1
+    traj: FourierTrajectory,
+    joints,
+    *,
+    step: float = 0.1,
+    lead_in: float = 5.0,
+    periods: int = 1,
+    then: PointToPoint | None = None,
 ) -> dict:
     """A trajectory_msgs/JointTrajectory as a dict (``ros2 topic pub --yaml-file`` / YAML): the
     trajectory's start at ``lead_in`` s (at rest — the controller moves there from wherever the arm
-    is), then a point every ``step`` s for ``periods`` periods, ending at rest."""
+    is), then a point every ``step`` s for ``periods`` periods, ending at rest; ``then``: a
+    point-to-point program after them (from where the series ends), with a point at every move's start
+    and end and at least five along each move, so the controller's interpolation keeps the stops."""
     if step <= 0 or lead_in < 0 or periods < 1:
         raise ConfigError("step > 0, lead-in ≥ 0 and periods ≥ 1, please")
     count = int(round(periods * traj.period / step))
@@ -313,6 +322,11 @@ def joint_trajectory_message(
     q, qd, qdd = traj.evaluate(ts)
     qd[0] = qd[-1] = 0.0  # exactly at rest (the series gives ~1e-16)
     qdd[0] = qdd[-1] = 0.0
+    if then is not None:
+        tail = np.unique(np.round(np.concatenate([_move_points(then, step), [then.duration]]), 6))[1:]
+        tq, tqd, tqdd = then.evaluate(tail)
+        ts = np.concatenate([ts, ts[-1] + tail])
+        q, qd, qdd = np.vstack([q, tq]), np.vstack([qd, tqd]), np.vstack([qdd, tqdd])
     points = []
     for k, tk in enumerate(ts):
         ns = int(round((lead_in + tk) * 1e9))
@@ -330,6 +344,29 @@ def joint_trajectory_message(
         "joint_names": list(joints),
         "points": points,
     }
+
+
+def _move_points(prog: PointToPoint, step: float) -> np.ndarray:
+    """Times of a program's points: each move's start and end, at most ``step`` apart along it (at
+    least five per move), and each dwell's end."""
+    out = [np.zeros(1)]
+    for start, move, dwell in zip(prog.starts, prog.moves, prog.dwells):
+        out.append(np.linspace(start, start + move, max(5, int(np.ceil(move / step)) + 1)))
+        out.append(np.array([start + move + dwell]))
+    return np.concatenate(out)
+
+
+def dwell_program(design_trajectory: FourierTrajectory, limits: Limits, seconds: float, seed: int = 0):
+    """``seconds`` of point-to-point moves with stops after the exciting series, from the pose it
+    ends at: steps of several sizes (0.1 % to 10 % of each joint's range) with reversals and dwells
+    of 0.3–1 s — the motion that excites friction with memory (presliding after a reversal,
+    breakaway after a stop, the torque held at rest), which a Fourier series never stops to show."""
+    from .programs import point_to_point
+
+    return point_to_point(
+        limits, seconds, start=design_trajectory.center, seed=seed, margin=0.05, amplitudes=(0.001, 0.1),
+        dwell=(0.3, 1.0),
+    )  # fmt: skip
 
 
 def write_joint_trajectory(path, message: dict, comment: str = "") -> Path:

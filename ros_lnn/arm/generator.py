@@ -9,9 +9,17 @@ has friction the identification's model only approximates:
 * a cable/spring torque ``k (q − q_rest)`` — linear in q, which neither the rigid-body regressor
   (trigonometric in q) nor the friction model (a function of q̇) can represent.
 
-The joint trajectory is a Fourier series within the limits (:mod:`ros_lnn.arm.fourier`); τ is the
-true arm's inverse dynamics (RNEA) plus friction at the exact sample times — no forward simulation,
-so q, q̇, q̈ and τ are consistent to machine precision. The controller's log: samples at
+With ``dynamic_friction`` the Coulomb and Stribeck terms are replaced by the LuGre model
+(:mod:`ros_lnn.arm.lugre`): presliding, breakaway and a torque held at rest that remembers the last
+motion's direction — a law with a state, and not the model's own. Its deflection is integrated along
+the trajectory from a random start (a recording never begins with a known friction state).
+
+The joint trajectory is a Fourier series within the limits (:mod:`ros_lnn.arm.fourier`) or any
+program of :mod:`ros_lnn.arm.programs` (point-to-point moves with dwells, holds); τ is the true arm's
+inverse dynamics (RNEA) plus friction at the exact sample times — no forward simulation, so q, q̇, q̈
+and τ are consistent to machine precision. ``pushes``: a person pushing the standing arm — external
+joint torques during dwells that the joint's position controller holds against, so the measured
+torque carries their negative. The controller's log: samples at
 100 Hz–1 kHz with stamp jitter and dropped samples; positions quantised like an encoder, velocities
 with noise; the effort as motor current (τ / drive gain, with noise and the current sensor's
 quantisation) or as joint torque (with noise). An optional payload (mass, centre of mass, inertia)
@@ -27,6 +35,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .fourier import DEFAULT_ACCELERATION, FourierTrajectory, Limits, random_multisine
+from .lugre import LuGre
 from .mapping import ArmMapping
 from .rigid_body import ArmRigidBody, pinocchio
 
@@ -144,6 +153,7 @@ class Generated:
     payload: Payload | None
     mapping: ArmMapping
     trajectory: FourierTrajectory | None = None
+    tau_ext: np.ndarray | None = None  # external joint torque (pushes) at each stamp
 
     @property
     def t(self) -> np.ndarray:
@@ -164,6 +174,7 @@ class ArmGenerator:
         spring: bool = True,
         coulomb_velocity: float = 0.01,
         acceleration_limits=None,
+        dynamic_friction: bool = False,
     ):
         self.nominal = ArmRigidBody.from_urdf(urdf, joints)
         self.joints = self.nominal.joints
@@ -187,6 +198,12 @@ class ArmGenerator:
             spring=effort * rng.uniform(0.002, 0.006, n) * (1.0 if spring else 0.0),
             spring_rest=np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0),
         )
+        # drawn after the static friction, so a seed gives the same arm with either law
+        self.lugre = LuGre.like_a_real_arm(effort, rng) if dynamic_friction else None
+        if self.lugre is not None:
+            self.friction.coulomb = np.zeros(n)  # the LuGre model carries Coulomb, Stribeck and viscous
+            self.friction.static = np.zeros(n)
+            self.friction.viscous = np.zeros(n)
         vel = self.nominal.velocity_limits()
         vel = np.where(np.isfinite(vel) & (vel > 0), vel, 1.0)
         acc = (
@@ -208,7 +225,8 @@ class ArmGenerator:
         return pi
 
     def torque(self, q, qd, qdd, payload: Payload | None = None) -> np.ndarray:
-        """The true joint torque: rigid body (with the payload) + friction + spring."""
+        """The true joint torque: rigid body (with the payload) + friction + spring (without the
+        dynamic friction's state-dependent part: :meth:`generate` adds it along the trajectory)."""
         arm = self.arm if payload is None else self.nominal.with_parameters(self.true_parameters(payload))
         return arm.inverse_dynamics(q, qd, qdd) + self.friction.torque(q, qd)
 
@@ -245,9 +263,13 @@ class ArmGenerator:
         options: GeneratorOptions | None = None,
         seed: int = 1,
         start_ns: int = 1_700_000_000 * 1_000_000_000,
+        pushes=(),
     ) -> Generated:
         """One recording of ``duration`` s. ``trajectory``: a FourierTrajectory or any object with
-        ``evaluate(t) → (q, q̇, q̈)``; default a random one (``seed``)."""
+        ``evaluate(t) → (q, q̇, q̈)``; default a random one (``seed``). ``pushes``:
+        :class:`ros_lnn.arm.simulation.Pulse` external torques (on a standing arm)."""
+        from .simulation import pulse_torque
+
         options = options or GeneratorOptions()
         rng = np.random.default_rng(seed)
         traj = trajectory if trajectory is not None else self.trajectory(duration, seed=seed)
@@ -256,6 +278,12 @@ class ArmGenerator:
         t = (stamp_ns - stamp_ns[0]) * 1e-9
         q, qd, qdd = traj.evaluate(t)
         tau = self.torque(q, qd, qdd, payload)
+        if self.lugre is not None:
+            z0 = rng.uniform(-1, 1, self.n) * self.lugre.coulomb / self.lugre.stiffness
+            tau = tau + self.lugre.along(t, lambda x: traj.evaluate(x)[1], z0)[1]
+        ext = np.array([pulse_torque(pushes, float(x), self.n) for x in t]) if pushes else None
+        if ext is not None:
+            tau = tau - ext
         q_log, qd_log = q.copy(), qd.copy()
         if options.effort == "motor_current":
             effort = tau / self.gains
@@ -288,6 +316,7 @@ class ArmGenerator:
             payload,
             mapping,
             traj if isinstance(traj, FourierTrajectory) else None,
+            ext,
         )
 
     def truth(self, payload: Payload | None = None) -> dict:
@@ -297,6 +326,7 @@ class ArmGenerator:
             "pi": self.pi.tolist(),
             "pi_urdf": self.nominal.body_parameters().tolist(),
             "friction": self.friction.as_dict(),
+            "dynamic_friction": None if self.lugre is None else self.lugre.as_dict(),
             "drive_gains": self.gains.tolist(),
             "payload": None if payload is None else payload.as_dict(),
         }

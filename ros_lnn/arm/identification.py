@@ -10,6 +10,10 @@ divided by the spread of its torque (else the heavy shoulder joints decide the f
 error is left at 100 %). The condition number of the weighted base regressor says how well the
 recording excites the base parameters (an exciting trajectory: tens to a few hundred).
 
+Friction with memory (:mod:`ros_lnn.arm.presliding`) adds per joint the outputs of its stop
+operators as columns: they are functions of the position history, not of the state, so every one of
+them is identifiable on its own and joins the base columns as it is.
+
 The fitted base parameters are carried back to a full set of per-body parameters — the URDF's
 values moved as little as possible (relative to each parameter's size) along the directions the data
 determine — so Pinocchio computes M(q), C(q, q̇) and g(q) of the identified arm, and its inverse
@@ -25,6 +29,7 @@ import numpy as np
 from ..errors import DataError
 from ..physics.inertial_parameters import PARAMETER_NAMES, consistent
 from . import friction
+from .presliding import memory_columns
 from .rigid_body import ArmRigidBody
 
 
@@ -38,6 +43,19 @@ class BaseParameters:
     @property
     def count(self) -> int:
         return len(self.columns)
+
+    def with_memory(self, columns: int) -> BaseParameters:
+        """These base parameters and ``columns`` memory columns appended after ``[π; φ]``."""
+        rows, width = self.combination.shape
+        combination = np.zeros((rows + columns, width + columns))
+        combination[:rows, :width] = self.combination
+        combination[rows:, width:] = np.eye(columns)
+        return BaseParameters(np.concatenate([self.columns, width + np.arange(columns)]), combination)
+
+    def without_memory(self, width: int) -> BaseParameters:
+        """These base parameters restricted to the first ``width`` columns (``[π; φ]``)."""
+        keep = self.columns < width
+        return BaseParameters(self.columns[keep], self.combination[keep][:, :width])
 
 
 def structural_base(arm: ArmRigidBody, samples: int = 200, seed: int = 0) -> BaseParameters:
@@ -69,7 +87,8 @@ def structural_base(arm: ArmRigidBody, samples: int = 200, seed: int = 0) -> Bas
 
 @dataclass
 class ArmFit:
-    """An identified arm: per-body inertial parameters ``pi`` (n·10), friction ``phi`` (n·3)."""
+    """An identified arm: per-body inertial parameters ``pi`` (n·10), friction ``phi`` (n·3) and, with
+    friction memory, the element torques ``memory`` (n, K) of :mod:`ros_lnn.arm.presliding`."""
 
     joints: tuple
     pi: np.ndarray
@@ -79,11 +98,22 @@ class ArmFit:
     condition_number: float
     weights: np.ndarray  # per joint 1/σ(τ_j) used in the fit
     report: dict = field(default_factory=dict)
+    memory: np.ndarray | None = None
+
+    def friction_vector(self) -> np.ndarray:
+        """``φ`` and the memory's element torques, in the regressor's column order."""
+        return self.phi if self.memory is None else np.concatenate([self.phi, self.memory.reshape(-1)])
 
 
-def weighted_rows(A: np.ndarray, tau: np.ndarray, weights: np.ndarray):
-    """Stacked rows ``(A, b)`` of per-sample ``A`` (N, n, p) and ``tau`` (N, n), joint rows weighted."""
-    return (A * weights[None, :, None]).reshape(-1, A.shape[2]), (tau * weights).reshape(-1)
+def weighted_rows(A: np.ndarray, tau: np.ndarray, weights: np.ndarray, rows: np.ndarray | None = None):
+    """Stacked rows ``(A, b)`` of per-sample ``A`` (N, n, p) and ``tau`` (N, n), joint rows weighted;
+    ``rows`` (N, n) bool: only these sample-joint rows."""
+    w = np.broadcast_to(weights, tau.shape) if rows is None else np.where(rows, weights, 0.0)
+    Aw, bw = (A * w[:, :, None]).reshape(-1, A.shape[2]), (tau * w).reshape(-1)
+    if rows is None:
+        return Aw, bw
+    live = rows.reshape(-1)
+    return Aw[live], bw[live]
 
 
 @dataclass
@@ -96,17 +126,32 @@ class WeightedProblem:
     gram: np.ndarray
     rhs: np.ndarray
     condition_number: float
+    rows: np.ndarray | None = None  # (N, n) the sample-joint rows in the fit (None: all)
+
+    def first(self, columns: int, base: BaseParameters) -> WeightedProblem:
+        """The same problem on the first ``columns`` columns only (``[π; φ]`` without the memory)."""
+        G = self.gram[:columns, :columns]
+        cols = base.columns[np.diag(G)[base.columns] > 0]
+        Gb = G[np.ix_(cols, cols)]
+        d = np.sqrt(np.diag(Gb))
+        cond = float(np.sqrt(np.linalg.cond(Gb / np.outer(d, d))))
+        return WeightedProblem(self.weights, G, self.rhs[:columns], cond, self.rows)
 
 
-def weighted_problem(A: np.ndarray, tau, base: BaseParameters) -> WeightedProblem:
-    """The :class:`WeightedProblem` of the regressor ``A`` (N, n, p) and torques ``tau`` (N, n)."""
+def weighted_problem(
+    A: np.ndarray, tau, base: BaseParameters, rows: np.ndarray | None = None
+) -> WeightedProblem:
+    """The :class:`WeightedProblem` of the regressor ``A`` (N, n, p) and torques ``tau`` (N, n); ``rows``
+    (N, n): the sample-joint rows to fit (the joint weights come from every sample)."""
     tau = np.asarray(tau, dtype=float)
     spread = np.std(tau, axis=0)
     weights = 1.0 / np.where(spread > 1e-9, spread, 1.0)
-    Aw, bw = weighted_rows(A, tau, weights)
+    Aw, bw = weighted_rows(A, tau, weights, rows)
     Ab = Aw[:, base.columns]
-    cond = float(np.linalg.cond(Ab / np.linalg.norm(Ab, axis=0)))
-    return WeightedProblem(weights, Aw.T @ Aw, Aw.T @ bw, cond)
+    norms = np.linalg.norm(Ab, axis=0)
+    live = norms > 0  # a joint's memory columns are all zero where its memory is off
+    cond = float(np.linalg.cond(Ab[:, live] / norms[live]))
+    return WeightedProblem(weights, Aw.T @ Aw, Aw.T @ bw, cond, rows)
 
 
 def identify(
@@ -121,6 +166,7 @@ def identify(
     prior_weight: float = 0.0,
     regressor: np.ndarray | None = None,
     problem: WeightedProblem | None = None,
+    memory_outputs: np.ndarray | None = None,
     progress=None,
 ) -> ArmFit:
     """Weighted least squares of base parameters + friction on (filtered) samples.
@@ -129,16 +175,22 @@ def identify(
     (``D``: each parameter's size, ``s``: the mean diagonal of ``A_wᵀA_w``), which pulls the parameters
     the data hardly determine (a wrist's inertia seen through noisy currents) towards the URDF.
     ``regressor``: ``[Y, F]`` (N, n, 10 n + 3 n) when already computed; ``problem``: its
-    :func:`weighted_problem` with these torques and ``base``, when already computed."""
+    :func:`weighted_problem` with these torques and ``base``, when already computed.
+    ``memory_outputs`` (N, n, K): the stop operators' outputs along the samples (friction memory);
+    then ``regressor``, ``base`` and ``problem``, when given, include its columns."""
     tau = np.asarray(tau, dtype=float)
     if tau.ndim != 2 or tau.shape[1] != arm.n:
         raise DataError(f"torques of shape {tau.shape}; expected (samples, {arm.n})")
     if len(tau) < 5 * (arm.n_params // arm.n + 3):
         raise DataError(f"{len(tau)} samples: too few to identify {arm.n} joints")
     say = progress or (lambda _text: None)
-    base = base or structural_base(arm)
+    K = 0 if memory_outputs is None else memory_outputs.shape[2]
+    base = base or structural_base(arm).with_memory(arm.n * K)
     say(f"regressor of {len(tau)} samples × {arm.n} joints")
-    A = full_regressor(arm, q, qd, qdd, coulomb_velocity) if regressor is None else regressor
+    if regressor is None:
+        A = full_regressor(arm, q, qd, qdd, coulomb_velocity, memory_outputs)
+    else:
+        A = regressor
     problem = problem or weighted_problem(A, tau, base)
     cond = problem.condition_number
     say(f"{base.count} base parameters, condition number {cond:.1f} (columns scaled to unit norm)")
@@ -146,26 +198,38 @@ def identify(
         full = _with_prior(arm, problem, prior_weight)
     else:
         # the base columns' rows themselves: their normal equations square the condition number
-        Aw, bw = weighted_rows(A[:, :, base.columns], tau, problem.weights)
+        Aw, bw = weighted_rows(A[:, :, base.columns], tau, problem.weights, problem.rows)
         beta, *_ = np.linalg.lstsq(Aw, bw, rcond=None)
         full = _full_parameters(arm, base, beta)
-    n_pi = arm.n_params
-    fit = ArmFit(
-        joints=arm.joints,
-        pi=full[:n_pi],
-        phi=full[n_pi:],
-        coulomb_velocity=coulomb_velocity,
-        base_count=base.count,
-        condition_number=cond,
-        weights=problem.weights,
-    )
+    fit = _fit_of(arm, full, K, coulomb_velocity, base.count, cond, problem.weights)
     fit.report = fit_report(arm, fit, A, tau)
     return fit
 
 
-def full_regressor(arm: ArmRigidBody, q, qd, qdd, coulomb_velocity: float = friction.COULOMB_VELOCITY):
-    """``[Y, F]`` (N, n, 10 n + 3 n): rigid body and friction."""
-    return np.concatenate([arm.regressor(q, qd, qdd), friction.regressor(qd, coulomb_velocity)], axis=2)
+def _fit_of(arm: ArmRigidBody, full, K: int, coulomb_velocity, base_count, cond, weights) -> ArmFit:
+    """An :class:`ArmFit` of the solution ``[π; φ; h]``."""
+    n_pi, n_phi = arm.n_params, 3 * arm.n
+    return ArmFit(
+        joints=arm.joints,
+        pi=full[:n_pi],
+        phi=full[n_pi : n_pi + n_phi],
+        coulomb_velocity=coulomb_velocity,
+        base_count=base_count,
+        condition_number=cond,
+        weights=weights,
+        memory=full[n_pi + n_phi :].reshape(arm.n, K) if K else None,
+    )
+
+
+def full_regressor(
+    arm: ArmRigidBody, q, qd, qdd, coulomb_velocity: float = friction.COULOMB_VELOCITY, memory_outputs=None
+):
+    """``[Y, F]`` (N, n, 10 n + 3 n): rigid body and friction; with ``memory_outputs`` (N, n, K) the
+    memory's columns after them (N, n, 13 n + n K)."""
+    parts = [arm.regressor(q, qd, qdd), friction.regressor(qd, coulomb_velocity)]
+    if memory_outputs is not None:
+        parts.append(memory_columns(memory_outputs))
+    return np.concatenate(parts, axis=2)
 
 
 def _parameter_scale(arm: ArmRigidBody, prior: np.ndarray) -> np.ndarray:
@@ -183,7 +247,7 @@ def _prior_penalty(arm: ArmRigidBody, G: np.ndarray, gamma: float):
 
 
 def _with_prior(arm: ArmRigidBody, problem: WeightedProblem, gamma: float) -> np.ndarray:
-    prior = np.concatenate([arm.body_parameters(), np.zeros(3 * arm.n)])
+    prior = np.concatenate([arm.body_parameters(), np.zeros(len(problem.rhs) - arm.n_params)])
     penalty = np.zeros(len(prior))
     penalty[: arm.n_params], lam = _prior_penalty(arm, problem.gram, gamma)
     lhs = problem.gram + lam * np.diag(penalty)
@@ -194,8 +258,9 @@ def _with_prior(arm: ArmRigidBody, problem: WeightedProblem, gamma: float) -> np
 def _full_parameters(arm: ArmRigidBody, base: BaseParameters, beta: np.ndarray) -> np.ndarray:
     """``[π; φ]`` closest to the URDF (relative to each parameter's size) whose base combination
     is ``beta``."""
-    prior = np.concatenate([arm.body_parameters(), np.zeros(3 * arm.n)])
-    scale = np.concatenate([_parameter_scale(arm, prior), np.ones(3 * arm.n)])
+    rest = base.combination.shape[1] - arm.n_params
+    prior = np.concatenate([arm.body_parameters(), np.zeros(rest)])
+    scale = np.concatenate([_parameter_scale(arm, prior), np.ones(rest)])
     K = base.combination
     r = beta - K @ prior
     delta = scale * np.linalg.lstsq(K * scale, r, rcond=None)[0]
@@ -217,15 +282,17 @@ def identify_consistent(
     else:
         G, rhs = problem.gram, problem.rhs
     penalty, lam = _prior_penalty(arm, G, max(prior_weight, 1e-6))
-    pi, phi, info = consistent_fit(G, rhs, arm.n, arm.body_parameters(), fit.phi, penalty, lam)
-    out = ArmFit(
-        joints=fit.joints,
-        pi=pi,
-        phi=phi,
-        coulomb_velocity=fit.coulomb_velocity,
-        base_count=fit.base_count,
-        condition_number=fit.condition_number,
-        weights=fit.weights,
+    start = fit.friction_vector()
+    pi, phi, info = consistent_fit(G, rhs, arm.n, arm.body_parameters(), start, penalty, lam)
+    K = 0 if fit.memory is None else fit.memory.shape[1]
+    out = _fit_of(
+        arm,
+        np.concatenate([pi, phi]),
+        K,
+        fit.coulomb_velocity,
+        fit.base_count,
+        fit.condition_number,
+        fit.weights,
     )
     out.report = fit_report(arm, out, A, tau) | {"consistent_fit": info}
     return out
@@ -237,18 +304,21 @@ def fit_report(arm: ArmRigidBody, fit: ArmFit, A: np.ndarray, tau: np.ndarray) -
     for b, joint in enumerate(arm.joints):
         bodies[joint] = {name: float(v) for name, v in zip(PARAMETER_NAMES, fit.pi[10 * b : 10 * b + 10])}
     urdf = arm.body_parameters()
-    qd_rows = A[:, :, arm.n_params :]
+    qd_rows = A[:, :, arm.n_params : arm.n_params + 3 * arm.n]
     fr = {}
     for j, joint in enumerate(arm.joints):
         terms = qd_rows[:, j, 3 * j : 3 * j + 3] * fit.phi[3 * j : 3 * j + 3]
         norm = float(np.linalg.norm(tau[:, j])) or 1.0
-        fr[joint] = {
-            **{name: float(v) for name, v in zip(friction.NAMES, fit.phi[3 * j : 3 * j + 3])},
-            "share_percent": {
-                name: 100.0 * float(np.linalg.norm(terms[:, i])) / norm
-                for i, name in enumerate(friction.NAMES)
-            },
+        share = {
+            name: 100.0 * float(np.linalg.norm(terms[:, i])) / norm for i, name in enumerate(friction.NAMES)
         }
+        entry: dict = {name: float(v) for name, v in zip(friction.NAMES, fit.phi[3 * j : 3 * j + 3])}
+        if fit.memory is not None:
+            K = fit.memory.shape[1]
+            cols = A[:, j, arm.n_params + 3 * arm.n + K * j : arm.n_params + 3 * arm.n + K * (j + 1)]
+            entry["memory"] = fit.memory[j].tolist()
+            share["memory"] = 100.0 * float(np.linalg.norm(cols @ fit.memory[j])) / norm
+        fr[joint] = {**entry, "share_percent": share}
     return {
         "physically_consistent": {
             j: consistent(fit.pi[10 * b : 10 * b + 10]) for b, j in enumerate(arm.joints)
@@ -262,10 +332,16 @@ def fit_report(arm: ArmRigidBody, fit: ArmFit, A: np.ndarray, tau: np.ndarray) -
     }
 
 
-def predict(arm: ArmRigidBody, fit: ArmFit, q, qd, qdd) -> np.ndarray:
-    """τ̂ (N, n) of the identified rigid body and friction."""
+def predict(arm: ArmRigidBody, fit: ArmFit, q, qd, qdd, memory_outputs=None) -> np.ndarray:
+    """τ̂ (N, n) of the identified rigid body and friction; with friction memory its torque from the
+    stop operators' outputs ``memory_outputs`` (N, n, K) along the same samples."""
     identified = arm.with_parameters(fit.pi)
-    return identified.inverse_dynamics(q, qd, qdd) + friction.torque(fit.phi, qd, fit.coulomb_velocity)
+    tau = identified.inverse_dynamics(q, qd, qdd) + friction.torque(fit.phi, qd, fit.coulomb_velocity)
+    if fit.memory is not None:
+        if memory_outputs is None:
+            raise DataError("this fit has friction memory: give the stop operators' outputs")
+        tau = tau + np.einsum("tjk,jk->tj", memory_outputs, fit.memory)
+    return tau
 
 
 def relative_error_percent(tau, pred) -> np.ndarray:

@@ -14,6 +14,7 @@ config YAML. Every key and its default::
     gap_factor: 5.0                  # a stamp step > gap_factor × the median step splits a recording
     robot_description: ""            # the URDF (or --urdf)
     physically_consistent: true      # every identified body a real mass distribution (false: plain LS)
+    friction_memory: auto            # auto: stop operators per joint, kept where validation helps; off
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class ArmMapping:
     gap_factor: float = 5.0
     robot_description: str = ""
     physically_consistent: bool = True
+    friction_memory: str = "auto"
 
     def __post_init__(self):
         joints = self.actuated_joints
@@ -66,6 +68,8 @@ class ArmMapping:
             raise ConfigError(f"effort_field = {self.effort_field!r}: one of {', '.join(EFFORT_FIELDS)}")
         if not isinstance(self.physically_consistent, bool):
             raise ConfigError(f"physically_consistent = {self.physically_consistent!r}: true or false")
+        if self.friction_memory not in ("auto", "off"):
+            raise ConfigError(f"friction_memory = {self.friction_memory!r}: auto or off")
         if self.stamps not in ("header", "receive"):
             raise ConfigError(f"stamps = {self.stamps!r}: header or receive")
         scale = self.effort_scale or {}

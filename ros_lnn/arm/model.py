@@ -2,10 +2,14 @@
 plus, along a measured velocity stream, the fast torque of :mod:`ros_lnn.arm.fast_torque`.
 
 One file, ``<name>.onnx``: the graph computes friction ``τ_f`` and the learned residual ``r`` from
-``q, qd`` (float32, batch × n, the mapping's joint order); the rigid body — the URDF's kinematics with
-the identified inertial parameters — travels in the metadata (``metadata_props['ros_lnn_arm']``, one
-JSON document) and is evaluated with Pinocchio; so are the fast torque's filter taps. No torch at run
-time.
+``q, qd`` (float32, batch × n, the mapping's joint order); with friction memory
+(:mod:`ros_lnn.arm.presliding`) it also takes the friction state ``friction_state`` (batch × n × K: the
+stop operators' play positions before the sample) and returns it advanced, ``friction_state_next`` —
+state in, state out, so ONNX Runtime runs it sample by sample (an observer, a controller) or along a
+whole recording whose states :meth:`ArmModel.friction_states` computed first. The rigid body — the
+URDF's kinematics with the identified inertial parameters — travels in the metadata
+(``metadata_props['ros_lnn_arm']``, one JSON document) and is evaluated with Pinocchio; so are the fast
+torque's filter taps. No torch at run time.
 
 The same object gives what an observer needs: M(q), C(q, q̇), g(q) of the identified arm, friction and
 the residual.
@@ -23,6 +27,7 @@ from ..errors import ModelError
 from ..inference.model_guard import ModelLimits, load_within
 from . import friction
 from .fast_torque import FastTorque
+from .presliding import FrictionMemory
 from .rigid_body import ArmRigidBody
 
 METADATA_KEY = "ros_lnn_arm"
@@ -30,6 +35,8 @@ FAMILY = "arm"
 FORMAT_VERSION = 1
 GRAPH_INPUTS = ("q", "qd")
 GRAPH_OUTPUTS = ("friction", "residual")
+STATE_INPUT = "friction_state"  # friction memory: the play positions before the sample (batch, n, K)
+STATE_OUTPUT = "friction_state_next"  # ... and after it
 
 
 def _session(path: Path, threads: int = 1, limits: ModelLimits | None = None):
@@ -96,42 +103,84 @@ class ArmModel:
         self.coulomb_velocity = float(self.meta["coulomb_velocity"])
         self.residual_enabled = bool(self.meta.get("residual_enabled", False))
         self.fast = FastTorque.from_metadata(self.meta.get("fast_torque"), self.n)
+        self.memory = FrictionMemory.from_metadata(self.meta.get("friction_memory"), self.n)
         names = {o.name for o in self.session.get_outputs()}
         if not set(GRAPH_OUTPUTS) <= names:
             raise ModelError(f"{self.path}: graph outputs {sorted(names)}, expected {list(GRAPH_OUTPUTS)}")
+        stateful = STATE_INPUT in {i.name for i in self.session.get_inputs()}
+        if stateful != (self.memory is not None):
+            raise ModelError(
+                f"{self.path}: the graph {'takes' if stateful else 'has no'} a friction state but the "
+                f"metadata {'has no' if self.memory is None else 'has a'} friction memory"
+            )
+        self._outputs = [*GRAPH_OUTPUTS, STATE_OUTPUT] if stateful else list(GRAPH_OUTPUTS)
 
-    def _graph(self, q, qd) -> tuple[np.ndarray, np.ndarray]:
+    def _graph(self, q, qd, friction_state=None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         q = np.atleast_2d(np.asarray(q, dtype=np.float32))
         qd = np.atleast_2d(np.asarray(qd, dtype=np.float32))
-        f, r = self.session.run(list(GRAPH_OUTPUTS), {"q": q, "qd": qd})
-        return f.astype(float), r.astype(float)
+        feed = {"q": q, "qd": qd}
+        if self.memory is not None:
+            state = self.memory.neutral_state(q) if friction_state is None else friction_state
+            feed[STATE_INPUT] = np.asarray(state, dtype=np.float32).reshape(len(q), self.n, self.memory.k)
+        out = self.session.run(self._outputs, feed)
+        after = out[2].astype(float) if self.memory is not None else None
+        return out[0].astype(float), out[1].astype(float), after
 
     def friction_torque(self, qd) -> np.ndarray:
+        """The memoryless friction ``f_v q̇ + f_c tanh(q̇/v) + f_o`` (N, n)."""
         return friction.torque(self.phi, qd, self.coulomb_velocity)
 
     def residual_torque(self, q, qd) -> np.ndarray:
         """The learned residual (N, n); zeros when training switched it off."""
         return self._graph(q, qd)[1]
 
-    def inverse_dynamics(self, q, qd, qdd, residual: bool = True) -> np.ndarray:
-        """τ̂ (N, n); ``residual=False``: the least-squares fit alone (rigid body + friction)."""
-        f, r = self._graph(q, qd)
+    def friction_states(self, q_measured, starts=(0,), first=None) -> np.ndarray | None:
+        """The friction state before each sample of a logged position stream (N, n) whose pieces begin
+        at ``starts`` (each starts neutral unless ``first`` gives the state before sample 0); None for a
+        model without friction memory."""
+        if self.memory is None:
+            return None
+        return self.memory.states(np.atleast_2d(np.asarray(q_measured, dtype=float)), starts, first)
+
+    def inverse_dynamics(self, q, qd, qdd, residual: bool = True, friction_state=None) -> np.ndarray:
+        """τ̂ (N, n); ``residual=False``: the least-squares fit alone (rigid body + friction, its memory
+        included). ``friction_state`` (N, n, K): the friction state before each sample (default neutral:
+        no memory torque)."""
+        f, r, _ = self._graph(q, qd, friction_state)
         tau = self.rigid.inverse_dynamics(q, qd, qdd) + f
         return tau + r if residual else tau
 
-    def torque_of(self, samples, residual: bool = True) -> np.ndarray:
+    def torque_of(self, samples, residual: bool = True, fast: bool = True) -> np.ndarray:
         """τ̂ (N, n) along recorded samples (:class:`ros_lnn.arm.samples.Samples`): the inverse dynamics
-        of their filtered q, q̇, q̈ and, with ``residual``, the fast torque of their measured velocities
-        (left out when the stream's rate is not the one the model was fitted at)."""
-        tau = self.inverse_dynamics(samples.q, samples.qd, samples.qdd, residual)
-        if residual and samples.qd_measured is not None:
+        of their filtered q, q̇, q̈ — friction memory on their logged positions, each piece started
+        neutral — and, with ``residual``, the fast torque of their measured velocities (left out when
+        the stream's rate is not the one the model was fitted at; ``fast=False`` leaves it out)."""
+        if self.memory is None or samples.q_measured is None:
+            tau = self.inverse_dynamics(samples.q, samples.qd, samples.qdd, residual)
+        else:
+            # the graph's q is the logged one, as on the robot: the memory runs on it
+            state = self.friction_states(samples.q_measured, samples.starts)
+            f, r, _ = self._graph(samples.q_measured, samples.qd, state)
+            tau = (
+                self.rigid.inverse_dynamics(samples.q, samples.qd, samples.qdd) + f + (r if residual else 0.0)
+            )
+        if residual and fast and samples.qd_measured is not None:
             tau = tau + self.fast.torque(samples.qd_measured, samples.starts, samples.rate_hz)
         return tau
 
-    def non_rigid_torque(self, q, qd) -> np.ndarray:
-        """Friction + residual (N, n): what the arm needs besides M q̈ + C q̇ + g."""
-        f, r = self._graph(q, qd)
+    def non_rigid_torque(self, q, qd, friction_state=None) -> np.ndarray:
+        """Friction + residual (N, n): what the arm needs besides M q̈ + C q̇ + g; ``friction_state`` as
+        in :meth:`inverse_dynamics`."""
+        f, r, _ = self._graph(q, qd, friction_state)
         return f + r
+
+    def step_non_rigid(self, q, qd, friction_state) -> tuple[np.ndarray, np.ndarray | None]:
+        """One sample online: friction + residual (n,) at ``q, qd`` (n,) and the friction state after it
+        (``friction_state``: the state before it, (n, K); None starts neutral). A model without memory
+        returns None as its state."""
+        state = None if friction_state is None else np.asarray(friction_state)[None]
+        f, r, after = self._graph(q, qd, state)
+        return (f + r)[0], None if after is None else after[0]
 
     def mass_matrix(self, q) -> np.ndarray:
         return self.rigid.mass_matrix(q)
@@ -146,6 +195,9 @@ class ArmModel:
         r = "with a learned residual" if self.residual_enabled else "residual off (the fit alone)"
         if self.fast.active:
             r += f", fast torque at {self.fast.rate_hz:.0f} Hz"
+        if self.memory is not None:
+            on = [j for j, a in zip(self.joints, self.memory.active) if a]
+            r += f", friction memory on {len(on)} of {self.n} joints"
         return f"arm model of {self.n} joints ({', '.join(self.joints)}): rigid body + friction, {r}"
 
 

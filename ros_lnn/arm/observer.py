@@ -111,14 +111,50 @@ class ModelDynamics(RigidDynamics):
     """An identified :class:`ros_lnn.arm.model.ArmModel`: its rigid body through :class:`RigidDynamics`,
     friction + learned residual from its ONNX graph. Not its fast torque (:mod:`ros_lnn.arm.fast_torque`,
     10–100 Hz): the observers' first-order lag ``K`` (tens to 150 1/s) attenuates most of that band in
-    ``r``, and the momentum observer takes inertial torques from the measured momentum, not from q̈."""
+    ``r``, and the momentum observer takes inertial torques from the measured momentum, not from q̈.
 
-    def __init__(self, model):
+    A model with friction memory (:mod:`ros_lnn.arm.presliding`) advances its friction state with every
+    state it is asked about (one call of :meth:`non_rigid_torque` per joint state, in time order).
+    At the start — and after :meth:`reset` — the state is unknown: ``start`` ``"measured"`` sets it
+    from the first joint state's torque (:meth:`start_from`: the torque the rest of the model leaves
+    unexplained at the start is taken as the friction the joints hold; no contact at start, as a torque
+    sensor's bias is set at power-up), ``"neutral"`` starts every element unloaded."""
+
+    START_RULES = ("measured", "neutral")
+
+    def __init__(self, model, start: str = "measured"):
         super().__init__(model.rigid)
         self.model = model
+        if start not in self.START_RULES:
+            raise ConfigError(f"friction state start '{start}': one of {', '.join(self.START_RULES)}")
+        self.start = start
+        self.friction_state: np.ndarray | None = None
+
+    @property
+    def has_memory(self) -> bool:
+        return self.model.memory is not None
+
+    def reset(self) -> None:
+        self.friction_state = None
+
+    def start_from(self, q, qd, tau) -> None:
+        """Set the friction state at the first joint state (``start`` ``"measured"``)."""
+        from .presliding import state_matching
+
+        if not self.has_memory or self.start != "measured":
+            return
+        q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
+        rest = self.model.non_rigid_torque(q[None], qd[None])[0]  # neutral state: no memory torque
+        unexplained = (
+            np.asarray(tau, dtype=float) - self.gravity_torque(q) - self.coriolis_matrix(q, qd) @ qd - rest
+        )
+        self.friction_state = state_matching(self.model.memory, q, unexplained)
 
     def non_rigid_torque(self, q, qd) -> np.ndarray:
-        return self.model.non_rigid_torque(np.atleast_2d(q), np.atleast_2d(qd))[0]
+        if not self.has_memory:
+            return self.model.non_rigid_torque(np.atleast_2d(q), np.atleast_2d(qd))[0]
+        torque, self.friction_state = self.model.step_non_rigid(q, qd, self.friction_state)
+        return torque
 
 
 def dynamics_of(source):
@@ -158,6 +194,13 @@ class _Observer:
         self.deriv.reset()
         self.r = np.zeros(self.n)
         self.model_effort = np.zeros(self.n)
+        if hasattr(self.dyn, "reset"):
+            self.dyn.reset()
+
+    def _first(self, q, qd, tau) -> None:
+        """At the first joint state (and after a restart): the dynamics' friction state from it."""
+        if self._t is None and hasattr(self.dyn, "start_from"):
+            self.dyn.start_from(q, qd, tau)
 
 
 class MomentumObserver(_Observer):
@@ -177,6 +220,7 @@ class MomentumObserver(_Observer):
         q, qd, tau = (np.asarray(x, dtype=float) for x in (q, qd, tau))
         if self._t is not None and t <= self._t:
             self.reset()
+        self._first(q, qd, tau)
         M, C, g, tnr = self.dyn.terms(q, qd)
         p = M @ qd
         beta = tau + C.T @ qd - g - tnr
@@ -200,6 +244,7 @@ class DirectObserver(_Observer):
         q, qd, tau = (np.asarray(x, dtype=float) for x in (q, qd, tau))
         if self._t is not None and t <= self._t:
             self.reset()
+        self._first(q, qd, tau)
         d = self.deriv.update(t, qd)
         qdd = np.zeros(self.n) if d is None else d[0]
         M, C, g, tnr = self.dyn.terms(q, qd)
@@ -217,6 +262,17 @@ def make_observer(dynamics, method: str = "momentum", gain=100.0, window: int = 
     if method == "direct":
         return DirectObserver(dynamics, gain, window)
     raise ConfigError(f"observer method '{method}': one of {', '.join(METHODS)}")
+
+
+def friction_state_start(observer, start: str) -> None:
+    """Choose how an observer's friction state starts (``measured`` | ``neutral``; see
+    :class:`ModelDynamics`); nothing for dynamics without friction memory."""
+    if isinstance(observer.dyn, ModelDynamics):
+        if start not in ModelDynamics.START_RULES:
+            raise ConfigError(
+                f"friction state start '{start}': one of {', '.join(ModelDynamics.START_RULES)}"
+            )
+        observer.dyn.start = start
 
 
 class _Replayed:
@@ -244,7 +300,13 @@ def run_observer(observer, t, q, qd, tau) -> np.ndarray:
     observer.reset()
     dyn = observer.dyn
     if isinstance(dyn, ModelDynamics):
-        observer.dyn = _Replayed(dyn, dyn.model.non_rigid_torque(np.asarray(q), np.asarray(qd)))
+        q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
+        first = None
+        if dyn.has_memory and len(q):
+            dyn.start_from(q[0], qd[0], tau[0])
+            first = dyn.friction_state
+        states = dyn.model.friction_states(q, first=first)
+        observer.dyn = _Replayed(dyn, dyn.model.non_rigid_torque(q, qd, states))
     out = np.empty((len(t), observer.n))
     try:
         for k in range(len(t)):
@@ -469,6 +531,26 @@ def calibrate(
         "per_joint": report,
     }
     return Thresholds(joints, static, slope, release, hold_s, info)
+
+
+def spread_by_motion(runs, joints, still: float = 0.02) -> dict:
+    """Per joint the residual's spread at rest (``|q̇| < still``) and in motion over collision-free
+    ``runs`` of ``(t, r, qd)``: sample count, 99th percentile and largest ``|r|`` (None where a joint
+    has no such sample). At rest is where friction with memory matters and where people touch an arm."""
+    R = np.abs(np.concatenate([np.asarray(r, dtype=float) for _, r, _ in runs]))
+    V = np.abs(np.concatenate([np.asarray(v, dtype=float) for _, _, v in runs]))
+    out = {}
+    for j, joint in enumerate(joints):
+        entry = {}
+        for name, mask in (("rest", V[:, j] < still), ("motion", V[:, j] >= still)):
+            values = R[mask, j]
+            entry[name] = {
+                "samples": int(mask.sum()),
+                "p99": float(np.quantile(values, 0.99)) if len(values) else None,
+                "max": float(values.max()) if len(values) else None,
+            }
+        out[joint] = entry
+    return {"still_velocity": still, "joints": out}
 
 
 def _band_shape(v, r, bins: int, quantile: float) -> tuple[float, float]:

@@ -129,17 +129,44 @@ class RippleTerm(nn.Module):
         return (torch.sin(phase) * (self.a + self.c * s) + torch.cos(phase) * (self.b + self.d * s)).sum(-1)
 
 
-class ArmGraph(nn.Module):
-    """The exported graph: ``q, qd → friction, residual`` (residual = learned network + gear ripple)."""
+class MemoryTerm(nn.Module):
+    """Friction with memory (:mod:`ros_lnn.arm.presliding`): the play positions ``state`` (B, n, K)
+    before the sample → the memory torque (B, n) and the play positions after it."""
 
-    def __init__(self, friction: FrictionTerm, residual: ResidualNet | ResidualEnsemble, ripple: RippleTerm):
+    def __init__(self, memory):
+        super().__init__()
+        self.register_buffer("widths", torch.as_tensor(memory.widths, dtype=torch.float32))
+        self.register_buffer("weights", torch.as_tensor(memory.weights, dtype=torch.float32))
+
+    def forward(self, q, state):
+        qq = q.unsqueeze(-1)
+        after = torch.minimum(torch.maximum(state, qq - self.widths), qq + self.widths)
+        return (((qq - after) / self.widths) * self.weights).sum(-1), after
+
+
+class ArmGraph(nn.Module):
+    """The exported graph: ``q, qd → friction, residual`` (residual = learned network + gear ripple);
+    with friction memory ``q, qd, friction_state → friction, residual, friction_state_next``."""
+
+    def __init__(
+        self,
+        friction: FrictionTerm,
+        residual: ResidualNet | ResidualEnsemble,
+        ripple: RippleTerm,
+        memory: MemoryTerm | None = None,
+    ):
         super().__init__()
         self.friction = friction
         self.residual = residual
         self.ripple = ripple
+        self.memory = memory
 
-    def forward(self, q, qd):
-        return self.friction(qd), self.residual(q, qd) + self.ripple(q, qd)
+    def forward(self, q, qd, friction_state=None):
+        residual = self.residual(q, qd) + self.ripple(q, qd)
+        if self.memory is None:
+            return self.friction(qd), residual
+        held, after = self.memory(q, friction_state)
+        return self.friction(qd) + held, residual, after
 
 
 @dataclass
@@ -293,19 +320,33 @@ def predict_residual(net: ResidualNet | ResidualEnsemble, q, qd) -> np.ndarray:
 
 
 def export_arm_onnx(
-    path, phi, coulomb_velocity: float, residual: ResidualNet | ResidualEnsemble, ripple, metadata: dict
+    path,
+    phi,
+    coulomb_velocity: float,
+    residual: ResidualNet | ResidualEnsemble,
+    ripple,
+    metadata: dict,
+    memory=None,
 ):
-    """Write the friction + residual graph with the arm metadata to ``path`` (atomically)."""
+    """Write the friction + residual graph with the arm metadata to ``path`` (atomically); ``memory``: a
+    :class:`ros_lnn.arm.presliding.FrictionMemory` (state in, state out)."""
     import json
 
     from ..models.export import dynamo_export, write_proto
-    from .model import GRAPH_INPUTS, GRAPH_OUTPUTS, METADATA_KEY
+    from .model import GRAPH_INPUTS, GRAPH_OUTPUTS, METADATA_KEY, STATE_INPUT, STATE_OUTPUT
 
-    graph = ArmGraph(FrictionTerm(phi, coulomb_velocity), copy.deepcopy(residual), RippleTerm(ripple)).eval()
+    term = None if memory is None else MemoryTerm(memory)
+    graph = ArmGraph(
+        FrictionTerm(phi, coulomb_velocity), copy.deepcopy(residual), RippleTerm(ripple), term
+    ).eval()
     n = residual.n
-    proto = dynamo_export(
-        graph, (torch.zeros(2, n), torch.zeros(2, n)), GRAPH_INPUTS, GRAPH_OUTPUTS, opset=18
-    )
+    args: tuple = (torch.zeros(2, n), torch.zeros(2, n))
+    inputs: tuple[str, ...] = GRAPH_INPUTS
+    outputs: tuple[str, ...] = GRAPH_OUTPUTS
+    if memory is not None:
+        args = (*args, torch.zeros(2, n, memory.k))
+        inputs, outputs = (*inputs, STATE_INPUT), (*outputs, STATE_OUTPUT)
+    proto = dynamo_export(graph, args, inputs, outputs, opset=18)
     write_proto(proto, METADATA_KEY, json.dumps(metadata), path)
     return path
 

@@ -22,6 +22,9 @@ class Samples:
     cutoff_hz: float
     qd_measured: np.ndarray | None = None  # the logged velocities, unfiltered (from q where not logged)
     starts: tuple = (0,)  # first sample of each piece (a recording, or a stretch between gaps)
+    q_measured: np.ndarray | None = None  # the logged positions, unfiltered (friction memory runs on them)
+    tau_filtered: np.ndarray | None = None  # the filtered joint torques (= tau for training samples)
+    t: np.ndarray | None = None  # the stamps (s), each piece's own
 
     def __len__(self) -> int:
         return len(self.q)
@@ -37,7 +40,7 @@ class Samples:
         )
 
 
-_ARRAYS = ("q", "qd", "qdd", "tau", "tau_raw", "qd_measured")
+_ARRAYS = ("q", "qd", "qdd", "tau", "tau_raw", "qd_measured", "q_measured", "tau_filtered", "t")
 
 
 def filtered_samples(
@@ -51,13 +54,17 @@ def filtered_samples(
         for seg in rec.segments(gap_factor):
             f = filter_joint_signals(seg.t, seg.q, seg.qd, seg.tau, cutoff_hz)
             measured = seg.qd if seg.qd is not None else np.gradient(seg.q, seg.t, axis=0)
-            parts.append((f.q, f.qd, f.qdd, seg.tau if raw_tau else f.tau, seg.tau, measured))
+            parts.append(
+                (f.q, f.qd, f.qdd, seg.tau if raw_tau else f.tau, seg.tau, measured, seg.q, f.tau, seg.t)
+            )
             rates.append(f.rate_hz)
             cutoffs.append(f.cutoff_hz)
     if not parts:
         names = ", ".join(r.name for r in recordings)
         raise DataError(f"{names}: no stretch of 64 or more samples without a gap")
-    q, qd, qdd, tau, tau_raw, measured = (np.concatenate([p[i] for p in parts]) for i in range(6))
+    q, qd, qdd, tau, tau_raw, measured, q_logged, tau_f, t = (
+        np.concatenate([p[i] for p in parts]) for i in range(9)
+    )
     return Samples(
         q=q,
         qd=qd,
@@ -67,5 +74,8 @@ def filtered_samples(
         rate_hz=float(np.median(rates)),
         cutoff_hz=float(np.median(cutoffs)),
         qd_measured=measured,
+        q_measured=q_logged,
+        tau_filtered=tau_f,
+        t=t,
         starts=tuple(int(x) for x in np.cumsum([0] + [len(p[0]) for p in parts[:-1]])),
     )

@@ -3,7 +3,9 @@ generator of ``ros-lnn bench collision``.
 
 The true arm is a Pinocchio model (the URDF's, or one whose inertial parameters differ from the URDF:
 :func:`perturbed_arm`) with joint friction of its own (:class:`TrueFriction`: viscous, smooth Coulomb,
-an offset and a position ripple — not the model's friction law); a PD controller through the URDF's
+an offset and a position ripple — not the model's friction law; or :class:`StickyFriction`: the LuGre
+model of :mod:`ros_lnn.arm.lugre` with an offset and the ripple — presliding, breakaway and a torque
+held at rest, advanced exactly over every sub-step); a PD controller through the URDF's
 mass matrix with gravity compensation (``τ = g(q) + M(q)(ω² e + 2ζω ė)``: the same bandwidth on every
 joint, stable at 1 kHz whatever the configuration's inertia) tracks a smooth multi-sine reference
 inside the joint limits at the sample rate (zero-order hold: the torque computed from the sample at
@@ -85,6 +87,43 @@ class TrueFriction:
         return cls(z, z, z, z)
 
 
+class StickyFriction:
+    """LuGre friction (:class:`ros_lnn.arm.lugre.LuGre`) plus an offset and a position ripple, with its
+    bristle deflection as state: :meth:`torque` at the present deflection, :meth:`advance` after each
+    integration sub-step, :meth:`start` at the simulation's first state (a random deflection: nobody
+    knows it when a robot starts)."""
+
+    def __init__(self, lugre, offset, ripple, seed: int = 0):
+        self.lugre = lugre
+        self.offset = np.asarray(offset, dtype=float)
+        self.ripple = np.asarray(ripple, dtype=float)
+        self.seed = seed
+        self.z = np.zeros(lugre.n)
+
+    @classmethod
+    def like_a_real_arm(cls, effort_limits, seed: int = 0) -> StickyFriction:
+        from .lugre import LuGre
+
+        e = np.asarray(effort_limits, dtype=float)
+        rng = np.random.default_rng(seed)
+        return cls(
+            LuGre.like_a_real_arm(e, rng),
+            np.resize([0.003, -0.002, 0.002], e.size) * e,
+            0.003 * e,
+            seed,
+        )
+
+    def start(self) -> None:
+        rng = np.random.default_rng(self.seed + 1)
+        self.z = rng.uniform(-1, 1, self.lugre.n) * self.lugre.coulomb / self.lugre.stiffness
+
+    def torque(self, q, qd) -> np.ndarray:
+        return self.lugre.torque(self.z, qd) + self.offset + self.ripple * np.sin(2 * np.asarray(q))
+
+    def advance(self, qd, h: float) -> None:
+        self.z = self.lugre.advance(self.z, qd, h)
+
+
 def perturbed_arm(
     arm: ArmRigidBody, seed: int = 0, mass: float = 0.2, com_m: float = 0.02, inertia: float = 0.3
 ):
@@ -158,11 +197,17 @@ class ArmRun:
 
 class ArmPlant:
     """The true arm: ``truth``'s rigid body (Pinocchio ABA) with its joint ``friction``, integrated by
-    RK4 over ``substeps`` sub-steps under a joint torque held over each step (zero-order hold)."""
+    RK4 over ``substeps`` sub-steps under a joint torque held over each step (zero-order hold); a
+    :class:`StickyFriction` starts at construction and its deflection advances after every sub-step."""
 
-    def __init__(self, truth: ArmRigidBody, friction: TrueFriction | None = None, substeps: int = 1):
+    def __init__(
+        self, truth: ArmRigidBody, friction: TrueFriction | StickyFriction | None = None, substeps: int = 1
+    ):
         self.truth = truth
         self.friction = friction or TrueFriction.none(truth.n)
+        self.sticky = self.friction if isinstance(self.friction, StickyFriction) else None
+        if self.sticky is not None:
+            self.sticky.start()
         self.substeps = int(substeps)
         self._pin = pinocchio()
         self._data = truth.model.createData()
@@ -185,8 +230,11 @@ class ArmPlant:
             a2 = accel(q + 0.5 * h * qd, qd + 0.5 * h * a1, tau)
             a3 = accel(q + 0.5 * h * (qd + 0.5 * h * a1), qd + 0.5 * h * a2, tau)
             a4 = accel(q + h * (qd + 0.5 * h * a2), qd + h * a3, tau)
-            q = q + h * (qd + h / 6 * (a1 + a2 + a3))
-            qd = qd + h / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+            q_new = q + h * (qd + h / 6 * (a1 + a2 + a3))
+            qd_new = qd + h / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+            if self.sticky is not None:  # the deflection over the sub-step at its mean velocity, exactly
+                self.sticky.advance((q_new - q) / h, h)
+            q, qd = q_new, qd_new
         return q, qd
 
 
@@ -246,7 +294,7 @@ def simulate_arm(
     *,
     rate_hz: float = 1000.0,
     nominal: ArmRigidBody | None = None,
-    friction: TrueFriction | None = None,
+    friction: TrueFriction | StickyFriction | None = None,
     pulses=(),
     noise: Noise | None = None,
     reference=None,

@@ -13,15 +13,19 @@ import numpy as np
 from .. import __version__
 from ..errors import DataError
 from . import identification as idn
+from . import presliding
 from .fast_torque import FastTorque, fit_fast_torque
 from .mapping import ArmMapping
 from .model import arm_metadata
+from .presliding import FrictionMemory
 from .recording import ArmRecording
 from .rigid_body import ArmRigidBody
 from .samples import Samples, filtered_samples
 
 #: weights of the URDF prior tried (0: plain least squares on the base parameters)
 PRIOR_WEIGHTS = (0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+#: a joint keeps its friction memory where it lowers the validation torque error by this fraction
+MEMORY_MIN_GAIN = 0.01
 
 
 @dataclass
@@ -54,11 +58,12 @@ def train_arm(
     residual: str = "auto",
     ripple: str = "auto",
     fast_torque: str = "auto",
+    friction_memory: str | None = None,
     options=None,
     progress=None,
 ) -> ArmTrainResult:
-    """``residual`` / ``ripple`` / ``fast_torque``: auto (trained, kept where it helps on validation)
-    or off."""
+    """``residual`` / ``ripple`` / ``fast_torque`` / ``friction_memory``: auto (trained, kept where it
+    helps on validation) or off; ``friction_memory`` None: the mapping's."""
     import torch
 
     from .residual import ResidualEnsemble, ResidualNet, ResidualOptions, export_arm_onnx, train_residual
@@ -89,59 +94,16 @@ def train_arm(
     )
     every = tr + va
     t0 = time.perf_counter()
-    # fitted on the training samples only: the validation samples choose the URDF prior's weight
-    # and judge the residual on top of the fit
-    base = idn.structural_base(arm)
-    A_tr = idn.full_regressor(arm, tr.q, tr.qd, tr.qdd, mapping.coulomb_velocity)
-    problem = idn.weighted_problem(A_tr, tr.tau, base)  # shared by every prior weight and the refit
-    fits: dict[float, idn.ArmFit] = {}
-    choice: list[tuple[float, float]] = []
-    for gamma in PRIOR_WEIGHTS:
-        trial = idn.identify(
-            arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=mapping.coulomb_velocity, base=base,
-            prior_weight=gamma, regressor=A_tr, problem=problem, progress=say if gamma == 0 else None,
-        )  # fmt: skip
-        err = float(np.mean(idn.relative_error_percent(va.tau, idn.predict(arm, trial, va.q, va.qd, va.qdd))))
-        choice.append((err, gamma))
-        fits[gamma] = trial
-    best_gamma = min(choice)[1]
-    fit = fits[best_gamma]
-    say(
-        "URDF prior weight on validation (mean torque rre %): "
-        + ", ".join(f"{g:g}: {e:.2f}" for e, g in choice)
-        + f" → {best_gamma:g}"
-        + (" (plain least squares)" if best_gamma == 0 else "")
-    )
-    consistent = fit.report["physically_consistent"]
-    say(
-        f"physically consistent bodies in the fit: "
-        f"{sum(consistent.values())} of {arm.n}"
-        + (
-            ""
-            if all(consistent.values())
-            else f"; not: {', '.join(j for j, ok in consistent.items() if not ok)}"
-        )
-    )
-    if mapping.physically_consistent:
-        t1 = time.perf_counter()
-        free = fit
-        fit = idn.identify_consistent(arm, free, A_tr, tr.tau, best_gamma, problem)
-        err_free = float(
-            np.mean(idn.relative_error_percent(va.tau, idn.predict(arm, free, va.q, va.qd, va.qdd)))
-        )
-        err = float(np.mean(idn.relative_error_percent(va.tau, idn.predict(arm, fit, va.q, va.qd, va.qdd))))
-        say(
-            f"physically consistent refit (log-Cholesky, {fit.report['consistent_fit']['iterations']} "
-            f"evaluations, {time.perf_counter() - t1:.1f} s): validation torque rre {err:.2f} % "
-            f"(unconstrained {err_free:.2f} %); consistent bodies "
-            f"{sum(fit.report['physically_consistent'].values())} of {arm.n}"
-        )
+    memory = _memory_outputs(tr, va, friction_memory or mapping.friction_memory, say)
+    fit, best_gamma, choice, memory_report = _least_squares(arm, tr, va, mapping, memory, say)
     fit_s = time.perf_counter() - t0
     say(f"least-squares fit: {fit_s:.1f} s")
     for joint, m in fit.report["masses_kg"].items():
         say(f"  body of {joint}: mass {m:.3f} kg (URDF {fit.report['urdf_masses_kg'][joint]:.3f})")
-    fit_tr = idn.predict(arm, fit, tr.q, tr.qd, tr.qdd)
-    fit_va = idn.predict(arm, fit, va.q, va.qd, va.qdd)
+    bank = None if fit.memory is None or memory is None else FrictionMemory(memory.widths, fit.memory)
+    s_tr, s_va = (None, None) if bank is None or memory is None else memory.kept_outputs(bank.weights)
+    fit_tr = idn.predict(arm, fit, tr.q, tr.qd, tr.qdd, s_tr)
+    fit_va = idn.predict(arm, fit, va.q, va.qd, va.qdd, s_va)
     prismatic = [
         arm.model.joints[arm.model.getJointId(j)].shortname().startswith("JointModelP") for j in arm.joints
     ]
@@ -222,6 +184,7 @@ def train_arm(
         "residual": res_info,
         "ripple": {arm.joints[j]: info for j, info in rip.report["joints"].items()},
         "fast_torque": {arm.joints[j]: info for j, info in fast.report["joints"].items()},
+        "friction_memory": memory_report,
     }
     result = ArmTrainResult(None, fit, enabled, metrics, log)
     result.train_s = time.perf_counter() - start
@@ -243,10 +206,149 @@ def train_arm(
             package_version=__version__,
             train_s=result.train_s,
             fast_torque=fast.to_metadata(),
+            friction_memory=None if bank is None else bank.to_metadata(),
         )
-        result.path = export_arm_onnx(out, fit.phi, mapping.coulomb_velocity, net, rip, meta)
+        result.path = export_arm_onnx(out, fit.phi, mapping.coulomb_velocity, net, rip, meta, bank)
         say(f"wrote {result.path}")
     return result
+
+
+@dataclass
+class _Memory:
+    """The stop operators' outputs along the training and validation samples (each piece started
+    neutral) and, per training sample and joint, whether the state there is known."""
+
+    widths: np.ndarray
+    s_tr: np.ndarray  # (N, n, K)
+    s_va: np.ndarray
+    known_tr: np.ndarray  # (N, n)
+
+    @property
+    def k(self) -> int:
+        return len(self.widths)
+
+    def kept_outputs(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The outputs with the joints whose memory is off (zero weights) set to zero."""
+        kept = np.any(weights != 0, axis=1)[None, :, None]
+        return self.s_tr * kept, self.s_va * kept
+
+
+def _memory_outputs(tr: Samples, va: Samples, mode: str, say) -> _Memory | None:
+    if mode == "off":
+        say("friction memory: off")
+        return None
+    bank = FrictionMemory(np.asarray(presliding.WIDTHS), np.zeros((tr.q.shape[1], len(presliding.WIDTHS))))
+    known = bank.known(tr.q_measured, tr.starts)
+    warm = int(np.count_nonzero(~known.all(axis=1)))
+    say(
+        f"friction memory: {bank.k} stop operators per joint (widths "
+        + ", ".join(f"{w:g}" for w in bank.widths)
+        + f" rad) on the logged positions; {warm} training samples before every joint's state is known "
+        "(warm-up) are left out of the joints still unknown"
+    )
+    return _Memory(
+        bank.widths, bank.outputs(tr.q_measured, tr.starts), bank.outputs(va.q_measured, va.starts), known
+    )
+
+
+def _least_squares(arm, tr: Samples, va: Samples, mapping: ArmMapping, memory: _Memory | None, say):
+    """The weighted least-squares fit (URDF prior weight chosen on validation, the physically consistent
+    refit) with friction memory kept per joint where validation says it helps. Returns ``(fit, prior
+    weight, [(validation rre, weight)], memory report)``."""
+    cv = mapping.coulomb_velocity
+    n_rigid = arm.n_params + 3 * arm.n
+    base0 = idn.structural_base(arm)
+    K = 0 if memory is None else memory.k
+    base = base0.with_memory(arm.n * K)
+    s_tr = None if memory is None else memory.s_tr
+    s_va = None if memory is None else memory.s_va
+    A_tr = idn.full_regressor(arm, tr.q, tr.qd, tr.qdd, cv, s_tr)
+    rows = None if memory is None else memory.known_tr
+    problem = idn.weighted_problem(A_tr, tr.tau, base, rows)  # shared by every prior weight and the refit
+
+    def val_rre(fit, outputs):
+        return idn.relative_error_percent(va.tau, idn.predict(arm, fit, va.q, va.qd, va.qdd, outputs))
+
+    fits: dict[float, idn.ArmFit] = {}
+    choice: list[tuple[float, float]] = []
+    for gamma in PRIOR_WEIGHTS:
+        trial = idn.identify(
+            arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=cv, base=base, prior_weight=gamma,
+            regressor=A_tr, problem=problem, memory_outputs=s_tr, progress=say if gamma == 0 else None,
+        )  # fmt: skip
+        choice.append((float(np.mean(val_rre(trial, s_va))), gamma))
+        fits[gamma] = trial
+    gamma = min(choice)[1]
+    say(
+        "URDF prior weight on validation (mean torque rre %): "
+        + ", ".join(f"{g:g}: {e:.2f}" for e, g in choice)
+        + f" → {gamma:g}"
+        + (" (plain least squares)" if gamma == 0 else "")
+    )
+    consistent = fits[gamma].report["physically_consistent"]
+    say(
+        f"physically consistent bodies in the fit: {sum(consistent.values())} of {arm.n}"
+        + (
+            ""
+            if all(consistent.values())
+            else f"; not: {', '.join(j for j, ok in consistent.items() if not ok)}"
+        )
+    )
+
+    def refit(fit, A, prob, outputs):
+        if not mapping.physically_consistent:
+            return fit
+        t1 = time.perf_counter()
+        out = idn.identify_consistent(arm, fit, A, tr.tau, gamma, prob)
+        say(
+            f"physically consistent refit (log-Cholesky, {out.report['consistent_fit']['iterations']} "
+            f"evaluations, {time.perf_counter() - t1:.1f} s): validation torque rre "
+            f"{np.mean(val_rre(out, outputs)):.2f} % (unconstrained {np.mean(val_rre(fit, outputs)):.2f} %); "
+            f"consistent bodies {sum(out.report['physically_consistent'].values())} of {arm.n}"
+        )
+        return out
+
+    fit = refit(fits[gamma], A_tr, problem, s_va)
+    if memory is None:
+        return fit, gamma, choice, {"enabled": False, "reason": "friction memory: off"}
+    base_m0 = base.without_memory(n_rigid)
+    problem0 = problem.first(n_rigid, base_m0)
+    plain = idn.identify(
+        arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=cv, base=base_m0, prior_weight=gamma,
+        regressor=A_tr, problem=problem0,
+    )  # fmt: skip
+    plain = refit(plain, A_tr, problem0, None)
+    with_memory, without = val_rre(fit, s_va), val_rre(plain, None)
+    kept = with_memory < (1.0 - MEMORY_MIN_GAIN) * without
+    say(
+        "friction memory, validation torque rre per joint with / without [%]: "
+        + ", ".join(f"{a:.2f}/{b:.2f}" for a, b in zip(with_memory, without))
+        + f"; kept on {int(kept.sum())} of {arm.n} joints"
+    )
+    report = {
+        "enabled": bool(kept.any()),
+        "widths": memory.widths.tolist(),
+        "kept": {j: bool(k) for j, k in zip(arm.joints, kept)},
+        "validation_rre_with": with_memory.tolist(),
+        "validation_rre_without": without.tolist(),
+        "warm_up_samples": int(np.count_nonzero(~memory.known_tr.all(axis=1))),
+    }
+    if not kept.any():
+        return plain, gamma, choice, report
+    if not kept.all():
+        A_k = A_tr.copy()
+        for j in np.flatnonzero(~kept):
+            A_k[:, j, n_rigid + K * j : n_rigid + K * (j + 1)] = 0.0
+        s_k = memory.s_tr * kept[None, :, None]
+        problem_k = idn.weighted_problem(A_k, tr.tau, base, rows)
+        trial = idn.identify(
+            arm, tr.q, tr.qd, tr.qdd, tr.tau, coulomb_velocity=cv, base=base, prior_weight=gamma,
+            regressor=A_k, problem=problem_k, memory_outputs=s_k,
+        )  # fmt: skip
+        fit = refit(trial, A_k, problem_k, memory.s_va * kept[None, :, None])
+        assert fit.memory is not None
+        fit.memory[~kept] = 0.0  # their columns were zero: nothing determined them
+    return fit, gamma, choice, report
 
 
 def _fit_fast(tr: Samples, va: Samples, fit_tr, fit_va, net, rip, mode: str, say) -> FastTorque:

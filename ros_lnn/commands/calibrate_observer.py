@@ -53,6 +53,11 @@ def add_arguments(parser):
         "--skip-s", type=float, default=0.5, help="seconds of each recording the observer settles in"
     )
     parser.add_argument("--config", help="YAML with the arm mapping of the bags (default: the model's)")
+    parser.add_argument(
+        "--friction-state-start", choices=("measured", "neutral"), default="measured",
+        help="a model with friction memory: its state at each recording's start, as the node's "
+        "friction_state_start (measured)",
+    )  # fmt: skip
 
 
 def run(args) -> int:
@@ -81,6 +86,7 @@ def run(args) -> int:
         if rec.qd is None:
             raise ConfigError(f"{bag}: no joint velocities; the observer needs them")
         observer = ob.make_observer(model, args.method, gains)
+        ob.friction_state_start(observer, args.friction_state_start)
         r = ob.run_observer(observer, rec.t, rec.q, rec.qd, rec.tau)
         keep = rec.t - rec.t[0] >= args.skip_s
         runs.append((rec.t[keep], r[keep], rec.qd[keep]))
@@ -94,12 +100,32 @@ def run(args) -> int:
         "gains": [float(g) for g in args.gain],
         "model": Path(args.model).name,
     }
+    spread = ob.spread_by_motion(runs, model.joints)
+    th.info["spread"] = spread
     th.save(args.out)
-    for j, b, a in zip(model.joints, th.static, th.velocity_slope):
-        print(f"  {j}: |r| > {a:.3f} · |q̇| + {b:.3f}")
+    print(
+        f"residual |r| at rest (|q̇| < {spread['still_velocity']:g} rad/s) and in motion, 99th percentile / "
+        "largest [N·m]; the threshold at rest and at the median speed in motion:"
+    )
+    speeds = np.abs(np.concatenate([v for _, _, v in runs]))
+    for k, (j, b, a) in enumerate(zip(model.joints, th.static, th.velocity_slope)):
+        entry = spread["joints"][j]
+        moving = speeds[:, k][speeds[:, k] >= spread["still_velocity"]]
+        v_med = float(np.median(moving)) if len(moving) else 0.0
+        print(
+            f"  {j}: |r| > {a:.3f} · |q̇| + {b:.3f}; at rest {_pair(entry['rest'])} "
+            f"(threshold {b:.3f}); in motion {_pair(entry['motion'])} (threshold {a * v_med + b:.3f} at "
+            f"{v_med:.2f} rad/s)"
+        )
     print(
         f"thresholds for {args.false_alarm_rate:g} false alarms per hour from {th.info['seconds']:.0f} s "
         "of free "
         f"motion written to {args.out}"
     )
     return 0
+
+
+def _pair(entry: dict) -> str:
+    if entry["p99"] is None:
+        return "no samples"
+    return f"{entry['p99']:.3f} / {entry['max']:.3f} ({entry['samples']} samples)"

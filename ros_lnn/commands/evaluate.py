@@ -199,16 +199,36 @@ def evaluate_arm_model(args) -> int:
     for name, m in results.items():
         fit = m["least_squares_fit"]
         fast = f"; fast torque {m['fast_torque']}" if "fast_torque" in m else ""
+        ph = m["phases"]
         print(f"{name}: {m['samples']} samples at {m['rate_hz']:.0f} Hz{fast}")
-        print(f"  {'joint':<24} {'rre %':>8} {'nMSE':>8} {'fit rre %':>10}")
+        print(
+            f"  standing: |q̇| < {ph['still_velocity']:g} rad/s; reversing: moving within "
+            f"{ph['reversal_window_s']:g} s of a change of q̇'s sign; moving: the rest; "
+            "floor: the raw torque against its own filtered copy"
+        )
+        print(
+            f"  {'joint':<24} {'rre %':>8} {'nMSE':>8} {'fit rre %':>10} {'moving':>8} {'standing':>9} "
+            f"{'reversing':>10} {'floor %':>8}   "
+            "(moving / standing / reversing: model rre %, share of samples)"
+        )
         for j in model.joints:
+            phases = " ".join(
+                f"{_opt(m[f'torque_rre_{k}_percent'][j]):>{w}}"
+                for k, w in (("moving", 8), ("standing", 9), ("reversing", 10))
+            )
+            shares = "/".join(f"{ph['share'][k][j]:.2f}" for k in ("moving", "standing", "reversing"))
             print(
                 f"  {j:<24} {m['torque_rre_percent'][j]:8.2f} {m['torque_nmse'][j]:8.4f} "
-                f"{fit['torque_rre_percent'][j]:10.2f}"
+                f"{fit['torque_rre_percent'][j]:10.2f} {phases} "
+                f"{m['filter_floor_percent'][j]:8.2f}   {shares}"
             )
         print(
             f"  torque rre mean {m['torque_rre_mean_percent']:.2f} % "
-            f"(least-squares fit alone {fit['torque_rre_mean_percent']:.2f} %)"
+            f"(least-squares fit alone {fit['torque_rre_mean_percent']:.2f} %); standing "
+            f"{_opt(m['torque_rre_standing_mean_percent'])} % "
+            f"(fit {_opt(fit['torque_rre_standing_mean_percent'])} %), "
+            f"reversing {_opt(m['torque_rre_reversing_mean_percent'])} % "
+            f"(fit {_opt(fit['torque_rre_reversing_mean_percent'])} %)"
         )
     if not args.no_plots:
         folder = Path(args.plots or f"evaluation_{Path(args.model).stem}")
@@ -220,3 +240,7 @@ def evaluate_arm_model(args) -> int:
             json.dump(results, fh, indent=2)
         print(f"metrics written to {args.json}")
     return 0
+
+
+def _opt(value) -> str:
+    return "—" if value is None else f"{value:.2f}"

@@ -48,15 +48,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--lead-in", type=float, default=5.0, help="time to reach the start point in s (default 5)"
     )
     parser.add_argument("--periods", type=int, default=1, help="periods the file repeats (default 1)")
+    parser.add_argument(
+        "--dwell", type=float, default=0.0, metavar="S",
+        help="append S seconds of point-to-point moves with stops and reversals of several amplitudes "
+        "(0.1-10 %% of each range, dwells of 0.3-1 s): what excites friction with memory (default 0: none)",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    import numpy as np
+
     from ..arm.excitation import (
         arm_limits,
         design_excitation,
+        dwell_program,
         joint_trajectory_message,
         write_joint_trajectory,
     )
@@ -90,9 +98,27 @@ def run(args: argparse.Namespace) -> int:
     )
     design.notes = notes
     report = design.report(arm.joints)
+    if args.dwell < 0:
+        raise ConfigError(f"--dwell {args.dwell}: give seconds >= 0")
+    stops = dwell_program(design.trajectory, limits, args.dwell, seed=args.seed) if args.dwell > 0 else None
     message = joint_trajectory_message(
-        design.trajectory, arm.joints, step=args.step, lead_in=args.lead_in, periods=args.periods
+        design.trajectory, arm.joints, step=args.step, lead_in=args.lead_in, periods=args.periods, then=stops
     )
+    if stops is not None:
+        deltas = np.diff(stops.poses, axis=0)
+        report["dwell"] = {
+            "seconds": stops.duration,
+            "moves": len(stops.moves),
+            "dwell_s": stops.dwells.tolist(),
+            "reversals_per_joint": (np.sum(np.diff(np.sign(deltas), axis=0) != 0, axis=0)).tolist(),
+            "smallest_step_rad": np.abs(deltas).min(0).tolist(),
+            "largest_step_rad": np.abs(deltas).max(0).tolist(),
+        }
+        print(
+            f"dwell program: {len(stops.moves)} point-to-point moves in {stops.duration:.1f} s after the "
+            f"series, steps {np.abs(deltas).min():.4f}–{np.abs(deltas).max():.3f} rad, reversals per joint "
+            + " ".join(str(v) for v in report["dwell"]["reversals_per_joint"])
+        )
     report["file"] = {
         "points": len(message["points"]),
         "step_s": args.step,

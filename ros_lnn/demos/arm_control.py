@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..arm.programs import Program
 from ..arm.simulation import SimulatedArm, TrueFriction
+from ..arm.tracking import Program
 from ..control.pipeline import DacPipeline, JointTrajectorySampler
 
 #: Joint PD of the benchmark [N m/rad], [N m s/rad], panda_joint1 … 7: moderate stiffness (a 200 N m/rad

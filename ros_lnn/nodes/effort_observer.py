@@ -125,6 +125,7 @@ def build_observer(values: dict, description=lambda: ("", "")):
     observer = ob.make_observer(
         dynamics, values["method"], gains if len(gains) == n else gains[0], values["qdd_filter_window"]
     )
+    ob.friction_state_start(observer, values["friction_state_start"])
     thresholds = None
     if values["thresholds"]:
         thresholds = ob.Thresholds.load(values["thresholds"]).reordered(joints)

@@ -91,6 +91,15 @@ PARAMETERS = ParameterTable(
         ge=0.0,
         le=3600.0,
     ),
+    Param(
+        "friction_state_start",
+        "measured",
+        "a model with friction memory: its state at start and after a restart — measured (the torque "
+        "the model leaves unexplained at the first joint state is the friction the joints hold; start "
+        "without contact) or neutral (no held friction)",
+        CONFIGURE,
+        choices=("measured", "neutral"),
+    ),
     Param("wrench_frame", "", "URDF frame of ~/external_wrench; empty = not published", CONFIGURE),
     Param("wrench_damping", 0.01, "damping λ of the Jacobian's pseudo-inverse", CONFIGURE, ge=0.0, le=10.0),
     MODEL_THREADS_PARAMETER,

@@ -61,12 +61,32 @@ def test_feedforward_on_the_certain_model_with_the_compensation_is_the_models_in
     pm = PinocchioModel(certain_model(model))
     for q, qd, qdd in _states(6):
         law.set_joint_trajectory([0.0, 1.0, 2.0], [q, q, q], [qd] * 3, [qdd] * 3)
+        law.reset_compensation()  # a friction memory starts neutral, as the model's default state
         u = law.step(q, qd, 1.0).efforts.effort  # at a point: q, q̇, q̈ exactly
         np.testing.assert_allclose(u, model.inverse_dynamics(q, qd, qdd)[0], atol=2e-5, rtol=1e-6)
+        compensation.reset()
         np.testing.assert_allclose(compensation.torque(q, qd), model.non_rigid_torque(q, qd)[0], atol=2e-5)
         M = pin.crba(pm.pin, pm.data, q)
         np.testing.assert_allclose(np.triu(M) + np.triu(M, 1).T, model.mass_matrix(q), atol=1e-10)
-        np.testing.assert_allclose(pin.computeGeneralizedGravity(pm.pin, pm.data, q), model.gravity_torque(q))
+        np.testing.assert_allclose(
+            pin.computeGeneralizedGravity(pm.pin, pm.data, q), model.gravity_torque(q), atol=1e-10
+        )
+
+
+@requires_torch
+def test_the_compensation_advances_the_friction_memory_sample_by_sample(model_path):
+    from ros_lnn.arm.compensation import ArmCompensation
+    from ros_lnn.arm.model import ArmModel
+
+    model = ArmModel(model_path)
+    compensation = ArmCompensation(model)
+    states, state = _states(8, seed=5), None
+    for q, qd, _ in states:  # the model stepped by hand: the state each sample leaves to the next
+        expected, state = model.step_non_rigid(q, qd, state)
+        np.testing.assert_allclose(compensation.torque(q, qd), expected, atol=1e-12)
+    compensation.reset()
+    q, qd, _ = states[0]
+    np.testing.assert_allclose(compensation.torque(q, qd), model.step_non_rigid(q, qd, None)[0], atol=1e-12)
 
 
 @requires_torch

@@ -327,9 +327,17 @@ def test_bench_realarm_last_line_on_a_generated_arm(tmp_path, bags):
     fig = json.loads(js.read_text())
     assert last == (
         f"held-out torque rre [%]: learned {fig['learned']:.2f}, regressor-OLS {fig['regressor_ols']:.2f}, "
-        f"URDF-nominal {fig['urdf_nominal']:.2f}, ratio L/R = {fig['ratio']:.3f}"
+        f"URDF-nominal {fig['urdf_nominal']:.2f}, ratio L/R = {fig['ratio']:.3f}; "
+        f"standing: learned {fig['standing_learned']:.2f}, "
+        f"regressor-OLS {fig['standing_regressor_ols']:.2f}, "
+        f"ratio Ls/Rs = {fig['standing_ratio']:.3f}"
     )
     assert fig["regressor_ols"] < fig["urdf_nominal"] and np.isfinite(fig["ratio"])
+    # the standing figures are the rows' standing means, over the samples with |q̇| < 0.02 rad/s
+    rows = {r["model"].split(" (")[0]: r for r in fig["rows"]}
+    assert fig["standing_learned"] == fig["rows"][-1]["standing_mean"]
+    assert fig["standing_regressor_ols"] == rows["regressor least squares + friction"]["standing_mean"]
+    assert "standing: |q̇| < 0.02 rad/s" in r.stdout
     share = " ".join(f"{v:.1f}" for v in fig["above_filter"]["share_percent"])
     assert f"filter: torque share [%] {share}; coherence with the logged velocity" in r.stdout
 

@@ -72,15 +72,17 @@ def test_train_arm_physically_consistent_bodies_and_an_error_like_the_free_fit(t
     log: list[str] = []
     out = tmp_path / "arm.onnx"
     result = train_arm(
-        [train], URDF, mapping, out=out, residual="off", ripple="off", fast_torque="off", progress=log.append
-    )
+        [train], URDF, mapping, out=out, residual="off", ripple="off", fast_torque="off",
+        friction_memory="off", progress=log.append,
+    )  # fmt: skip
     pi = np.asarray(read_arm_metadata(out)["pi"])
     assert all(textbook_consistent(pi[10 * b : 10 * b + 10]) for b in range(len(JOINTS)))
     assert all(result.fit.report["physically_consistent"].values())
     assert any(line.startswith("physically consistent refit") for line in log)
     free = train_arm(
-        [train], URDF, replace(mapping, physically_consistent=False), residual="off", ripple="off"
-    )
+        [train], URDF, replace(mapping, physically_consistent=False), residual="off", ripple="off",
+        friction_memory="off",
+    )  # fmt: skip
     s = filtered_samples([test], mapping.filter_cutoff_hz, mapping.gap_factor, raw_tau=True)
     arm = idn.ArmRigidBody.from_urdf(URDF, JOINTS)
     err = idn.relative_error_percent(s.tau, idn.predict(arm, result.fit, s.q, s.qd, s.qdd)).mean()

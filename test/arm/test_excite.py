@@ -105,3 +105,32 @@ def _recording(rec):
     return ArmRecording(
         "gen", rec.mapping.actuated_joints, rec.t, rec.q, rec.qd, rec.effort * np.asarray(rec.mapping.gains())
     )
+
+
+def test_dwell_appends_stops_and_reversals_within_the_limits(tmp_path):
+    out = tmp_path / "excite_dwell.yaml"
+    argv = [
+        "excite", "--urdf", str(URDF), "--joints", ",".join(JOINTS), "--duration", "8",
+        "--samples", "40", "--max-seconds", "3", "--dwell", "12", "-o", str(out),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    report = json.loads(out.with_name("excite_dwell.report.json").read_text())
+    traj = read_joint_trajectory(out)
+    assert traj.duration == pytest.approx(8.0 + report["dwell"]["seconds"], abs=1e-6)
+    assert report["dwell"]["seconds"] >= 12.0
+    urdf = _urdf_limits()
+    lower = np.array([urdf[j]["lower"] for j in JOINTS])
+    upper = np.array([urdf[j]["upper"] for j in JOINTS])
+    t = np.linspace(0, traj.duration, 20001)
+    q, qd, _ = traj.evaluate(t)
+    assert np.all(q >= lower - 1e-6) and np.all(q <= upper + 1e-6)
+    after = t > 8.0
+    # at rest for a total of several seconds after the series, between moves
+    still = np.all(np.abs(qd[after]) < 1e-5, axis=1)  # the file keeps 7 decimals of q̇, 6 of q̈
+    assert still.mean() > 0.3
+    # every joint reverses and steps come in several sizes (the smallest a few mrad, the largest tenths)
+    assert all(r >= 2 for r in report["dwell"]["reversals_per_joint"])
+    assert max(report["dwell"]["smallest_step_rad"]) < 0.05 < min(report["dwell"]["largest_step_rad"])
+    # continuous where the series hands over to the program
+    k = int(np.searchsorted(t, 8.0))
+    assert np.abs(q[k + 1] - q[k - 1]).max() < 1e-2

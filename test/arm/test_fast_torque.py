@@ -120,7 +120,7 @@ def test_train_arm_keeps_the_fast_torque_where_the_drive_rings_and_the_file_carr
 ):
     (train, _), (test, resonance), mapping = resonant_arm
     out = tmp_path / "arm.onnx"
-    result = train_arm([train], URDF, mapping, out=out, residual="off", ripple="off")
+    result = train_arm([train], URDF, mapping, out=out, residual="off", ripple="off", friction_memory="off")
     kept = {j for j, info in result.metrics["fast_torque"].items() if info["kept"]}
     assert {"panda_joint2", "panda_joint4"} <= kept
     assert read_arm_metadata(out)["fast_torque"]["rate_hz"] == pytest.approx(RATE, rel=0.02)

@@ -88,8 +88,8 @@ def _drive(h, node, ns, states, stamps):
 
 
 def test_feedforward_pd_over_dds_equals_the_library_pipeline(make, model_path):
-    from ros_lnn.arm.programs import exciting_program
     from ros_lnn.arm.simulation import panda_generator
+    from ros_lnn.arm.tracking import exciting_program
     from ros_lnn.physics.multibody.pin import kinematics
 
     node, h, ns, ok = make({"model_path": str(model_path), "law": "feedforward_pd"})
@@ -135,14 +135,18 @@ def test_gravity_compensation_is_the_models_gravity_and_friction(make, model_pat
     ]
     now = node.get_clock().now().nanoseconds
     efforts, _ = _drive(h, node, ns, states, [now - 10_000_000] * 8)
+    memory = None  # the model stepped state by state, as the node steps its friction memory
     for (q, qd), effort in zip(states, efforts):
-        expected = model.gravity_torque(q) + model.friction_torque(qd)[0] - 0.5 * qd
+        friction, memory = model.step_non_rigid(q, qd, memory)
+        expected = model.gravity_torque(q) + friction - 0.5 * qd
         np.testing.assert_allclose(effort, expected, atol=1e-9)
     # live damping: from the next state on
     node.set_parameters([Parameter("joint_kd", value=[0.0])])
     more, _ = _drive(h, node, ns, states[:1], [now])
     q, qd = states[0]
-    np.testing.assert_allclose(more[-1], model.gravity_torque(q) + model.friction_torque(qd)[0], atol=1e-9)
+    np.testing.assert_allclose(
+        more[-1], model.gravity_torque(q) + model.step_non_rigid(q, qd, memory)[0], atol=1e-9
+    )
 
 
 def test_a_model_with_non_finite_friction_zeros_the_command(make, model_path, tmp_path):

@@ -33,7 +33,7 @@ def bench_armcontrol(args) -> dict:
     from ...arm import simulation as sim
     from ...arm.compensation import ArmCompensation, certain_model
     from ...arm.model import ArmModel
-    from ...arm.programs import exciting_program, point_to_point_program
+    from ...arm.tracking import exciting_program, point_to_point_program
     from ...demos import arm_control as loop
     from ...physics.multibody.urdf import model_from_pinocchio
 

@@ -53,16 +53,22 @@ def _split(args, mapping):
 
 
 class _Table:
-    """Rows of held-out torque rre per joint."""
+    """Rows of held-out torque rre per joint, overall and while moving, standing and near reversals
+    (:func:`ros_lnn.arm.evaluation.motion_phases`)."""
 
-    def __init__(self, tau) -> None:
-        self.tau = tau
+    def __init__(self, samples) -> None:
+        from ...arm.evaluation import motion_phases
+
+        self.tau = samples.tau
+        self.phases = motion_phases(samples.t, samples.qd, samples.starts)
         self.rows: list[dict] = []
 
     def row(self, name, pred, seconds) -> float:
         from ...arm import identification as idn
+        from ...arm.evaluation import phase_rre
 
         rre = idn.relative_error_percent(self.tau, pred)
+        phases = phase_rre(self.tau, pred, self.phases)
         self.rows.append(
             {
                 "model": name,
@@ -70,11 +76,15 @@ class _Table:
                 "mean": float(np.nanmean(rre)),
                 "worst": float(np.nanmax(rre)),
                 "train_s": seconds,
+                **{f"{k}_rre": v["rre"].tolist() for k, v in phases.items()},
+                **{f"{k}_mean": _nanmean(v["rre"]) for k, v in phases.items()},
             }
         )
         return float(np.nanmean(rre))
 
     def print(self, joints) -> None:
+        from ...arm.evaluation import PHASES, REVERSAL_WINDOW_S, STILL_VELOCITY
+
         width = max(len(r["model"]) for r in self.rows)
         print(f"\nheld-out torque rre per joint [%] ({', '.join(joints)})")
         print(f"{'model':<{width}}  {'mean':>6}  {'worst':>6}  {'train s':>8}  per joint")
@@ -84,6 +94,25 @@ class _Table:
                 f"{r['model']:<{width}}  {r['mean']:6.1f}  {r['worst']:6.1f}  {secs:>8}  "
                 + " ".join(f"{v:5.1f}" for v in r["rre"])
             )
+        share = {k: self.phases[k].mean(axis=0) for k in PHASES}
+        print(
+            f"\nby what the joint does (standing: |q̇| < {STILL_VELOCITY:g} rad/s; reversing: moving within "
+            f"{REVERSAL_WINDOW_S:g} s of a change of q̇'s sign; moving: the rest); share of samples per joint:"
+            " " + "; ".join(f"{k} " + " ".join(f"{v:.2f}" for v in share[k]) for k in PHASES)
+        )
+        print(f"{'model':<{width}}  {'phase':<9}  {'mean':>6}  per joint")
+        for r in self.rows:
+            for k in PHASES:
+                mean = r[f"{k}_mean"]
+                print(
+                    f"{r['model']:<{width}}  {k:<9}  {'—' if mean is None else f'{mean:.1f}':>6}  "
+                    + " ".join("    —" if not np.isfinite(v) else f"{v:5.1f}" for v in r[f"{k}_rre"])
+                )
+
+
+def _nanmean(values) -> float | None:
+    values = np.asarray(values, dtype=float)
+    return float(np.nanmean(values)) if np.isfinite(values).any() else None
 
 
 def fast_band(s) -> dict:
@@ -136,9 +165,12 @@ def bench_realarm(args) -> dict:
     train, test = _split(args, mapping)
     arm = ArmRigidBody.from_urdf(urdf, mapping.actuated_joints)
     tr, te, band = _filtered_split(train, test, mapping)
-    table = _Table(te.tau)
+    table = _Table(te)
     row = table.row
     rows = table.rows
+    from ...arm.evaluation import filter_floor
+
+    floor = filter_floor(te)
 
     nominal = arm.inverse_dynamics(te.q, te.qd, te.qdd)
     n_mean = row("URDF nominal parameters, no fit", nominal, None)
@@ -175,19 +207,34 @@ def bench_realarm(args) -> dict:
         result = train_arm(train, urdf, mapping, out=out, options=options, progress=lambda s: print(f"  {s}"))
         learned_s = time.perf_counter() - t0
         model = ArmModel(out)
+        if model.memory is not None:
+            row(
+                "learned, without its friction memory",
+                model.torque_of(te, fast=True) - _held(model, te),
+                None,
+            )
         if model.fast.active:
-            row("learned, without its fast torque", model.inverse_dynamics(te.q, te.qd, te.qdd), None)
+            row("learned, without its fast torque", model.torque_of(te, fast=False), None)
         l_mean = row(
             "learned: fit + residual + gear ripple + fast torque (ros_lnn)",
             model.torque_of(te),
             learned_s,
         )
     table.print(mapping.actuated_joints)
+    print(
+        "raw torque against its own filtered copy (what no model of the filtered motion follows) [%]: "
+        f"mean {np.nanmean(floor):.1f}, per joint " + " ".join(f"{v:.1f}" for v in floor)
+    )
     ratio = l_mean / r_mean
+    ls, rs = rows[-1]["standing_mean"], next(r for r in rows if "baseline" in r["model"])["standing_mean"]
+    standing = (
+        "standing: no joint stands long enough in the held-out data"
+        if ls is None or rs is None
+        else f"standing: learned {ls:.2f}, regressor-OLS {rs:.2f}, ratio Ls/Rs = {ls / rs:.3f}"
+    )
     print(
         f"held-out torque rre [%]: learned {l_mean:.2f}, regressor-OLS {r_mean:.2f}, "
-        f"URDF-nominal {n_mean:.2f}, "
-        f"ratio L/R = {ratio:.3f}"
+        f"URDF-nominal {n_mean:.2f}, ratio L/R = {ratio:.3f}; {standing}"
     )
     return {
         "rows": rows,
@@ -196,8 +243,13 @@ def bench_realarm(args) -> dict:
         "regressor_ols": r_mean,
         "urdf_nominal": n_mean,
         "ratio": ratio,
+        "standing_learned": ls,
+        "standing_regressor_ols": rs,
+        "standing_ratio": None if ls is None or rs is None else ls / rs,
+        "filter_floor": floor.tolist(),
         "train_s": learned_s,
         "residual": result.metrics["residual"],
+        "friction_memory": result.metrics["friction_memory"],
         "ripple": result.metrics["ripple"],
         "fast_torque": result.metrics["fast_torque"],
         "above_filter": band,
@@ -212,7 +264,7 @@ def bench_realarm_delan(args, mapping) -> dict:
     train, test = _split(args, mapping)
     print("no URDF (no --urdf, no robot_description): the learned model is DeLaN + joint friction")
     tr, te, _ = _filtered_split(train, test, mapping)
-    table = _Table(te.tau)
+    table = _Table(te)
     table.row("zero torque", np.zeros_like(te.tau), None)
     t0 = time.perf_counter()
     phi = friction_least_squares(tr.qd, tr.tau, mapping.coulomb_velocity)
@@ -248,3 +300,8 @@ def bench_realarm_delan(args, mapping) -> dict:
             "validation_error_friction_only": result.val_error_start,
         },
     }
+
+
+def _held(model, samples) -> np.ndarray:
+    """The memory torque of ``model`` along ``samples`` (their logged positions, pieces started neutral)."""
+    return model.memory.torque(samples.q_measured, samples.starts)
