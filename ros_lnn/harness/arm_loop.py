@@ -14,9 +14,13 @@ import time
 import numpy as np
 
 
-def dds_loop(model_path, program, kp, kd, rate: float, library_rms_mrad: float, say) -> dict:
+def dds_loop(
+    model_path, program, kp, kd, rate: float, library_rms_mrad: float, say, lockstep: bool = False
+) -> dict:
     """Run ``program`` over DDS with the arm model at ``model_path``, gains ``kp``, ``kd`` at ``rate`` Hz;
-    its tracking RMS beside the library loop's ``library_rms_mrad``."""
+    its tracking RMS beside the library loop's ``library_rms_mrad``. ``lockstep``: ``arm_sim`` steps once
+    per command and publishes its simulated time on /clock, which the controller follows (the loop of
+    a simulator in lockstep: the same on any machine, however loaded); otherwise both keep wall time."""
     from builtin_interfaces.msg import Duration
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
@@ -37,6 +41,8 @@ def dds_loop(model_path, program, kp, kd, rate: float, library_rms_mrad: float, 
             f"rate_hz:={rate}",
             "noise_seed:=31",
             "initial_positions:=[" + ",".join(repr(float(x)) for x in program.q[0]) + "]",
+            f"lockstep:={str(lockstep).lower()}",
+            "lockstep_timeout_s:=1.0",
         ],
         env,
         remaps=["effort_commands:=dac_controller/joint_effort_command"],
@@ -50,6 +56,10 @@ def dds_loop(model_path, program, kp, kd, rate: float, library_rms_mrad: float, 
             "joint_kp:=[" + ",".join(repr(float(k)) for k in kp) + "]",
             "joint_kd:=[" + ",".join(repr(float(k)) for k in kd) + "]",
             "robot_description_timeout_s:=30.0",
+            # a loaded machine's scheduling gaps of a tenth of a second would stop the arm (zero
+            # efforts: it falls) long before they disturb the tracking; the watchdog stays, later
+            "state_timeout_s:=0.5",
+            f"use_sim_time:={str(lockstep).lower()}",
             "autostart:=true",
         ],
         env,
@@ -78,7 +88,8 @@ def dds_loop(model_path, program, kp, kd, rate: float, library_rms_mrad: float, 
             raise RuntimeError(
                 f"arm_sim or dac_controller did not come up within two minutes: {output[-2000:]}"
             )
-        start_ns = time.time_ns() + 1_000_000_000
+        with lock:  # the simulated time in lockstep (from 0), the wall clock otherwise
+            start_ns = (states[-1][0] if lockstep else time.time_ns()) + 1_000_000_000
         msg = JointTrajectory(joint_names=list(PANDA_JOINTS))
         msg.header.stamp = ns_to_stamp(start_ns)
         for t, q, qd, qdd in zip(program.times, program.q, program.qd, program.qdd):
@@ -90,7 +101,13 @@ def dds_loop(model_path, program, kp, kd, rate: float, library_rms_mrad: float, 
             msg.points.append(point)
         trajectory.publish(msg)
         say(f"DDS loop: trajectory of {len(msg.points)} points sent; {program.duration:.1f} s of motion")
-        time.sleep(1.0 + program.duration + 0.5)
+        end_ns = start_ns + int((program.duration + 0.5) * 1e9)
+        deadline = time.monotonic() + 20 * (1.5 + program.duration)
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            with lock:
+                if (states[-1][0] if lockstep else time.time_ns()) >= end_ns:
+                    break
         with lock:
             got = list(states)
     finally:
@@ -110,7 +127,8 @@ def dds_loop(model_path, program, kp, kd, rate: float, library_rms_mrad: float, 
     lib = library_rms_mrad
     lagged = out_sim.count("periods behind the clock")
     say(
-        f"DDS loop (dac_controller + arm_sim, own processes, {rate:g} Hz real time): tracking RMS {rms:.3f} "
+        f"DDS loop (dac_controller + arm_sim, own processes, {rate:g} Hz "
+        f"{'lockstep' if lockstep else 'real time'}): tracking RMS {rms:.3f} "
         f"mrad against the library loop's {lib:.3f} (ratio {rms / lib:.2f}); {len(window)} of {expected} "
         f"states; arm_sim lag warnings {lagged}"
     )

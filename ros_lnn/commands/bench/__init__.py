@@ -124,6 +124,12 @@ def add_arguments(parser):
         help="bench armcontrol: also run the loop over DDS (dac_controller and arm_sim, each in its process)",
     )
     parser.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="bench armcontrol --dds: arm_sim steps once per command on simulated time (/clock) instead "
+        "of keeping wall time",
+    )
+    parser.add_argument(
         "--output",
         "--out",
         dest="output",

@@ -14,7 +14,10 @@ sample acting over the next period (a one-period delay, as a robot's torque inte
    pipeline, law ``feedforward_pd``, the same gains (:data:`ros_lnn.demos.arm_control.KP`, ``KD``) for
    A, B and C.
 3. ``--dds``: the same loop for B over DDS, ``dac_controller`` (the arm model file) and ``arm_sim`` (the
-   same arm) each in its own process at 500 Hz (:mod:`ros_lnn.harness.arm_loop`).
+   same arm) each in its own process at 500 Hz (:mod:`ros_lnn.harness.arm_loop`), in real time, or with
+   ``--lockstep`` the simulator stepping once per command on simulated time (a loaded machine's
+   scheduling gaps then slow the run instead of delaying the commands). ``--output DIR`` keeps the
+   identified model (``DIR/panda_identified.onnx``, for ``--model`` in a later run).
 
 Last line: ``arm tracking RMS [mrad]: URDF-nominal A, identified B, true C; A/B = x, B/C = y`` (joint
 position error, every joint and sample of both programs, measured positions).
@@ -53,10 +56,12 @@ def bench_armcontrol(args) -> dict:
         f"({(len(p2p.times) - 1) // 2} moves, 0.5 s stops); gains K_p {list(loop.KP)}, K_d {list(loop.KD)}"
     )
     with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(args.output) if getattr(args, "output", None) else Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
         path = (
             Path(args.model)
             if args.model
-            else _identify(arm, truth, friction, noise, duration, quick, tmp, say)
+            else _identify(arm, truth, friction, noise, duration, quick, str(folder), say)
         )
         model = ArmModel(path)
         nominal = model_from_pinocchio(arm.model, "URDF")
@@ -84,7 +89,9 @@ def bench_armcontrol(args) -> dict:
         if getattr(args, "dds", False):
             from ...harness.arm_loop import dds_loop
 
-            dds = dds_loop(path, whole, loop.KP, loop.KD, loop.RATE_HZ, runs["identified"].rms_mrad(), say)
+            library = runs["identified"].rms_mrad()
+            lockstep = bool(getattr(args, "lockstep", False))
+            dds = dds_loop(path, whole, loop.KP, loop.KD, loop.RATE_HZ, library, say, lockstep)
     a, b, c = (runs[k].rms_mrad() for k in ("URDF-nominal", "identified", "true"))
     share = {k: r.feedforward_share() for k, r in runs.items()}
     figures = {
