@@ -42,7 +42,7 @@ def dds_loop(
             "noise_seed:=31",
             "initial_positions:=[" + ",".join(repr(float(x)) for x in program.q[0]) + "]",
             f"lockstep:={str(lockstep).lower()}",
-            "lockstep_timeout_s:=0.1",  # a command lost in transit: one step on the held one
+            "lockstep_timeout_s:=5.0",  # wait for the controller; a lost command: one step on the held one
         ],
         env,
         remaps=["effort_commands:=dac_controller/joint_effort_command"],
@@ -59,7 +59,7 @@ def dds_loop(
             # a loaded machine's scheduling gaps of a tenth of a second would stop the arm (zero
             # efforts: it falls) long before they disturb the tracking; the watchdog stays, later
             # (in lockstep longer than the simulator's own timeout: the watchdog's zeros would step it)
-            f"state_timeout_s:={2.0 if lockstep else 0.5}",
+            f"state_timeout_s:={10.0 if lockstep else 0.5}",
             f"use_sim_time:={str(lockstep).lower()}",
             "autostart:=true",
         ],

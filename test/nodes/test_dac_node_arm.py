@@ -7,7 +7,6 @@ counted; joints other than the model's are refused in one line; the joint gains 
 from __future__ import annotations
 
 import itertools
-import json
 import time
 
 import numpy as np
@@ -151,15 +150,15 @@ def test_gravity_compensation_is_the_models_gravity_and_friction(make, model_pat
 
 def test_a_model_with_non_finite_friction_zeros_the_command(make, model_path, tmp_path):
     import onnx
-
-    from ros_lnn.arm.model import METADATA_KEY
+    from onnx import numpy_helper
 
     proto = onnx.load(str(model_path))
-    for prop in proto.metadata_props:
-        if prop.key == METADATA_KEY:
-            meta = json.loads(prop.value)
-            meta["phi"][3] = float("nan")  # panda_joint2's viscous friction
-            prop.value = json.dumps(meta)
+    for k, tensor in enumerate(proto.graph.initializer):  # every weight of the graph: friction, residual
+        values = numpy_helper.to_array(tensor)
+        if values.dtype.kind == "f":
+            proto.graph.initializer[k].CopyFrom(
+                numpy_helper.from_array(np.full_like(values, np.nan), tensor.name)
+            )
     bad = tmp_path / "nan_friction.onnx"
     onnx.save(proto, str(bad))
     node, h, ns, ok = make({"model_path": str(bad), "law": "gravity_compensation"})
