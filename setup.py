@@ -87,6 +87,7 @@ setup(
             "dac_chain_sim = ros_lnn.nodes.dac_chain_sim:main",
             "effort_watchdog = ros_lnn.nodes.effort_watchdog:main",
             "effort_observer = ros_lnn.nodes.effort_observer:main",
+            "arm_sim = ros_lnn.nodes.arm_sim:main",
         ],
     },
 )

@@ -8,12 +8,12 @@ config        parameter YAML (default config/dac_controller.yaml)
 effort_topic  where ~/joint_effort_command goes (empty: not remapped). For ros2_control, relay it through
               effort_watchdog as launch/dac_ros2_control.launch.py does: the effort controllers hold the
               last command forever, and their ~/commands subscription is reliable
-autostart     true: launch_ros configures and activates the lifecycle node; a failed configure leaves it
-              unconfigured (one error line) and running
+autostart     true: the lifecycle node configures and activates itself (its autostart parameter, not
+              launch_ros's, whose race could leave it inactive: ros2/launch_ros#445); a failed configure
+              leaves it unconfigured (one error line) and running
 """
 
 from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition, UnlessCondition
 from launch.substitutions import (
     EqualsSubstitution,
     FileContent,
@@ -31,7 +31,7 @@ SHARE = FindPackageShare("ros_lnn")
 ARG = LaunchConfiguration
 
 
-def dac_controller(autostart: bool) -> LifecycleNode:
+def dac_controller() -> LifecycleNode:
     effort_topic = IfElseSubstitution(
         EqualsSubstitution(ARG("effort_topic"), ""), "~/joint_effort_command", ARG("effort_topic")
     )
@@ -45,12 +45,11 @@ def dac_controller(autostart: bool) -> LifecycleNode:
             {
                 "robot_description": ParameterValue(FileContent(ARG("urdf")), value_type=str),
                 "use_sim_time": ParameterValue(ARG("use_sim_time"), value_type=bool),
-                "autostart": False,
+                "autostart": ParameterValue(ARG("autostart"), value_type=bool),
             },
         ],
         remappings=[("~/joint_effort_command", effort_topic)],
-        autostart=autostart,
-        condition=(IfCondition if autostart else UnlessCondition)(ARG("autostart")),
+        autostart=False,
         output="screen",
     )
 
@@ -74,9 +73,8 @@ def generate_launch_description():
             ),
             DeclareLaunchArgument("use_sim_time", default_value="false", description="follow /clock"),
             DeclareLaunchArgument(
-                "autostart", default_value="true", description="configure and activate through launch_ros"
+                "autostart", default_value="true", description="the node configures and activates itself"
             ),
-            dac_controller(autostart=True),
-            dac_controller(autostart=False),
+            dac_controller(),
         ]
     )

@@ -3,10 +3,10 @@
     ros2 launch ros_lnn dac_demo.launch.py [rviz:=true] [namespace:=<ns>]
 
 dac_chain_sim integrates config/dac_chain.urdf with the tensor multibody model, driven by the
-controller's ~/joint_effort_command; the controller (law III, configured and activated through
-launch_ros) makes the tool trace a circle while the null-space potential keeps the wrist off an obstacle
-(config/dac_demo.yaml). RViz shows the robot (robot_state_publisher), the commanded body forces, the
-target and the obstacle (~/markers).
+controller's ~/joint_effort_command; the controller (law III, configuring and activating itself through
+its autostart parameter) makes the tool trace a circle while the null-space potential keeps the wrist off
+an obstacle (config/dac_demo.yaml). RViz shows the robot (robot_state_publisher), the commanded body
+forces, the target and the obstacle (~/markers).
 """
 
 from launch.actions import DeclareLaunchArgument, GroupAction
@@ -48,9 +48,9 @@ def generate_launch_description():
                 executable="dac_controller",
                 name="dac_controller",
                 namespace=ARG("namespace"),
-                autostart=True,
+                autostart=False,  # the node's own autostart: launch_ros's could leave it inactive (#445)
                 output="screen",
-                parameters=[config, {"robot_description": description, "autostart": False}],
+                parameters=[config, {"robot_description": description, "autostart": True}],
             ),
             GroupAction(
                 condition=IfCondition(ARG("rviz")),

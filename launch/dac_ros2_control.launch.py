@@ -84,11 +84,11 @@ def generate_launch_description():
                 executable="dac_controller",
                 name="dac_controller",
                 namespace="",
-                autostart=True,
+                autostart=False,  # the node's own autostart: launch_ros's could leave it inactive (#445)
                 output="screen",
                 parameters=[
                     ARG("config"),
-                    {"robot_description": description, "joint_names": JOINTS, "autostart": False},
+                    {"robot_description": description, "joint_names": JOINTS, "autostart": True},
                 ],
             ),
             Node(

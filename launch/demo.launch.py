@@ -1,20 +1,29 @@
 """Simulator + ServoLNN estimator (+ RViz): the demo on a ROS 2 install.
 
     ros2 launch ros_lnn demo.launch.py [system:=crane|chain] [config:=<yaml>] [model:=<onnx>]
-        [namespace:=<ns>] [use_sim_time:=false] [rviz:=true] [estimate_qdd:=false] [autostart:=true]
+        [namespace:=<ns>] [use_sim_time:=false] [rviz:=true|false] [estimate_qdd:=false] [autostart:=true]
 
 system        picks config/<system>.yaml and config/<system>.urdf (default crane)
 use_sim_time  true: the simulator publishes /clock (simulated time) and every node follows it
+rviz          RViz + robot_state_publisher; default: on where a display is set (DISPLAY or WAYLAND_DISPLAY),
+              off on a headless robot computer
 estimate_qdd  true: the estimator estimates servo accelerations from joint_states instead of taking
               them from the simulator's plan (sim/servo_plan)
 The chain needs a chain model (model:=...); the crane uses the shipped model. The estimator comes from
-estimator.launch.py (lifecycle autostart through launch_ros).
+estimator.launch.py (it configures and activates itself: its autostart parameter).
 """
 
 from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription
 from launch.conditions import IfCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import FileContent, IfElseSubstitution, LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import (
+    EnvironmentVariable,
+    EqualsSubstitution,
+    FileContent,
+    IfElseSubstitution,
+    LaunchConfiguration,
+    PathJoinSubstitution,
+)
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
@@ -23,6 +32,18 @@ from launch import LaunchDescription
 
 SHARE = FindPackageShare("ros_lnn")
 ARG = LaunchConfiguration
+#: "true" where a display is set, "false" on a headless machine (RViz would exit 1 there)
+DISPLAY_SET = IfElseSubstitution(
+    EqualsSubstitution(
+        [
+            EnvironmentVariable("DISPLAY", default_value=""),
+            EnvironmentVariable("WAYLAND_DISPLAY", default_value=""),
+        ],
+        "",
+    ),
+    "false",
+    "true",
+)
 
 
 def generate_launch_description():
@@ -51,7 +72,9 @@ def generate_launch_description():
                 description="simulator publishes /clock; all nodes follow it",
             ),
             DeclareLaunchArgument(
-                "rviz", default_value="true", description="start RViz + robot_state_publisher"
+                "rviz",
+                default_value=DISPLAY_SET,
+                description="start RViz + robot_state_publisher (default: where a display is set)",
             ),
             DeclareLaunchArgument(
                 "estimate_qdd",

@@ -5,8 +5,9 @@
 
 config          parameter file (default: share/ros_lnn/config/crane.yaml)
 model           ONNX model overriding the config's model_path (default: the config's)
-autostart       true: launch_ros configures and activates the lifecycle node (a failed configure leaves it
-                unconfigured, with one error line); false: drive it with a lifecycle manager
+autostart       true: the lifecycle node configures and activates itself (its autostart parameter; a failed
+                configure leaves it unconfigured, with one error line); false: drive it with a lifecycle
+                manager
 servo_commands  the topic the estimator takes servo commands from
 rviz            also start RViz with config/ros_lnn.rviz and robot_state_publisher with ``urdf``
 """
@@ -14,7 +15,6 @@ rviz            also start RViz with config/ros_lnn.rviz and robot_state_publish
 from launch.actions import DeclareLaunchArgument, GroupAction
 from launch.conditions import IfCondition
 from launch.substitutions import (
-    AndSubstitution,
     EqualsSubstitution,
     FileContent,
     LaunchConfiguration,
@@ -31,28 +31,27 @@ SHARE = FindPackageShare("ros_lnn")
 ARG = LaunchConfiguration
 
 
-def servo_lnn(autostart: bool, model_given: bool) -> LifecycleNode:
-    """One of four variants, exactly one of which runs: launch_ros takes ``autostart`` as a plain bool,
-    and ``model_path`` is overridden only when model:= is given (an empty override would replace the
-    config's model with the shipped one)."""
-    # autostart False: the node's own autostart stays off, launch_ros does the transitions
-    overrides = {"use_sim_time": ParameterValue(ARG("use_sim_time"), value_type=bool), "autostart": False}
+def servo_lnn(model_given: bool) -> LifecycleNode:
+    """One of two variants, exactly one of which runs: ``model_path`` is overridden only when model:= is
+    given (an empty override would replace the config's model with the shipped one). The node configures
+    and activates itself (its ``autostart`` parameter), so launch_ros's lifecycle autostart, which could
+    leave a node inactive (ros2/launch_ros#445), is not used."""
+    overrides = {
+        "use_sim_time": ParameterValue(ARG("use_sim_time"), value_type=bool),
+        "autostart": ParameterValue(ARG("autostart"), value_type=bool),
+    }
     if model_given:
         overrides["model_path"] = ARG("model")
     no_model = EqualsSubstitution(ARG("model"), "")
-    runs = AndSubstitution(
-        ARG("autostart") if autostart else NotSubstitution(ARG("autostart")),
-        NotSubstitution(no_model) if model_given else no_model,
-    )
     return LifecycleNode(
         package="ros_lnn",
         executable="servo_lnn",
         name="servo_lnn",
         namespace=ARG("namespace"),
         parameters=[ARG("config"), overrides],
-        autostart=autostart,
+        autostart=False,
         remappings=[("servo_commands", ARG("servo_commands"))],
-        condition=IfCondition(runs),
+        condition=IfCondition(NotSubstitution(no_model) if model_given else no_model),
         output="screen",
     )
 
@@ -70,7 +69,7 @@ def generate_launch_description():
             DeclareLaunchArgument("namespace", default_value="", description="namespace of the node(s)"),
             DeclareLaunchArgument("use_sim_time", default_value="false", description="follow /clock"),
             DeclareLaunchArgument(
-                "autostart", default_value="true", description="configure and activate through launch_ros"
+                "autostart", default_value="true", description="the node configures and activates itself"
             ),
             DeclareLaunchArgument(
                 "servo_commands", default_value="servo_commands", description="topic of the servo commands"
@@ -83,11 +82,8 @@ def generate_launch_description():
                 default_value=PathJoinSubstitution([SHARE, "config", "crane.urdf"]),
                 description="robot model for robot_state_publisher (with rviz:=true)",
             ),
-            *[
-                servo_lnn(autostart, model_given)
-                for autostart in (True, False)
-                for model_given in (True, False)
-            ],
+            servo_lnn(model_given=True),
+            servo_lnn(model_given=False),
             GroupAction(
                 condition=IfCondition(ARG("rviz")),
                 actions=[

@@ -3,7 +3,8 @@
 launch and launch_ros have no wheels on PyPI (the ROS wheels stop at rclpy), so the launch files cannot
 run under the real LaunchService here. This module gives them the same import paths and evaluates
 what a launch would start: arguments (defaults, choices, overrides), substitutions (LaunchConfiguration,
-PathJoinSubstitution, FindPackageShare through the real ament index, FileContent, IfElse/Equals/Not/And),
+PathJoinSubstitution, FindPackageShare through the real ament index, FileContent, IfElse/Equals/Not/And,
+EnvironmentVariable, Command),
 conditions (IfCondition/UnlessCondition, with launch's rule that only true/false/1/0 are valid),
 scoped GroupAction, IncludeLaunchDescription of another launch file, Node and LifecycleNode with their
 parameters (ParameterValue typed as launch_ros types it), remappings and arguments. Where the real launch
@@ -119,6 +120,41 @@ class IfElseSubstitution(Substitution):
         return perform(
             self.if_value if as_bool(perform(self.condition, context)) else self.else_value, context
         )
+
+
+class EnvironmentVariable(Substitution):
+    """An environment variable's value, ``default_value`` where it is unset (launch raises without one)."""
+
+    def __init__(self, name, default_value=None):
+        self.name, self.default_value = name, default_value
+
+    def perform(self, context):
+        name = perform(self.name, context)
+        if name in os.environ:
+            return os.environ[name]
+        if self.default_value is None:
+            raise LaunchError(f"environment variable '{name}' does not exist")
+        return perform(self.default_value, context)
+
+
+class Command(Substitution):
+    """A command's standard output, as launch runs it (split as a shell would; no shell)."""
+
+    def __init__(self, command):
+        self.command = command
+
+    def perform(self, context):
+        import shlex
+        import shutil
+        import subprocess
+
+        argv = shlex.split(perform(self.command, context))
+        if not argv or shutil.which(argv[0]) is None:
+            raise LaunchError(f"Command: executable '{argv[0] if argv else ''}' not found")
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise LaunchError(f"Command {argv} failed: {done.stderr.strip()}")
+        return done.stdout
 
 
 class FindPackageShare(Substitution):
@@ -250,6 +286,8 @@ def modules() -> dict:
                 NotSubstitution,
                 AndSubstitution,
                 IfElseSubstitution,
+                EnvironmentVariable,
+                Command,
             )
         },
         "launch_ros": {},

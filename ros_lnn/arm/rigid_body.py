@@ -40,7 +40,7 @@ class ArmRigidBody:
     @classmethod
     def from_urdf(cls, urdf, joints, gravity=(0.0, 0.0, -9.81)) -> ArmRigidBody:
         """``urdf``: a path or the URDF's text; ``joints``: the actuated joints, in the mapping's order."""
-        text = _urdf_text(urdf)
+        text = urdf_text(urdf)
         pin = pinocchio()
         full, names = pinocchio_model(pin, text)
         missing = [j for j in joints if j not in names]
@@ -160,7 +160,8 @@ class ArmRigidBody:
         return np.array(self.model.effortLimit)[self.order]
 
 
-def _urdf_text(urdf) -> str:
+def urdf_text(urdf) -> str:
+    """The URDF's text: ``urdf`` itself when it is one, else the file it names (ConfigError: unreadable)."""
     if isinstance(urdf, str) and urdf.lstrip().startswith("<"):
         return urdf
     path = Path(urdf)

@@ -195,6 +195,99 @@ class ArmRun:
         return ArmRecording(name, self.joints, self.t.copy(), self.q.copy(), self.qd.copy(), self.tau.copy())
 
 
+class ArmPlant:
+    """The true arm: ``truth``'s rigid body (Pinocchio ABA) with its joint ``friction``, integrated by
+    RK4 over ``substeps`` sub-steps under a joint torque held over each step (zero-order hold); a
+    :class:`StickyFriction` starts at construction and its deflection advances after every sub-step."""
+
+    def __init__(
+        self, truth: ArmRigidBody, friction: TrueFriction | StickyFriction | None = None, substeps: int = 1
+    ):
+        self.truth = truth
+        self.friction = friction or TrueFriction.none(truth.n)
+        self.sticky = self.friction if isinstance(self.friction, StickyFriction) else None
+        if self.sticky is not None:
+            self.sticky.start()
+        self.substeps = int(substeps)
+        self._pin = pinocchio()
+        self._data = truth.model.createData()
+        n = truth.n
+        self._q, self._qd, self._tau = np.empty(n), np.empty(n), np.empty(n)
+
+    def acceleration(self, q, qd, tau) -> np.ndarray:
+        """``q̈`` under the joint torque ``tau`` (mapping order), friction acting against it."""
+        order = self.truth.order
+        self._q[order], self._qd[order] = q, qd
+        self._tau[order] = tau - self.friction.torque(q, qd)
+        return self._pin.aba(self.truth.model, self._data, self._q, self._qd, self._tau)[order]
+
+    def step(self, q, qd, tau, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """The state ``dt`` later, ``tau`` held over the step."""
+        accel = self.acceleration
+        h = dt / self.substeps
+        for _ in range(self.substeps):
+            a1 = accel(q, qd, tau)
+            a2 = accel(q + 0.5 * h * qd, qd + 0.5 * h * a1, tau)
+            a3 = accel(q + 0.5 * h * (qd + 0.5 * h * a1), qd + 0.5 * h * a2, tau)
+            a4 = accel(q + h * (qd + 0.5 * h * a2), qd + h * a3, tau)
+            q_new = q + h * (qd + h / 6 * (a1 + a2 + a3))
+            qd_new = qd + h / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+            if self.sticky is not None:  # the deflection over the sub-step at its mean velocity, exactly
+                self.sticky.advance((q_new - q) / h, h)
+            q, qd = q_new, qd_new
+        return q, qd
+
+
+class SimulatedArm:
+    """A simulated arm as its controller sees it, one control period at a time: :meth:`measure` gives
+    the state with sensor noise, :meth:`step` takes the controller's joint torque and moves the arm one
+    period. ``delay_steps``: control periods between the state a torque was computed from and the
+    period it acts over — 1 as on a robot whose joint torque interface applies each command at its
+    next tick (libfranka, a ros2_control hardware loop at the controller's rate); 0: at once (an
+    idealised loop). ``applied`` is the torque that acted over the last period and ``measured_torque``
+    it with the torque sensor's noise (what a robot reports as effort)."""
+
+    def __init__(
+        self,
+        plant: ArmPlant,
+        q0,
+        qd0=None,
+        noise: Noise | None = None,
+        delay_steps: int = 1,
+        seed: int = 0,
+    ):
+        n = plant.truth.n
+        self.plant = plant
+        self.q = np.asarray(q0, dtype=float).copy()
+        self.qd = np.zeros(n) if qd0 is None else np.asarray(qd0, dtype=float).copy()
+        self.noise = noise or Noise.off()
+        self.rng = np.random.default_rng(seed)  # q, q̇; the torque's own stream: reading it changes neither
+        self._torque_rng = np.random.default_rng([seed, 1])
+        self._queue = [np.zeros(n) for _ in range(int(delay_steps))]
+        self.applied = np.zeros(n)
+        self.t = 0.0
+
+    def measure(self) -> tuple[np.ndarray, np.ndarray]:
+        n, noise, rng = len(self.q), self.noise, self.rng
+        return self.q + noise.q * rng.standard_normal(n), self.qd + noise.qd * rng.standard_normal(n)
+
+    def measured_torque(self) -> np.ndarray:
+        return self.applied + self.noise.tau * self._torque_rng.standard_normal(len(self.q))
+
+    def step(self, tau, dt: float) -> None:
+        """Take the command ``tau`` and move one period ``dt`` (under the command of ``delay_steps``
+        periods ago); ConfigError when the simulation diverges."""
+        tau = np.asarray(tau, dtype=float)
+        if self._queue:
+            self._queue.append(tau.copy())
+            tau = self._queue.pop(0)
+        self.applied = tau
+        self.q, self.qd = self.plant.step(self.q, self.qd, tau, dt)
+        self.t += dt
+        if not (np.all(np.isfinite(self.q)) and np.all(np.isfinite(self.qd))):
+            raise ConfigError(f"the simulated arm diverged at t = {self.t:.3f} s (lower the gains)")
+
+
 def simulate_arm(
     truth: ArmRigidBody,
     duration: float,
@@ -223,14 +316,10 @@ def simulate_arm(
             raise ConfigError(f"pulse on joint {p.joint}: the arm has joints 0..{n - 1}")
     rng = np.random.default_rng(seed)
     nominal = nominal or truth
-    friction = friction or TrueFriction.none(n)
-    sticky = friction if isinstance(friction, StickyFriction) else None
-    if sticky is not None:
-        sticky.start()
     noise = noise or Noise.off()
     ref = reference or multisine_reference(truth, seed)
     kp, kd = bandwidth**2, 2 * damping * bandwidth
-    model, data = truth.model, truth.model.createData()
+    plant = ArmPlant(truth, friction, substeps)
     nom_model, nom_data = nominal.model, nominal.model.createData()
     order = truth.order
     steps = int(round(duration * rate_hz))
@@ -241,14 +330,6 @@ def simulate_arm(
     q, qd = ref(0.0)
     q, qd = q.copy(), qd.copy()
     pq = np.empty(n)
-    pv = np.empty(n)
-    pt = np.empty(n)
-
-    def accel(q, qd, tau_total):
-        pq[order], pv[order] = q, qd
-        pt[order] = tau_total - friction.torque(q, qd)
-        return pin.aba(model, data, pq, pv, pt)[order]
-
     N = steps + 1
     out = {k: np.empty((N, n)) for k in ("q", "qd", "tau", "q_true", "qd_true", "ext")}
     for k in range(N):
@@ -267,18 +348,7 @@ def simulate_arm(
         out["q_true"][k], out["qd_true"][k], out["ext"][k] = q, qd, ext
         if k == N - 1:
             break
-        h = dts[k] / substeps
-        total = tau + ext
-        for _ in range(substeps):
-            a1 = accel(q, qd, total)
-            a2 = accel(q + 0.5 * h * qd, qd + 0.5 * h * a1, total)
-            a3 = accel(q + 0.5 * h * (qd + 0.5 * h * a1), qd + 0.5 * h * a2, total)
-            a4 = accel(q + h * (qd + 0.5 * h * a2), qd + h * a3, total)
-            q_new = q + h * (qd + h / 6 * (a1 + a2 + a3))
-            qd_new = qd + h / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
-            if sticky is not None:  # the deflection over the sub-step at its mean velocity, exactly
-                sticky.advance((q_new - q) / h, h)
-            q, qd = q_new, qd_new
+        q, qd = plant.step(q, qd, tau + ext, dts[k])
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
             raise ConfigError(f"simulation diverged at t = {t:.3f} s (lower the gains or add substeps)")
     return ArmRun(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -40,16 +41,32 @@ Residual = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 RESIDUAL_STATES = ("off", "ok", "clipped", "non_finite")
 
 
+class Compensation(Protocol):
+    """The compensated term of a model whose certain part is a rigid body: what the joints need besides
+    ``H q̈ + C q̇ + g`` (an identified arm's friction and learned residual,
+    :class:`ros_lnn.arm.compensation.ArmCompensation`). ``torque(q, q̇)`` (``joint_names`` order) is
+    called once per control step, in the order of the steps: a model with an internal state (friction
+    with memory) advances it there; ``reset()`` starts it afresh (at activation)."""
+
+    def torque(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray: ...
+
+    def reset(self) -> None: ...
+
+
 @dataclass
 class EffortCommand:
     effort: np.ndarray  # what is sent, limits applied (joint order of ``joint_names``)
     requested: np.ndarray  # before the limits (model part + residual)
-    model_part: np.ndarray  # Gᵀ τ_c
+    model_part: np.ndarray  # Gᵀ τ_c (a joint law: its feed-forward and feedback)
     residual_part: np.ndarray
     saturated: np.ndarray  # bool per joint
     unactuated: np.ndarray  # Gᵀ τ_c on the floating-root rates (empty for a fixed base)
     saturation_ratio: float  # max |requested| / limit over the joints (> 1: the command was clipped)
     residual_state: str = "off"  # one of RESIDUAL_STATES
+    compensation_part: np.ndarray | None = None  # the model's compensated term (None: no compensation)
+    #: "off", "ok", or "non_finite": the compensation gave a non-finite torque and the command is zero
+    compensation_state: str = "off"
+    feedback_part: np.ndarray | None = None  # joint laws: the PD (or damping) term of the effort
 
 
 class PortToEfforts:
@@ -66,6 +83,7 @@ class PortToEfforts:
         residual: Residual | None = None,
         coordinates=None,
         residual_limit=None,
+        compensation: Compensation | None = None,
     ):
         layout = coordinate_layout(model)
         self._root_cols = 6 if layout and layout[0][1] == "floating" else 0
@@ -108,6 +126,9 @@ class PortToEfforts:
         self._no_residual = np.zeros(len(joint_names))
         self._no_residual.setflags(write=False)
         self.residual = residual
+        self.compensation = compensation
+        self._zero = np.zeros(len(joint_names))
+        self._zero.setflags(write=False)
         self.set_residual_limit(residual_limit)
 
     def set_residual_limit(self, limit) -> None:
@@ -133,10 +154,28 @@ class PortToEfforts:
             gen = twist_map(self.model, data).T.dot(np.asarray(tau_c, dtype=float))
         return self.from_generalized(gen, q, qd, qdd_r)
 
-    def from_generalized(self, gen: np.ndarray, q=None, qd=None, qdd_r=None) -> EffortCommand:
+    def from_generalized(
+        self, gen: np.ndarray, q=None, qd=None, qdd_r=None, compensate_at=None
+    ) -> EffortCommand:
         """The command from ``Gᵀ τ_c`` already computed (model coordinate order); ``q, q̇, q̈_r`` in
-        ``joint_names`` order for the learned part."""
+        ``joint_names`` order for the learned part. The compensation is evaluated at
+        ``compensate_at = (q, q̇)`` (the desired state of a feed-forward law; default the measured one);
+        a non-finite compensation zeros the whole command (``compensation_state`` ``"non_finite"``)."""
         model_part = gen if self._identity else gen.take(self._cols)
+        base, compensation, comp_state = model_part, None, "off"
+        if self.compensation is not None:
+            cq, cqd = compensate_at if compensate_at is not None else (q, qd)
+            compensation = np.asarray(self.compensation.torque(cq, cqd), dtype=float).reshape(
+                model_part.shape
+            )
+            comp_state = "ok"
+            if not math.isfinite(float(compensation.dot(compensation))):
+                zero = self._zero
+                return EffortCommand(
+                    zero.copy(), zero.copy(), model_part, zero, np.zeros(len(zero), dtype=bool),
+                    gen[: self._root_cols], 0.0, "off", compensation, "non_finite",
+                )  # fmt: skip
+            base = model_part + compensation
         state = "off"
         if self.residual is not None:
             res: np.ndarray = np.asarray(self.residual(q, qd, qdd_r), dtype=float).reshape(model_part.shape)
@@ -146,14 +185,15 @@ class PortToEfforts:
                 res, state = self._no_residual, "non_finite"
             elif self.residual_limit is not None and np.any(np.abs(res) > self.residual_limit):
                 res, state = np.clip(res, -self.residual_limit, self.residual_limit), "clipped"
-            requested = model_part + res
+            requested = base + res
         else:
             res = self._no_residual
-            requested = model_part.copy()
+            requested = base.copy()
         effort = np.minimum(np.maximum(requested, self._neg_limits), self.limits)
         magnitude = np.abs(requested)
         ratios = (magnitude * self._inv_limits).tolist()
         ratio = max(ratios, default=0.0) if math.isfinite(sum(ratios)) else math.nan
         return EffortCommand(
-            effort, requested, model_part, res, magnitude > self.limits, gen[: self._root_cols], ratio, state
-        )
+            effort, requested, model_part, res, magnitude > self.limits, gen[: self._root_cols], ratio, state,
+            compensation, comp_state,
+        )  # fmt: skip

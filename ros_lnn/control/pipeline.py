@@ -14,6 +14,11 @@ Joint limits (:mod:`ros_lnn.control.joint_limits`, ``set_joint_limits``): the ef
 clamp, go through soft position and velocity limits; a violation zeros them, latched until
 ``joint_limits.reset()``.
 
+The joint laws (:mod:`ros_lnn.control.joint_laws`: ``feedforward_pd``, ``gravity_compensation``) run on the
+same model, joint trajectory and effort map. A model whose certain part is a rigid body brings its
+compensated term (``compensation``, :class:`ros_lnn.control.effort.Compensation`: an identified arm's
+friction and residual), added to every law's efforts.
+
 Hold policy: before any target arrives, and whenever ``hold()`` is called, the target becomes the
 current configuration at rest (the end-effector pose now, or the joint positions now); after the last
 trajectory point the trajectory holds its final point. Non-finite inputs raise ``DataError`` and
@@ -31,6 +36,7 @@ import numpy as np
 from ..errors import ConfigError, DataError
 from ..physics.multibody.pin import JointSpaceData, PinocchioModel, kinematics
 from .dac import (
+    LAWS,
     BodyPoseTarget,
     DacController,
     DacResult,
@@ -40,7 +46,8 @@ from .dac import (
     VelocityTarget,
     end_effector_state,
 )
-from .effort import EffortCommand, PortToEfforts, Residual
+from .effort import Compensation, EffortCommand, PortToEfforts, Residual
+from .joint_laws import JOINT_LAWS, JointLaw
 from .joint_limits import JointLimitGuard, LimitResult
 from .joint_space import EndEffectorLawJointSpace, JointTargetLawJointSpace
 from .mobility import JointSpaceOperators
@@ -59,9 +66,11 @@ class PipelineOutput:
 
 
 class JointTrajectorySampler:
-    """Piecewise cubic Hermite through (t_k, q_k, q̇_k); q̇_k from finite differences when absent."""
+    """Piecewise cubic Hermite through (t_k, q_k, q̇_k); q̇_k from finite differences when absent. With
+    accelerations at every point the segments are quintic (q̈ continuous, as joint_trajectory_controller
+    interpolates them): what a feed-forward law needs from a trajectory."""
 
-    def __init__(self, times, positions, velocities=None):
+    def __init__(self, times, positions, velocities=None, accelerations=None):
         t = np.asarray(times, float)
         q = np.asarray(positions, float)
         if (
@@ -88,6 +97,24 @@ class JointTrajectorySampler:
         segments = np.empty((max(len(t) - 1, 0), 4, q.shape[1]))  # per segment [q_k, h q̇_k, q_k+1, h q̇_k+1]
         segments[:, 0], segments[:, 1], segments[:, 2], segments[:, 3] = q[:-1], h * v[:-1], q[1:], h * v[1:]
         self._segments = segments
+        self._quintic = None
+        if accelerations is not None and velocities is not None and len(accelerations) == len(t):
+            a = np.asarray(accelerations, float)
+            if a.shape != q.shape or not np.all(np.isfinite(a)):
+                raise DataError("joint trajectory: accelerations must be finite, one per joint and point")
+            # power-basis coefficients in s ∈ [0, 1] per segment (ros_lnn.estimation.trajectory's quintic)
+            p0, p1, v0, v1, a0, a1 = q[:-1], q[1:], h * v[:-1], h * v[1:], h * h * a[:-1], h * h * a[1:]
+            self._quintic = np.stack(
+                [
+                    p0,
+                    v0,
+                    0.5 * a0,
+                    10 * (p1 - p0) - 6 * v0 - 4 * v1 - 1.5 * a0 + 0.5 * a1,
+                    -15 * (p1 - p0) + 8 * v0 + 7 * v1 + 1.5 * a0 - a1,
+                    6 * (p1 - p0) - 3 * (v0 + v1) - 0.5 * (a0 - a1),
+                ],
+                axis=1,
+            )
 
     def __call__(self, t: float):
         """``(q, q̇, q̈)`` at ``t`` (before the first point: the first at rest; after the last: the last)."""
@@ -103,6 +130,17 @@ class JointTrajectorySampler:
         s = (t - ts[k]) / h
         s2 = s * s
         s3 = s2 * s
+        if self._quintic is not None:
+            s4 = s3 * s
+            basis = np.array(
+                [
+                    [1.0, s, s2, s3, s4, s4 * s],
+                    [0.0, 1.0 / h, 2 * s / h, 3 * s2 / h, 4 * s3 / h, 5 * s4 / h],
+                    [0.0, 0.0, 2 / h**2, 6 * s / h**2, 12 * s2 / h**2, 20 * s3 / h**2],
+                ]
+            )
+            out = basis.dot(self._quintic[k])
+            return out[0], out[1], out[2]
         # Hermite basis, its first and second derivatives (in s; divided by h and h² for t)
         basis = np.array(
             [
@@ -151,9 +189,14 @@ class DacPipeline:
         effort_limits=None,
         residual: Residual | None = None,
         residual_limit=None,
+        compensation: Compensation | None = None,
+        joint_kp=(0.0,),
+        joint_kd=(0.0,),
     ):
         if model.floating_root is not None:
             raise ConfigError(f"model '{model.name}': the joint-space pipeline needs a fixed base")
+        if law not in LAWS + JOINT_LAWS:
+            raise ConfigError(f"law '{law}' is not one of {', '.join(LAWS + JOINT_LAWS)}")
         self.model = model
         if ee_link:
             frames = getattr(model, "frames", {})
@@ -173,10 +216,17 @@ class DacPipeline:
                 influence=obstacle_influence,
                 gain=obstacle_eta,
             )
-        self.controller = DacController(model, law, gains, ee, field)
+        # a joint law keeps a DAC controller for its end effector and obstacle field (the markers)
+        self.controller = DacController(model, law if law in LAWS else "pose", gains, ee, field)
         self.pinocchio = PinocchioModel(model, frames=[("end_effector", ee.body, ee.offset, ee.rotation)])
         self.efforts = PortToEfforts(
-            model, joint_names, effort_limits, residual, self.pinocchio.joint_names, residual_limit
+            model,
+            joint_names,
+            effort_limits,
+            residual,
+            self.pinocchio.joint_names,
+            residual_limit,
+            compensation,
         )
         self.joint_names = self.efforts.joint_names
         self._to_model = np.array([self.joint_names.index(n) for n in self.pinocchio.joint_names])
@@ -187,6 +237,10 @@ class DacPipeline:
         self.law, self.ee_attitude = law, ee_attitude
         self._law_iii = self._joint_space_law()
         self._law_joint_target = self._joint_target_law()
+        self._joint_law = None
+        if law in JOINT_LAWS:
+            self._joint_law = JointLaw(self.pinocchio, law, self.pinocchio.frame_ids["end_effector"])
+            self.set_joint_gains(joint_kp, joint_kd)
         self._ee_target: EndEffectorTarget | None = None
         self._trajectory: JointTrajectorySampler | None = None
         self._hold_q: np.ndarray | None = None
@@ -201,7 +255,7 @@ class DacPipeline:
         return EndEffectorLawJointSpace(self.controller, self.pinocchio, frame)
 
     def _joint_target_law(self) -> JointTargetLawJointSpace | None:
-        if self.law == "end_effector":
+        if self.law not in ("velocity", "pose"):
             return None
         frame = self.pinocchio.frame_ids["end_effector"]
         return JointTargetLawJointSpace(self.controller, self.pinocchio, frame)
@@ -214,10 +268,30 @@ class DacPipeline:
         """New gains from the next step on (targets, hold and trajectory kept); ``ConfigError`` (and
         nothing changed) when they are not valid."""
         ctl = self.controller
-        controller = DacController(self.model, self.law, gains, ctl.end_effector, ctl.obstacles)
+        law = self.law if self.law in LAWS else "pose"
+        controller = DacController(self.model, law, gains, ctl.end_effector, ctl.obstacles)
         self.controller = controller
         self._law_iii = self._joint_space_law()
         self._law_joint_target = self._joint_target_law()
+
+    @property
+    def compensation(self) -> Compensation | None:
+        return self.efforts.compensation
+
+    def set_joint_gains(self, kp, kd) -> None:
+        """The joint laws' ``K_p`` and ``K_d`` (one number for every joint, or one per ``joint_names``
+        entry) from the next step on; ``ConfigError`` (nothing changed) when they are not valid."""
+        from .joint_laws import per_joint
+
+        n = len(self.joint_names)
+        kp, kd = per_joint(kp, n, "joint_kp"), per_joint(kd, n, "joint_kd")
+        if self._joint_law is not None:
+            self._joint_law.set_gains(self.model_order(kp), self.model_order(kd))
+
+    def reset_compensation(self) -> None:
+        """Start the compensated term afresh (a model with an internal state: at activation)."""
+        if self.efforts.compensation is not None:
+            self.efforts.compensation.reset()
 
     def set_joint_limits(self, guard: JointLimitGuard | None) -> None:
         """Position and velocity limits (``joint_names`` order) on every command from now on; None: off."""
@@ -285,9 +359,10 @@ class DacPipeline:
         """A moving end-effector target: ``path(t) -> EndEffectorTarget`` (with feed-forward twist)."""
         self._ee_path = path
 
-    def set_joint_trajectory(self, times, positions, velocities=None):
-        """Times in seconds on the pipeline's clock; positions (K, n) in the configured joint order."""
-        self._trajectory = JointTrajectorySampler(times, positions, velocities)
+    def set_joint_trajectory(self, times, positions, velocities=None, accelerations=None):
+        """Times in seconds on the pipeline's clock; positions (K, n) in the configured joint order
+        (velocities and accelerations likewise: with both the segments are quintic)."""
+        self._trajectory = JointTrajectorySampler(times, positions, velocities, accelerations)
 
     def hold(self, q=None):
         """Drop the target: hold the configuration ``q`` (configured order), at rest."""
@@ -359,8 +434,26 @@ class DacPipeline:
         limits = self._limited(cmd, q, qd)
         return PipelineOutput(result, cmd, data, ee_pos, None, limits=limits)
 
+    def _step_joint_law(self, q, qd, qm, qdm, t: float) -> PipelineOutput:
+        """A joint law (:mod:`ros_lnn.control.joint_laws`): its effort through the effort map, the
+        compensated term at the desired state (feed-forward) or the measured one (gravity)."""
+        law = self._joint_law
+        assert law is not None
+        sample = self._joint_sample(t, q) if law.feedforward else (qm, qdm, np.zeros_like(qdm))
+        result, part, feedback, data, ee_pos = law.step(qm, qdm, *sample)
+        desired = None
+        if law.feedforward:
+            desired = (sample[0].take(self._to_configured), sample[1].take(self._to_configured))
+        qdd_r = sample[2].take(self._to_configured) if self.efforts.residual is not None else None
+        cmd = self.efforts.from_generalized(part + feedback, q, qd, qdd_r, desired)
+        cmd.feedback_part = feedback.take(self._to_configured)
+        limits = self._limited(cmd, q, qd)
+        return PipelineOutput(result, cmd, data, ee_pos, None, limits=limits)
+
     def step(self, q, qd, t: float = 0.0) -> PipelineOutput:
         qm, qdm = self._model_state(q, qd)
+        if self._joint_law is not None:
+            return self._step_joint_law(q, qd, qm, qdm, t)
         if self._law_iii is not None:
             target = self._ee_path(t) if self._ee_path is not None else self._ee_target
             result, gen, data, ee_pos, target = self._law_iii.step(qm, qdm, target, self.ee_attitude)

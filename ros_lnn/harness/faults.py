@@ -635,7 +635,13 @@ def dac_controller_target() -> Target:
     return Target(
         "dac_controller",
         "ros_lnn.nodes.dac_controller",
-        {"autostart": True, "diagnostics_period_s": 0.1, "state_timeout_s": 0.5},
+        # the shipped arm: no robot_description is published, configure need not wait for one
+        {
+            "autostart": True,
+            "diagnostics_period_s": 0.1,
+            "state_timeout_s": 0.5,
+            "robot_description_timeout_s": 0.0,
+        },
         True,
         inputs={
             "joint_states": "sensor_msgs/JointState",

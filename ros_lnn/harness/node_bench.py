@@ -29,10 +29,14 @@ def bench_env() -> dict:
     return env
 
 
-def launch_node(module: str, ns: str, params: Sequence[str], env: dict) -> subprocess.Popen:
-    """``python -m module`` in namespace ``ns`` with the ``-p`` parameters ``params`` (``name:=value``),
-    log level warn, stdout and stderr piped together."""
+def launch_node(
+    module: str, ns: str, params: Sequence[str], env: dict, remaps: Sequence[str] = ()
+) -> subprocess.Popen:
+    """``python -m module`` in namespace ``ns`` with the ``-p`` parameters ``params`` (``name:=value``) and
+    the ``-r`` remappings ``remaps`` (``from:=to``), log level warn, stdout and stderr piped together."""
     cmd = [sys.executable, "-m", module, "--ros-args", "-r", f"__ns:={ns}"]
+    for remap in remaps:
+        cmd += ["-r", remap]
     for param in params:
         cmd += ["-p", param]
     cmd += ["--log-level", "warn"]

@@ -1,8 +1,11 @@
 """``dac_controller``: lifecycle node running the tensor-invariant DAC (seed 004) on a robot's joint states.
 
-configure   build the multibody model from ``robot_description`` (URDF string) or ``model_path``
-            (URDF/YAML; empty = the shipped config/dac_chain.urdf), the law and the effort map
-activate    subscribe ``joint_states``, ``~/joint_trajectory`` (laws I/II), ``~/ee_target`` (law III);
+configure   build the certain model (:func:`.dac_controller_build.controller_model`: an arm model's
+            identified rigid body with its friction and residual, a URDF from ``robot_description``
+            (parameter, else the topic, transient local) or ``model_path`` (URDF/YAML), else the shipped
+            config/dac_chain.urdf), the law and the effort map
+activate    subscribe ``joint_states``, ``~/joint_trajectory`` (laws I/II, feedforward_pd), ``~/ee_target``
+            (law III);
             publish per joint state:
               ~/port_command          Float64MultiArray 6N: [f_1…f_N, m_1…m_N] (layout labels f,m /
                                       bodies / x,y,z): τ_c, plus E τ̂_res with a learned port
@@ -26,7 +29,9 @@ Safety policy (all documented in README):
     latched until the node is deactivated and activated again, /diagnostics ERROR naming the joint;
   * learned port (``residual_model``): a model whose joints differ is refused at configure (one line);
     its correction is bounded by ``residual_limit``; a non-finite correction is dropped (the certain
-    model's efforts go out), counted, and diagnostics WARN.
+    model's efforts go out), counted, and diagnostics WARN;
+  * an arm model whose friction and residual give a non-finite torque: zero efforts and port, counted
+    (``model_non_finite``), one error line per activation, diagnostics WARN.
 """
 
 from __future__ import annotations
@@ -35,7 +40,6 @@ import math
 import sys
 import time
 from collections import deque
-from pathlib import Path
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
@@ -51,7 +55,15 @@ from ..control.pipeline import DacPipeline, PipelineOutput
 from ..errors import RosLnnError
 from . import compat
 from .clocks import steady_timer
-from .dac_controller_build import built_in_circle, fault_monitor, load_residual, make_pipeline, residual_limit
+from .dac_controller_build import (
+    built_in_circle,
+    controller_model,
+    fault_monitor,
+    load_residual,
+    make_pipeline,
+    residual_limit,
+    shipped_model_path,
+)
 from .dac_controller_diagnostics import (
     REJECT_REASONS,
     RESIDUAL_COUNTS,
@@ -74,14 +86,10 @@ from .lifecycle import LifecycleTeardown, configure_and_activate
 from .params import ParameterValues
 from .process import node_main
 from .qos import COMMAND_QOS, input_qos, output_publisher
+from .robot_description import RobotDescription
 from .stamps import stamp_ns
 
-
-def shipped_model_path() -> Path:
-    """The demo arm's shipped URDF, config/dac_chain.urdf (:mod:`ros_lnn.shipped`)."""
-    from ..shipped import shipped_path
-
-    return shipped_path("config", "dac_chain.urdf")
+__all__ = ["DacControllerNode", "main", "shipped_model_path", "start"]
 
 
 class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, LifecycleNode):
@@ -95,9 +103,10 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         self.values = PARAMETERS.attach(
             self,
             configured=lambda: self.pipeline is not None,
-            extra_check=self._residual_limit_problem,
+            extra_check=self._per_joint_problem,
             on_change=self._apply_parameters,
         )
+        self.description = RobotDescription(self)
         self.last_error = ""
         self.stale, self.fault, self._fault_time = False, "", -math.inf
         self.limit_violation = ""  # the latched joint limit violation ('' when none)
@@ -117,13 +126,15 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
                     "limit_violation",
                     "partial",
                     "other_joints",
+                    "model_non_finite",
                 ),
                 0,
             )
         )
         self.window = CountWindow()
         self.residual = None  # the learned port's runtime (residual_model)
-        self._residual_fault_time = self._singular_time = -math.inf
+        self._residual_fault_time = self._singular_time = self._model_fault_time = -math.inf
+        self._model_fault_logged = False
         self._targets = TargetFrames()  # target_frames and tf2
         self.stats = RateLatency()
         self.cpu_times: deque[float] = deque(
@@ -132,11 +143,14 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         self._marker_sample: tuple[PipelineOutput, np.ndarray] | None = None
 
     # -- parameters -----------------------------------------------------------------------------
-    def _residual_limit_problem(self, values: dict) -> str:
-        """A running node's residual_limit has one number, or one per joint."""
-        limit = values.get("residual_limit") or []
-        if self.pipeline is not None and len(limit) not in (0, 1, len(self.pipeline.joint_names)):
-            return f"residual_limit needs one number, or one per joint {self.pipeline.joint_names}"
+    def _per_joint_problem(self, values: dict) -> str:
+        """A running node's residual_limit, joint_kp and joint_kd have one number, or one per joint."""
+        if self.pipeline is None:
+            return ""
+        names = self.pipeline.joint_names
+        for name, allowed in (("residual_limit", (0, 1)), ("joint_kp", (1,)), ("joint_kd", (1,))):
+            if name in values and len(values[name] or []) not in (*allowed, len(names)):
+                return f"{name} needs one number, or one per joint {names}"
         return ""
 
     def _apply_parameters(self, names) -> None:
@@ -147,6 +161,8 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
             self.get_logger().info("gains set: " + ", ".join(f"{n} {self.p(n)}" for n in gains))
         if "residual_limit" in names and self.pipeline is not None and self.residual:
             self.pipeline.set_residual(self.residual, self.residual_limit(self.pipeline))
+        if {"joint_kp", "joint_kd"} & set(names) and self.pipeline is not None:
+            self.pipeline.set_joint_gains(self.p("joint_kp"), self.p("joint_kd"))
 
     def check_all_parameters(self) -> None:
         """ConfigError naming the first parameter (or rule) that does not hold."""
@@ -155,27 +171,21 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
     # -- lifecycle ------------------------------------------------------------------------------
     def build_pipeline(self) -> DacPipeline:
         from ..control.frames import FrameTable
-        from ..physics.multibody.build import load_model
-        from ..physics.multibody.urdf import model_from_urdf
+        from .model_params import model_limits
 
         self.check_all_parameters()
+        limits = model_limits(self.values)
 
-        gravity = [float(g) for g in self.p("gravity")]
-        if self.p("robot_description"):
-            model = model_from_urdf(
-                self.p("robot_description"), "parameter robot_description", gravity=gravity
-            )
-        else:
-            path = Path(self.p("model_path")) if self.p("model_path") else shipped_model_path()
-            model = load_model(path)
-            model.gravity = np.asarray(gravity, float)
-        pipeline = make_pipeline(model, self.values)
+        def description():
+            timeout = float(self.p("robot_description_timeout_s"))
+            return self.description.take(self.p("robot_description"), timeout)
+
+        logger = self.get_logger()
+        model, compensation, self.described = controller_model(self.values, description, logger, limits)
+        pipeline = make_pipeline(model, self.values, compensation)
         self._targets.table = FrameTable(self.p("target_frames"), self.p("target_frame_poses"))
         self.residual = None
         if self.p("residual_model"):
-            from .model_params import model_limits
-
-            limits = model_limits(self.values)
             self.residual = load_residual(self.p("residual_model"), pipeline, self.get_logger(), limits)
             pipeline.set_residual(self.residual, self.residual_limit(pipeline))
         return pipeline
@@ -215,8 +225,8 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
             self.pipeline.pinocchio.pin, self.pipeline.pinocchio.frame_ids["end_effector"]
         )
         self.get_logger().info(
-            f"configured: model '{model.name}' ({model.n_bodies} bodies), law {self.p('law')}, "
-            f"joints {self.pipeline.joint_names}"
+            f"configured: {self.described}: model '{model.name}' ({model.n_bodies} bodies), law "
+            f"{self.p('law')}, joints {self.pipeline.joint_names}"
         )
         return TransitionCallbackReturn.SUCCESS
 
@@ -249,6 +259,8 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         assert self.pipeline is not None  # activate follows a successful configure
         self._joint_order = JointOrder(self.pipeline.joint_names, float(self.p("joint_state_merge_window_s")))
         self.pipeline.hold()
+        self.pipeline.reset_compensation()
+        self._model_fault_logged = False
         if self.pipeline.joint_limits is not None:  # re-activation resets a latched limit violation
             self.pipeline.joint_limits.reset()
         self.limit_violation = ""
@@ -306,8 +318,9 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         assert self.pipeline is not None  # subscriptions live from activate to deactivate
-        if self.pipeline.law == "end_effector":
-            return self._unused("~/joint_trajectory", "law end_effector (III) follows ~/ee_target")
+        if self.pipeline.law in ("end_effector", "gravity_compensation"):
+            follows = "follows ~/ee_target" if self.pipeline.law == "end_effector" else "follows no target"
+            return self._unused("~/joint_trajectory", f"law {self.pipeline.law} {follows}")
         reason = trajectory_problem(msg, self.pipeline.joint_names)
         if reason:
             return self._reject("bad_trajectory", reason)
@@ -331,7 +344,7 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
             self.counts[reason] += 1
             warn_throttled(self, reason, text)
             return self._publish_commands(*self._zero_commands)
-        reason, text, _, q, qd = self._joint_order.read(names, msg.position, msg.velocity, stamp)
+        reason, text, state_stamp, q, qd = self._joint_order.read(names, msg.position, msg.velocity, stamp)
         if reason in ("partial", "other_joints"):  # a part held for merging, or another device's joints
             self.counts[reason] += 1
             merge = self._joint_order.merge
@@ -353,7 +366,9 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
             self.pipeline.hold(q)
         try:
             pipeline = self.pipeline
-            out = pipeline.step(q, qd, self._now_s() if pipeline.needs_clock else 0.0)
+            # a trajectory is sampled at the time the state was measured (now for an unstamped one)
+            t = (state_stamp * 1e-9 if state_stamp else self._now_s()) if pipeline.needs_clock else 0.0
+            out = pipeline.step(q, qd, t)
         except RosLnnError as exc:
             return self._reject("bad_joint_state", str(exc))
         except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:  # never a dead process
@@ -367,7 +382,9 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
             warn_throttled(self, "singular", "singular task at this configuration: damped task inverse")
         port, effort = out.result.tau_c, out.efforts.effort
         state = out.efforts.residual_state
-        if state != "off":
+        if out.efforts.compensation_state == "non_finite":
+            port = self._model_fault()
+        elif state != "off" or out.efforts.compensation_part is not None:
             port = self._learned_port(out, port, state)
         if not math.isfinite(
             float(port.sum()) + float(effort.sum())
@@ -394,27 +411,6 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         self._marker_sample = (out, port)  # published by the marker timer
         self.stats.latency(time.perf_counter() - t0)
         self.cpu_times.append(time.thread_time() - c0)
-
-    def _learned_port(self, out, port, state: str):
-        """The published port with the learned part ``E τ̂_res`` (so that ``Gᵀ port = u`` before the limits);
-        a non-finite τ̂_res was dropped (model-only command): counted and warned."""
-        if state == "non_finite":
-            self.counts["residual_non_finite"] += 1
-            self._residual_fault_time = time.monotonic()
-            warn_throttled(
-                self,
-                "residual_non_finite",
-                "learned port gave a non-finite correction: model-only efforts sent",
-            )
-            return port
-        if state == "clipped":
-            self.counts["residual_clipped"] += 1
-        from ..physics.multibody.pin import effort_port
-
-        assert self.pipeline is not None  # called from _on_joint_state
-        residual = np.zeros(len(self.pipeline.pinocchio.joint_names))
-        residual[:] = self.pipeline.model_order(out.efforts.residual_part)
-        return port + effort_port(out.data, residual)
 
     def _publish_commands(self, port, effort) -> None:
         templates, pubs = self._templates, self._pubs

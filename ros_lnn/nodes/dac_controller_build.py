@@ -1,9 +1,17 @@
-"""What ``dac_controller`` builds from its parameter values at configure (the control pipeline on a
-multibody model, the learned port with its bound) and at activate (the fault monitor, the built-in
-circle)."""
+"""What ``dac_controller`` builds from its parameter values at configure (the certain model, the control
+pipeline on it, the learned port with its bound) and at activate (the fault monitor, the built-in
+circle).
+
+The certain model (:func:`controller_model`): ``model_path`` an arm model (``.onnx`` from ``ros-lnn
+train --urdf``, its ``ros_lnn_arm`` metadata): its identified rigid body, on the kinematics of the
+robot's description checked against the model's URDF, with its friction and residual as the
+compensated term; a URDF or YAML file: that description; empty: the robot's description (parameter
+or topic), else the shipped demo arm. ``robot_description`` set as a parameter is the model of a URDF
+controller even with ``model_path`` set (as before the topic was read)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +20,96 @@ from ..control.pipeline import DacPipeline
 from ..errors import ConfigError
 from .dac_controller_params import gains_from_values
 
+#: ``() -> (URDF text, where it came from)``: the robot's description (parameter, else topic), or ("", "").
+DescriptionSource = Callable[[], tuple[str, str]]
 
-def make_pipeline(model, values: dict) -> DacPipeline:
+
+def shipped_model_path() -> Path:
+    """The demo arm's shipped URDF, config/dac_chain.urdf (:mod:`ros_lnn.shipped`)."""
+    from ..shipped import shipped_path
+
+    return shipped_path("config", "dac_chain.urdf")
+
+
+def controller_model(values: dict, description: DescriptionSource, logger, limits=None):
+    """``(certain multibody model, compensation or None, what it is)`` from the parameter values."""
+    from ..physics.multibody.build import load_model
+    from ..physics.multibody.urdf import model_from_urdf
+
+    gravity = [float(g) for g in values["gravity"]]
+    path = values["model_path"]
+    if path and Path(path).suffix.lower() == ".onnx":
+        return arm_controller_model(values, description, logger, limits)
+    if values["robot_description"]:
+        text, source = values["robot_description"], "parameter robot_description"
+    elif path:
+        model = load_model(Path(path))
+        model.gravity = np.asarray(gravity, float)
+        return model, None, f"model {path}"
+    else:
+        text, source = description()
+        if not text:
+            logger.warning(
+                "no robot_description (parameter or topic) and no model_path: the shipped demo arm "
+                "config/dac_chain.urdf"
+            )
+            model = load_model(shipped_model_path())
+            model.gravity = np.asarray(gravity, float)
+            return model, None, "the shipped demo arm"
+    return model_from_urdf(text, source, gravity=gravity), None, f"robot_description from the {source}"
+
+
+def arm_controller_model(values: dict, description: DescriptionSource, logger, limits=None):
+    """An arm model's certain model and compensated term; the robot's description, when there is one,
+    must agree with the model's URDF (one ConfigError line naming what differs)."""
+    from ..arm.compensation import ArmCompensation, certain_model
+    from ..arm.description import description_mismatch
+    from ..arm.model import ArmModel
+
+    path = Path(values["model_path"]).expanduser()
+    model = ArmModel(path, limits=limits)
+    names = list(values["joint_names"])
+    if names and names != list(model.joints):
+        raise ConfigError(
+            f"parameter joint_names {names} differ from the joints of the arm model {path.name} "
+            f"{list(model.joints)} (the controller runs on them, in that order)"
+        )
+    text, source = description()
+    if text:
+        reason = description_mismatch(text, model.meta["urdf"], model.joints)
+        if reason:
+            raise ConfigError(
+                f"robot_description ({source}) does not match the arm model {path.name}: {reason}"
+            )
+        logger.info(f"robot_description from the {source} agrees with the arm model {path.name}")
+        source = f"; kinematics and limits from the {source}"
+    else:
+        logger.warning(
+            f"no robot_description (parameter or topic): the URDF in {path.name} gives the kinematics "
+            "and limits"
+        )
+    gravity = np.asarray([float(g) for g in values["gravity"]])
+    if not np.allclose(gravity, model.rigid.gravity):
+        logger.warning(
+            f"parameter gravity {gravity.tolist()} differs from the arm model's "
+            f"{model.rigid.gravity.tolist()}"
+        )
+    described = model.describe() + (source if text else f"; kinematics and limits from {path.name}")
+    return certain_model(model, text or None, gravity), ArmCompensation(model), described
+
+
+def end_effector_link(model, values: dict) -> str | None:
+    """``ee_link``; a joint law, which uses the end effector only for its marker, takes the last body's
+    CoM where the model has no such link (the default tool0 on an arm model of a Panda)."""
+    from ..control.joint_laws import JOINT_LAWS
+
+    link = values["ee_link"] or None
+    if link and values["law"] in JOINT_LAWS and link not in getattr(model, "frames", {}):
+        return None
+    return link
+
+
+def make_pipeline(model, values: dict, compensation=None) -> DacPipeline:
     """The law, gains, obstacles and effort limits of ``values`` on ``model``."""
     numbers = [float(v) for v in values["obstacles"]]
     if len(numbers) % 4:
@@ -33,12 +129,15 @@ def make_pipeline(model, values: dict) -> DacPipeline:
         law=values["law"],
         gains=gains_from_values(values),
         joint_names=names,
-        ee_link=values["ee_link"] or None,
+        ee_link=end_effector_link(model, values),
         ee_attitude=bool(values["ee_attitude"]),
         obstacles=obstacles,
         obstacle_influence=float(values["obstacle_influence"]),
         obstacle_eta=float(values["obstacle_eta"]),
         effort_limits=limits,
+        compensation=compensation,
+        joint_kp=values["joint_kp"],
+        joint_kd=values["joint_kd"],
     )
     if values["enforce_joint_limits"]:
         pipeline.set_joint_limits(joint_limit_guard(model, pipeline, values))

@@ -46,6 +46,7 @@ def controller_values(node) -> dict:
     values["limit_violation_cause"] = node.limit_violation
     values["soft_limited_joints"] = node.soft_limited_joints
     values["residual_model"] = node.residual.path.name if node.residual is not None else ""
+    values["model"] = getattr(node, "described", "")
     return values
 
 
@@ -70,6 +71,8 @@ def controller_level(node) -> tuple[int, str]:
         return DiagnosticStatus.WARN, "waiting for joint_states"
     if now - node._singular_time < max(2.0, period):
         return DiagnosticStatus.WARN, "singular task configuration: damped task inverse"
+    if now - node._model_fault_time < max(2.0, period):
+        return DiagnosticStatus.WARN, "arm model friction/residual non-finite: zero efforts"
     if now - node._residual_fault_time < max(2.0, period):
         return DiagnosticStatus.WARN, "learned port non-finite: model-only efforts"
     if now - node._soft_limit_time < max(2.0, period):

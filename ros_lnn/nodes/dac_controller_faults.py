@@ -1,11 +1,13 @@
-"""``dac_controller``'s reactions to faults and joint limits (the node's glue around
+"""``dac_controller``'s reactions to faults, joint limits and its models' failures (the node's glue around
 :mod:`ros_lnn.control.monitor` and :mod:`ros_lnn.control.joint_limits`): counted, logged once, and the
-configured ``fault_reaction``."""
+configured ``fault_reaction``; the published port with the compensated and learned parts."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
+
+from .diagnostics import warn_throttled
 
 
 class FaultReactions:
@@ -22,6 +24,9 @@ class FaultReactions:
     _reaction: str
     _monitor: Any
     _zero_commands: Any
+    _model_fault_time: float
+    _model_fault_logged: bool
+    _residual_fault_time: float
     get_logger: Any
 
     def _trip(self, cause: str, q) -> None:
@@ -58,3 +63,40 @@ class FaultReactions:
             names = self.pipeline.joint_names
             self.soft_limited_joints = ", ".join(n for n, hit in zip(names, result.soft_limited) if hit)
         return port, effort
+
+    def _model_fault(self):
+        """The arm model's friction and residual gave a non-finite torque (the efforts are already zero):
+        counted, one error line per activation, zero port."""
+        self.counts["model_non_finite"] += 1
+        self._model_fault_time = time.monotonic()
+        if not self._model_fault_logged:
+            self._model_fault_logged = True
+            self.get_logger().error(
+                "the arm model gave a non-finite friction or residual torque: zero efforts sent "
+                "(counted as model_non_finite; logged once per activation)"
+            )
+        return self._zero_commands[0]
+
+    def _learned_port(self, out, port, state: str):
+        """The published port with the compensated and learned parts ``E (τ_f + r + τ̂_res)`` (so that
+        ``Gᵀ port = u`` before the limits); a non-finite τ̂_res was dropped (model-only command):
+        counted and warned."""
+        if state == "non_finite":
+            self.counts["residual_non_finite"] += 1
+            self._residual_fault_time = time.monotonic()
+            warn_throttled(
+                self,
+                "residual_non_finite",
+                "learned port gave a non-finite correction: model-only efforts sent",
+            )
+            if out.efforts.compensation_part is None:
+                return port
+        if state == "clipped":
+            self.counts["residual_clipped"] += 1
+        from ..physics.multibody.pin import effort_port
+
+        assert self.pipeline is not None  # called from _on_joint_state
+        extra = out.efforts.residual_part
+        if out.efforts.compensation_part is not None:
+            extra = extra + out.efforts.compensation_part
+        return port + effort_port(out.data, self.pipeline.model_order(extra))

@@ -105,16 +105,19 @@ def trajectory_problem(msg, joint_names) -> str:
 
 
 def trajectory_arrays(msg, joint_names, start_s: float):
-    """``(times, positions, velocities or None)`` of a checked trajectory in ``joint_names`` order,
-    times from ``start_s``; IndexError, ValueError, OverflowError or TypeError for a malformed one."""
+    """``(times, positions, velocities or None, accelerations or None)`` of a checked trajectory in
+    ``joint_names`` order, times from ``start_s`` (accelerations only with velocities at every point);
+    IndexError, ValueError, OverflowError or TypeError for a malformed one."""
     names = list(msg.joint_names)
     idx = [names.index(j) for j in joint_names]
     times = np.array([start_s + duration_ns(pt.time_from_start) * 1e-9 for pt in msg.points])
     pos = np.array([[pt.positions[i] for i in idx] for pt in msg.points], float)
-    vel = None
+    vel = acc = None
     if all(len(pt.velocities) == len(names) for pt in msg.points):
         vel = np.array([[pt.velocities[i] for i in idx] for pt in msg.points], float)
-    return times, pos, vel
+        if all(len(pt.accelerations) == len(names) for pt in msg.points):
+            acc = np.array([[pt.accelerations[i] for i in idx] for pt in msg.points], float)
+    return times, pos, vel, acc
 
 
 def stamp_problem(now_ns: int, stamp_ns: int, state_timeout_s: float) -> tuple[str, str]:

@@ -6,10 +6,12 @@ read at configure or activate and refused while the node is configured."""
 from __future__ import annotations
 
 from ..control.dac import LAWS, Gains
+from ..control.joint_laws import JOINT_LAWS
 from ..errors import ConfigError
 from .input_params import MERGE_WINDOW_PARAMETER, diagnostics_period_parameter, input_queue_parameter
 from .model_params import MODEL_LIMIT_PARAMETERS
-from .params import CONFIGURE, LIVE, MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable, vector3
+from .params import CONFIGURE, LIVE, MAX_PATH, STARTUP, Param, ParameterTable, vector3
+from .robot_description import description_parameters
 
 
 def _obstacle_quadruples(values) -> str:
@@ -54,17 +56,17 @@ GAIN_PARAMETERS = {
 }
 
 PARAMETERS = ParameterTable(
-    Param(
-        "robot_description",
-        "",
-        "URDF of the arm (string); empty = read model_path",
-        CONFIGURE,
-        max_length=MAX_DESCRIPTION,
+    *description_parameters(
+        "the certain model (before a URDF or YAML model_path); with an arm model, its kinematics and "
+        "limits, checked against the model's URDF. Empty, with model_path empty or an arm model: the "
+        "robot_description topic (transient local)"
     ),
     Param(
         "model_path",
         "",
-        "URDF or multibody YAML file; empty = the shipped config/dac_chain.urdf",
+        "arm model (.onnx from ros-lnn train --urdf: its identified rigid body is the certain model, its "
+        "friction and residual are added to the efforts), or a URDF or multibody YAML file; empty = "
+        "robot_description, else the shipped config/dac_chain.urdf",
         CONFIGURE,
         max_length=MAX_PATH,
     ),
@@ -72,7 +74,7 @@ PARAMETERS = ParameterTable(
         "joint_names",
         [],
         "actuated joints in the order of ~/joint_effort_command; empty = the model's "
-        "revolute and prismatic joints",
+        "revolute and prismatic joints (an arm model's joints, in its order: the only order it takes)",
         CONFIGURE,
         items=str,
         unique=True,
@@ -80,9 +82,30 @@ PARAMETERS = ParameterTable(
     Param(
         "law",
         "end_effector",
-        "control law: velocity (I), pose (II) or end_effector (III)",
+        "control law: velocity (I), pose (II), end_effector (III), feedforward_pd (the model's torque along "
+        "~/joint_trajectory + joint_kp/joint_kd PD) or gravity_compensation (gravity + friction, joint_kd "
+        "damping: hand guiding)",
         CONFIGURE,
-        choices=tuple(LAWS),
+        choices=tuple(LAWS) + JOINT_LAWS,
+    ),
+    Param(
+        "joint_kp",
+        [50.0],
+        "feedforward_pd: K_p per joint (one for all, or one per joint_names entry) [N m/rad or N/m]",
+        LIVE,
+        items=float,
+        ge=0.0,
+        le=1e6,
+    ),
+    Param(
+        "joint_kd",
+        [1.0],
+        "feedforward_pd: K_d; gravity_compensation: the damping (one for all, or one per joint_names "
+        "entry) [N m s/rad or N s/m]",
+        LIVE,
+        items=float,
+        ge=0.0,
+        le=1e6,
     ),
     Param("ee_link", "tool0", "end-effector link for law III (empty = CoM of the last body)", CONFIGURE),
     Param(

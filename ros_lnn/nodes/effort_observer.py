@@ -2,9 +2,12 @@
 nobody commanded — a person pushing the arm, a collision, a changed payload.
 
 configure   load the arm model (``model_path``: an ``.onnx`` from ``ros-lnn train`` with an arm config)
-            or, with ``model_path`` empty, the URDF-nominal dynamics of ``urdf`` (no friction); the
-            thresholds YAML of ``ros-lnn calibrate-observer``; check every parameter (one error line
-            when any does not fit; the node stays unconfigured)
+            or, with ``model_path`` empty, the URDF-nominal dynamics of the robot's description (no
+            friction); the description: the ``robot_description`` parameter, else the topic
+            (transient local, :mod:`.robot_description`), else the URDF in the arm model — one that
+            does not match the model's is refused; the thresholds YAML of ``ros-lnn
+            calibrate-observer``; check every parameter (one error line when any does not fit; the
+            node stays unconfigured)
 activate    subscribe ``joint_states`` (position, velocity and effort of every model joint; effort =
             measured joint torque, or motor current × ``effort_gains``) and publish per input sample,
             with the input's stamp:
@@ -15,6 +18,8 @@ activate    subscribe ``joint_states`` (position, velocity and effort of every m
               ~/collision        sensor_msgs/JointState      one message at each collision onset: name =
                                  the joints whose |τ_ext| crossed their threshold at that sample, effort =
                                  their τ_ext (signed, N·m), position = their threshold at that sample
+              ~/collision_marker visualization_msgs/Marker   a red sphere on the link of the joint that
+                                 crossed its threshold most, shown for ``collision_hold_s`` (RViz)
               /diagnostics       ERROR while a collision lasts, WARN for ``collision_hold_s`` after it
                                  ended (and for bad inputs), else OK; the last collision's joint, peak
                                  and stamp among the values
@@ -39,6 +44,7 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
+from visualization_msgs.msg import Marker
 
 from ..errors import ConfigError, RosLnnError
 from . import compat, lifecycle
@@ -57,6 +63,7 @@ from .joint_state_reader import NOT_REJECTED, READ_REASONS, JointStateReader, me
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .process import node_main
 from .qos import COMMAND_QOS, output_publisher
+from .robot_description import RobotDescription
 
 if TYPE_CHECKING:
     from ..arm.observer import CollisionDetector, DirectObserver, MomentumObserver
@@ -65,14 +72,17 @@ INVALID_REASONS = READ_REASONS + ("no_velocity", "no_effort", "non_finite")
 COUNTED = ("received", "processed", "collisions", "internal_error")
 
 
-def build_observer(values: dict):
-    """(observer, joints, effort gains, thresholds or None, wrench estimator or None, description)
-    from the node's parameter values (raises RosLnnError with the reason)."""
+def build_observer(values: dict, description=lambda: ("", "")):
+    """(observer, joints, effort gains, thresholds or None, wrench estimator or None, description, the
+    link each joint moves) from the node's parameter values; ``description()``: the robot's URDF and where
+    it came from (its parameter or topic; ``("", "")``: none). Raises RosLnnError with the reason."""
     from ..arm import observer as ob
+    from ..arm.description import child_links
     from ..arm.rigid_body import ArmRigidBody
 
     model = None
     if values["model_path"]:
+        from ..arm.description import description_mismatch
         from ..arm.model import ArmModel
         from .model_params import model_limits
 
@@ -80,21 +90,31 @@ def build_observer(values: dict):
         joints = tuple(values["joints"] or model.joints)
         if joints != model.joints:
             raise ConfigError(f"parameter joints {list(joints)} differ from the model's {list(model.joints)}")
+        urdf, source = description()
+        if urdf and (reason := description_mismatch(urdf, model.meta["urdf"], joints)):
+            raise ConfigError(
+                f"robot_description ({source}) does not match the arm model {model.path.name}: {reason}"
+            )
         dynamics: ArmModel | ArmRigidBody
-        dynamics, described = model, model.describe()
+        dynamics, described = model, model.describe() + (f"; kinematics from the {source}" if urdf else "")
         mapping = model.meta.get("mapping") or {}
         scale = mapping.get("effort_scale") or {}
         default_gains = (
             [float(scale.get(j, 1.0)) for j in joints] if mapping.get("effort") == "motor_current" else None
         )
     else:
-        if not values["urdf"]:
-            raise ConfigError("give model_path (an arm model) or urdf (the URDF-nominal observer)")
         if not values["joints"]:
             raise ConfigError("parameter joints: the URDF-nominal observer needs the actuated joints")
+        urdf, source = description()
+        if not urdf:
+            raise ConfigError(
+                "give model_path (an arm model) or robot_description (parameter or topic: the URDF-nominal "
+                "observer)"
+            )
         joints = tuple(values["joints"])
-        dynamics = ArmRigidBody.from_urdf(values["urdf"], joints)
-        described, default_gains = f"URDF-nominal dynamics of {len(joints)} joints (no friction)", None
+        dynamics = ArmRigidBody.from_urdf(urdf, joints)
+        described = f"URDF-nominal dynamics of {len(joints)} joints (no friction) from the {source}"
+        default_gains = None
     n = len(joints)
     gains = values["gains"]
     if len(gains) not in (1, n):
@@ -120,13 +140,12 @@ def build_observer(values: dict):
             )
     wrench = None
     if values["wrench_frame"]:
-        kin = ArmRigidBody.from_urdf(values["urdf"], joints) if values["urdf"] else None
+        kin = ArmRigidBody.from_urdf(urdf, joints) if urdf else model.nominal if model is not None else None
         if kin is None:
-            if model is None:
-                raise ConfigError("wrench_frame needs a URDF")
-            kin = model.nominal
+            raise ConfigError("wrench_frame needs a URDF")
         wrench = ob.WrenchEstimator(kin, values["wrench_frame"], values["wrench_damping"])
-    return observer, joints, np.asarray(effort_gains, dtype=float), thresholds, wrench, described
+    links = child_links(urdf or (model.meta["urdf"] if model is not None else ""))
+    return observer, joints, np.asarray(effort_gains, dtype=float), thresholds, wrench, described, links
 
 
 class EffortObserverNode(LifecycleTeardown, LifecycleNode):
@@ -141,6 +160,8 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         self._subs, self._timers, self._pubs = [], [], {}
         self.counts = dict.fromkeys(INVALID_REASONS + COUNTED, 0)
         self.values = PARAMETERS.attach(self, configured=lambda: self.observer is not None)
+        self.description = RobotDescription(self)
+        self._links: dict[str, str] = {}  # joint -> the link it moves (the collision marker's frame)
         self.stats = RateLatency()
         self.window = CountWindow()
         self.last_input: float | None = None
@@ -151,9 +172,9 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         try:
             PARAMETERS.check(self)
-            (self.observer, self.joints, self.effort_gains, self.thresholds, self.wrench, described) = (
-                build_observer(self.values)
-            )
+            built = build_observer(self.values, self._description)
+            self.observer, self.joints, self.effort_gains, self.thresholds, self.wrench = built[:5]
+            described, self._links = built[5:]
         except Exception as exc:  # noqa: BLE001 - configure must always say why it failed, whatever failed
             self.observer = None
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -172,6 +193,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             "model_effort": output_publisher(pub, JointState, "~/model_effort"),
             "external_effort": output_publisher(pub, JointState, "~/external_effort"),
             "collision": output_publisher(pub, JointState, "~/collision", COMMAND_QOS),
+            "collision_marker": pub(Marker, "~/collision_marker", COMMAND_QOS),
             "diagnostics": pub(DiagnosticArray, "/diagnostics", COMMAND_QOS),
         }
         if self.wrench is not None:
@@ -184,6 +206,26 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             + detection
         )
         return TransitionCallbackReturn.SUCCESS
+
+    def _description(self) -> tuple[str, str]:
+        """The robot's URDF and where it came from: the parameter, the deprecated ``urdf`` file, the
+        topic (waited for up to ``robot_description_timeout_s``); ``("", "")`` when none."""
+        text, path = self.values["robot_description"], self.values["urdf"]
+        if path:
+            self.get_logger().warning(
+                "parameter urdf is deprecated: set robot_description (the URDF's text) or publish it on "
+                f"{self.description.resolved}"
+                + (
+                    "; robot_description is set and taken"
+                    if text
+                    else f"; reading {path} as robot_description"
+                )
+            )
+            if not text:
+                from ..arm.rigid_body import urdf_text
+
+                return urdf_text(path), f"file {path} (parameter urdf)"
+        return self.description.take(text, float(self.values["robot_description_timeout_s"]))
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
         if not lifecycle.activate_io(self, self._open_io):
@@ -284,6 +326,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             msg.position = [o.threshold for o in onsets]
             self._pubs["collision"].publish(msg)
             first = max(onsets, key=lambda o: abs(o.residual) / o.threshold)
+            self._pubs["collision_marker"].publish(self._marker(stamp, self.joints[first.joint]))
             self.last_collision = {
                 "joint": self.joints[first.joint],
                 "stamp_s": round(stamp.sec + stamp.nanosec * 1e-9, 6),
@@ -304,6 +347,17 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             self._collision_end = None
         elif was_active:
             self._collision_end = now
+
+    def _marker(self, stamp, joint: str) -> Marker:
+        """A red sphere on the link ``joint`` moves (RViz places it through /tf), for collision_hold_s."""
+        m = Marker(ns="collision", id=0, type=Marker.SPHERE, action=Marker.ADD)
+        m.header.stamp, m.header.frame_id = stamp, self._links.get(joint, "")
+        m.pose.orientation.w = 1.0
+        m.scale.x = m.scale.y = m.scale.z = 0.15
+        m.color.r, m.color.g, m.color.b, m.color.a = 1.0, 0.1, 0.1, 0.6
+        hold = float(self.values["collision_hold_s"]) or 0.5
+        m.lifetime.sec, m.lifetime.nanosec = int(hold), int((hold % 1) * 1e9)
+        return m
 
     # -- diagnostics ----------------------------------------------------------------------------
     @guarded("diagnostics")
@@ -337,7 +391,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [
             diagnostic_status(
-                status_name(self), self.values["model_path"] or self.values["urdf"], level, message, values
+                status_name(self), self.values["model_path"] or "URDF-nominal", level, message, values
             )
         ]
         self._pubs["diagnostics"].publish(msg)

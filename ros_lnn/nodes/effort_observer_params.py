@@ -10,7 +10,8 @@ from .input_params import (
     input_queue_parameter,
 )
 from .model_params import MODEL_LIMIT_PARAMETERS, MODEL_THREADS_PARAMETER
-from .params import CONFIGURE, STARTUP, Param, ParameterTable
+from .params import CONFIGURE, MAX_PATH, STARTUP, Param, ParameterTable
+from .robot_description import description_parameters
 
 
 def _gain_count(values: dict) -> str:
@@ -21,15 +22,23 @@ PARAMETERS = ParameterTable(
     Param(
         "model_path",
         "",
-        "arm model (.onnx from ros-lnn train with an arm config); empty = the URDF-nominal dynamics of urdf",
+        "arm model (.onnx from ros-lnn train with an arm config); empty = the URDF-nominal dynamics of "
+        "robot_description",
         CONFIGURE,
+        max_length=MAX_PATH,
+    ),
+    *description_parameters(
+        "the kinematics of the wrench, and the dynamics when model_path is empty; with an arm model, "
+        "checked against the model's URDF. Empty: the robot_description topic (transient local), else "
+        "the URDF in the arm model"
     ),
     Param(
         "urdf",
         "",
-        "URDF file: the dynamics when model_path is empty, and the kinematics of the wrench; empty = the "
-        "URDF in the model's metadata",
+        "deprecated: a URDF file, read as robot_description when that is empty (set robot_description, "
+        "or publish it, instead)",
         CONFIGURE,
+        max_length=MAX_PATH,
     ),
     Param(
         "joints",

@@ -22,6 +22,7 @@ if HAVE_RCLPY:
     from rclpy.parameter import Parameter
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import JointState
+    from visualization_msgs.msg import Marker
 
     from _ros_harness import Harness
     from ros_lnn.nodes.effort_observer import EffortObserverNode, start
@@ -89,6 +90,8 @@ def make(ctx, model_path, tmp_path):
     made = []
 
     def _make(params, name="effort_observer", ns="/obs"):
+        # no robot_description is published here: configure need not wait for one
+        params = {"robot_description_timeout_s": 0.0} | params
         overrides = [Parameter(k, value=v) for k, v in params.items()]
         node = EffortObserverNode(name, namespace=ns, context=ctx, parameter_overrides=overrides)
         h = Harness(node, context=ctx)
@@ -127,6 +130,7 @@ def test_pulses_are_detected_and_estimated_within_10_percent_over_dds(make, mode
     model_effort = h.collect(JointState, "/obs/effort_observer/model_effort", QoSProfile(depth=5000))
     wrench = h.collect(WrenchStamped, "/obs/effort_observer/external_wrench", QoSProfile(depth=5000))
     collisions = h.collect(JointState, "/obs/effort_observer/collision", default)
+    markers = h.collect(Marker, "/obs/effort_observer/collision_marker", default)
     diags = h.collect(DiagnosticArray, "/diagnostics", default)
     pub = h.publisher(JointState, "/obs/joint_states", 10)
     h.wait(
@@ -169,6 +173,9 @@ def test_pulses_are_detected_and_estimated_within_10_percent_over_dds(make, mode
         delay = (ns - T0_NS) * 1e-9 - p.start
         assert 0 <= delay <= 0.02, (p, delay)
         assert names == [JOINTS[p.joint]] and np.sign(effort[0]) == np.sign(p.magnitude)
+    # and a marker on the link each pulse's joint moves
+    h.wait(lambda: len(markers) >= len(run.pulses), 60, "collision markers")
+    assert [m.header.frame_id for m in markers] == [f"panda_link{p.joint + 1}" for p in run.pulses]
     h.wait(
         lambda: len(model_effort) > 0.9 * len(run.t) and len(wrench) > 0.9 * len(run.t),
         60,
@@ -189,7 +196,8 @@ def test_configure_errors_are_one_line_and_the_node_stays_unconfigured(make, tmp
     bad = tmp_path / "bad.yaml"
     bad.write_text("joints: {panda_joint1: {static: 1.0}}\n")
     cases = [
-        ({}, "give model_path"),
+        ({}, "needs the actuated joints"),
+        ({"joints": list(JOINTS)}, "give model_path (an arm model) or robot_description"),
         ({"urdf": str(URDF)}, "needs the actuated joints"),
         ({"urdf": str(URDF), "joints": list(JOINTS), "gains": [1.0, 2.0]}, "gains has 2 values"),
         ({"urdf": str(URDF), "joints": list(JOINTS), "thresholds": str(bad)}, "no values for joints"),

@@ -120,7 +120,12 @@ def test_a_default_subscriber_receives_every_output_of_the_nodes(ctx, harness):
     )
     assert start(est), est.last_error
     dac = DacControllerNode(
-        namespace=f"{ns}_arm", context=ctx, parameter_overrides=[Parameter("diagnostics_period_s", value=0.2)]
+        namespace=f"{ns}_arm",
+        context=ctx,
+        parameter_overrides=[
+            Parameter("diagnostics_period_s", value=0.2),
+            Parameter("robot_description_timeout_s", value=0.0),  # the shipped arm
+        ],
     )
     assert start_dac(dac), dac.last_error
     chain = DacChainSim(

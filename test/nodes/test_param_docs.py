@@ -14,7 +14,15 @@ ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 
-NODES = ["servo_lnn", "sim", "dac_controller", "dac_chain_sim", "effort_watchdog", "effort_observer"]
+NODES = [
+    "servo_lnn",
+    "sim",
+    "dac_controller",
+    "dac_chain_sim",
+    "effort_watchdog",
+    "effort_observer",
+    "arm_sim",
+]
 
 
 def test_every_node_executable_has_a_table():

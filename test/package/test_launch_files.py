@@ -16,6 +16,7 @@ import importlib.util
 import os
 import runpy
 import shutil
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from conftest import HAVE_RCLPY
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
-MY_LAUNCH_FILES = [p for p in LAUNCH_FILES if not p.name.startswith("dac_")]
+MY_LAUNCH_FILES = [p for p in LAUNCH_FILES if p.name in ("estimator.launch.py", "demo.launch.py")]
 
 
 def _real_launch_available() -> bool:
@@ -96,6 +97,7 @@ def test_launch_files_exist():
         "dac_controller.launch.py",
         "dac_demo.launch.py",
         "dac_ros2_control.launch.py",
+        "arm.launch.py",
     } <= names
 
 
@@ -146,6 +148,7 @@ CASES = [
 def test_launch_names_only_installed_files_executables_and_declared_parameters(
     name, overrides, install_prefix, setup_kwargs, monkeypatch
 ):
+    monkeypatch.setenv("DISPLAY", ":0")  # RViz by default where a display is set (the headless case: below)
     nodes = evaluate_launch_file(ROOT / "launch" / name, install_prefix, overrides, monkeypatch)
     scripts = dict(s.replace(" ", "").split("=", 1) for s in setup_kwargs["entry_points"]["console_scripts"])
     share = install_prefix / "share" / "ros_lnn"
@@ -175,8 +178,9 @@ def test_launch_names_only_installed_files_executables_and_declared_parameters(
     assert len(estimators) == 1, "exactly one servo_lnn variant runs"
     est = estimators[0]
     overrides_of = {k: v for p in est["parameters"] if isinstance(p, dict) for k, v in p.items()}
-    assert est["lifecycle"] and est["autostart"] == (overrides.get("autostart", "true") == "true")
-    assert overrides_of["autostart"] is False  # launch_ros does the transitions, not the node
+    # the node configures and activates itself (its autostart parameter), launch_ros does not
+    assert est["lifecycle"] and est["autostart"] is False
+    assert overrides_of["autostart"] is (overrides.get("autostart", "true") == "true")
     assert overrides_of["use_sim_time"] is sim_time
     assert overrides_of.get("model_path") == overrides.get("model")  # only an explicit model overrides
     if overrides.get("rviz", "true" if name == "demo.launch.py" else "false") == "true":
@@ -320,3 +324,122 @@ def test_rcl_loads_the_parameter_files_into_the_nodes():
         sim.destroy_node()
     finally:
         rclpy.try_shutdown(context=context)
+
+
+def declared_arguments(path: Path, monkeypatch) -> dict:
+    """name -> description of every argument ``path`` declares, read through the stand-in (no launch)."""
+    for name, module in stand_in.modules().items():
+        monkeypatch.setitem(sys.modules, name, module)
+    description = stand_in.load(path)
+    return {
+        e.name: e.description for e in description.entities if isinstance(e, stand_in.DeclareLaunchArgument)
+    }
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+def test_every_launch_argument_is_listed_in_the_files_usage_and_the_readme(path, monkeypatch):
+    arguments = declared_arguments(path, monkeypatch)
+    assert arguments and all(arguments.values()), f"{path.name}: every argument has a description"
+    usage = ast.get_docstring(ast.parse(path.read_text())) or ""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln.startswith(f"    ros2 launch ros_lnn {path.name}")]
+    assert starts, f"README.md shows no command line 'ros2 launch ros_lnn {path.name}'"
+    end = starts[0] + 1
+    while end < len(lines) and lines[end].startswith("        "):  # its continuation lines
+        end += 1
+    shown = "\n".join(lines[starts[0] : end])
+    for name in arguments:
+        assert f"{name}:=" in usage, f"{path.name}: its docstring does not list {name}:="
+        assert f"{name}:=" in shown, f"README.md: the {path.name} line does not list {name}:="
+
+
+@pytest.mark.parametrize("name", ["demo.launch.py", "arm.launch.py"])
+def test_rviz_is_off_on_a_headless_machine_and_on_where_a_display_is_set(name, install_prefix, monkeypatch):
+    path = ROOT / "launch" / name
+    args = {"model": "arm.onnx"} if name == "arm.launch.py" else {}
+
+    def rviz(overrides):
+        nodes = evaluate_launch_file(path, install_prefix, args | overrides, monkeypatch)
+        return [n for n in nodes if n["executable"] == "rviz2"]
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    assert rviz({}) == []  # a headless robot computer: nothing that would exit 1
+    assert len(rviz({"rviz": "true"})) == 1
+    for variable, value in (("DISPLAY", ":0"), ("WAYLAND_DISPLAY", "wayland-0")):
+        monkeypatch.setenv(variable, value)
+        assert len(rviz({})) == 1
+        assert rviz({"rviz": "false"}) == []
+        monkeypatch.delenv(variable)
+
+
+@pytest.mark.skipif(not HAVE_RCLPY, reason="the node modules import rclpy")
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"model": "panda.onnx"},
+        {"model": "panda.onnx", "controller": "true", "law": "feedforward_pd", "namespace": "arm1"},
+        {"model": "panda.onnx", "thresholds": "th.yaml", "observer_gains": "[150.0]", "autostart": "false"},
+    ],
+)
+def test_arm_launch_starts_the_observer_and_optionally_the_controller(overrides, install_prefix, monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    nodes = evaluate_launch_file(ROOT / "launch" / "arm.launch.py", install_prefix, overrides, monkeypatch)
+    by_exe = {n["executable"]: n for n in nodes}
+    controller = overrides.get("controller") == "true"
+    assert sorted(by_exe) == sorted(
+        ["effort_observer"] + (["dac_controller", "effort_watchdog"] if controller else [])
+    )
+    autostart = overrides.get("autostart", "true") == "true"
+    for n in nodes:
+        assert n["namespace"] == overrides.get("namespace", "")
+        declared = node_parameters(n["executable"])
+        values = {k: v for p in n["parameters"] if isinstance(p, dict) for k, v in p.items()}
+        for key, value in values.items():
+            assert key in declared or key == "use_sim_time", f"{n['executable']} has no parameter {key}"
+            if key in declared:
+                assert type(value) is type(declared[key]), (n["executable"], key, value)
+        if n["lifecycle"]:  # configures and activates itself, never through launch_ros (#445)
+            assert n["autostart"] is False and values["autostart"] is autostart
+            assert values["model_path"] == "panda.onnx"
+    observer = {k: v for p in by_exe["effort_observer"]["parameters"] for k, v in p.items()}
+    assert observer["gains"] == [float(overrides.get("observer_gains", "[50.0]").strip("[]"))]
+    assert observer["thresholds"] == overrides.get("thresholds", "")
+    if controller:
+        dac = by_exe["dac_controller"]
+        config = Path(dac["parameters"][0])
+        assert config.name == "panda_arm_controller.yaml" and config.is_file()
+        assert dac["parameters"][1]["law"] == "feedforward_pd"
+        watchdog = by_exe["effort_watchdog"]
+        assert watchdog["parameters"][0]["joints"] == [f"panda_joint{i}" for i in range(1, 8)]
+        assert dict(watchdog["remappings"]) == {
+            "commands_in": "dac_controller/joint_effort_command",
+            "commands_out": "/effort_controller/commands",
+        }
+
+
+def test_arm_launch_runs_robot_state_publisher_on_xacro_output(install_prefix, monkeypatch, tmp_path):
+    urdf = ROOT / "config" / "robots" / "panda" / "panda.urdf"
+    overrides = {"model": "panda.onnx", "urdf": str(urdf), "rviz": "false"}
+    if shutil.which("xacro") is None:  # the launch runs xacro (a URDF passes through it unchanged)
+        with pytest.raises(stand_in.LaunchError, match="'xacro' not found"):
+            evaluate_launch_file(ROOT / "launch" / "arm.launch.py", install_prefix, overrides, monkeypatch)
+        return
+    nodes = evaluate_launch_file(ROOT / "launch" / "arm.launch.py", install_prefix, overrides, monkeypatch)
+    rsp = next(n for n in nodes if n["executable"] == "robot_state_publisher")
+    assert "panda_joint7" in rsp["parameters"][0]["robot_description"]
+
+
+@pytest.mark.skipif(not HAVE_RCLPY, reason="the node modules import rclpy")
+def test_the_arm_rviz_config_and_the_controller_parameters():
+    from ros_lnn.nodes.dac_controller_params import PARAMETERS
+
+    rviz = yaml.safe_load((ROOT / "config" / "arm.rviz").read_text())
+    displays = {d["Class"]: d for d in rviz["Visualization Manager"]["Displays"]}
+    assert displays["rviz_default_plugins/Wrench"]["Topic"]["Value"] == "effort_observer/external_wrench"
+    assert displays["rviz_default_plugins/Marker"]["Topic"]["Value"] == "effort_observer/collision_marker"
+    assert displays["rviz_default_plugins/RobotModel"]["Description Topic"]["Value"] == "robot_description"
+    values = yaml.safe_load((ROOT / "config" / "panda_arm_controller.yaml").read_text())
+    params = values["/**/dac_controller"]["ros__parameters"]
+    assert not PARAMETERS.problems(params) and set(params) <= {p.name for p in PARAMETERS}

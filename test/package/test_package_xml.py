@@ -123,6 +123,7 @@ def test_visualisation_and_ros2_control_are_workstation_only():
     for name in (
         "rviz2",
         "robot_state_publisher",
+        "xacro",
         "controller_manager",
         "hardware_interface",
         "joint_state_broadcaster",

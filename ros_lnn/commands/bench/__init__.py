@@ -78,6 +78,13 @@ BENCHES = {
         "(--duration s of training/calibration motion, default 60; --model: skip training; --at-rest: "
         "pushes on a standing arm with stiction, the model with friction memory vs the least-squares fit)",
     ),
+    "armcontrol": (
+        "ros_lnn.commands.bench.armcontrol",
+        "bench_armcontrol",
+        "a simulated Panda under feed-forward + PD: the URDF's model vs an identified arm model vs the true "
+        "one (--duration s of identification recording, default 30; --model: skip training; --dds: the "
+        "loop over DDS too)",
+    ),
     "zoo": (
         "ros_lnn.commands.bench.zoo",
         "bench_zoo",
@@ -111,6 +118,17 @@ def add_arguments(parser):
         action="store_true",
         help="bench node: the effort_observer node at 1 kHz on a simulated Panda instead of servo_lnn "
         "(--model: an arm model; default: one trained first)",
+    )
+    parser.add_argument(
+        "--dds",
+        action="store_true",
+        help="bench armcontrol: also run the loop over DDS (dac_controller and arm_sim, each in its process)",
+    )
+    parser.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="bench armcontrol --dds: arm_sim steps once per command on simulated time (/clock) instead "
+        "of keeping wall time",
     )
     parser.add_argument(
         "--output",

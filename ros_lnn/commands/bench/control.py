@@ -290,9 +290,9 @@ def _bench_node_rate_process(
     namespace = "/bench_dac"
     ctx = rclpy.Context()
     rclpy.init(args=[], context=ctx)
-    overrides: list[Parameter] = (
-        [] if input_queue_depth is None else [Parameter("input_queue_depth", value=int(input_queue_depth))]
-    )
+    overrides: list[Parameter] = [Parameter("robot_description_timeout_s", value=0.0)]  # the shipped arm
+    if input_queue_depth is not None:
+        overrides.append(Parameter("input_queue_depth", value=int(input_queue_depth)))
     if residual_model:
         overrides.append(Parameter("residual_model", value=str(residual_model)))
     node = DacControllerNode(namespace=namespace, context=ctx, parameter_overrides=overrides)
@@ -361,7 +361,13 @@ def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
 
     ctx = rclpy.Context()
     rclpy.init(args=[], context=ctx)
-    node = DacControllerNode(namespace="/bench_dac", context=ctx)
+    from rclpy.parameter import Parameter
+
+    node = DacControllerNode(
+        namespace="/bench_dac",
+        context=ctx,
+        parameter_overrides=[Parameter("robot_description_timeout_s", value=0.0)],  # the shipped arm
+    )
     if not start(node):
         raise RuntimeError(node.last_error)
     probe = rclpy.create_node("bench_dac_probe", context=ctx)

@@ -119,6 +119,7 @@ def run_observer_rate(
         f"gains:=[{GAIN}]",
         f"thresholds:={thresholds}",
         f"wrench_frame:={WRENCH_FRAME}",
+        "robot_description_timeout_s:=0.0",  # no robot_state_publisher here: the model's URDF
     ]
     proc = launch_node("ros_lnn.nodes.effort_observer", ns, params, domain_env)
     driver = BenchDriver("bench_observer_driver", ns, proc)

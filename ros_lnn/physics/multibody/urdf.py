@@ -57,7 +57,7 @@ _PRISMATIC = ("JointModelPX", "JointModelPY", "JointModelPZ", "JointModelPrismat
 
 
 @contextmanager
-def _stderr_captured():
+def stderr_captured():
     """Collect what C++ code writes to file descriptor 2 (urdfdom reports its parse errors there)."""
     sys.stderr.flush()
     saved = os.dup(2)
@@ -88,7 +88,7 @@ def _parse(text: str, source: str):
                 f"{source}: joint '{j.get('name')}' is a mimic joint; mimic joints are not supported"
             )
     pm = None
-    with _stderr_captured() as err:
+    with stderr_captured() as err:
         try:
             pm = pin.buildModelFromXML(text)
         except (ValueError, RuntimeError):
@@ -118,7 +118,14 @@ def model_from_urdf(
     text: str, source: str = "robot_description", gravity=(0.0, 0.0, -9.81)
 ) -> MultibodyModel:
     pm, complaints = _parse(text, source)
-    said = f" (URDF parser: {complaints})" if complaints else ""
+    return model_from_pinocchio(pm, source, gravity, f" (URDF parser: {complaints})" if complaints else "")
+
+
+def model_from_pinocchio(pm, source: str, gravity=(0.0, 0.0, -9.81), said: str = "") -> MultibodyModel:
+    """The :class:`MultibodyModel` of a fixed-base Pinocchio model as its URDF parser builds one (each
+    moving body with the inertia Pinocchio carries for its joint): a URDF as read, or one whose unused
+    joints were locked (``buildReducedModel``) and whose bodies carry identified inertial parameters.
+    ``source`` names it in errors; ``said``: what the URDF parser complained about, appended to them."""
     njoints = pm.njoints
     if njoints < 2:
         raise ConfigError(f"{source}: no revolute, continuous or prismatic joint; nothing moves")
