@@ -210,8 +210,8 @@ def bench_realarm(args) -> dict:
         model = ArmModel(out)
         if model.memory is not None:
             row(
-                "learned, without its friction memory",
-                model.torque_of(te, fast=True) - _held(model, te),
+                "learned, its friction memory taken out (ablation)",
+                model.torque_of(te) - _held(model, te),
                 None,
             )
         if model.fast.active:
