@@ -12,7 +12,7 @@ PYTEST_ARGS ?= -q -ra -p no:cacheprovider
 JOBS ?= $(shell [ "$$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 1)
 XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadfile)
 
-.PHONY: demo test test-kilted test-jazzy lint check venv venv-jazzy msgs bench clean
+.PHONY: demo test test-kilted test-jazzy test-jazzy-all lint check venv venv-jazzy msgs bench clean
 
 # $(1): the environment's folder, $(2): the extras installed into it.
 define make_venv
@@ -62,17 +62,22 @@ msgs: $(VENV)/.msgs-installed $(JAZZY_VENV)/.msgs-installed
 demo: $(VENV)/.msgs-installed
 	$(VENV)/bin/ros-lnn demo
 
-# Both distributions run even when the first fails; the target fails if either did.
+# The whole suite on Kilted, the ROS tests (marker ros, test/conftest.py) again on Jazzy: the two
+# environments differ only in ROS. Both run even when the first fails; the target fails if either did.
 test: $(VENV)/.msgs-installed $(JAZZY_VENV)/.msgs-installed
 	@rc=0; \
-	echo "== ROS 2 Kilted wheels ($(VENV))"; $(PY) -m pytest $(PYTEST_ARGS) $(XDIST) test || rc=$$?; \
-	echo "== ROS 2 Jazzy wheels ($(JAZZY_VENV))"; $(JAZZY_VENV)/bin/python -m pytest $(PYTEST_ARGS) $(XDIST) test || rc=$$?; \
+	echo "== ROS 2 Kilted wheels ($(VENV)): every test"; $(PY) -m pytest $(PYTEST_ARGS) $(XDIST) test || rc=$$?; \
+	echo "== ROS 2 Jazzy wheels ($(JAZZY_VENV)): the ROS tests"; $(JAZZY_VENV)/bin/python -m pytest $(PYTEST_ARGS) $(XDIST) -m ros test || rc=$$?; \
 	exit $$rc
 
 test-kilted: $(VENV)/.msgs-installed
 	$(PY) -m pytest $(PYTEST_ARGS) $(XDIST) test
 
+# the ROS tests on Jazzy (test-jazzy-all: every test)
 test-jazzy: $(JAZZY_VENV)/.msgs-installed
+	$(JAZZY_VENV)/bin/python -m pytest $(PYTEST_ARGS) $(XDIST) -m ros test
+
+test-jazzy-all: $(JAZZY_VENV)/.msgs-installed
 	$(JAZZY_VENV)/bin/python -m pytest $(PYTEST_ARGS) $(XDIST) test
 
 # ruff (lint + format check) and mypy, configured in pyproject.toml

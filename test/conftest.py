@@ -1,15 +1,22 @@
 """Shared test set-up.
 
+ROS tests — every test of a file that uses rclpy, the nodes, the messages, the harness that drives
+them, the launch files or colcon (:data:`ROS_USE`) — carry the ``ros`` marker: ``make test`` runs the
+whole suite on Kilted and ``-m ros`` on Jazzy, since the two environments differ only in ROS.
+
 ROS tests talk over real DDS: each pytest session takes its own random ROS_DOMAIN_ID and stays on
 localhost, so parallel runs on one machine never hear each other; under pytest-xdist (`-n N`) worker
 k takes the session's domain + k, so the workers never hear each other either. Math libraries run
 single-threaded so timings and results do not depend on the machine's load.
 """
 
+import functools
 import os
 import random
+import re
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +95,21 @@ def sigint_as_in_a_terminal() -> None:
     background (``make test &``, some CI agents) passes SIGINT down as ignored, and Python then installs
     no KeyboardInterrupt handler; a terminal's Ctrl-C is what these tests stand for."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+#: what makes a test file a ROS test (matched against its source)
+ROS_USE = re.compile(
+    r"rclpy|HAVE_RCLPY|ros_lnn\.nodes|ros_lnn_msgs|_ros_harness|ros_lnn\.harness|ros_lnn\.demos|\bctx\b"
+    r"|launch_ros|_launch_stand_in|colcon"
+)
+
+
+@functools.cache
+def uses_ros(path: Path) -> bool:
+    return bool(ROS_USE.search(path.read_text(encoding="utf-8", errors="replace")))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if uses_ros(Path(item.path)):
+            item.add_marker(pytest.mark.ros)
