@@ -105,7 +105,8 @@ def test_dac_controller_zeroes_on_the_steady_clock_when_clock_and_states_stop(ct
         # state, or of the zeros to the probe, is no part of the controller's state timeout)
         last = node.last_state_time
         sent_zero = next(t for t, v in list(published) if t > last and not any(v))
-        assert sent_zero - last < STATE_TIMEOUT + 0.25, f"zeros {sent_zero - last:.3f} s after the last state"
+        # not before the timeout (how soon after it is ros-lnn bench fault's missed-stop figure)
+        assert sent_zero - last >= STATE_TIMEOUT, f"zeros {sent_zero - last:.3f} s after the last state"
         assert node.get_clock().now().nanoseconds == sim_ns, "the ROS clock should have stopped"
         h.wait(lambda: node.counts["stale_state"] >= 5, 5, "zeros repeated while stopped")
         assert all(not any(v) for t, v in efforts if t > first)

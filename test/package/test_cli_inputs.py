@@ -80,11 +80,10 @@ def test_config_that_is_not_a_regular_file_is_refused(tmp_path, kind):
     path = {"fifo": tmp_path / "map.yaml", "dev_zero": "/dev/zero", "directory": tmp_path}[kind]
     if kind == "fifo":
         os.mkfifo(path)
-    rc, err, seconds = _cli("evaluate", "--bag", str(tmp_path / "absent"), "--config", str(path))
+    rc, err, _ = _cli("evaluate", "--bag", str(tmp_path / "absent"), "--config", str(path))
     assert rc == 2, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert "not a regular file" in err
-    assert seconds < 30
+    assert "not a regular file" in err  # and returned: a read of the FIFO would hang past _cli's timeout
 
 
 def test_a_fifo_named_as_a_bag_is_refused_not_read(tmp_path):
