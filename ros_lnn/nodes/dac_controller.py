@@ -117,6 +117,7 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
                     "limit_violation",
                     "partial",
                     "other_joints",
+                    "parameter_refused",
                 ),
                 0,
             )

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from ..arm.observer import CollisionDetector, DirectObserver, MomentumObserver
 
 INVALID_REASONS = READ_REASONS + ("no_velocity", "no_effort", "non_finite")
-COUNTED = ("received", "processed", "collisions", "internal_error")
+COUNTED = ("received", "processed", "collisions", "internal_error", "parameter_refused")
 
 
 def build_observer(values: dict):

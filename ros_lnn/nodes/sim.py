@@ -68,6 +68,7 @@ class SimNode(ParameterValues, Node):
             "commands": 0,
             "non_finite_state": 0,
             "internal_error": 0,
+            "parameter_refused": 0,
         }
         self.window = CountWindow()
         self.values = values = PARAMETERS.attach(self)
