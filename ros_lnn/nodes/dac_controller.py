@@ -62,6 +62,7 @@ from .dac_controller_faults import FaultReactions
 from .dac_controller_inputs import (
     JointOrder,
     TargetFrames,
+    orientation_problem,
     outside_workspace,
     stamp_problem,
     trajectory_arrays,
@@ -285,7 +286,13 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         p, o = msg.pose.position, msg.pose.orientation
         try:
             position = [p.x, p.y, p.z]
-            quat = [o.w, o.x, o.y, o.z] if (o.w or o.x or o.y or o.z) else None
+            quat = [o.w, o.x, o.y, o.z]
+            if self.pipeline.ee_attitude:  # the orientation is tracked: a unit quaternion or refused
+                reason = orientation_problem(quat)
+                if reason:
+                    return self._reject("bad_target", reason)
+            elif not any(quat):  # position only: the default (0, 0, 0, 0) is no orientation
+                quat = None
             if frame and frame != self.p("frame_id"):
                 position, quat = self._targets.to_world(frame, self.p("frame_id"), position, quat)
             reason = outside_workspace(position, self._workspace, float(self.p("workspace_margin")))

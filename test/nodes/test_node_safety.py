@@ -341,6 +341,45 @@ def test_dac_controller_refuses_targets_beyond_the_arms_reach(ctx, xyz):
         h.close()
 
 
+@pytest.mark.parametrize(
+    "quat", [(0.0, 0.0, 0.0, 0.0), (1e-12, 0.0, 0.0, 0.0), (0.5, 0.0, 0.0, 0.0), (1.0, 1.0, 0.0, 0.0)]
+)
+def test_dac_controller_with_ee_attitude_refuses_a_target_that_is_no_unit_quaternion(ctx, quat):
+    """ee_attitude tracks the orientation: (0, 0, 0, 0) (a PoseStamped's default) and norms away from 1
+    are refused at receipt (bad_target, one log line); a unit quaternion is taken and normalised."""
+    node, h, io = _dac_rig(ctx, ee_attitude=True)
+    try:
+        logged = []
+        real_warning = node.get_logger().warning
+        node.get_logger().warning = lambda text, **kw: (logged.append(text), real_warning(text, **kw))
+        msg = _target(0.3, 0.1, 0.5)
+        o = msg.pose.orientation
+        o.w, o.x, o.y, o.z = quat
+        io["target"].publish(msg)
+        h.wait(lambda: node.counts["bad_target"] == 1, 5, "the target refused")
+        assert not node.pipeline.has_target
+        refused = [text for text in logged if "bad_target" in text]
+        assert len(refused) == 1 and "unit quaternion" in refused[0], logged
+        o.w, o.x, o.y, o.z = (0.0, 0.0, 0.7071068, 0.7071068)  # within tf2's tolerance of unit length
+        io["target"].publish(msg)
+        h.wait(lambda: node.pipeline.has_target, 5, "a unit quaternion taken")
+        assert node.counts["bad_target"] == 1
+        target = node.pipeline._ee_target
+        assert target.quat is not None and abs(float((target.quat**2).sum()) - 1.0) < 1e-12
+    finally:
+        h.close()
+
+
+def test_dac_controller_without_ee_attitude_takes_a_position_target_with_no_orientation(ctx):
+    node, h, io = _dac_rig(ctx)
+    try:
+        io["target"].publish(_target(0.3, 0.1, 0.5))  # orientation (0, 0, 0, 0): position only
+        h.wait(lambda: node.pipeline.has_target, 5, "the target")
+        assert node.counts["bad_target"] == 0 and node.pipeline._ee_target.quat is None
+    finally:
+        h.close()
+
+
 def test_dac_controller_counts_inputs_its_law_does_not_use_and_logs_once(ctx):
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
