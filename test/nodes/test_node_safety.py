@@ -397,10 +397,19 @@ def test_dac_controller_counts_inputs_its_law_does_not_use_and_logs_once(ctx):
         h.close()
 
 
-def test_sustained_saturation_is_an_error_and_zeroes_the_efforts(ctx):
+@pytest.mark.parametrize("reaction", ["brake", "zero"])
+def test_sustained_saturation_is_an_error_and_stops_the_arm(ctx, reaction):
     """Effort limits far below what a distant (reachable) target needs: after saturation_timeout_s the
-    controller trips: /diagnostics ERROR naming the cause, zero efforts latched until re-activation."""
-    node, h, io = _dac_rig(ctx, effort_limits=[0.01] * 5, saturation_timeout_s=0.3)
+    controller trips: /diagnostics ERROR naming the cause, latched until re-activation: the protective
+    stop holds the arm at rest against gravity within the effort limits (brake, the default: the
+    gravity torque of the URDF at the state, by Pinocchio, clipped to ±0.01), or zero efforts."""
+    import numpy as np
+    import pinocchio as pin
+
+    node, h, io = _dac_rig(ctx, effort_limits=[0.01] * 5, saturation_timeout_s=0.3, fault_reaction=reaction)
+    model = pin.buildModelFromXML(URDF.read_text())
+    held = np.clip(pin.computeGeneralizedGravity(model, model.createData(), np.array(Q0)), -0.01, 0.01)
+    expected = held if reaction == "brake" else np.zeros(5)
     try:
         statuses = []
         name = node.get_fully_qualified_name()
@@ -423,8 +432,16 @@ def test_sustained_saturation_is_an_error_and_zeroes_the_efforts(ctx):
             time.sleep(0.01)
         h.wait(lambda: len(io["efforts"]) >= n + 5, 5, "efforts after the fault")
         with h.lock:
-            assert all(not any(m.data) for m in io["efforts"][n:])
-        h.wait(lambda: any(lv == DiagnosticStatus.ERROR and "limits" in m for lv, m in statuses), 5, "ERROR")
+            after = [np.asarray(m.data) for m in io["efforts"][n:]]
+        for effort in after:
+            np.testing.assert_allclose(effort, expected, rtol=1e-9, atol=1e-12)
+        latched = "protective stop" if reaction == "brake" else "zero efforts"
+        error = DiagnosticStatus.ERROR
+        h.wait(
+            lambda: any(lv == error and "limits" in m and latched in m for lv, m in statuses),
+            5,
+            "ERROR",
+        )
         h.call(node.trigger_deactivate)
         h.call(node.trigger_activate)
         assert node.fault == ""

@@ -38,6 +38,12 @@ BENCHES = {
         "servo_lnn and dac_controller each under a 20 kHz joint_states flood (--rate Hz, --duration s, "
         "default 30): service latency p99 during it, resident memory before and after",
     ),
+    "stop": (
+        "ros_lnn.commands.bench.stop",
+        "bench_stop",
+        "the demo arm's closed loop with gains of 1e6 set live: overshoot past the joint limits after the "
+        "latched stop, zero efforts against the protective stop (--duration s, default 10)",
+    ),
     "ingest": (
         "ros_lnn.commands.bench.ingest",
         "bench_ingest",
