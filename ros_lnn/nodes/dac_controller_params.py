@@ -142,7 +142,7 @@ PARAMETERS = ParameterTable(
     ),
     vector3("circle_center", [0.45, 0.0, 0.0], "centre of the built-in circle [m]", CONFIGURE),
     vector3("circle_normal", [1.0, 0.0, 0.0], "normal of the circle's plane", CONFIGURE, check=_not_all_zero),
-    Param("circle_period_s", 4.0, "period of the built-in circle [s]", CONFIGURE, gt=0.0, le=1e6),
+    Param("circle_period_s", 4.0, "period of the built-in circle [s]", CONFIGURE, ge=0.1, le=1e6),
     Param(
         "circle_phase", 0.0, "phase of the built-in circle at activation [rad]", CONFIGURE, ge=-1e6, le=1e6
     ),
