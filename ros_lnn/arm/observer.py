@@ -347,10 +347,13 @@ class Thresholds:
 
         import yaml
 
-        Path(path).write_text(
+        from ..files import write_atomically
+
+        text = (
             "# ros-lnn calibrate-observer: per joint |r| > velocity_slope * |qd| + static is a collision\n"
             + yaml.safe_dump(self.to_dict(), sort_keys=False)
         )
+        write_atomically(Path(path), text.encode())  # a node may be reading the previous thresholds
 
     @classmethod
     def load(cls, path) -> Thresholds:

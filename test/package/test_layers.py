@@ -36,7 +36,7 @@ ALLOWED = {
     "estimation": {"errors", "physics"},
     "inference": {"errors", "physics", "shipped", "ros_lnn"},
     "control": {"errors", "physics", "inference", "estimation"},
-    "models": {"errors", "physics", "inference", "ros_lnn"},
+    "models": {"errors", "files", "physics", "inference", "ros_lnn"},  # files: a model written atomically
     "families": {"errors", "physics", "inference", "models"},
     "training": {
         "errors",
