@@ -2,16 +2,18 @@
 
     ros2 launch ros_lnn demo.launch.py [system:=crane|chain] [config:=<yaml>] [model:=<onnx>]
         [namespace:=<ns>] [use_sim_time:=false] [rviz:=true] [estimate_qdd:=false] [autostart:=true]
+        [respawn:=true] [respawn_delay:=1.0]
 
 system        picks config/<system>.yaml and config/<system>.urdf (default crane)
 use_sim_time  true: the simulator publishes /clock (simulated time) and every node follows it
 estimate_qdd  true: the estimator estimates servo accelerations from joint_states instead of taking
               them from the simulator's plan (sim/servo_plan)
+respawn       start a node again when its process dies, respawn_delay seconds later (not RViz)
 The chain needs a chain model (model:=...); the crane uses the shipped model. The estimator comes from
-estimator.launch.py (lifecycle autostart through launch_ros).
+estimator.launch.py (it brings itself up through its autostart parameter, after a respawn too).
 """
 
-from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription
+from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import FileContent, IfElseSubstitution, LaunchConfiguration, PathJoinSubstitution
@@ -25,11 +27,51 @@ SHARE = FindPackageShare("ros_lnn")
 ARG = LaunchConfiguration
 
 
-def generate_launch_description():
+def respawning(context) -> dict:
+    """launch's respawn keywords from the respawn arguments (respawn_delay: a number, not a substitution)."""
+    return {"respawn": ARG("respawn"), "respawn_delay": float(ARG("respawn_delay").perform(context))}
+
+
+def nodes(context):
+    """The simulator and RViz (with robot_state_publisher); respawning all but RViz."""
+    respawn = respawning(context)
     sim_time = ParameterValue(ARG("use_sim_time"), value_type=bool)
     description = ParameterValue(
         FileContent([PathJoinSubstitution([SHARE, "config", ARG("system")]), ".urdf"]), value_type=str
     )
+    return [
+        Node(
+            package="ros_lnn",
+            executable="sim",
+            name="sim",
+            namespace=ARG("namespace"),
+            parameters=[ARG("config"), {"publish_clock": sim_time}],
+            output="screen",
+            **respawn,
+        ),
+        GroupAction(
+            condition=IfCondition(ARG("rviz")),
+            actions=[
+                Node(
+                    package="robot_state_publisher",
+                    executable="robot_state_publisher",
+                    namespace=ARG("namespace"),
+                    parameters=[{"robot_description": description, "use_sim_time": sim_time}],
+                    **respawn,
+                ),
+                Node(
+                    package="rviz2",
+                    executable="rviz2",
+                    namespace=ARG("namespace"),
+                    arguments=["-d", PathJoinSubstitution([SHARE, "config", "ros_lnn.rviz"])],
+                    parameters=[{"use_sim_time": sim_time}],
+                ),
+            ],
+        ),
+    ]
+
+
+def generate_launch_description():
     return LaunchDescription(
         [
             DeclareLaunchArgument(
@@ -61,14 +103,13 @@ def generate_launch_description():
             DeclareLaunchArgument(
                 "autostart", default_value="true", description="configure and activate the estimator"
             ),
-            Node(
-                package="ros_lnn",
-                executable="sim",
-                name="sim",
-                namespace=ARG("namespace"),
-                parameters=[ARG("config"), {"publish_clock": sim_time}],
-                output="screen",
+            DeclareLaunchArgument(
+                "respawn", default_value="true", description="start a node again when its process dies"
             ),
+            DeclareLaunchArgument(
+                "respawn_delay", default_value="1.0", description="seconds before a dead node starts again"
+            ),
+            OpaqueFunction(function=nodes),
             GroupAction(
                 actions=[
                     IncludeLaunchDescription(  # scoped: the include's arguments stay inside
@@ -81,6 +122,8 @@ def generate_launch_description():
                             "namespace": ARG("namespace"),
                             "use_sim_time": ARG("use_sim_time"),
                             "autostart": ARG("autostart"),
+                            "respawn": ARG("respawn"),
+                            "respawn_delay": ARG("respawn_delay"),
                             "rviz": "false",
                             "servo_commands": IfElseSubstitution(
                                 ARG("estimate_qdd"), "servo_commands", "sim/servo_plan"
@@ -88,24 +131,6 @@ def generate_launch_description():
                         }.items(),
                     )
                 ]
-            ),
-            GroupAction(
-                condition=IfCondition(ARG("rviz")),
-                actions=[
-                    Node(
-                        package="robot_state_publisher",
-                        executable="robot_state_publisher",
-                        namespace=ARG("namespace"),
-                        parameters=[{"robot_description": description, "use_sim_time": sim_time}],
-                    ),
-                    Node(
-                        package="rviz2",
-                        executable="rviz2",
-                        namespace=ARG("namespace"),
-                        arguments=["-d", PathJoinSubstitution([SHARE, "config", "ros_lnn.rviz"])],
-                        parameters=[{"use_sim_time": sim_time}],
-                    ),
-                ],
             ),
         ]
     )

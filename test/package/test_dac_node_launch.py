@@ -1,5 +1,6 @@
 """The DAC launch files start installed executables with installed, loadable parameter files, the
-controller as a lifecycle node brought up by launch_ros, and its efforts where they are meant to go."""
+controller as a lifecycle node that brings itself up (its autostart parameter: after a respawn too), and
+its efforts where they are meant to go."""
 
 import pytest
 import yaml
@@ -26,9 +27,7 @@ def test_dac_launch_files(name, overrides, install_prefix, setup_kwargs, monkeyp
     controllers = [n for n in ours if n["executable"] == "dac_controller"]
     assert len(controllers) == 1, "exactly one dac_controller variant runs"
     controller = controllers[0]
-    assert controller["lifecycle"] and controller["autostart"] == (
-        overrides.get("autostart", "true") == "true"
-    )
+    assert controller["lifecycle"] and controller["autostart"] is False  # launch_ros does nothing
     for node in ours:
         for p in node["parameters"]:
             if isinstance(p, str):  # a parameter file: installed and valid YAML
@@ -36,7 +35,7 @@ def test_dac_launch_files(name, overrides, install_prefix, setup_kwargs, monkeyp
             else:
                 assert p["robot_description"] == (ROOT / "config" / "dac_chain.urdf").read_text()
                 if node is controller:
-                    assert p["autostart"] is False  # launch_ros does the transitions
+                    assert p["autostart"] is (overrides.get("autostart", "true") == "true")
     missing = [n["executable"] for n in ours if n["executable"] not in scripts]
     assert not missing
     if name == "dac_controller.launch.py":
