@@ -38,6 +38,13 @@ BENCHES = {
         "servo_lnn and dac_controller each under a 20 kHz joint_states flood (--rate Hz, --duration s, "
         "default 30): service latency p99 during it, resident memory before and after",
     ),
+    "soak": (
+        "ros_lnn.commands.bench.soak",
+        "bench_soak",
+        "the nodes of a robot for --duration s (default 180; 1800 for half an hour), each its own process, "
+        "with faults of the fault harness at random intervals: memory growth, latency p99 at the start and "
+        "the end, crashes, hangs, missed stops (--rate: the simulators' Hz, default 200)",
+    ),
     "stop": (
         "ros_lnn.commands.bench.stop",
         "bench_stop",
@@ -110,7 +117,12 @@ def add_arguments(parser):
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     parser.add_argument("--model", help="ONNX model (default: the shipped one)")
     parser.add_argument("--duration", type=float, default=None, help="seconds, for timed benchmarks")
-    parser.add_argument("--rate", type=float, default=None, help="bench flood: joint_states Hz (20 000)")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="bench flood: joint_states Hz (20 000); bench soak: sims' Hz (200)",
+    )
     parser.add_argument(
         "--observer",
         action="store_true",
