@@ -1,6 +1,7 @@
-"""``ros-lnn bench soak`` in short (the six node processes, faults every 2 s on average): its last
-line's figures are those of the data it measured — memory of every process, the nodes' windowed
-latency p99s, the verdict of every fault — recomputed here from that data. No timing is asserted."""
+"""``ros-lnn bench soak`` in short (the six node processes, faults every 2 s on average, no warm-up
+round): its last line's figures are those of the data it measured — memory of every process, the
+nodes' windowed latency p99s, the verdict of every fault — recomputed here from that data. No timing
+is asserted."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ def test_a_short_soak_reports_what_it_measured():
     env = dict(os.environ)
     env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(random.SystemRandom().randint(101, 200))
     lines: list[str] = []
-    result = run_soak(40.0, rate_hz=100.0, mean_gap_s=2.0, seed=3, env=env, report=lines.append, sample_s=2.0)
+    result = run_soak(
+        40.0, rate_hz=100.0, mean_gap_s=2.0, seed=3, env=env, report=lines.append, sample_s=2.0, warm_up=False
+    )
     assert result.window_s == 8.0  # a fifth of a run under 25 min
     assert len(result.verdicts) >= 3
     assert all(

@@ -1,6 +1,7 @@
 """``ros-lnn bench soak``: the nodes of a robot for ``--duration`` seconds (default 180; 1800 for the
 half-hour figure), each in its own process, with faults of the fault harness at random intervals
-(:mod:`ros_lnn.harness.soak`). Prints a line a minute, every failed case, and last
+(:mod:`ros_lnn.harness.soak`), after one round of every case (a warm-up, its faults counted). Prints a
+line a minute, every failed case, and last
 ``soak: S s, F faults injected, C crashed, H hung, M missed stops, RSS growth G %, latency p99
 first/last 5 min A/B ms`` ("fifth (N s)" instead of "5 min" for a run under 25 minutes). Goals: G ≤ 2 %,
 B ≤ 1.5 A, zeros elsewhere."""
@@ -36,6 +37,11 @@ def bench_soak(args) -> dict:
         f"{result.rss[0][1] / 2**20:.1f} -> {result.rss[-1][1] / 2**20:.1f} MiB; load average at the end "
         f"{os.getloadavg()[0]:.1f}"
     )
+    by_node = result.rss_by_node()
+    print(
+        "RSS by process, end of the first window -> end: "
+        + ", ".join(f"{name} {a / 2**20:.1f} -> {b / 2**20:.1f} MiB" for name, (a, b) in by_node.items())
+    )
     line = result.line()
     print(line)
     return {
@@ -44,6 +50,7 @@ def bench_soak(args) -> dict:
         "faults": len(result.verdicts),
         "failed": [f"{v.target}: {v.case}: {v.detail.strip()[:200]}" for v in failed],
         "rss_growth_percent": result.rss_growth_percent(),
+        "rss_by_node_mib": {name: [a / 2**20, b / 2**20] for name, (a, b) in by_node.items()},
         "latency_p99_ms": [a, b],
         "summary": line,
     }
