@@ -5,6 +5,7 @@ holding or moving the arm, in one line.
         [wrench_frame:=<link>] [urdf:=<urdf or xacro>] [controller:=false] [law:=gravity_compensation]
         [controller_config:=<yaml>] [joints:=[...]] [effort_topic:=/effort_controller/commands]
         [watchdog_timeout_s:=0.1] [namespace:=<ns>] [use_sim_time:=false] [autostart:=true] [rviz:=true|false]
+        [respawn:=true] [respawn_delay:=1.0]
 
 model           the arm model (.onnx from ros-lnn train with an arm config)
 thresholds      effort_observer's collision thresholds (ros-lnn calibrate-observer; empty: no detection)
@@ -21,9 +22,11 @@ autostart       true: every lifecycle node configures and activates itself (its 
                 not launch_ros's, whose race could leave it inactive: ros2/launch_ros#445)
 rviz            RViz with config/arm.rviz (robot, external wrench, collision marker); default: where a
                 display is set (DISPLAY or WAYLAND_DISPLAY), off on a headless robot computer
+respawn         start a node again when its process dies (killed, crashed), with the same parameters,
+                respawn_delay seconds later (not RViz); the lifecycle nodes come back active by themselves
 """
 
-from launch.actions import DeclareLaunchArgument, GroupAction
+from launch.actions import DeclareLaunchArgument, GroupAction, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import (
     Command,
@@ -56,9 +59,102 @@ DISPLAY_SET = IfElseSubstitution(
 PANDA_JOINTS = "[" + ", ".join(f"panda_joint{i}" for i in range(1, 8)) + "]"
 
 
-def generate_launch_description():
+def respawning(context) -> dict:
+    """launch's respawn keywords from the respawn arguments (respawn_delay: a number, not a substitution)."""
+    return {"respawn": ARG("respawn"), "respawn_delay": float(ARG("respawn_delay").perform(context))}
+
+
+def nodes(context):
+    """The nodes; every one but RViz respawns."""
+    respawn = respawning(context)
     sim_time = ParameterValue(ARG("use_sim_time"), value_type=bool)
     autostart = ParameterValue(ARG("autostart"), value_type=bool)
+    return [
+        Node(
+            package="robot_state_publisher",
+            executable="robot_state_publisher",
+            **respawn,
+            namespace=ARG("namespace"),
+            condition=IfCondition(NotSubstitution(EqualsSubstitution(ARG("urdf"), ""))),
+            parameters=[
+                {
+                    "robot_description": ParameterValue(Command(["xacro ", ARG("urdf")]), value_type=str),
+                    "use_sim_time": sim_time,
+                }
+            ],
+        ),
+        LifecycleNode(
+            package="ros_lnn",
+            executable="effort_observer",
+            **respawn,
+            name="effort_observer",
+            namespace=ARG("namespace"),
+            autostart=False,
+            output="screen",
+            parameters=[
+                {
+                    "model_path": ARG("model"),
+                    "thresholds": ARG("thresholds"),
+                    "gains": ParameterValue(ARG("observer_gains")),
+                    "wrench_frame": ARG("wrench_frame"),
+                    "use_sim_time": sim_time,
+                    "autostart": autostart,
+                }
+            ],
+        ),
+        GroupAction(
+            condition=IfCondition(ARG("controller")),
+            actions=[
+                LifecycleNode(
+                    package="ros_lnn",
+                    executable="dac_controller",
+                    **respawn,
+                    name="dac_controller",
+                    namespace=ARG("namespace"),
+                    autostart=False,
+                    output="screen",
+                    parameters=[
+                        ARG("controller_config"),
+                        {
+                            "model_path": ARG("model"),
+                            "law": ARG("law"),
+                            "use_sim_time": sim_time,
+                            "autostart": autostart,
+                        },
+                    ],
+                ),
+                Node(
+                    package="ros_lnn",
+                    executable="effort_watchdog",
+                    **respawn,
+                    name="effort_watchdog",
+                    namespace=ARG("namespace"),
+                    output="screen",
+                    parameters=[
+                        {
+                            "timeout_s": ParameterValue(ARG("watchdog_timeout_s"), value_type=float),
+                            "joints": ParameterValue(ARG("joints")),
+                        }
+                    ],
+                    remappings=[
+                        ("commands_in", "dac_controller/joint_effort_command"),
+                        ("commands_out", ARG("effort_topic")),
+                    ],
+                ),
+            ],
+        ),
+        Node(
+            package="rviz2",
+            executable="rviz2",
+            namespace=ARG("namespace"),
+            condition=IfCondition(ARG("rviz")),
+            arguments=["-d", PathJoinSubstitution([SHARE, "config", "arm.rviz"])],
+            parameters=[{"use_sim_time": sim_time}],
+        ),
+    ]
+
+
+def generate_launch_description():
     return LaunchDescription(
         [
             DeclareLaunchArgument("model", default_value="", description="the arm model (.onnx)"),
@@ -94,82 +190,12 @@ def generate_launch_description():
             DeclareLaunchArgument(
                 "rviz", default_value=DISPLAY_SET, description="start RViz (default: where a display is set)"
             ),
-            Node(
-                package="robot_state_publisher",
-                executable="robot_state_publisher",
-                namespace=ARG("namespace"),
-                condition=IfCondition(NotSubstitution(EqualsSubstitution(ARG("urdf"), ""))),
-                parameters=[
-                    {
-                        "robot_description": ParameterValue(Command(["xacro ", ARG("urdf")]), value_type=str),
-                        "use_sim_time": sim_time,
-                    }
-                ],
+            DeclareLaunchArgument(
+                "respawn", default_value="true", description="start a node again when its process dies"
             ),
-            LifecycleNode(
-                package="ros_lnn",
-                executable="effort_observer",
-                name="effort_observer",
-                namespace=ARG("namespace"),
-                autostart=False,
-                output="screen",
-                parameters=[
-                    {
-                        "model_path": ARG("model"),
-                        "thresholds": ARG("thresholds"),
-                        "gains": ParameterValue(ARG("observer_gains")),
-                        "wrench_frame": ARG("wrench_frame"),
-                        "use_sim_time": sim_time,
-                        "autostart": autostart,
-                    }
-                ],
+            DeclareLaunchArgument(
+                "respawn_delay", default_value="1.0", description="seconds before a dead node starts again"
             ),
-            GroupAction(
-                condition=IfCondition(ARG("controller")),
-                actions=[
-                    LifecycleNode(
-                        package="ros_lnn",
-                        executable="dac_controller",
-                        name="dac_controller",
-                        namespace=ARG("namespace"),
-                        autostart=False,
-                        output="screen",
-                        parameters=[
-                            ARG("controller_config"),
-                            {
-                                "model_path": ARG("model"),
-                                "law": ARG("law"),
-                                "use_sim_time": sim_time,
-                                "autostart": autostart,
-                            },
-                        ],
-                    ),
-                    Node(
-                        package="ros_lnn",
-                        executable="effort_watchdog",
-                        name="effort_watchdog",
-                        namespace=ARG("namespace"),
-                        output="screen",
-                        parameters=[
-                            {
-                                "timeout_s": ParameterValue(ARG("watchdog_timeout_s"), value_type=float),
-                                "joints": ParameterValue(ARG("joints")),
-                            }
-                        ],
-                        remappings=[
-                            ("commands_in", "dac_controller/joint_effort_command"),
-                            ("commands_out", ARG("effort_topic")),
-                        ],
-                    ),
-                ],
-            ),
-            Node(
-                package="rviz2",
-                executable="rviz2",
-                namespace=ARG("namespace"),
-                condition=IfCondition(ARG("rviz")),
-                arguments=["-d", PathJoinSubstitution([SHARE, "config", "arm.rviz"])],
-                parameters=[{"use_sim_time": sim_time}],
-            ),
+            OpaqueFunction(function=nodes),
         ]
     )

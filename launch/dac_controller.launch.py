@@ -1,19 +1,22 @@
 """The tensor-invariant DAC controller for an arm described by a URDF.
 
     ros2 launch ros_lnn dac_controller.launch.py [urdf:=<file>] [config:=<yaml>] [namespace:=<ns>]
-        [effort_topic:=<topic>] [use_sim_time:=false] [autostart:=true]
+        [effort_topic:=<topic>] [use_sim_time:=false] [autostart:=true] [respawn:=true]
+        [respawn_delay:=1.0]
 
 urdf          the arm (default: the shipped config/dac_chain.urdf); passed as robot_description
 config        parameter YAML (default config/dac_controller.yaml)
 effort_topic  where ~/joint_effort_command goes (empty: not remapped). For ros2_control, relay it through
               effort_watchdog as launch/dac_ros2_control.launch.py does: the effort controllers hold the
               last command forever, and their ~/commands subscription is reliable
-autostart     true: the lifecycle node configures and activates itself (its autostart parameter, not
-              launch_ros's, whose race could leave it inactive: ros2/launch_ros#445); a failed configure
-              leaves it unconfigured (one error line) and running
+autostart     true: the lifecycle node configures and activates itself (its autostart parameter), at
+              every start, a respawn too; a failed configure leaves it unconfigured (one error line) and
+              running; false: drive it with a lifecycle manager
+respawn       start the node again when its process dies (killed, crashed), with the same parameters,
+              respawn_delay seconds later (launch takes the delay as a number: read in nodes())
 """
 
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import (
     EqualsSubstitution,
     FileContent,
@@ -31,27 +34,34 @@ SHARE = FindPackageShare("ros_lnn")
 ARG = LaunchConfiguration
 
 
-def dac_controller() -> LifecycleNode:
+def respawning(context) -> dict:
+    """launch's respawn keywords from the respawn arguments (respawn_delay: a number, not a substitution)."""
+    return {"respawn": ARG("respawn"), "respawn_delay": float(ARG("respawn_delay").perform(context))}
+
+
+def nodes(context):
     effort_topic = IfElseSubstitution(
         EqualsSubstitution(ARG("effort_topic"), ""), "~/joint_effort_command", ARG("effort_topic")
     )
-    return LifecycleNode(
-        package="ros_lnn",
-        executable="dac_controller",
-        name="dac_controller",
-        namespace=ARG("namespace"),
-        parameters=[
-            ARG("config"),
-            {
-                "robot_description": ParameterValue(FileContent(ARG("urdf")), value_type=str),
-                "use_sim_time": ParameterValue(ARG("use_sim_time"), value_type=bool),
-                "autostart": ParameterValue(ARG("autostart"), value_type=bool),
-            },
-        ],
-        remappings=[("~/joint_effort_command", effort_topic)],
-        autostart=False,
-        output="screen",
-    )
+    return [
+        LifecycleNode(
+            package="ros_lnn",
+            executable="dac_controller",
+            name="dac_controller",
+            namespace=ARG("namespace"),
+            parameters=[
+                ARG("config"),
+                {
+                    "robot_description": ParameterValue(FileContent(ARG("urdf")), value_type=str),
+                    "use_sim_time": ParameterValue(ARG("use_sim_time"), value_type=bool),
+                    "autostart": ParameterValue(ARG("autostart"), value_type=bool),
+                },
+            ],
+            remappings=[("~/joint_effort_command", effort_topic)],
+            output="screen",
+            **respawning(context),
+        )
+    ]
 
 
 def generate_launch_description():
@@ -75,6 +85,12 @@ def generate_launch_description():
             DeclareLaunchArgument(
                 "autostart", default_value="true", description="the node configures and activates itself"
             ),
-            dac_controller(),
+            DeclareLaunchArgument(
+                "respawn", default_value="true", description="start the node again when its process dies"
+            ),
+            DeclareLaunchArgument(
+                "respawn_delay", default_value="1.0", description="seconds before a dead node starts again"
+            ),
+            OpaqueFunction(function=nodes),
         ]
     )

@@ -2,17 +2,20 @@
 
     ros2 launch ros_lnn estimator.launch.py [config:=<yaml>] [model:=<onnx>] [namespace:=<ns>]
         [use_sim_time:=false] [autostart:=true] [servo_commands:=servo_commands] [rviz:=false] [urdf:=<file>]
+        [respawn:=true] [respawn_delay:=1.0]
 
 config          parameter file (default: share/ros_lnn/config/crane.yaml)
 model           ONNX model overriding the config's model_path (default: the config's)
-autostart       true: the lifecycle node configures and activates itself (its autostart parameter; a failed
-                configure leaves it unconfigured, with one error line); false: drive it with a lifecycle
-                manager
+autostart       true: the lifecycle node configures and activates itself (its autostart parameter), at
+                every start, a respawn too (a failed configure leaves it unconfigured, with one error
+                line); false: drive it with a lifecycle manager
 servo_commands  the topic the estimator takes servo commands from
 rviz            also start RViz with config/ros_lnn.rviz and robot_state_publisher with ``urdf``
+respawn         start a node again when its process dies (killed, crashed), with the same parameters,
+                respawn_delay seconds later (launch takes the delay as a number: read in nodes())
 """
 
-from launch.actions import DeclareLaunchArgument, GroupAction
+from launch.actions import DeclareLaunchArgument, GroupAction, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import (
     EqualsSubstitution,
@@ -31,11 +34,10 @@ SHARE = FindPackageShare("ros_lnn")
 ARG = LaunchConfiguration
 
 
-def servo_lnn(model_given: bool) -> LifecycleNode:
+def servo_lnn(model_given: bool, respawn: dict) -> LifecycleNode:
     """One of two variants, exactly one of which runs: ``model_path`` is overridden only when model:= is
-    given (an empty override would replace the config's model with the shipped one). The node configures
-    and activates itself (its ``autostart`` parameter), so launch_ros's lifecycle autostart, which could
-    leave a node inactive (ros2/launch_ros#445), is not used."""
+    given (an empty override would replace the config's model with the shipped one). The node brings
+    itself up (its autostart parameter), so a respawned process comes back active on its own."""
     overrides = {
         "use_sim_time": ParameterValue(ARG("use_sim_time"), value_type=bool),
         "autostart": ParameterValue(ARG("autostart"), value_type=bool),
@@ -49,15 +51,52 @@ def servo_lnn(model_given: bool) -> LifecycleNode:
         name="servo_lnn",
         namespace=ARG("namespace"),
         parameters=[ARG("config"), overrides],
-        autostart=False,
         remappings=[("servo_commands", ARG("servo_commands"))],
         condition=IfCondition(NotSubstitution(no_model) if model_given else no_model),
         output="screen",
+        **respawn,
     )
 
 
-def generate_launch_description():
+def respawning(context) -> dict:
+    """launch's respawn keywords from the respawn arguments (respawn_delay: a number, not a substitution)."""
+    return {"respawn": ARG("respawn"), "respawn_delay": float(ARG("respawn_delay").perform(context))}
+
+
+def nodes(context):
+    respawn = respawning(context)
     sim_time = ParameterValue(ARG("use_sim_time"), value_type=bool)
+    return [
+        servo_lnn(True, respawn),
+        servo_lnn(False, respawn),
+        GroupAction(
+            condition=IfCondition(ARG("rviz")),
+            actions=[
+                Node(
+                    package="robot_state_publisher",
+                    executable="robot_state_publisher",
+                    namespace=ARG("namespace"),
+                    parameters=[
+                        {
+                            "robot_description": ParameterValue(FileContent(ARG("urdf")), value_type=str),
+                            "use_sim_time": sim_time,
+                        }
+                    ],
+                    **respawn,
+                ),
+                Node(
+                    package="rviz2",
+                    executable="rviz2",
+                    namespace=ARG("namespace"),
+                    arguments=["-d", PathJoinSubstitution([SHARE, "config", "ros_lnn.rviz"])],
+                    parameters=[{"use_sim_time": sim_time}],
+                ),
+            ],
+        ),
+    ]
+
+
+def generate_launch_description():
     return LaunchDescription(
         [
             DeclareLaunchArgument(
@@ -82,30 +121,12 @@ def generate_launch_description():
                 default_value=PathJoinSubstitution([SHARE, "config", "crane.urdf"]),
                 description="robot model for robot_state_publisher (with rviz:=true)",
             ),
-            servo_lnn(model_given=True),
-            servo_lnn(model_given=False),
-            GroupAction(
-                condition=IfCondition(ARG("rviz")),
-                actions=[
-                    Node(
-                        package="robot_state_publisher",
-                        executable="robot_state_publisher",
-                        namespace=ARG("namespace"),
-                        parameters=[
-                            {
-                                "robot_description": ParameterValue(FileContent(ARG("urdf")), value_type=str),
-                                "use_sim_time": sim_time,
-                            }
-                        ],
-                    ),
-                    Node(
-                        package="rviz2",
-                        executable="rviz2",
-                        namespace=ARG("namespace"),
-                        arguments=["-d", PathJoinSubstitution([SHARE, "config", "ros_lnn.rviz"])],
-                        parameters=[{"use_sim_time": sim_time}],
-                    ),
-                ],
+            DeclareLaunchArgument(
+                "respawn", default_value="true", description="start a node again when its process dies"
             ),
+            DeclareLaunchArgument(
+                "respawn_delay", default_value="1.0", description="seconds before a dead node starts again"
+            ),
+            OpaqueFunction(function=nodes),
         ]
     )

@@ -22,6 +22,8 @@ COMMANDS = {
     "(--offline: the model on a held-out trial; --dac: the controller demo)",
     "simulate": "simulate the reference systems and write trials (npz or rosbag2)",
     "record": "record the configured topics to rosbag2 through rclpy",
+    "reindex": "make a rosbag2 that was never closed (killed recorder, full disk) readable: metadata.yaml "
+    "rebuilt from its storage file",
     "train": "train a model (ServoLNN by default) and export it to ONNX",
     "export": "export a trained checkpoint to ONNX with metadata",
     "evaluate": "evaluate an ONNX model on simulated or recorded trials",
@@ -31,8 +33,8 @@ COMMANDS = {
     "identify-payload": "an arm model + a recording with a payload → its mass, CoM, inertia and a new model",
     "calibrate-observer": "collision thresholds of the effort_observer node from collision-free arm "
     "recordings",
-    "bench": "benchmarks: inference, node, control, dac-node, fault, ingest, train, delan, realdata, "
-    "realarm, collision, zoo",
+    "bench": "benchmarks: inference, node, control, dac-node, fault, flood, stop, soak, ingest, train, "
+    "delan, realdata, realarm, collision, zoo",
 }
 
 

@@ -6,12 +6,17 @@ an endless read or a file written somewhere else.
   writable; if the file exists it is a regular file. The file written is exactly the name given.
 * :func:`input_file_problem` / :func:`read_text_limited` — a file to read: a regular file (no FIFO,
   no device, no directory), at most ``limit`` bytes.
+* :func:`atomic_output` / :func:`write_atomically` — a file others read while it may be rewritten (a
+  model a node loads, a bag's metadata.yaml): replaced in one step, never seen half written.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import ConfigError
@@ -180,3 +185,47 @@ def parse_yaml(text: str, source: str = "YAML"):
         raise ConfigError(f"{source}: not valid YAML ({str(exc).splitlines()[0]})") from None
     except RecursionError:
         raise ConfigError(f"{source}: nested too deeply") from None
+
+
+@contextmanager
+def atomic_output(path) -> Iterator:
+    """A binary file to write ``path``'s new content into: a unique temporary file in the same
+    directory (``.<name>.<random>.tmp``), flushed to the disk (fsync) and renamed over ``path``
+    (``os.replace``, atomic on POSIX) when the block ends, the directory synced too. A reader sees the
+    old file or the new one, never part of one; an error or a kill on the way leaves ``path`` as it was
+    (and at most the temporary file, removed on an error)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _sync_directory(path.parent)
+
+
+def write_atomically(path, data: bytes) -> Path:
+    """``path`` replaced by ``data`` in one step (:func:`atomic_output`)."""
+    with atomic_output(path) as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def _sync_directory(directory: Path) -> None:
+    """The rename itself onto the disk (a directory entry); where a directory cannot be opened, skipped."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -6,9 +6,12 @@ what a launch would start: arguments (defaults, choices, overrides), substitutio
 PathJoinSubstitution, FindPackageShare through the real ament index, FileContent, IfElse/Equals/Not/And,
 EnvironmentVariable, Command),
 conditions (IfCondition/UnlessCondition, with launch's rule that only true/false/1/0 are valid),
-scoped GroupAction, IncludeLaunchDescription of another launch file, Node and LifecycleNode with their
-parameters (ParameterValue typed as launch_ros types it), remappings and arguments. Where the real launch
-and launch_ros import (a ROS install), test_launch_files.py uses them instead.
+scoped GroupAction, IncludeLaunchDescription of another launch file, OpaqueFunction (called with the
+launch configurations as its context, as launch calls it with its LaunchContext), Node and
+LifecycleNode with their parameters (ParameterValue typed as launch_ros types it), remappings,
+arguments, respawn (a bool or a substitution, performed as launch does) and respawn_delay (a float
+only, as launch takes it). Where the real launch and launch_ros import (a ROS install),
+test_launch_files.py uses them instead.
 """
 
 from __future__ import annotations
@@ -210,9 +213,20 @@ class IncludeLaunchDescription:
         self.source, self.launch_arguments, self.condition = source, list(launch_arguments), condition
 
 
-class OpaqueFunction:  # present so that a launch file using it imports; evaluate() refuses it
-    def __init__(self, function, **kwargs):
-        self.function = function
+class OpaqueFunction:
+    def __init__(self, function, args=(), kwargs=None):
+        self.function, self.args, self.kwargs = function, list(args), dict(kwargs or {})
+
+
+class Context(dict):
+    """The launch configurations, as launch's LaunchContext offers them to an OpaqueFunction."""
+
+    @property
+    def launch_configurations(self) -> dict:
+        return self
+
+    def perform_substitution(self, substitution) -> str:
+        return perform(substitution, self)
 
 
 class ParameterValue:
@@ -246,11 +260,16 @@ class Node:
         arguments=(),
         condition=None,
         output="log",
+        respawn=False,
+        respawn_delay=None,
         **kwargs,
     ):
+        if respawn_delay is not None and not isinstance(respawn_delay, (int, float)):
+            raise LaunchError("respawn_delay is a float for launch (it performs no substitution on it)")
         self.package, self.executable, self.name, self.namespace = package, executable, name, namespace
         self.parameters, self.remappings, self.arguments = list(parameters), list(remappings), list(arguments)
         self.condition, self.autostart = condition, False
+        self.respawn, self.respawn_delay = respawn, respawn_delay
 
 
 class LifecycleNode(Node):
@@ -338,7 +357,14 @@ def _node_record(node: Node, context: dict) -> dict:
         "parameters": params,
         "remappings": [(perform(a, context), perform(b, context)) for a, b in node.remappings],
         "arguments": [perform(a, context) for a in node.arguments],
+        "respawn": _respawn(node.respawn, context),
+        "respawn_delay": node.respawn_delay,
     }
+
+
+def _respawn(value, context: dict) -> bool:
+    """launch's respawn: a bool, or a substitution performed to one (true/false/1/0)."""
+    return value if isinstance(value, bool) else as_bool(perform(value, context))
 
 
 def evaluate(entities, context: dict, started: list) -> None:
@@ -364,7 +390,8 @@ def evaluate(entities, context: dict, started: list) -> None:
             context.update(child)
             evaluate(load(Path(perform(entity.source.path, context))).entities, context, started)
         elif isinstance(entity, OpaqueFunction):
-            raise LaunchError("OpaqueFunction: the launch files describe their nodes with substitutions")
+            made = entity.function(Context(context), *entity.args, **entity.kwargs)
+            evaluate(made or [], context, started)
         else:
             raise LaunchError(f"the stand-in does not know {type(entity).__name__}")
 

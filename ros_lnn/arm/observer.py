@@ -440,10 +440,13 @@ class Thresholds:
 
         import yaml
 
-        Path(path).write_text(
+        from ..files import write_atomically
+
+        text = (
             "# ros-lnn calibrate-observer: per joint |r| > velocity_slope * |qd| + static is a collision\n"
             + yaml.safe_dump(self.to_dict(), sort_keys=False)
         )
+        write_atomically(Path(path), text.encode())  # a node may be reading the previous thresholds
 
     @classmethod
     def load(cls, path) -> Thresholds:
@@ -522,6 +525,30 @@ class CollisionDetector:
             self.peak[ended] = 0.0
             self._below_since[ended] = np.nan
         return onsets
+
+
+def score_detection(t, r, qd, thresholds: Thresholds, pulses, settle_s: float = 0.1) -> dict:
+    """The detector over a recording's residuals against the external torques known to have acted
+    (:class:`ros_lnn.arm.simulation.Pulse`: start, end): per pulse the delay to the first onset within
+    it and ``settle_s`` after (None: missed), the false alarms (every other onset), their first times
+    and the free time they were counted over."""
+    det = CollisionDetector(thresholds)
+    onsets = []
+    for k in range(len(t)):
+        onsets.extend(det.update(float(t[k]), r[k], qd[k]))
+    in_window = np.zeros(len(onsets), dtype=bool)
+    delays = []
+    for p in pulses:
+        hits = [i for i, o in enumerate(onsets) if p.start <= o.t < p.end + settle_s]
+        in_window[hits] = True
+        delays.append(onsets[hits[0]].t - p.start if hits else None)
+    covered = sum(min(p.end + settle_s, t[-1]) - p.start for p in pulses)
+    return {
+        "delays": delays,
+        "false_alarms": int((~in_window).sum()),
+        "false_alarm_times": [round(o.t, 3) for o, w in zip(onsets, in_window) if not w][:20],
+        "free_s": float(t[-1] - t[0] - covered),
+    }
 
 
 def calibrate(

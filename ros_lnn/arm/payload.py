@@ -205,7 +205,6 @@ def write_model_with_payload(model_path, out, fit: PayloadFit, source: str = "")
     for prop in proto.metadata_props:
         if prop.key == METADATA_KEY:
             prop.value = json.dumps(meta)
-    tmp = out.with_name(f".{out.name}.tmp")
-    onnx.save(proto, str(tmp))
-    tmp.replace(out)
-    return out
+    from ..files import write_atomically
+
+    return write_atomically(out, proto.SerializeToString())

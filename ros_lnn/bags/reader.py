@@ -32,7 +32,11 @@ def open_bag(path):
         reader = Reader(path)
         reader.open()
     except (ReaderError, FileNotFoundError, KeyError, ValueError, TypeError, OSError) as exc:
-        hint = "it holds no metadata.yaml" if path.is_dir() and not (path / "metadata.yaml").exists() else exc
+        hint = (
+            "it holds no metadata.yaml: a recording that was never closed? ros-lnn reindex makes it readable"
+            if path.is_dir() and not (path / "metadata.yaml").exists()
+            else exc
+        )
         raise DataError(f"{path}: not a readable rosbag2 ({hint}); check the path, or re-record it") from None
     except Exception as exc:  # noqa: BLE001 - sqlite/mcap libraries raise their own types on corrupt files
         raise DataError(

@@ -23,7 +23,8 @@ from .pipeline import DacPipeline
 @dataclass
 class LoopLog:
     """Samples of a run: ``u[k]`` is the effort held over ``[t[k], t[k] + dt)``; ``ee``/``target`` the
-    end-effector point and its target at ``t[k]`` (target NaN when the law has none)."""
+    end-effector point and its target at ``t[k]`` (target NaN when the law has none); ``stopped[k]``:
+    a joint limit violation is latched (the pipeline's stop acts)."""
 
     t: np.ndarray
     q: np.ndarray
@@ -32,6 +33,7 @@ class LoopLog:
     ee: np.ndarray
     target: np.ndarray
     residual_states: dict
+    stopped: np.ndarray
 
     def tracking_rms(self, after_s: float = 1.0) -> float:
         """RMS of the end-effector position error after ``after_s`` seconds [m]."""
@@ -48,10 +50,12 @@ def sampled_loop(
     qd0=None,
     dynamics: Callable | None = None,
     target: Callable[[float], np.ndarray] | None = None,
+    before_step: Callable[[float], None] | None = None,
 ) -> LoopLog:
     """Run ``pipe`` on the arm for ``duration`` s at the sample period ``dt``; ``dynamics(q, q̇, u)``
     is the arm's forward dynamics (default the description's), ``target(t)`` the end-effector point to
-    log the error against (default the law's own target)."""
+    log the error against (default the law's own target); ``before_step(t)`` runs before each sample
+    (a live parameter change, as ``ros2 param set`` makes one between two joint states)."""
     pm = pipe.pinocchio
     q = np.asarray(q0, float).copy()
     qd = np.zeros_like(q) if qd0 is None else np.asarray(qd0, float).copy()
@@ -60,9 +64,13 @@ def sampled_loop(
     log = {k: np.empty((steps, n)) for k in ("q", "qd", "u")}
     ee, goal = np.empty((steps, 3)), np.full((steps, 3), np.nan)
     states: dict = {}
+    stopped = np.zeros(steps, bool)
     for i in range(steps):
         t = i * dt
+        if before_step is not None:
+            before_step(t)
         out = pipe.step(q, qd, t)
+        stopped[i] = out.limits is not None and bool(out.limits.violation)
         u = out.efforts.effort
         log["q"][i], log["qd"][i], log["u"][i], ee[i] = q, qd, u, out.ee_position
         if target is not None:
@@ -74,7 +82,7 @@ def sampled_loop(
         um = pipe.model_order(u)
         qm, qdm = rk4_step(pm, qm, qdm, dt, lambda tk, qk, qdk: um, t, dynamics=dynamics)
         q, qd = qm.take(pipe._to_configured), qdm.take(pipe._to_configured)
-    return LoopLog(np.arange(steps) * dt, log["q"], log["qd"], log["u"], ee, goal, states)
+    return LoopLog(np.arange(steps) * dt, log["q"], log["qd"], log["u"], ee, goal, states, stopped)
 
 
 def end_effector_point(pipe: DacPipeline, q) -> np.ndarray:

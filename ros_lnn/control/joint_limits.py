@@ -22,7 +22,9 @@ velocity it may have, and the spring ``k_v k_p`` of a joint that can hold its ow
 
 Violations. A position beyond a hard limit by more than ``position_tolerance``, or a velocity beyond
 ``velocity_tolerance × v_lim``, is a violation: every effort is zero from then on, and the guard stays
-latched (``violation`` names the joint and the cause) until :meth:`JointLimitGuard.reset`.
+latched (``violation`` names the joint and the cause) until :meth:`JointLimitGuard.reset`. Zero effort
+lets a moving joint coast and a loaded link fall: the DAC pipeline sends its protective stop's efforts
+instead (:mod:`.protective_stop`, brake to rest and hold), where one is set.
 """
 
 from __future__ import annotations

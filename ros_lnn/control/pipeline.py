@@ -11,8 +11,10 @@ law); laws I/II run the coordinate-free law on the Pinocchio workspace with ``�
   Hermite segments; body poses, twists and their rates follow from FK, ``G`` and ``Ġ q̇``.
 
 Joint limits (:mod:`ros_lnn.control.joint_limits`, ``set_joint_limits``): the efforts, after their
-clamp, go through soft position and velocity limits; a violation zeros them, latched until
-``joint_limits.reset()``.
+clamp, go through soft position and velocity limits; a violation stops the arm, latched until
+``joint_limits.reset()``: with a protective stop set (``set_protective_stop``, :mod:`.protective_stop`)
+the efforts brake every joint to rest inside its soft limits and hold it there against gravity, without
+one they are zero. ``stop_efforts`` gives the same stop for any other reason to stop (a fault).
 
 The joint laws (:mod:`ros_lnn.control.joint_laws`: ``feedforward_pd``, ``gravity_compensation``) run on the
 same model, joint trajectory and effort map. A model whose certain part is a rigid body brings its
@@ -52,6 +54,7 @@ from .joint_limits import JointLimitGuard, LimitResult
 from .joint_space import EndEffectorLawJointSpace, JointTargetLawJointSpace
 from .mobility import JointSpaceOperators
 from .obstacles import ObstacleField, SphereObstacle, default_control_points
+from .protective_stop import ProtectiveStop
 
 
 @dataclass
@@ -247,6 +250,9 @@ class DacPipeline:
         self._ee_path = None
         self._joint_target_cache = None
         self.joint_limits: JointLimitGuard | None = None
+        self.protective_stop: ProtectiveStop | None = None
+        self.brakes_on_violation = False
+        self._stop_workspace = self.pinocchio.pin.createData()
 
     def _joint_space_law(self) -> EndEffectorLawJointSpace | None:
         if self.law != "end_effector":
@@ -299,11 +305,38 @@ class DacPipeline:
             raise ConfigError(f"joint limits are for {list(guard.limits.names)}, not {self.joint_names}")
         self.joint_limits = guard
 
+    def set_protective_stop(self, stop: ProtectiveStop | None, on_limit_violation: bool = True) -> None:
+        """The stop of :meth:`stop_efforts` (``joint_names`` order), and of a joint limit violation
+        when ``on_limit_violation`` (else, or with None, a violation zeros the efforts)."""
+        if stop is not None and stop.effort_limits.size != len(self.joint_names):
+            raise ConfigError(f"protective stop needs one effort limit per joint {self.joint_names}")
+        self.protective_stop = stop
+        self.brakes_on_violation = stop is not None and on_limit_violation
+
+    def inverse_dynamics(self, q, qd, qdd) -> np.ndarray:
+        """``H(q) q̈ + C(q, q̇) q̇ + g(q)`` of the certain model (Pinocchio's RNEA), configured order."""
+        import pinocchio as pin
+
+        pm = self.pinocchio
+        tau = pin.rnea(pm.pin, self._stop_workspace, *(self.model_order(x) for x in (q, qd, qdd)))
+        return np.asarray(tau, float).take(self._to_configured)
+
+    def stop_efforts(self, q, qd) -> np.ndarray:
+        """The protective stop's efforts at ``q, q̇`` (configured order): brake to rest and hold
+        (:mod:`.protective_stop`); zeros without a stop set."""
+        if self.protective_stop is None:
+            return np.zeros(len(self.joint_names))
+        self._model_state(q, qd)  # DataError unless finite and of the joints' size
+        return self.protective_stop.effort(np.asarray(q, float), np.asarray(qd, float), self.inverse_dynamics)
+
     def _limited(self, cmd: EffortCommand, q, qd) -> LimitResult | None:
-        """Apply the joint limits to ``cmd.effort`` in place; what they did (None without limits)."""
+        """Apply the joint limits to ``cmd.effort`` in place; what they did (None without limits). A
+        violation gives the protective stop's efforts (zeros without one)."""
         if self.joint_limits is None:
             return None
         result = self.joint_limits.apply(q, qd, cmd.effort)
+        if result.violation and self.brakes_on_violation:
+            result.effort = self.stop_efforts(q, qd)
         cmd.effort = result.effort
         return result
 

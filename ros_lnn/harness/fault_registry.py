@@ -1,11 +1,12 @@
-"""Every fault-injection target and case list: the original ones (:mod:`.faults`) and those of the
-safety work (:mod:`.faults_safety`), in one registry that imports both (neither imports it)."""
+"""Every fault-injection target and case list: the original ones (:mod:`.faults`), those of the
+safety work (:mod:`.faults_safety`) and of hours of running (:mod:`.faults_reliability`), in one
+registry that imports them (none imports it)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import faults, faults_safety
+from . import faults, faults_reliability, faults_safety
 from .faults import Target
 
 TARGETS: dict[str, Callable[[], Target]] = {
@@ -13,12 +14,21 @@ TARGETS: dict[str, Callable[[], Target]] = {
     "sim": faults.sim_target,
     "dac_controller": faults.dac_controller_target,
     "effort_watchdog": faults_safety.effort_watchdog_target,
+    "effort_observer": faults_reliability.effort_observer_target,
 }
-#: The cases per target: the original ones in faults.py, those of issue 23 (safety stops, deletes,
-#: string bounds, paths, workspace, the watchdog) in faults_safety.py.
+#: The cases per target: the original ones in faults.py, those of the safety work (safety stops,
+#: deletes, string bounds, paths, workspace, the watchdog) in faults_safety.py, those of hours of running
+#: (the observer, absurd finite magnitudes, attitudes, the protective stop) in faults_reliability.py.
 CASES: dict[str, Callable[[], list]] = {
-    "servo_lnn": lambda: faults.servo_lnn_cases() + faults_safety.servo_lnn_cases(),
+    "servo_lnn": lambda: (
+        faults.servo_lnn_cases() + faults_safety.servo_lnn_cases() + faults_reliability.servo_lnn_cases()
+    ),
     "sim": lambda: faults.sim_cases() + faults_safety.sim_cases(),
-    "dac_controller": lambda: faults.dac_controller_cases() + faults_safety.dac_controller_cases(),
+    "dac_controller": lambda: (
+        faults.dac_controller_cases()
+        + faults_safety.dac_controller_cases()
+        + faults_reliability.dac_controller_cases()
+    ),
     "effort_watchdog": faults_safety.effort_watchdog_cases,
+    "effort_observer": faults_reliability.effort_observer_cases,
 }

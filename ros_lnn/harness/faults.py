@@ -53,6 +53,7 @@ class Target:
     outputs: dict  # topic -> message type name, checked for non-finite numbers
     heartbeat: str  # the output that shows normal operation
     normal: Callable | None = None  # normal(driver, target, k) -> publish one good input (k counts)
+    remaps: dict = field(default_factory=dict)  # -r FROM:=TO of the node process
 
 
 @dataclass
@@ -127,6 +128,8 @@ class NodeProcess:
         self.target, self.namespace = target, namespace
         params = dict(target.params, **(extra or {}))
         args = [sys.executable, "-m", target.module, "--ros-args", "-r", f"__ns:={namespace}"]
+        for old, new in target.remaps.items():
+            args += ["-r", f"{old}:={new}"]
         for key, value in params.items():
             args += ["-p", f"{key}:={_param_text(value)}"]
         self.proc = subprocess.Popen(
@@ -1014,8 +1017,8 @@ def servo_lnn_cases() -> list[Case]:
                 "servo_commands",
                 lambda d, i: _trajectory(3, positions=lambda k: [1e300 * (k + 1)], times=lambda k: 0.2 * k),
             ),
-            "ok",
-            "",
+            "count:invalid_command",
+            "finite but absurd: refused at receipt",
         ),
         ("empty trajectory", _send("servo_commands", lambda d, i: _trajectory(0)), "ok", "cancels the plan"),
         ("marker_rate_hz 1e-15", _refused("marker_rate_hz", 1e-15, ">= 0.1"), "refused", ""),
@@ -1138,8 +1141,8 @@ def sim_cases() -> list[Case]:
                 "servo_commands",
                 lambda d, i: _trajectory(3, positions=lambda k: [1e300 * (k + 1)], times=lambda k: 0.05 * k),
             ),
-            "count:non_finite_state",
-            "the state goes non-finite: restored, servo held, nothing non-finite published",
+            "count:invalid_command",
+            "finite but absurd: refused at receipt (it was followed, the servo held at 1e300 for good)",
         ),
         ("NaN effort", _send("effort_commands", array([nan])), "count:invalid_command", ""),
         (

@@ -9,9 +9,10 @@
   ``latency_log`` naming a FIFO, a device, a directory or a missing directory — each must be refused
   (else an *accepted bad value*);
 * targets: non-finite, beyond the arm's reach, inputs the law does not use (counted);
-* joint limits (dac_controller): a joint state beyond a position limit or 1.5 × a velocity limit → zero
-  efforts, latched (zero still after a good state), /diagnostics ERROR naming the joint, reset by
-  deactivate + activate; limit overrides that cannot hold are refused;
+* joint limits (dac_controller): a joint state beyond a position limit or 1.5 × a velocity limit → the
+  protective stop (a zero port, efforts that brake and hold), latched (still stopped after a good
+  state), /diagnostics ERROR naming the joint, reset by deactivate + activate; limit overrides that
+  cannot hold are refused;
 * models too large (servo_lnn, dac_controller's learned port): a model over ``model_max_mb`` or
   ``model_max_nodes`` fails configure in one line naming the limit, before it is loaded.
 """
@@ -370,11 +371,12 @@ def dac_controller_cases():
 
 
 def _limit_violation(q=ARM_POSE, qd=(0.0,) * 5, words: str = ""):
-    """A joint state beyond a limit: zero efforts and an ERROR naming ``words`` (else a missed stop),
-    still zero after a good state (latched), and normal output again after deactivate + activate."""
+    """A joint state beyond a limit: the protective stop — a zero port (the law no longer commands) —
+    and an ERROR naming ``words`` (else a missed stop), still stopped after a good state (latched), and
+    normal output again after deactivate + activate."""
 
     def action(driver: Driver, target: str):
-        topic = "dac_controller/joint_effort_command"
+        topic = "dac_controller/port_command"
         driver.pause_stream(target)
         try:
             time.sleep(0.02)
@@ -383,7 +385,7 @@ def _limit_violation(q=ARM_POSE, qd=(0.0,) * 5, words: str = ""):
                 driver.publish(target, "joint_states", _arm_msg(q=q, qd=qd)(driver, i))
                 time.sleep(0.01)
             if driver.wait_output(target, topic, _zeros, since, 2.0) is None:
-                raise MissedStop("no zero efforts after a joint state beyond a limit")
+                raise MissedStop("no protective stop (zero port) after a joint state beyond a limit")
             deadline = time.monotonic() + 3.0
             while True:
                 status = driver.counts(target)
@@ -398,7 +400,7 @@ def _limit_violation(q=ARM_POSE, qd=(0.0,) * 5, words: str = ""):
             if driver.wait_output(target, topic, lambda v: bool(v), since, 2.0) is None:
                 raise AssertionError("no answer to a good joint state")
             if driver.wait_output(target, topic, lambda v: bool(v) and any(v), since, 0.3) is not None:
-                raise AcceptedBadValue("efforts went out again before a reset: the violation was not latched")
+                raise AcceptedBadValue("the law commanded again before a reset: the stop was not latched")
         finally:
             assert driver.transition(target, "deactivate"), "deactivate refused"
             assert driver.transition(target, "activate"), "activate refused"
@@ -454,7 +456,7 @@ def dac_controller_limit_cases():
                 "joint_states beyond a position limit",
                 _limit_violation(q=beyond, words="joint3 position"),
                 "count:limit_violation",
-                "zero efforts, latched until re-activation",
+                "protective stop, latched until re-activation",
             ),
             (
                 "joint_states at 1.5x a velocity limit",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import io
-import os
 import warnings
 from pathlib import Path
 from typing import Any, TypeVar
@@ -186,24 +185,18 @@ def export_graph(
 
 def write_proto(proto, key: str, value: str, path) -> Path:
     """Stamp one JSON document under ``metadata_props[key]`` on an exported graph, check it and write
-    it atomically (temporary file, then ``os.replace``): an interrupted export leaves no partial model."""
+    it atomically (:func:`ros_lnn.files.write_atomically`: a temporary file beside it, synced, renamed
+    over it): an export killed mid-write leaves the previous model, never part of one."""
     import onnx
+
+    from ..files import write_atomically
 
     proto.producer_name = "ros_lnn"
     del proto.metadata_props[:]
     entry = proto.metadata_props.add()
     entry.key, entry.value = key, value
     onnx.checker.check_model(proto, full_check=True)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(proto.SerializeToString())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    return write_atomically(path, proto.SerializeToString())
 
 
 def write_model(proto, metadata: ModelMetadata, path) -> Path:

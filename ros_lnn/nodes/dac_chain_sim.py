@@ -60,6 +60,8 @@ from .stamps import ns_to_stamp
 
 #: Most RK4 steps one timer tick takes to catch up with the clock; further behind, the stamps re-anchor.
 MAX_CATCH_UP = 10
+#: Largest friction rate × step the simulator takes (explicit RK4 diverges on a decaying mode past ≈ 2.8).
+MAX_FRICTION_STEP = 2.5
 
 
 class DacChainSim(ParameterValues, Node):
@@ -96,7 +98,9 @@ class DacChainSim(ParameterValues, Node):
         self.disturbance = np.array(p("disturbance"), float)
         self.effort_time = self.port_time = None
         self.dt = 1.0 / float(p("rate_hz"))
+        self._check_friction_step()
         self._dt_ns = round(self.dt * 1e9)
+        self.counts = dict.fromkeys(("steps", "non_finite_state", "parameter_refused"), 0)
         self.steps = 0  # RK4 steps taken: the simulated time is steps · dt
         self.lagged = 0  # re-anchors: the machine fell more than MAX_CATCH_UP periods behind
         self._stamp_anchor_ns: int | None = None  # node clock at simulated time 0
@@ -115,6 +119,17 @@ class DacChainSim(ParameterValues, Node):
             self.create_timer(min(self._lockstep_timeout, 0.01), self._lockstep_idle)
         else:
             self.create_timer(self.dt, self._step)
+
+    def _check_friction_step(self) -> None:
+        """Friction stiffer than RK4 at ``rate_hz`` can integrate is refused at start-up, in one line."""
+        rate = self.plant.friction_rate(self.q)
+        if rate * self.dt > MAX_FRICTION_STEP:
+            raise RosLnnError(
+                f"friction_viscous / friction_coulomb: the friction stops the arm at {rate:.3g} 1/s, too "
+                f"stiff for one RK4 step at rate_hz {1 / self.dt:g} (rate × step {rate * self.dt:.3g} > "
+                f"{MAX_FRICTION_STEP}); lower the friction (or friction_coulomb_velocity's slope) or raise "
+                "rate_hz"
+            )
 
     def _mismatch(self, p) -> PlantMismatch:
         """The plant mismatch parameters, per-joint lists taken from joint_names order to the model's."""
@@ -216,8 +231,21 @@ class DacChainSim(ParameterValues, Node):
         self.braked = self.braked and self.effort_time is None
         if not self.braked:
             fd = self.plant.forward_dynamics
-            self.q, self.qd = rk4_step(self.pinocchio, self.q, self.qd, self.dt, efforts, self.t, dynamics=fd)
+            with np.errstate(all="ignore"):
+                q, qd = rk4_step(self.pinocchio, self.q, self.qd, self.dt, efforts, self.t, dynamics=fd)
+            if np.all(np.isfinite(q)) and np.all(np.isfinite(qd)):
+                self.q, self.qd = q, qd
+            else:  # efforts or a disturbance the physics cannot follow: stopped where it was
+                self.qd = np.zeros_like(self.qd)
+                self.counts["non_finite_state"] += 1
+                warn_throttled(
+                    self,
+                    "non_finite",
+                    "the arm's state went non-finite (efforts, disturbance or friction the integration "
+                    "cannot follow): held at its last finite state, at rest",
+                )
         self.steps += 1
+        self.counts["steps"] += 1
         q, qd = self.q, self.qd
         msg = JointState()
         assert self._stamp_anchor_ns is not None  # set by _step

@@ -39,7 +39,7 @@ PARAMETERS = ParameterTable(
         le=1e3,
     ),
     vector3("gravity", [0.0, 0.0, -9.81], "gravity [m/s²]", STARTUP),
-    Param("rate_hz", 500.0, "joint_states rate; one RK4 step per period", STARTUP, gt=0.0, le=100000.0),
+    Param("rate_hz", 500.0, "joint_states rate; one RK4 step per period", STARTUP, ge=1.0, le=100000.0),
     Param(
         "lockstep",
         False,
@@ -52,7 +52,7 @@ PARAMETERS = ParameterTable(
         0.05,
         "lockstep: wall time after which a missing command steps anyway [s]",
         STARTUP,
-        gt=0.0,
+        ge=0.001,
         le=3600.0,
     ),
     Param("command_timeout_s", 0.2, "commands older than this count as zero", STARTUP, ge=0.0, le=3600.0),

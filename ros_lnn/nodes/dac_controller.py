@@ -25,8 +25,11 @@ Safety policy (all documented in README):
   * efforts are clamped to ``effort_limits`` (URDF limits by default); saturation shows in diagnostics;
   * joint position and velocity limits (URDF, or ``position_limits`` / ``velocity_limits``): soft limits
     brake before them (:mod:`ros_lnn.control.joint_limits`); a violation (a position beyond a hard
-    limit, a velocity beyond ``limit_velocity_tolerance`` × its limit) zeros the efforts and the port,
-    latched until the node is deactivated and activated again, /diagnostics ERROR naming the joint;
+    limit, a velocity beyond ``limit_velocity_tolerance`` × its limit) is a protective stop, latched
+    until the node is deactivated and activated again, /diagnostics ERROR naming the joint: a zero port
+    and efforts that brake every joint to rest inside its soft limits and hold it against gravity
+    (``limit_reaction: brake``, :mod:`ros_lnn.control.protective_stop`), or zero efforts (``zero``);
+    ``fault_reaction: brake`` stops the same way on a fault;
   * learned port (``residual_model``): a model whose joints differ is refused at configure (one line);
     its correction is bounded by ``residual_limit``; a non-finite correction is dropped (the certain
     model's efforts go out), counted, and diagnostics WARN;
@@ -70,10 +73,11 @@ from .dac_controller_diagnostics import (
     controller_diagnostics,
     controller_values,
 )
-from .dac_controller_faults import FaultReactions
+from .dac_controller_faults import LATCHED_REACTIONS, FaultReactions
 from .dac_controller_inputs import (
     JointOrder,
     TargetFrames,
+    orientation_problem,
     outside_workspace,
     stamp_problem,
     trajectory_arrays,
@@ -127,6 +131,7 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
                     "partial",
                     "other_joints",
                     "model_non_finite",
+                    "parameter_refused",
                 ),
                 0,
             )
@@ -263,6 +268,8 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         self._model_fault_logged = False
         if self.pipeline.joint_limits is not None:  # re-activation resets a latched limit violation
             self.pipeline.joint_limits.reset()
+        if self.pipeline.protective_stop is not None:
+            self.pipeline.protective_stop.reset()
         self.limit_violation = ""
         self.window.start(self.counts)
         if float(self.p("circle_radius")) > 0:
@@ -296,7 +303,13 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         p, o = msg.pose.position, msg.pose.orientation
         try:
             position = [p.x, p.y, p.z]
-            quat = [o.w, o.x, o.y, o.z] if (o.w or o.x or o.y or o.z) else None
+            given = [o.w, o.x, o.y, o.z]
+            if self.pipeline.ee_attitude:  # the orientation is tracked: a unit quaternion or refused
+                reason = orientation_problem(given)
+                if reason:
+                    return self._reject("bad_target", reason)
+            # position only: the default (0, 0, 0, 0) is no orientation
+            quat = given if self.pipeline.ee_attitude or any(given) else None
             if frame and frame != self.p("frame_id"):
                 position, quat = self._targets.to_world(frame, self.p("frame_id"), position, quat)
             reason = outside_workspace(position, self._workspace, float(self.p("workspace_margin")))
@@ -393,15 +406,17 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
             port, effort = np.zeros_like(port), np.zeros_like(effort)
         self.last_state_time = time.monotonic()
         self.stale = False
-        if not self.fault or self._reaction != "zero":
+        latched = self.fault and self._reaction in LATCHED_REACTIONS
+        if not latched:
             saturated = bool(out.efforts.saturated.any())
             set_point = self.pipeline.law == "end_effector" and not self.pipeline.needs_clock
             error = float(np.linalg.norm(out.result.task_error)) if set_point else math.nan
             cause = self._monitor.update(self.last_state_time, saturated, error)
             if cause:
                 self._trip(cause, q)
-        if self.fault and self._reaction == "zero":
-            port, effort = self._zero_commands
+                latched = self._reaction in LATCHED_REACTIONS
+        if latched:
+            port, effort = self._stopped(q, qd)
         if out.limits is not None:
             port, effort = self._joint_limits(out.limits, port, effort)
         self.counts["processed"] += 1

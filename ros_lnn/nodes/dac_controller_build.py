@@ -141,7 +141,27 @@ def make_pipeline(model, values: dict, compensation=None) -> DacPipeline:
     )
     if values["enforce_joint_limits"]:
         pipeline.set_joint_limits(joint_limit_guard(model, pipeline, values))
+    pipeline.set_protective_stop(
+        protective_stop(pipeline, values), on_limit_violation=values["limit_reaction"] == "brake"
+    )
     return pipeline
+
+
+def protective_stop(pipeline: DacPipeline, values: dict):
+    """The stop of ``limit_reaction`` / ``fault_reaction`` ``brake``: every joint braked at
+    ``stop_rate`` to rest, kept inside the soft limits where the joint limits are enforced."""
+    from ..control.protective_stop import ProtectiveStop
+
+    guard = pipeline.joint_limits
+    if guard is None:
+        return ProtectiveStop(pipeline.efforts.limits, float(values["stop_rate"]))
+    return ProtectiveStop(
+        pipeline.efforts.limits,
+        float(values["stop_rate"]),
+        guard.soft_lower,
+        guard.soft_upper,
+        guard.limits.velocity,
+    )
 
 
 def joint_limit_guard(model, pipeline: DacPipeline, values: dict):

@@ -8,6 +8,7 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
+from .dac_controller_faults import LATCHED_REACTIONS, STOP_TEXT
 from .diagnostics import diagnostic_status, status_name
 
 #: What the learned port did, counted per joint state (``residual_state`` of the effort command).
@@ -57,14 +58,13 @@ def controller_level(node) -> tuple[int, str]:
     recent = now - node._fault_time < max(5.0, 5 * period)
     if node.limit_violation:
         return DiagnosticStatus.ERROR, (
-            f"joint limit violation: {node.limit_violation} (zero efforts, latched: deactivate and "
-            "activate to reset)"
+            f"joint limit violation: {node.limit_violation} ({node.limit_stop_text()}, latched: "
+            "deactivate and activate to reset)"
         )
-    if node.fault and (node._reaction == "zero" or recent):
-        latched = (
-            " (zero efforts, latched: deactivate and activate to reset)" if node._reaction == "zero" else ""
-        )
-        return DiagnosticStatus.ERROR, f"fault: {node.fault}{latched}"
+    latched = node._reaction in LATCHED_REACTIONS
+    if node.fault and (latched or recent):
+        how = f" ({STOP_TEXT[node._reaction]}, latched: deactivate and activate to reset)" if latched else ""
+        return DiagnosticStatus.ERROR, f"fault: {node.fault}{how}"
     if node.stale:
         return DiagnosticStatus.ERROR, "joint_states stale: zero efforts"
     if node.last_output is None:

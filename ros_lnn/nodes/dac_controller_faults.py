@@ -9,6 +9,13 @@ from typing import Any
 
 from .diagnostics import warn_throttled
 
+#: Fault reactions that stop the arm until the node is deactivated and activated again.
+LATCHED_REACTIONS = ("brake", "zero")
+STOP_TEXT = {
+    "brake": "protective stop (braking to rest, holding against gravity)",
+    "zero": "zero efforts",
+}
+
 
 class FaultReactions:
     """Mixed into :class:`~ros_lnn.nodes.dac_controller.DacControllerNode` (uses its pipeline, counts,
@@ -29,13 +36,19 @@ class FaultReactions:
     _residual_fault_time: float
     get_logger: Any
 
+    def limit_stop_text(self) -> str:
+        """What a joint limit violation does (limit_reaction)."""
+        assert self.pipeline is not None
+        return STOP_TEXT["brake" if self.pipeline.brakes_on_violation else "zero"]
+
     def _trip(self, cause: str, q) -> None:
         """A fault: counted, one error line, /diagnostics ERROR with the cause, and fault_reaction."""
         assert self.pipeline is not None  # called from _on_joint_state
         self.counts["fault"] += 1
         self.fault, self._fault_time = cause, time.monotonic()
         action = {
-            "zero": "zero efforts until the node is deactivated and activated again",
+            "brake": f"{STOP_TEXT['brake']} until the node is deactivated and activated again",
+            "zero": f"{STOP_TEXT['zero']} until the node is deactivated and activated again",
             "hold": "holding the current pose",
             "warn": "control goes on (fault_reaction warn)",
         }[self._reaction]
@@ -44,18 +57,28 @@ class FaultReactions:
             self.pipeline.hold(q)
             self._monitor.reset()
 
+    def _stopped(self, q, qd):
+        """Port and efforts of a latched fault: a zero port; the protective stop's efforts (brake) or
+        zeros."""
+        assert self.pipeline is not None  # called from _on_joint_state
+        port, effort = self._zero_commands
+        if self._reaction == "brake":
+            effort = self.pipeline.stop_efforts(q, qd)
+        return port, effort
+
     def _joint_limits(self, result, port, effort):
-        """A limit violation: zero port and efforts (the library zeroed the efforts and latched it),
-        counted and logged once; soft limits that acted: counted (diagnostics WARN)."""
+        """A limit violation: a zero port and the efforts the library gave (the protective stop's, or
+        zeros; latched there), counted and logged once; soft limits that acted: counted (diagnostics
+        WARN)."""
         if result.violation:
             if not self.limit_violation:
                 self.limit_violation = result.violation
                 self.counts["limit_violation"] += 1
                 self.get_logger().error(
-                    f"joint limit violation: {result.violation}: zero efforts until the node is "
-                    "deactivated and activated again"
+                    f"joint limit violation: {result.violation}: {self.limit_stop_text()} until the "
+                    "node is deactivated and activated again"
                 )
-            return self._zero_commands
+            return self._zero_commands[0], result.effort
         if result.soft_limited.any():
             assert self.pipeline is not None  # called from _on_joint_state
             self.counts["limit_soft"] += 1

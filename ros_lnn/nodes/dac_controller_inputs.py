@@ -4,6 +4,7 @@ checked and read into arrays in the pipeline's joint order, and the stamp check 
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -84,6 +85,26 @@ def outside_workspace(position, workspace, margin: float) -> str:
         return (
             f"~/ee_target {p.round(3).tolist()} is {distance:.3g} m from the arm's first joint, beyond "
             f"its reach {radius:.3g} m + workspace_margin"
+        )
+    return ""
+
+
+#: How far a target quaternion's squared norm may be from 1 (tf2's tolerance for a transform).
+QUATERNION_NORM_TOLERANCE = 0.01
+
+
+def orientation_problem(quat) -> str:
+    """Why a target orientation (w, x, y, z) is refused when the law tracks it ('' when taken): it must
+    be a unit quaternion within tf2's tolerance; (0, 0, 0, 0), the default of a PoseStamped, is none."""
+    q = np.asarray(quat, float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        norm2 = float(q.dot(q))
+    if not math.isfinite(norm2):
+        return "~/ee_target: orientation must be finite"
+    if abs(norm2 - 1.0) > QUATERNION_NORM_TOLERANCE:
+        return (
+            f"~/ee_target: orientation {np.round(q, 4).tolist()} is not a unit quaternion (norm "
+            f"{math.sqrt(norm2):.4g}) and ee_attitude tracks it"
         )
     return ""
 

@@ -165,7 +165,7 @@ PARAMETERS = ParameterTable(
     ),
     vector3("circle_center", [0.45, 0.0, 0.0], "centre of the built-in circle [m]", CONFIGURE),
     vector3("circle_normal", [1.0, 0.0, 0.0], "normal of the circle's plane", CONFIGURE, check=_not_all_zero),
-    Param("circle_period_s", 4.0, "period of the built-in circle [s]", CONFIGURE, gt=0.0, le=1e6),
+    Param("circle_period_s", 4.0, "period of the built-in circle [s]", CONFIGURE, ge=0.1, le=1e6),
     Param(
         "circle_phase", 0.0, "phase of the built-in circle at activation [rad]", CONFIGURE, ge=-1e6, le=1e6
     ),
@@ -223,8 +223,28 @@ PARAMETERS = ParameterTable(
         "enforce_joint_limits",
         True,
         "keep the joints within their position and velocity limits: soft limits brake before them, a "
-        "violation zeros the efforts (latched until the node is deactivated and activated again)",
+        "violation stops the arm (limit_reaction; latched until the node is deactivated and activated "
+        "again)",
         CONFIGURE,
+    ),
+    Param(
+        "limit_reaction",
+        "brake",
+        "on a joint limit violation (latched until the node is deactivated and activated again): brake "
+        "(a protective stop: every joint braked to rest at stop_rate within its effort limit, brought "
+        "back inside its soft limits and held there against gravity) or zero (zero efforts: a moving "
+        "joint coasts and a loaded link falls unless the drives' brakes hold it)",
+        CONFIGURE,
+        choices=("brake", "zero"),
+    ),
+    Param(
+        "stop_rate",
+        50.0,
+        "protective stop (limit_reaction / fault_reaction brake): the joints' velocities decay at this "
+        "rate, as fast as the effort limits allow; the hold after rest is critically damped [1/s]",
+        CONFIGURE,
+        ge=1.0,
+        le=1000.0,
     ),
     Param(
         "position_limits",
@@ -276,7 +296,7 @@ PARAMETERS = ParameterTable(
     Param(
         "limit_velocity_tolerance",
         1.2,
-        "a velocity beyond this times its limit is a violation: zero efforts, latched",
+        "a velocity beyond this times its limit is a violation: limit_reaction, latched",
         CONFIGURE,
         ge=1.0,
         le=100.0,
@@ -284,7 +304,7 @@ PARAMETERS = ParameterTable(
     Param(
         "limit_position_tolerance",
         0.0,
-        "a position beyond a hard limit by more than this is a violation: zero efforts, latched [rad or m]",
+        "a position beyond a hard limit by more than this is a violation: limit_reaction, latched [rad or m]",
         CONFIGURE,
         ge=0.0,
         le=100.0,
@@ -389,11 +409,12 @@ PARAMETERS = ParameterTable(
     ),
     Param(
         "fault_reaction",
-        "zero",
-        "on a fault: zero (zero efforts, latched until the node is deactivated and activated again), "
-        "hold (hold the current pose) or warn (diagnostics only)",
+        "brake",
+        "on a fault: brake (the protective stop of limit_reaction brake), zero (zero efforts) — both "
+        "latched until the node is deactivated and activated again —, hold (hold the current pose) or "
+        "warn (diagnostics only)",
         CONFIGURE,
-        choices=("zero", "hold", "warn"),
+        choices=("brake", "zero", "hold", "warn"),
     ),
     Param("autostart", True, "configure and activate on start (main only)", STARTUP),
     rules=(_gains_hold,),

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from ..arm.observer import CollisionDetector, DirectObserver, MomentumObserver
 
 INVALID_REASONS = READ_REASONS + ("no_velocity", "no_effort", "non_finite")
-COUNTED = ("received", "processed", "collisions", "internal_error")
+COUNTED = ("received", "processed", "collisions", "internal_error", "parameter_refused", "restarts")
 
 
 def build_observer(values: dict, description=lambda: ("", "")):
@@ -156,6 +156,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         self.observer: MomentumObserver | DirectObserver | None = None
         self.detector: CollisionDetector | None = None
         self._t0_ns: int | None = None
+        self._last_t: float | None = None  # stamp of the last sample taken [s from _t0_ns]
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
         self.counts = dict.fromkeys(INVALID_REASONS + COUNTED, 0)
@@ -239,7 +240,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         self.observer.reset()
         if self.detector is not None:
             self.detector.reset()
-        self._t0_ns = None
+        self._t0_ns = self._last_t = None
         lifecycle.restart_input(self)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
@@ -285,6 +286,9 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         t = (ns - self._t0_ns) * 1e-9
         observer = self.observer
         assert observer is not None  # subscriptions live from activate to deactivate
+        if self._last_t is not None and t - self._last_t > self.values["input_timeout_s"]:
+            self._restart(t - self._last_t)
+        self._last_t = t
         r = observer.update(t, q, qd, tau)
         stamp = Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
         frame = reader.frame_id
@@ -303,6 +307,17 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             self._detect(t, stamp, frame, r, qd, t_start)
         self.counts["processed"] += 1
         self.stats.latency(time.perf_counter() - t_start)
+
+    def _restart(self, gap_s: float) -> None:
+        """A gap in the stream (its publisher restarted, the arm's driver paused): the momentum the
+        integration carries is no longer the arm's; r starts again from 0 at this state, as after a
+        restart of this node, instead of reading the gap's momentum change as an external torque."""
+        assert self.observer is not None
+        self.observer.reset()
+        if self.detector is not None:
+            self.detector.reset()
+        self.counts["restarts"] += 1
+        self.get_logger().info(f"joint_states resumed after {gap_s:.2f} s: observer integration restarted")
 
     @staticmethod
     def _joint_state(stamp, frame, names, q, qd, effort) -> JointState:

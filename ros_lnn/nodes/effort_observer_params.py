@@ -77,6 +77,9 @@ PARAMETERS = ParameterTable(
         "per joint the factor from the effort field to joint torque (motor current "
         "× drive gain, N·m/A); empty = the model's mapping (1 for joint torques)",
         CONFIGURE,
+        items=float,
+        ge=-1e6,
+        le=1e6,
     ),
     Param(
         "thresholds",

@@ -64,7 +64,7 @@ class EffortWatchdogNode(Node):
         self.zeros = Float64MultiArray(data=[0.0] * self.size)
         self.last_command = -math.inf  # time.monotonic() of the last valid command
         self.zeroing = False
-        self.counts = {"forwarded": 0, "dropped": 0, "zeros": 0}
+        self.counts = {"forwarded": 0, "dropped": 0, "zeros": 0, "parameter_refused": 0}
         self._dropped_reported = 0
         self.pub = self.create_publisher(Float64MultiArray, "commands_out", RELAY_OUT_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)

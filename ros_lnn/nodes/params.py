@@ -19,6 +19,7 @@ construction (plain nodes), and refuses a live ``set_parameters`` with a reason:
 * ``CONFIGURE``: read at configure; refused while the node is configured (clean it up first);
 * ``STARTUP``: read once when the node starts; refused after that.
 
+Every refused set is counted (``parameter_refused`` in the node's /diagnostics) and logged in one line.
 A declared parameter cannot be deleted (``ros2 param delete`` arrives as a set of type NOT_SET): the
 node reads every one of its parameters, so a delete is refused with the way to change the value
 instead. Every string (and every string entry of a list) has a length bound, ``max_length``
@@ -296,7 +297,9 @@ class ParameterTable:
                 proposed.update({p.name: p.value for p in parameters if p.name in self.params})
                 reason = extra_check(self.coerce(proposed))
                 if reason:
-                    return _refuse(reason)
+                    result = _refuse(reason)
+            if not result.successful:
+                _count_refusal(node, parameters, result.reason)
             return result
 
         def cache(parameters) -> None:
@@ -321,6 +324,17 @@ class ParameterValues:
 
     def p(self, name: str):
         return self.values[name]
+
+
+def _count_refusal(node, parameters, reason: str) -> None:
+    """A refused set: counted in the node's ``counts`` (``parameter_refused``, in /diagnostics) and one
+    warning line naming the parameter (at most one a second per parameter)."""
+    from .diagnostics import warn_throttled
+
+    counts = node.__dict__.setdefault("counts", {})
+    counts["parameter_refused"] = counts.get("parameter_refused", 0) + 1
+    names = ", ".join(p.name for p in parameters) or "?"
+    warn_throttled(node, f"parameter_refused:{names}", f"parameter set refused ({names}): {reason}", 1.0)
 
 
 def _restore_types(node, parameters) -> None:

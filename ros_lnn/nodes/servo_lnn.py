@@ -61,6 +61,7 @@ from .serialized import PackedMessages, PackersByFrame
 from .servo_lnn_messages import output_builders, plan_arrays, rollout_msg, servo_markers
 from .servo_lnn_params import PARAMETERS, resolve_model_path
 from .servo_lnn_report import COUNTED, INVALID_REASONS, servo_diagnostics, servo_values, write_latency_log
+from .trajectory_command import command_bound_problem
 
 if TYPE_CHECKING:
     from rclpy.timer import Timer
@@ -394,6 +395,10 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
                 f"{data.size} values; expected {n_e}, {2 * n_e} or {3 * n_e} for "
                 f"{self.estimator.servo_joints}"
             )
+        with np.errstate(invalid="ignore"):
+            beyond = command_bound_problem(*data.reshape(-1, n_e))
+        if beyond:
+            return self._bad_command(beyond)
         try:
             self.estimator.set_command(data.reshape(-1, n_e))
         except ValueError:

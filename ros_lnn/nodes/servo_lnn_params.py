@@ -122,8 +122,11 @@ PARAMETERS = ParameterTable(
     Param(
         "free_joint_forces",
         [],
-        "Q_f on the free joints when joint_states carries no finite efforts for them; empty = zeros",
+        "Q_f on the free joints when joint_states carries no finite efforts for them; empty = zeros "
+        "[N or N m]",
         items=float,
+        ge=-1e6,
+        le=1e6,
     ),
     Param("frame_id", "", "frame_id of the outputs; empty = the input's frame_id"),
     diagnostics_period_parameter(CONFIGURE),

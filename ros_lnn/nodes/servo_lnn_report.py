@@ -28,6 +28,7 @@ COUNTED = (
     "stream_restarts",
     "internal_error",
     "non_finite_marker",
+    "parameter_refused",
 )
 
 

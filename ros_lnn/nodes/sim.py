@@ -51,6 +51,7 @@ from .serialized import PackedMessages, PackersByFrame
 from .sim_commands import plan_state, servo_plan
 from .sim_params import PARAMETERS, build_system
 from .stamps import ns_to_stamp, seconds_to_duration, stamp_ns
+from .trajectory_command import command_bound_problem
 
 #: Bigger array or effort commands are refused before they are read.
 MAX_ARRAY_COMMAND_BYTES = 4096
@@ -68,6 +69,7 @@ class SimNode(ParameterValues, Node):
             "commands": 0,
             "non_finite_state": 0,
             "internal_error": 0,
+            "parameter_refused": 0,
         }
         self.window = CountWindow()
         self.values = values = PARAMETERS.attach(self)
@@ -189,6 +191,8 @@ class SimNode(ParameterValues, Node):
                 period_s=5.0,
             )
             self.wall_start += (behind - 1) * self.dt / rtf
+            if self.clock_pub is None:  # stamps on the node clock: one jump, not a drift behind it
+                self.origin_ns += round((behind - 1) * self.dt * 1e9)
             behind = 1
         elif behind > 2:
             # Catch up: integrate the missed steps without publishing them (a gap in the stream).
@@ -376,6 +380,9 @@ class SimNode(ParameterValues, Node):
         data = self._read_array("servo_commands", raw, len(self.servo_names))
         if data is None:
             return
+        beyond = command_bound_problem(data)
+        if beyond:
+            return self._bad_command("servo_commands", beyond)
         t = self.sim.t
         current = self._sources[-1][1]
         if not isinstance(current, CriticallyDampedServo):

@@ -27,6 +27,20 @@ def _plan_points(values: dict) -> str:
     return ""
 
 
+#: Most RK4 steps per simulated second (rate_hz × substeps): a step of the 3-link chain takes ≈ 1.6 ms
+#: on a loaded 2-core VM, so more than this is work the simulator could never keep up with.
+MAX_STEPS_PER_S = 20_000
+
+
+def _steps_per_second(values: dict) -> str:
+    steps = values["rate_hz"] * values["substeps"]
+    if steps > MAX_STEPS_PER_S:
+        return (
+            f"rate_hz × substeps must be <= {MAX_STEPS_PER_S} RK4 steps per simulated second, got {steps:g}"
+        )
+    return ""
+
+
 def _sweep(values: dict) -> str:
     return (
         "sweep_f_low must not exceed sweep_f_high" if values["sweep_f_low"] > values["sweep_f_high"] else ""
@@ -37,7 +51,7 @@ PARAMETERS = ParameterTable(
     Param("system", "crane", "reference system: crane or chain", STARTUP, choices=("crane", "chain")),
     Param("crane_m1", 0.45, "crane: cart mass (kg)", STARTUP, gt=0.0, le=1e6),
     Param("crane_m2", 0.13, "crane: bob mass (kg)", STARTUP, gt=0.0, le=1e6),
-    Param("crane_length", 1.5, "crane: string length (m)", STARTUP, gt=0.0, le=1e3),
+    Param("crane_length", 1.5, "crane: string length (m)", STARTUP, ge=0.01, le=1e3),
     Param("gravity", 9.8, "gravitational acceleration (m/s^2)", STARTUP, ge=-1e3, le=1e3),
     Param(
         "chain_joints",
@@ -54,7 +68,7 @@ PARAMETERS = ParameterTable(
         choices=("revolute", "prismatic"),
     ),
     Param("chain_masses", [1.0, 1.0, 1.0], "chain: link masses (kg)", STARTUP, gt=0.0, le=1e6),
-    Param("chain_lengths", [1.0, 1.0, 1.0], "chain: link lengths (m)", STARTUP, gt=0.0, le=1e3),
+    Param("chain_lengths", [1.0, 1.0, 1.0], "chain: link lengths (m)", STARTUP, ge=0.01, le=1e3),
     Param(
         "chain_inertias",
         [0.0, 0.0, 0.0],
@@ -118,7 +132,7 @@ PARAMETERS = ParameterTable(
     ),
     Param("sweep_f_low", 0.1, "sweep: lowest frequency (Hz)", STARTUP, ge=0.0, le=1e3),
     Param("sweep_f_high", 1.0, "sweep: highest frequency (Hz)", STARTUP, ge=0.0, le=1e3),
-    Param("sweep_period_s", 20.0, "sweep: period of the frequency swing (s)", STARTUP, gt=0.0, le=1e6),
+    Param("sweep_period_s", 20.0, "sweep: period of the frequency swing (s)", STARTUP, ge=0.1, le=1e6),
     Param(
         "servo_offset",
         [],
@@ -167,7 +181,7 @@ PARAMETERS = ParameterTable(
     Param("plan_rate_hz", 20.0, "~/servo_plan publish rate (Hz)", STARTUP, ge=0.1, le=1000.0, off=0.0),
     Param("frame_id", "", "frame_id of joint_states and ground truth"),
     diagnostics_period_parameter(STARTUP),
-    rules=(_chain_lists, _plan_points, _sweep),
+    rules=(_chain_lists, _plan_points, _sweep, _steps_per_second),
 )
 
 

@@ -23,7 +23,6 @@ ServoLNN. DeLaN is a ServoLNN without servo joints: family ``servo_lnn``, ``serv
 
 from __future__ import annotations
 
-import os
 import pickle
 from collections.abc import Mapping
 from pathlib import Path
@@ -86,13 +85,10 @@ def save_checkpoint(
         "provenance": plain(provenance or {}, "provenance"),
         "extra": plain(extra or {}, "extra"),
     }
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-    finally:  # an interrupted save leaves the previous checkpoint and no partial file
-        if tmp.exists():
-            tmp.unlink()
+    from ..files import atomic_output
+
+    with atomic_output(path) as fh:  # an interrupted save leaves the previous checkpoint, never part of one
+        torch.save(state, fh)
     return path
 
 

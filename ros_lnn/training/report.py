@@ -330,16 +330,8 @@ def _json_default(x):
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    """``path`` replaced in one step by a file written under a unique temporary name beside it (two
-    runs writing one report folder never share a temporary file)."""
-    import os
-    import tempfile
+    """``path`` replaced in one step (:func:`ros_lnn.files.write_atomically`: a unique temporary file
+    beside it, so two runs writing one report folder never share one)."""
+    from ..files import write_atomically
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text.encode())

@@ -58,27 +58,77 @@ def _errors(diags, words):
     ]
 
 
-def test_a_violation_zeros_the_efforts_latched_until_reactivation(ctx):
-    node, ns = _node(ctx, diagnostics_period_s=0.05, state_timeout_s=60.0)
+def _inverse_dynamics(q, qdd, qd=(0.0,) * 5):
+    """H(q) q̈ + C(q, q̇) q̇ + g(q) of the URDF, by Pinocchio directly (the test's own reference)."""
+    import pinocchio as pin
+
+    model = pin.buildModelFromXML(URDF.read_text())
+    args = (np.asarray(x, float) for x in (q, qd, qdd))
+    return pin.rnea(model, model.createData(), *args)
+
+
+def _violation_rig(ctx, **params):
+    node, ns = _node(ctx, diagnostics_period_s=0.05, state_timeout_s=60.0, **params)
     assert start(node), node.last_error
     h = Harness(node, context=ctx)
+    diags = h.collect(DiagnosticArray, "/diagnostics", COMMAND_QOS)
+    efforts = h.collect(Float64MultiArray, f"{ns}/dac_controller/joint_effort_command", SENSOR_QOS)
+    ports = h.collect(Float64MultiArray, f"{ns}/dac_controller/port_command", SENSOR_QOS)
+    states = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
+
+    def answer(q, qd=(0.0,) * 5):
+        before, sent = node.counts["processed"], len(efforts)
+        states.publish(_state(q, qd))
+        h.wait(lambda: node.counts["processed"] > before and len(efforts) > sent, what="an answer")
+        h.wait(lambda: len(ports) >= len(efforts), what="the port command")
+        return np.asarray(efforts[-1].data)  # the only publisher: the stale watchdog waits 60 s
+
+    return node, h, diags, ports, states, answer
+
+
+def test_a_violation_is_a_protective_stop_latched_until_reactivation(ctx):
+    """limit_reaction brake (the default): a joint state beyond a limit gets a zero port and efforts
+    that hold every joint where it came to rest against gravity and bring joint3 back inside its soft
+    limit (3.0) at 0.25 rad/s (the stop's q̈ = 50 (0.25 − 0) on it), latched: a state back inside still
+    gets the stop; deactivate + activate resets it. Efforts from Pinocchio's RNEA on the URDF."""
+    node, h, diags, ports, states, answer = _violation_rig(ctx)
     try:
-        diags = h.collect(DiagnosticArray, "/diagnostics", COMMAND_QOS)
-        efforts = h.collect(Float64MultiArray, f"{ns}/dac_controller/joint_effort_command", SENSOR_QOS)
-        states = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
+        normal = answer(Q0)
+        assert np.any(normal != 0)  # gravity held
+        beyond = Q0.copy()
+        beyond[2] = 3.2  # joint3's URDF limit is 3.1, its soft limit 3.0
+        back = np.array([0.0, 0.0, -50 * 0.25, 0.0, 0.0])
+        np.testing.assert_allclose(answer(beyond), _inverse_dynamics(beyond, back), rtol=1e-9, atol=1e-9)
+        assert not any(ports[-1].data)
+        h.wait(lambda: _errors(diags, "joint3 position 3.2 beyond its upper limit 3.1"), what="ERROR")
+        assert "protective stop" in _errors(diags, "joint3")[-1] and "latched" in _errors(diags, "joint3")[-1]
+        # latched: back inside, the stop holds every joint where it stopped (joint3 at its soft limit)
+        toward = np.array([0.0, 0.0, 50 * 0.25, 0.0, 0.0])
+        np.testing.assert_allclose(answer(Q0), _inverse_dynamics(Q0, toward), rtol=1e-9, atol=1e-9)
+        assert node.counts["limit_violation"] == 1
+        h.call(node.trigger_deactivate)
+        h.call(node.trigger_activate)  # the documented reset
+        h.wait(lambda: states.get_subscription_count() >= 1, what="resubscribed")
+        np.testing.assert_allclose(answer(Q0), normal, rtol=1e-9, atol=1e-9)
+        qd = (0.0, 7.5, 0.0, 0.0, 0.0)  # 7.5 > 1.2 × 6 rad/s: braked as hard as the effort limits allow
+        limits = node.pipeline.efforts.limits
+        braking = _inverse_dynamics(Q0, -50 * np.asarray(qd), qd)
+        np.testing.assert_allclose(answer(Q0, qd), np.clip(braking, -limits, limits), atol=1e-9)
+        h.wait(lambda: _errors(diags, "joint2 velocity 7.5 beyond 1.2 × its limit 6"), what="velocity ERROR")
+        assert node.counts["limit_violation"] == 2
+    finally:
+        h.close()
 
-        def answer(q, qd=(0.0,) * 5):
-            before, sent = node.counts["processed"], len(efforts)
-            states.publish(_state(q, qd))
-            h.wait(lambda: node.counts["processed"] > before and len(efforts) > sent, what="an answer")
-            return np.asarray(efforts[-1].data)  # the only publisher: the stale watchdog waits 60 s
 
+def test_with_limit_reaction_zero_a_violation_zeros_the_efforts_latched_until_reactivation(ctx):
+    node, h, diags, ports, states, answer = _violation_rig(ctx, limit_reaction="zero")
+    try:
         assert np.any(answer(Q0) != 0)  # gravity held
         beyond = Q0.copy()
         beyond[2] = 3.2  # joint3's URDF limit is 3.1
-        assert not answer(beyond).any()
+        assert not answer(beyond).any() and not any(ports[-1].data)
         h.wait(lambda: _errors(diags, "joint3 position 3.2 beyond its upper limit 3.1"), what="ERROR")
-        assert "latched" in _errors(diags, "joint3")[-1]
+        assert "zero efforts, latched" in _errors(diags, "joint3")[-1]
         assert not answer(Q0).any()  # latched: back inside, still zero
         assert node.counts["limit_violation"] == 1
         h.call(node.trigger_deactivate)
@@ -170,5 +220,57 @@ def test_the_loop_with_the_simulator_keeps_a_joint_driven_past_its_limit_inside_
             assert q_joint1[-1] > 2.9  # it went to the soft limit, and stopped there
             assert ctl.counts["limit_soft"] > 0 and ctl.counts["limit_violation"] == 0
             assert ctl.limit_violation == ""
+        finally:
+            h.close()
+
+
+def test_gains_of_1e6_set_live_on_the_loop_trip_a_stop_that_brings_the_arm_to_rest_inside_its_limits(ctx):
+    """The demo's closed loop over topics (dac_chain_sim in lockstep, its own process; dac_controller on
+    config/dac_demo.yaml, use_sim_time): gains of 1e6 set live trip the latched joint-limit stop; the
+    protective stop (the default) brakes every joint to rest inside its hard limits and holds it there
+    against gravity (zero efforts let the arm coast past them: ros-lnn bench stop)."""
+    import yaml
+
+    demo = yaml.safe_load((URDF.parent / "dac_demo.yaml").read_text())
+    ns = f"/stoploop{next(_ns)}"
+    sim = demo["/**/dac_chain_sim"]["ros__parameters"]
+    sim_params = {"lockstep": True, "hold_until_command": True, "initial_positions": sim["initial_positions"]}
+    params = demo["/**/dac_controller"]["ros__parameters"]
+    with _sim_process(ns, sim_params):
+        ctl = DacControllerNode(
+            namespace=ns,
+            context=ctx,
+            parameter_overrides=[
+                Parameter("robot_description", value=URDF.read_text()),
+                Parameter("use_sim_time", value=True),
+                *(Parameter(k, value=v) for k, v in params.items()),
+            ],
+        )
+        assert start(ctl), ctl.last_error
+        h = Harness(ctl, context=ctx)
+        try:
+            raw: list[bytes] = []
+            h.probe.create_subscription(JointState, f"{ns}/joint_states", raw.append, SENSOR_QOS, raw=True)
+            h.wait(lambda: ctl.counts["processed"] > 200, timeout=60.0, what="the loop closed")
+            gains = [Parameter(k, value=1e6) for k in ("kd_linear", "kd_angular", "lambda_position")]
+            assert all(r.successful for r in h.call(lambda: ctl.set_parameters(gains)))
+            h.wait(lambda: ctl.limit_violation, timeout=60.0, what="the latched joint-limit stop")
+            stopped_at = ctl.get_clock().now().nanoseconds
+
+            def sim_time(b: bytes) -> int:
+                return stamp_ns(deserialize_message(b, JointState).header.stamp)
+
+            h.wait(
+                lambda: raw and sim_time(raw[-1]) > stopped_at + 2_000_000_000,
+                timeout=120.0,
+                what="2 s of simulated time after the stop",
+            )
+            after = [deserialize_message(b, JointState) for b in list(raw) if sim_time(b) > stopped_at]
+            q = np.array([m.position for m in after])
+            qd = np.array([m.velocity for m in after])
+            assert len(after) > 500
+            assert np.abs(q).max() < 3.1, np.abs(q).max(axis=0)  # the URDF's limits: ±3.1 rad
+            assert np.abs(qd[-100:]).max() < 0.05, np.abs(qd[-100:]).max(axis=0)  # at rest, held
+            assert np.ptp(q[-100:], axis=0).max() < 1e-3  # not sinking under gravity
         finally:
             h.close()

@@ -123,11 +123,13 @@ def _past_trajectory(node, q_goal):
 
 
 def _target(position, quat=None):
+    """A target; ``quat`` (w, x, y, z) is sent normalised: the node refuses one not of unit length."""
     msg = PoseStamped()
     msg.header.frame_id = "world"
     msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in position)
     if quat is not None:
-        msg.pose.orientation.w, msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z = quat
+        o = msg.pose.orientation
+        o.w, o.x, o.y, o.z = (float(v) for v in np.asarray(quat, float) / np.linalg.norm(quat))
     return msg
 
 

@@ -231,6 +231,40 @@ def test_urdf_nominal_observer_runs_without_a_model(make, pulse_run):
     h.wait(lambda: node.counts["no_effort"] == 1, 5, "the state without efforts to be rejected")
 
 
+def test_a_gap_in_the_joint_states_restarts_the_integration(make):
+    """The stream stops for 0.5 s (longer than input_timeout_s) while a 6 N m push comes and goes: the
+    node starts its integration again after the gap (counted as a restart), as after its own restart,
+    instead of reading the gap's momentum change as an external torque (0.88 N m on joint 2 for the
+    library observer fed across the gap: its own reference below). URDF-nominal dynamics, no friction."""
+    from ros_lnn.arm.observer import make_observer
+    from ros_lnn.arm.simulation import Pulse, simulate_arm
+
+    run = simulate_arm(arm(), 1.2, pulses=(Pulse(1, 6.0, 0.5, 0.25),), seed=22)
+    kept = list(range(400)) + list(range(900, 1150))  # 1 kHz: 0.4 s, a 0.5 s gap, 0.25 s
+    across = make_observer(arm(), "momentum", K)
+    reference = [np.abs(across.update(run.t[k], run.q[k], run.qd[k], run.tau[k])) for k in kept]
+    assert np.max(reference[400:]) > 0.5  # what integrating across the gap reads
+
+    node, h = make(
+        {"urdf": str(URDF), "joints": list(JOINTS), "gains": [K], "input_timeout_s": 0.2}, name="gap"
+    )
+    assert start(node), node.last_error
+    ext = h.collect(JointState, "/obs/gap/external_effort", QoSProfile(depth=5000))
+    pub = h.publisher(JointState, "/obs/joint_states", 10)
+    msgs = joint_states(run)
+    for n, k in enumerate(kept):
+        pub.publish(msgs[k])
+        time.sleep(0.001)
+        if n % 20 == 19:
+            h.wait(lambda n=n: node.counts["received"] >= n - 20, 60, "the node to keep up")
+    h.wait(lambda: node.counts["processed"] == len(kept), 60, "every state processed")
+    h.wait(lambda: len(ext) == len(kept), 60, "every external_effort")
+    assert node.counts["restarts"] == 1
+    resumed = stamp_ns(msgs[900].header.stamp)
+    after = np.array([m.effort for m in ext if stamp_ns(m.header.stamp) >= resumed])
+    assert len(after) == 250 and np.abs(after).max() < 0.05, np.abs(after).max()
+
+
 def test_joint_states_split_over_two_publishers_equal_the_observer_fed_whole_states(make, pulse_run):
     """Joints 1-4 (and the gripper) from one publisher, 5-7 from another, stamped 50 µs apart: every
     ~/external_effort equals the momentum observer of ros_lnn.arm.observer fed the whole states."""

@@ -342,6 +342,45 @@ def test_dac_controller_refuses_targets_beyond_the_arms_reach(ctx, xyz):
         h.close()
 
 
+@pytest.mark.parametrize(
+    "quat", [(0.0, 0.0, 0.0, 0.0), (1e-12, 0.0, 0.0, 0.0), (0.5, 0.0, 0.0, 0.0), (1.0, 1.0, 0.0, 0.0)]
+)
+def test_dac_controller_with_ee_attitude_refuses_a_target_that_is_no_unit_quaternion(ctx, quat):
+    """ee_attitude tracks the orientation: (0, 0, 0, 0) (a PoseStamped's default) and norms away from 1
+    are refused at receipt (bad_target, one log line); a unit quaternion is taken and normalised."""
+    node, h, io = _dac_rig(ctx, ee_attitude=True)
+    try:
+        logged = []
+        real_warning = node.get_logger().warning
+        node.get_logger().warning = lambda text, **kw: (logged.append(text), real_warning(text, **kw))
+        msg = _target(0.3, 0.1, 0.5)
+        o = msg.pose.orientation
+        o.w, o.x, o.y, o.z = quat
+        io["target"].publish(msg)
+        h.wait(lambda: node.counts["bad_target"] == 1, 5, "the target refused")
+        assert not node.pipeline.has_target
+        refused = [text for text in logged if "bad_target" in text]
+        assert len(refused) == 1 and "unit quaternion" in refused[0], logged
+        o.w, o.x, o.y, o.z = (0.0, 0.0, 0.7071068, 0.7071068)  # within tf2's tolerance of unit length
+        io["target"].publish(msg)
+        h.wait(lambda: node.pipeline.has_target, 5, "a unit quaternion taken")
+        assert node.counts["bad_target"] == 1
+        target = node.pipeline._ee_target
+        assert target.quat is not None and abs(float((target.quat**2).sum()) - 1.0) < 1e-12
+    finally:
+        h.close()
+
+
+def test_dac_controller_without_ee_attitude_takes_a_position_target_with_no_orientation(ctx):
+    node, h, io = _dac_rig(ctx)
+    try:
+        io["target"].publish(_target(0.3, 0.1, 0.5))  # orientation (0, 0, 0, 0): position only
+        h.wait(lambda: node.pipeline.has_target, 5, "the target")
+        assert node.counts["bad_target"] == 0 and node.pipeline._ee_target.quat is None
+    finally:
+        h.close()
+
+
 def test_dac_controller_counts_inputs_its_law_does_not_use_and_logs_once(ctx):
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -359,10 +398,19 @@ def test_dac_controller_counts_inputs_its_law_does_not_use_and_logs_once(ctx):
         h.close()
 
 
-def test_sustained_saturation_is_an_error_and_zeroes_the_efforts(ctx):
+@pytest.mark.parametrize("reaction", ["brake", "zero"])
+def test_sustained_saturation_is_an_error_and_stops_the_arm(ctx, reaction):
     """Effort limits far below what a distant (reachable) target needs: after saturation_timeout_s the
-    controller trips: /diagnostics ERROR naming the cause, zero efforts latched until re-activation."""
-    node, h, io = _dac_rig(ctx, effort_limits=[0.01] * 5, saturation_timeout_s=0.3)
+    controller trips: /diagnostics ERROR naming the cause, latched until re-activation: the protective
+    stop holds the arm at rest against gravity within the effort limits (brake, the default: the
+    gravity torque of the URDF at the state, by Pinocchio, clipped to ±0.01), or zero efforts."""
+    import numpy as np
+    import pinocchio as pin
+
+    node, h, io = _dac_rig(ctx, effort_limits=[0.01] * 5, saturation_timeout_s=0.3, fault_reaction=reaction)
+    model = pin.buildModelFromXML(URDF.read_text())
+    held = np.clip(pin.computeGeneralizedGravity(model, model.createData(), np.array(Q0)), -0.01, 0.01)
+    expected = held if reaction == "brake" else np.zeros(5)
     try:
         statuses = []
         name = node.get_fully_qualified_name()
@@ -385,8 +433,16 @@ def test_sustained_saturation_is_an_error_and_zeroes_the_efforts(ctx):
             time.sleep(0.01)
         h.wait(lambda: len(io["efforts"]) >= n + 5, 5, "efforts after the fault")
         with h.lock:
-            assert all(not any(m.data) for m in io["efforts"][n:])
-        h.wait(lambda: any(lv == DiagnosticStatus.ERROR and "limits" in m for lv, m in statuses), 5, "ERROR")
+            after = [np.asarray(m.data) for m in io["efforts"][n:]]
+        for effort in after:
+            np.testing.assert_allclose(effort, expected, rtol=1e-9, atol=1e-12)
+        latched = "protective stop" if reaction == "brake" else "zero efforts"
+        error = DiagnosticStatus.ERROR
+        h.wait(
+            lambda: any(lv == error and "limits" in m and latched in m for lv, m in statuses),
+            5,
+            "ERROR",
+        )
         h.call(node.trigger_deactivate)
         h.call(node.trigger_activate)
         assert node.fault == ""

@@ -498,6 +498,54 @@ def test_parameter_changes(make):
         np.testing.assert_array_equal(m.effort, expected[stamp_ns(m.header.stamp)])
 
 
+def test_absurd_free_joint_forces_are_refused_at_the_set_counted_and_logged(make):
+    """free_joint_forces [1e300] is finite but makes every output non-finite: it is refused at the set
+    (the reason names the rule), counted once, logged in one line; the outputs go on with the old Q_f."""
+    from rcl_interfaces.srv import SetParameters
+
+    node, h, ns = make({"free_joint_forces": [0.4], "diagnostics_period_s": 0.1})
+    rt = node.runtime
+    logged: list[str] = []
+    real_warning = node.get_logger().warning
+    node.get_logger().warning = lambda text, **kw: (logged.append(text), real_warning(text, **kw))
+    diags = h.collect(DiagnosticArray, "/diagnostics", COMMAND_QOS)
+    out = outputs(h, ns)
+    js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
+    client = h.probe.create_client(SetParameters, f"{ns}/servo_lnn/set_parameters")
+    reply = _call(
+        h,
+        client,
+        SetParameters.Request(parameters=[Parameter("free_joint_forces", value=[1e300]).to_parameter_msg()]),
+    )
+    result = reply.results[0]
+    assert not result.successful and "free_joint_forces" in result.reason and "<= 1e+06" in result.reason
+    assert node.counts["parameter_refused"] == 1
+    refusals = [text for text in logged if "parameter set refused" in text]
+    assert len(refusals) == 1 and "free_joint_forces" in refusals[0], logged
+    assert param(node, "free_joint_forces") == [0.4]
+
+    def refused_in_diagnostics():
+        mine = [st for arr in list(diags) for st in arr.status if st.name == f"{ns}/servo_lnn"]
+        return any(kv.key == "parameter_refused" and kv.value == "1" for st in mine for kv in st.values)
+
+    h.wait(refused_in_diagnostics, what="parameter_refused 1 in /diagnostics")
+    base = node.get_clock().now().nanoseconds
+    filt = CausalPolyDerivative(window=9, degree=2, order=1)
+    expected, msgs = {}, []
+    for k in range(12):
+        s = base + k * DT_NS
+        q, qd = crane_motion(k * 0.002)
+        d = filt.update(k * 0.002, qd[1:])
+        if d is not None:
+            expected[s] = rt.evaluate(q, qd, d[0], np.array([0.4]))["Q_e"]
+        msgs.append(joint_state(s, q, qd))
+    send(h, js, msgs)
+    wait_count(h, out["force"], len(expected), "driving_force")
+    for m in out["force"]:
+        np.testing.assert_array_equal(m.effort, expected[stamp_ns(m.header.stamp)])
+    assert node.counts["non_finite_output"] == 0
+
+
 def test_diagnostics_report_rate_latency_counts_and_model(make):
     node, h, ns = make({"diagnostics_period_s": 0.2})
     diags = h.collect(DiagnosticArray, "/diagnostics", COMMAND_QOS)

@@ -378,3 +378,25 @@ def test_force_driven_chain_takes_joint_efforts_by_topic(make):
     )
     np.testing.assert_allclose(pred[s]["qdd"], want["qdd"], rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(pred[s]["Q"], [-2.0, 0.0, 0.5], atol=1e-12)
+
+
+def test_a_simulator_far_behind_its_clock_jumps_its_stamps_instead_of_drifting_behind(make):
+    """A machine too slow for rate_hz makes the simulated time run slow (here: the simulator started
+    30 s earlier and simulated none of them, as 30 s of stalls would leave it); the stamps, which follow
+    the node clock, jump once to it instead of staying 30 s behind and falling further (a consumer with
+    an age check, the estimator's max_input_age_s, would refuse every state). Counted as an overrun."""
+    node, h, ns = make({"rate_hz": 100.0})
+    js = h.collect(JointState, f"{ns}/joint_states", SENSOR_QOS)
+    h.wait(lambda: len(js) > 5, what="joint states")
+
+    def behind() -> None:
+        node.wall_start -= 30.0
+        node.origin_ns -= 30 * 10**9
+
+    h.call(behind)
+    h.wait(lambda: node.counts["overruns"] >= 1, what="the overrun")
+    published = len(js)
+    h.wait(lambda: len(js) > published + 5, what="joint states after it")
+    lag_s = (node.get_clock().now().nanoseconds - stamp_ns(js[-1].header.stamp)) * 1e-9
+    assert lag_s < 5.0  # 30 s behind without the jump; stamps on the node clock again with it
+    assert node.sim.t < 30.0  # the simulated time did run slow: the missed steps were not integrated

@@ -1,5 +1,6 @@
 """The DAC launch files start installed executables with installed, loadable parameter files, the
-controller as a lifecycle node brought up by launch_ros, and its efforts where they are meant to go."""
+controller as a lifecycle node that brings itself up (its autostart parameter: after a respawn too), and
+its efforts where they are meant to go."""
 
 import pytest
 import yaml
@@ -26,14 +27,14 @@ def test_dac_launch_files(name, overrides, install_prefix, setup_kwargs, monkeyp
     controllers = [n for n in ours if n["executable"] == "dac_controller"]
     assert len(controllers) == 1, "exactly one dac_controller variant runs"
     controller = controllers[0]
-    assert controller["lifecycle"] and controller["autostart"] is False  # the node's own autostart
+    assert controller["lifecycle"] and controller["autostart"] is False  # launch_ros does nothing
     for node in ours:
         for p in node["parameters"]:
             if isinstance(p, str):  # a parameter file: installed and valid YAML
                 assert p.startswith(str(install_prefix)) and isinstance(yaml.safe_load(open(p)), dict)
             else:
                 assert p["robot_description"] == (ROOT / "config" / "dac_chain.urdf").read_text()
-                if node is controller:  # it configures and activates itself, not launch_ros (#445)
+                if node is controller:
                     assert p["autostart"] is (overrides.get("autostart", "true") == "true")
     missing = [n["executable"] for n in ours if n["executable"] not in scripts]
     assert not missing

@@ -109,7 +109,7 @@ def test_launch_files_use_substitutions_not_python_file_reading(path):
         for n in ast.walk(tree)
         if isinstance(n, ast.Call)
     }
-    assert not calls & {"open", "OpaqueFunction", "get_package_share_directory", "read_text"}, path.name
+    assert not calls & {"open", "get_package_share_directory", "read_text"}, path.name
     assert "FindPackageShare" in calls and "PathJoinSubstitution" in calls
 
 
@@ -135,12 +135,14 @@ CASES = [
         {"rviz": "true", "namespace": "robot1", "model": "custom.onnx", "use_sim_time": "true"},
     ),
     ("estimator.launch.py", {"autostart": "false", "servo_commands": "/arm/servo_plan"}),
+    ("estimator.launch.py", {"respawn": "false", "respawn_delay": "2.5"}),
     ("demo.launch.py", {}),
     ("demo.launch.py", {"system": "chain", "rviz": "false", "use_sim_time": "true"}),
     (
         "demo.launch.py",
         {"estimate_qdd": "true", "namespace": "demo", "model": "m.onnx", "autostart": "false"},
     ),
+    ("demo.launch.py", {"respawn": "false", "respawn_delay": "0.5"}),
 ]
 
 
@@ -178,9 +180,11 @@ def test_launch_names_only_installed_files_executables_and_declared_parameters(
     assert len(estimators) == 1, "exactly one servo_lnn variant runs"
     est = estimators[0]
     overrides_of = {k: v for p in est["parameters"] if isinstance(p, dict) for k, v in p.items()}
-    # the node configures and activates itself (its autostart parameter), launch_ros does not
+    # the node brings itself up (its autostart parameter), after a respawn too; launch_ros does nothing
     assert est["lifecycle"] and est["autostart"] is False
     assert overrides_of["autostart"] is (overrides.get("autostart", "true") == "true")
+    assert est["respawn"] is (overrides.get("respawn", "true") == "true")
+    assert est["respawn_delay"] == float(overrides.get("respawn_delay", "1.0"))
     assert overrides_of["use_sim_time"] is sim_time
     assert overrides_of.get("model_path") == overrides.get("model")  # only an explicit model overrides
     if overrides.get("rviz", "true" if name == "demo.launch.py" else "false") == "true":
@@ -209,6 +213,30 @@ def test_launch_names_only_installed_files_executables_and_declared_parameters(
         assert est["remappings"] == [("servo_commands", overrides.get("servo_commands", "servo_commands"))]
 
 
+#: Nodes that are never respawned: the spawner runs once and exits, RViz is a window a person closes.
+NOT_RESPAWNED = {"spawner", "rviz2"}
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("overrides", [{}, {"respawn": "false"}, {"respawn_delay": "3.0", "rviz": "true"}])
+def test_every_launch_file_respawns_its_nodes(path, overrides, install_prefix, monkeypatch):
+    """respawn (default true) and respawn_delay (default 1 s) reach every node but the spawner and
+    RViz; each lifecycle node of ours brings itself up (its autostart parameter), so a respawned process
+    comes back active with the parameters the launch gave it."""
+    if path.name == "dac_controller.launch.py":
+        overrides = {k: v for k, v in overrides.items() if k != "rviz"}  # it starts no RViz
+    nodes = evaluate_launch_file(path, install_prefix, overrides, monkeypatch)
+    respawn = overrides.get("respawn", "true") == "true"
+    delay = float(overrides.get("respawn_delay", "1.0"))
+    for node in nodes:
+        expected = (respawn, delay) if node["executable"] not in NOT_RESPAWNED else (False, None)
+        assert (node["respawn"], node["respawn_delay"]) == expected, node["executable"]
+        if node["lifecycle"]:
+            params = {k: v for p in node["parameters"] if isinstance(p, dict) for k, v in p.items()}
+            assert node["autostart"] is False and params["autostart"] is True, node["executable"]
+    assert any(n["respawn"] for n in nodes) == respawn
+
+
 def test_a_bad_launch_argument_is_refused(install_prefix, monkeypatch):
     with pytest.raises(stand_in.LaunchError, match="not one of"):
         evaluate_launch_file(
@@ -217,6 +245,14 @@ def test_a_bad_launch_argument_is_refused(install_prefix, monkeypatch):
     with pytest.raises(stand_in.LaunchError, match="invalid condition"):
         evaluate_launch_file(
             ROOT / "launch" / "estimator.launch.py", install_prefix, {"rviz": "yes"}, monkeypatch
+        )
+    with pytest.raises(stand_in.LaunchError, match="invalid condition"):
+        evaluate_launch_file(
+            ROOT / "launch" / "estimator.launch.py", install_prefix, {"respawn": "always"}, monkeypatch
+        )
+    with pytest.raises(ValueError, match="could not convert"):
+        evaluate_launch_file(
+            ROOT / "launch" / "dac_demo.launch.py", install_prefix, {"respawn_delay": "soon"}, monkeypatch
         )
 
 

@@ -36,7 +36,7 @@ ALLOWED = {
     "estimation": {"errors", "physics"},
     "inference": {"errors", "physics", "shipped", "ros_lnn"},
     "control": {"errors", "physics", "inference", "estimation"},
-    "models": {"errors", "physics", "inference", "ros_lnn"},
+    "models": {"errors", "files", "physics", "inference", "ros_lnn"},  # files: a model written atomically
     "families": {"errors", "physics", "inference", "models"},
     "training": {
         "errors",
@@ -50,8 +50,20 @@ ALLOWED = {
         "ros_lnn",
     },
     "zoo": {"errors", "physics", "models", "families", "training"},
-    # arm.residual, arm.training and arm.delan are its torch side: DeLaN builds on models
-    "arm": {"errors", "files", "shipped", "physics", "bags", "estimation", "inference", "models", "ros_lnn"},
+    # arm.residual, arm.training and arm.delan are its torch side: DeLaN builds on models, both train
+    # through training's loop and early stopping
+    "arm": {
+        "errors",
+        "files",
+        "shipped",
+        "physics",
+        "bags",
+        "estimation",
+        "inference",
+        "models",
+        "training",
+        "ros_lnn",
+    },
     "nodes": {
         "errors",
         "files",

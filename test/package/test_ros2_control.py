@@ -124,11 +124,11 @@ def test_launch_wires_the_controller_through_the_watchdog(overrides, install_pre
     )
 
     dac = by_exe["dac_controller"]
-    assert dac["lifecycle"] and not dac["autostart"]  # the node's own autostart parameter starts it
+    assert dac["lifecycle"] and not dac["autostart"]  # launch_ros does nothing: the node brings itself up
     assert dac["name"] == "dac_controller" and dac["namespace"] == ""
     dac_params = {k: v for p in dac["parameters"] if isinstance(p, dict) for k, v in p.items()}
     assert dac_params["robot_description"] == description and dac_params["joint_names"] == joints
-    assert dac_params["autostart"] is True  # the node's own autostart, not launch_ros's (#445)
+    assert dac_params["autostart"] is True  # it brings itself up, after a respawn too
     watchdog = by_exe["effort_watchdog"]
     assert watchdog["parameters"] == [
         {"timeout_s": float(overrides.get("watchdog_timeout_s", "0.1")), "joints": joints}

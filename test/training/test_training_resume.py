@@ -318,3 +318,45 @@ def test_resume_keeps_early_stopping_state(tmp_path, data):
     assert h2["resumed"][0]["epoch"] == cut + 0 and h2["early_stopping"] == h["early_stopping"]
     for k, v in straight.state_dict().items():
         assert torch.equal(v, resumed.state_dict()[k]), k
+
+
+def test_a_run_killed_by_sigkill_mid_epoch_resumes_from_its_last_checkpoint(tmp_path):
+    """SIGKILL gives the run no chance to save: what it leaves is the last checkpoint it wrote whole
+    (written atomically: a kill during a save leaves the one before), no model, and a run with
+    --resume goes on from that checkpoint's epoch."""
+    from ros_lnn.training.checkpoint import load_checkpoint
+
+    out, proc = _cli_train(tmp_path)
+    ck = tmp_path / "ck" / "last.pt"
+    try:
+        deadline = time.monotonic() + 90
+        while not ck.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert ck.exists(), "no checkpoint in 90 s"
+        time.sleep(0.7)  # mid-epoch, or mid-save: either leaves a whole last.pt
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    assert not out.exists()
+    _, ckpt = load_checkpoint(ck)
+    epoch = ckpt["epoch"]
+    assert epoch % 20 == 0 and epoch >= 20
+    import threading
+
+    _, resumed = _cli_train(tmp_path, ("--resume", str(tmp_path / "ck")))
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(resumed.stdout or ()), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not any(line.startswith("resumed from") for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        resumed.send_signal(signal.SIGINT)
+        resumed.wait(timeout=120)
+        reader.join(timeout=10)
+    said = [line for line in lines if line.startswith("resumed from")]
+    assert said and f"after epoch {epoch}" in said[0], lines

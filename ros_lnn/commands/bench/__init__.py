@@ -38,6 +38,19 @@ BENCHES = {
         "servo_lnn and dac_controller each under a 20 kHz joint_states flood (--rate Hz, --duration s, "
         "default 30): service latency p99 during it, resident memory before and after",
     ),
+    "soak": (
+        "ros_lnn.commands.bench.soak",
+        "bench_soak",
+        "the nodes of a robot for --duration s (default 180; 1800 for half an hour), each its own process, "
+        "with faults of the fault harness at random intervals: memory growth, latency p99 at the start and "
+        "the end, crashes, hangs, missed stops (--rate: the simulators' Hz, default 200)",
+    ),
+    "stop": (
+        "ros_lnn.commands.bench.stop",
+        "bench_stop",
+        "the demo arm's closed loop with gains of 1e6 set live: overshoot past the joint limits after the "
+        "latched stop, zero efforts against the protective stop (--duration s, default 10)",
+    ),
     "ingest": (
         "ros_lnn.commands.bench.ingest",
         "bench_ingest",
@@ -112,7 +125,12 @@ def add_arguments(parser):
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     parser.add_argument("--model", help="ONNX model (default: the shipped one)")
     parser.add_argument("--duration", type=float, default=None, help="seconds, for timed benchmarks")
-    parser.add_argument("--rate", type=float, default=None, help="bench flood: joint_states Hz (20 000)")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="bench flood: joint_states Hz (20 000); bench soak: sims' Hz (200)",
+    )
     parser.add_argument(
         "--observer",
         action="store_true",
@@ -186,6 +204,8 @@ def run(args) -> int:
     module, func, _ = BENCHES[args.what]
     if args.what == "node" and getattr(args, "observer", False):
         module, func = "ros_lnn.commands.bench.observer_node", "bench_observer_node"
+    if args.what == "collision" and getattr(args, "at_rest", False):
+        module, func = "ros_lnn.commands.bench.collision_rest", "bench_collision_at_rest"
     if args.studies and args.what != "zoo":
         from ...errors import ConfigError
 

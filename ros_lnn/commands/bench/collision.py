@@ -40,36 +40,7 @@ JOINTS = PANDA_JOINTS
 generator = panda_generator
 
 
-def detect(t, r, qd, thresholds, pulses, settle_s: float = SETTLE_S) -> dict:
-    """Run the detector over residuals: per pulse the delay to the first onset in its window (None:
-    missed), the false alarms and the free time."""
-    from ...arm.observer import CollisionDetector
-
-    det = CollisionDetector(thresholds)
-    onsets = []
-    for k in range(len(t)):
-        for o in det.update(float(t[k]), r[k], qd[k]):
-            onsets.append(o)
-    in_window = np.zeros(len(onsets), dtype=bool)
-    delays = []
-    for p in pulses:
-        hits = [i for i, o in enumerate(onsets) if p.start <= o.t < p.end + settle_s]
-        in_window[hits] = True
-        delays.append(onsets[hits[0]].t - p.start if hits else None)
-    covered = sum(min(p.end + settle_s, t[-1]) - p.start for p in pulses)
-    return {
-        "delays": delays,
-        "false_alarms": int((~in_window).sum()),
-        "false_alarm_times": [round(o.t, 3) for o, w in zip(onsets, in_window) if not w][:20],
-        "free_s": float(t[-1] - t[0] - covered),
-    }
-
-
 def bench_collision(args) -> dict:
-    if getattr(args, "at_rest", False):
-        from .collision_rest import bench_collision_at_rest
-
-        return bench_collision_at_rest(args)
     from ...arm import observer as ob
     from ...arm import simulation as sim
     from ...arm.mapping import ArmMapping
@@ -129,7 +100,9 @@ def bench_collision(args) -> dict:
         for name, obs in observers.items():
             r = ob.run_observer(obs, test_run.t, test_run.q, test_run.qd, test_run.tau)
             keep = test_run.t > 0.5
-            found[name] = detect(test_run.t[keep], r[keep], test_run.qd[keep], thresholds[name], pulses)
+            found[name] = ob.score_detection(
+                test_run.t[keep], r[keep], test_run.qd[keep], thresholds[name], pulses, SETTLE_S
+            )
     ident, urdf = found["identified"], found["urdf"]
     detected = [d is not None for d in ident["delays"]]
     delays_ms = [1e3 * d for d in ident["delays"] if d is not None]

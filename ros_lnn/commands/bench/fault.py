@@ -1,6 +1,7 @@
 """``ros-lnn bench fault``: the fault-injection cases of ros_lnn/harness/faults.py as a soak.
 
-servo_lnn, sim and dac_controller run in their own processes on a ROS domain of their own; every case
+servo_lnn, sim, dac_controller, effort_watchdog and effort_observer run in their own processes on a ROS
+domain of their own; every case
 runs once, then rounds in random order until ``--duration`` seconds have passed (default 120; ``--quick``:
 one round). Prints a line per case as it runs when it fails, the table of cases at the end, and as its
 lines ``fault cases: N tried, C crashed, H hung, F non-finite outputs`` (N distinct cases) and
@@ -25,10 +26,8 @@ def bench_fault(args) -> dict:
     env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(150 + os.getpid() % 80)
     model = getattr(args, "model", None) or ""
     targets = [
-        faults.servo_lnn_target(model),
-        faults.sim_target(),
-        faults.dac_controller_target(),
-        fault_registry.TARGETS["effort_watchdog"](),
+        faults.servo_lnn_target(model) if name == "servo_lnn" else build()
+        for name, build in fault_registry.TARGETS.items()
     ]
     cases = [case for build in fault_registry.CASES.values() for case in build()]
     print(

@@ -134,6 +134,18 @@ class Plant:
         qd = np.asarray(qd, float)
         return self.viscous * qd + self.coulomb * np.tanh(qd / self.coulomb_velocity)
 
+    def friction_rate(self, q) -> float:
+        """How fast friction alone stops the arm at ``q`` [1/s]: the largest eigenvalue of
+        ``H(q)⁻¹ D`` with ``D`` the friction law's steepest slopes ``d + c / v_s``. An explicit step
+        ``dt`` is stable only with ``rate · dt`` below ≈ 2.8 (RK4 on a decaying mode)."""
+        slopes = self.viscous + self.coulomb / self.coulomb_velocity
+        if not slopes.any():
+            return 0.0
+        pm = self.pmodel
+        H = pin.crba(pm.pin, pm.data, np.asarray(q, float))
+        H = np.triu(H) + np.triu(H, 1).T
+        return float(np.max(np.linalg.eigvals(np.linalg.solve(H, np.diag(slopes))).real))
+
     def forward_dynamics(self, q, qd, u) -> np.ndarray:
         """``q̈`` of the plant under joint efforts ``u`` (description's springs/dampers and friction added)."""
         pm = self.pmodel

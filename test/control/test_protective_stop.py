@@ -1,0 +1,123 @@
+"""The protective stop (ros_lnn.control.protective_stop) against hand-computed values and Pinocchio's
+dynamics of the URDF, and on the DAC pipeline closing the loop on the simulated arm (no ROS): zero
+efforts let a moving arm coast past its limits, the stop brings it to rest inside them and holds it."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from ros_lnn.control.protective_stop import RETURN_SPEED, SETTLED_SPEED, ProtectiveStop
+from ros_lnn.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+URDF = ROOT / "config" / "dac_chain.urdf"
+Q0 = np.array([0.1, -0.7, 1.3, 0.5, 0.3])
+
+
+def _one_joint(**kw):
+    """One joint with unit inertia, effort limit 10, soft limits ±0.9, velocity limit 2 (a tenth: 0.2)."""
+    return ProtectiveStop([10.0], **({"rate": 50.0, "lower": [-0.9], "upper": [0.9], "velocity": [2.0]} | kw))
+
+
+def _unit_inertia(q, qd, qdd):
+    return np.asarray(qdd, float)  # H = 1, no gravity: u = q̈
+
+
+def test_a_moving_joint_is_braked_towards_zero_velocity_within_its_effort_limit():
+    stop = _one_joint()
+    # inside the soft limits, moving: v_ref = 0, q̈ = 50 (0 − 0.1) = −5
+    assert stop.effort([0.0], [0.1], _unit_inertia) == pytest.approx([-5.0])
+    assert math.isnan(stop.rest[0])  # not at rest yet (0.1 ≥ SETTLED_SPEED)
+    # fast: q̈ = −50 · 3 = −150, clipped to the effort limit
+    assert stop.effort([0.0], [3.0], _unit_inertia) == pytest.approx([-10.0])
+
+
+def test_a_joint_at_rest_is_held_where_it_stopped():
+    stop = _one_joint()
+    assert stop.effort([0.3], [0.0], _unit_inertia) == pytest.approx([0.0])
+    assert stop.rest == pytest.approx([0.3])
+    # pushed away from it: v_ref = clip(12.5 (0.3 − 0.308), ±0.2) = −0.1, q̈ = 50 (−0.1 − 0) = −5
+    assert stop.effort([0.308], [0.0], _unit_inertia) == pytest.approx([-5.0])
+    # a small push: v_ref = 12.5 · (−0.001) = −0.0125, q̈ = 50 · (−0.0125 − 0.01) = −1.125
+    assert stop.effort([0.301], [0.01], _unit_inertia) == pytest.approx([-1.125])
+    stop.reset()
+    assert math.isnan(stop.rest[0])
+
+
+def test_a_joint_past_its_soft_limit_is_brought_back_slowly():
+    stop = _one_joint()
+    # q = 1.0, past 0.9: v_ref = clip(12.5 (0.9 − 1.0), ±min(0.25, 0.2)) = −0.2, q̈ = 50 (−0.2 − 0.0) = −10
+    assert stop.effort([1.0], [0.0], _unit_inertia) == pytest.approx([-10.0])
+    assert stop.rest == pytest.approx([0.9])  # it rests at the soft limit, not where it stopped
+    # without a velocity limit the return speed is RETURN_SPEED
+    free = _one_joint(velocity=None, rate=4.0)
+    assert free.return_speed == pytest.approx([RETURN_SPEED])
+    # v_ref = clip(1 · (0.9 − 1.0), ±0.25) = −0.1, q̈ = 4 (−0.1 − 0) = −0.4
+    assert free.effort([1.0], [0.0], _unit_inertia) == pytest.approx([-0.4])
+
+
+def test_the_stop_is_inverse_dynamics_of_the_braking_acceleration_on_the_urdf():
+    """Against Pinocchio on the URDF: u = H q̈ + C q̇ + g (crba, nonLinearEffects) at q̈ = −50 q̇."""
+    from ros_lnn.control.pipeline import DacPipeline
+    from ros_lnn.physics.multibody.urdf import model_from_urdf
+
+    pipe = DacPipeline(model_from_urdf(URDF.read_text(), "dac_chain.urdf"))
+    limits = pipe.efforts.limits
+    pipe.set_protective_stop(ProtectiveStop(limits, 50.0))
+    model = pin.buildModelFromXML(URDF.read_text())
+    data = model.createData()
+    qd = np.array([0.02, -0.03, 0.01, 0.04, -0.02])  # slow enough not to saturate
+    H = pin.crba(model, data, Q0)
+    H = np.triu(H) + np.triu(H, 1).T
+    expected = H @ (-50.0 * qd) + pin.nonLinearEffects(model, data, Q0, qd)
+    assert np.all(np.abs(expected) < limits)
+    np.testing.assert_allclose(pipe.stop_efforts(Q0, qd), expected, rtol=1e-10, atol=1e-12)
+    # at rest: gravity held
+    pipe.protective_stop.reset()
+    np.testing.assert_allclose(
+        pipe.stop_efforts(Q0, np.zeros(5)), pin.computeGeneralizedGravity(model, data, Q0), atol=1e-12
+    )
+    # without a stop, zeros
+    pipe.set_protective_stop(None)
+    assert not pipe.stop_efforts(Q0, qd).any()
+
+
+def test_a_model_that_is_not_finite_gives_zeros_and_bad_settings_are_refused():
+    stop = _one_joint()
+    assert stop.effort([0.0], [0.5], lambda q, qd, a: np.array([math.nan])) == pytest.approx([0.0])
+    for kw in ({"rate": 0.0}, {"rate": math.inf}):
+        with pytest.raises(ConfigError, match="rate"):
+            ProtectiveStop([1.0], **kw)
+    with pytest.raises(ConfigError, match="effort limits"):
+        ProtectiveStop([1.0, -1.0])
+
+
+@pytest.mark.parametrize("reaction", ["zero", "brake"])
+def test_a_violation_on_the_closed_loop_coasts_with_zero_efforts_and_comes_to_rest_with_the_stop(reaction):
+    """The arm at Q0 with joint5 at 9 rad/s (beyond 1.2 × 6): the stop latches at once. Zero efforts:
+    the arm coasts and falls past its limits. The stop: every joint at rest inside the limits, held."""
+    from ros_lnn.control.closed_loop import sampled_loop
+    from ros_lnn.nodes.dac_controller_build import make_pipeline
+    from ros_lnn.nodes.dac_controller_params import PARAMETERS
+    from ros_lnn.physics.multibody.build import load_model
+
+    values = PARAMETERS.coerce({p.name: p.default for p in PARAMETERS} | {"limit_reaction": reaction})
+    pipe = make_pipeline(load_model(URDF), values)
+    log = sampled_loop(pipe, Q0, 3.0, qd0=[0.0, 0.0, 0.0, 0.0, 9.0])
+    assert log.stopped.all()
+    beyond = np.abs(log.q).max()
+    if reaction == "zero":
+        assert not log.u.any()
+        assert beyond > 3.1  # past the URDF's ±3.1
+        return
+    limits = pipe.efforts.limits
+    assert np.all(np.abs(log.u) <= limits + 1e-12)
+    assert beyond < 3.1
+    tail = slice(-250, None)  # the last 0.5 s
+    assert np.abs(log.qd[tail]).max() < SETTLED_SPEED
+    assert np.ptp(log.q[tail], axis=0).max() < 1e-6  # held against gravity, not sinking
