@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 JAZZY_VENV ?= .venv-jazzy
 PY := $(VENV)/bin/python
-EXTRAS ?= train,ros,ros-build,test
+EXTRAS ?= train,ros,ros-build,test,docs
 JAZZY_EXTRAS ?= train,ros-jazzy,ros-jazzy-build,test
 PYTEST_ARGS ?= -q -ra -p no:cacheprovider
 # JOBS=N: N test files at a time (pytest-xdist; each worker on its own ROS domain); 1: one at a time.
@@ -12,7 +12,7 @@ PYTEST_ARGS ?= -q -ra -p no:cacheprovider
 JOBS ?= $(shell [ "$$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 1)
 XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadfile)
 
-.PHONY: demo test test-kilted test-jazzy test-jazzy-all lint check venv venv-jazzy msgs bench clean
+.PHONY: demo test test-kilted test-jazzy test-jazzy-all lint docs check venv venv-jazzy msgs bench clean
 
 # $(1): the environment's folder, $(2): the extras installed into it.
 define make_venv
@@ -85,6 +85,10 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check ros_lnn test launch
 	$(VENV)/bin/ruff format --check ros_lnn test launch
 	$(VENV)/bin/mypy ros_lnn
+
+# the documentation (docs/: Sphinx + MyST, as rosdoc2 builds a package's docs), warnings as errors
+docs: $(VENV)/.installed
+	$(VENV)/bin/python -m sphinx -W --keep-going -q -b html docs build/docs/html
 
 # lint + the fast unit tests (no DDS, no training runs): the check to run before every commit
 FAST_TESTS ?= test/package/test_layers.py test/package/test_docs.py test/package/test_version.py \

@@ -51,6 +51,8 @@ EXTRAS = {
     # ruff and mypy: `make lint`; pinned so that a new release cannot fail the check on its own
     # pytest-xdist: `make test JOBS=N` runs N test files at a time
     "test": ["pytest>=7", "pytest-xdist==3.8.0", "ruff==0.16.9", "mypy==2.4.0"],
+    # `make docs`: the pages of docs/ (Sphinx + MyST, as ROS 2's rosdoc2 builds them)
+    "docs": ["sphinx==9.0.4", "myst-parser==5.2.0"],
 }
 
 

@@ -1,6 +1,6 @@
 """ros_lnn: physics-structured learned dynamics for ROS 2.
 
-Layers (README, "Layout"): physics (numpy), bags (rosbag2, no torch), models (torch),
+Layers (docs/architecture.md): physics (numpy), bags (rosbag2, no torch), models (torch),
 families (one description per model family), training (a typed run), inference (onnxruntime, no torch),
 estimation and control (numpy), nodes (rclpy, thin), harness (the fault-injection suite), demos (what
 ``ros-lnn demo`` runs), commands (the ``ros-lnn`` command line); docs/architecture.md has the table.

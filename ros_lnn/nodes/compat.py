@@ -3,7 +3,7 @@
 Tested on Kilted (rclpy 9) and Jazzy (rclpy 7.1); the fallbacks are tested there with the API hidden.
 
 * ``rclpy.experimental.EventsExecutor`` (Kilted; Jazzy's recent rclpy 7.1 releases): missing → the
-  SingleThreadedExecutor, at about 1.7x the CPU per sample (README, Benchmarks).
+  SingleThreadedExecutor, at about 1.7x the CPU per sample (docs/benchmarks.md).
 * ``Node.add_post_set_parameters_callback`` (rclpy >= Iron; not Humble): missing → the node's own check
   runs from an on-set-parameters callback and, when it accepts, the callback at the next executor turn.
 * autostart: a node whose configure step fails stays unconfigured and keeps spinning, so it can be

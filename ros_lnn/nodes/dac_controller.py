@@ -15,7 +15,7 @@ activate    subscribe ``joint_states``, ``~/joint_trajectory`` (laws I/II, feedf
             effector, target, obstacles) and /diagnostics
 deactivate  subscriptions and timers stop; cleanup drops the model.
 
-Safety policy (all documented in README):
+Safety policy (all documented in docs/nodes.md):
   * nothing non-finite is ever published; a non-finite or wrong-sized input is rejected and counted;
   * stale joint states (none for ``state_timeout_s``): a watchdog publishes zero efforts and a zero port
     (the robot's own brakes/gravity hold take over), diagnostics ERROR, until fresh states arrive;

@@ -144,7 +144,7 @@ def trajectory_arrays(msg, joint_names, start_s: float):
 def stamp_problem(now_ns: int, stamp_ns: int, state_timeout_s: float) -> tuple[str, str]:
     """``(reason, text)`` when a joint state stamped ``stamp_ns`` is not taken at node time ``now_ns``
     (``("", "")`` when it is): the clock has not started (use_sim_time, no /clock: no age can be
-    judged), the state is older than ``state_timeout_s`` (zero efforts, the README's promise) or
+    judged), the state is older than ``state_timeout_s`` (zero efforts, as docs/nodes.md promises) or
     stamped ahead of the clock by more than :data:`FUTURE_STAMP_TOLERANCE_S`. An unstamped message
     (0) is taken as now."""
     if now_ns == 0:

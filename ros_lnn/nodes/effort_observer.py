@@ -418,7 +418,7 @@ def start(node: EffortObserverNode) -> bool:
 
 def main(argv=None) -> int:
     # the EventsExecutor by default: at 1 kHz the SingleThreadedExecutor's per-callback cost drops more
-    # than half of the states (README, *Floods*: the trade-off and ROS_LNN_EXECUTOR)
+    # than half of the states (docs/benchmarks.md, Floods: the trade-off and ROS_LNN_EXECUTOR)
     return node_main(
         "effort_observer",
         EffortObserverNode,

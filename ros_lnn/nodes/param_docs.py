@@ -1,9 +1,9 @@
-"""The README's parameter tables, rendered from the nodes' :class:`~.params.ParameterTable`\\ s:
+"""The parameter tables of docs/parameters.md, rendered from the nodes' :class:`~.params.ParameterTable`\\ s:
 name, default, when a change applies, the rule and the description of every parameter.
 
-    python -m ros_lnn.nodes.param_docs README.md     # rewrite the tables between their markers
+    python -m ros_lnn.nodes.param_docs                # rewrite docs/parameters.md's tables between their markers
 
-test/nodes/test_param_docs.py holds the README to this rendering.
+test/nodes/test_param_docs.py holds the page to this rendering.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .params import APPLIES_TEXT, Param, ParameterTable
 
-#: Node executable -> the module of its parameter table, in the README's order.
+#: Node executable -> the module of its parameter table, in the page's order.
 NODES = {
     "servo_lnn": "ros_lnn.nodes.servo_lnn_params",
     "sim": "ros_lnn.nodes.sim_params",
@@ -77,7 +77,7 @@ def block_pattern(node: str) -> re.Pattern:
 
 
 def readme_block(text: str, node: str) -> str | None:
-    """The README's table block of ``node`` (markers included), or None."""
+    """The page's table block of ``node`` (markers included), or None."""
     found = block_pattern(node).search(text)
     return found.group(0) if found else None
 
@@ -94,7 +94,7 @@ def update(text: str) -> str:
 
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    path = Path(args[0] if args else "README.md")
+    path = Path(args[0] if args else "docs/parameters.md")
     text = path.read_text()
     new = update(text)
     if new != text:

@@ -1,4 +1,4 @@
-"""The README's parameter tables hold every parameter of every node's table, with its default, and
+"""docs/parameters.md's parameter tables hold every parameter of every node's table, with its default, and
 are exactly the rendering of the code (ros_lnn/nodes/param_docs.py); no DDS."""
 
 import re
@@ -11,7 +11,7 @@ from conftest import requires_rclpy
 pytestmark = requires_rclpy
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+README = (ROOT / "docs" / "parameters.md").read_text()
 
 
 NODES = [
@@ -39,7 +39,7 @@ def test_every_parameter_is_in_the_readme_with_its_default(node):
     from ros_lnn.nodes.param_docs import default_text, readme_block, table_of
 
     block = readme_block(README, node)
-    assert block is not None, f"README.md has no parameter table for {node}"
+    assert block is not None, f"docs/parameters.md has no parameter table for {node}"
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\w+)` \| `(.*?)` \|", block, re.M)}
     table = table_of(node)
     missing = [p.name for p in table if p.name not in rows]
@@ -57,7 +57,7 @@ def test_every_parameter_is_in_the_readme_with_its_default(node):
 def test_the_readme_tables_are_the_rendering():
     from ros_lnn.nodes.param_docs import update
 
-    assert update(README) == README, "run: python -m ros_lnn.nodes.param_docs README.md"
+    assert update(README) == README, "run: python -m ros_lnn.nodes.param_docs"
 
 
 def test_defaults_are_written_as_in_a_parameter_file():

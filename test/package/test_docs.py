@@ -39,6 +39,19 @@ def test_readme_links_and_quick_start():
         assert (ROOT / target).is_file(), target
 
 
+def test_readme_is_a_landing_page_and_every_docs_page_is_in_the_manual():
+    """A short README (what it is, install, quick start, the flows, links) and every page of docs/ in
+    the Sphinx table of contents (docs/index.md), so the built manual reaches it."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    index = (ROOT / "docs" / "index.md").read_text()
+    listed = set(re.findall(r"^([\w-]+)$", index, re.M))
+    pages = {p.stem for p in (ROOT / "docs").glob("*.md")} - {"index"}
+    assert pages <= listed, sorted(pages - listed)
+    for page in pages:
+        assert f"docs/{page}.md" in readme or page in ("papers", "EQUATIONS", "studies"), page
+
+
 def test_no_figure_placeholders_left():
     """Figures come from runs: a ⟨NAME⟩ placeholder written while a study ran must not outlive it."""
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:

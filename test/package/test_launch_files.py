@@ -377,16 +377,16 @@ def test_every_launch_argument_is_listed_in_the_files_usage_and_the_readme(path,
     arguments = declared_arguments(path, monkeypatch)
     assert arguments and all(arguments.values()), f"{path.name}: every argument has a description"
     usage = ast.get_docstring(ast.parse(path.read_text())) or ""
-    lines = (ROOT / "README.md").read_text().splitlines()
+    lines = (ROOT / "docs" / "nodes.md").read_text().splitlines()
     starts = [i for i, ln in enumerate(lines) if ln.startswith(f"    ros2 launch ros_lnn {path.name}")]
-    assert starts, f"README.md shows no command line 'ros2 launch ros_lnn {path.name}'"
+    assert starts, f"docs/nodes.md shows no command line 'ros2 launch ros_lnn {path.name}'"
     end = starts[0] + 1
     while end < len(lines) and lines[end].startswith("        "):  # its continuation lines
         end += 1
     shown = "\n".join(lines[starts[0] : end])
     for name in arguments:
         assert f"{name}:=" in usage, f"{path.name}: its docstring does not list {name}:="
-        assert f"{name}:=" in shown, f"README.md: the {path.name} line does not list {name}:="
+        assert f"{name}:=" in shown, f"docs/nodes.md: the {path.name} line does not list {name}:="
 
 
 @pytest.mark.parametrize("name", ["demo.launch.py", "arm.launch.py"])

@@ -1,4 +1,4 @@
-"""``ros-lnn bench <what>``: benchmarks whose figures go into closing notes and the README.
+"""``ros-lnn bench <what>``: benchmarks whose figures go into closing notes and docs/benchmarks.md.
 
 One module per benchmark in this package (``bench/<name>.py`` with ``bench_<name>(args) -> dict``),
 imported only when its benchmark runs (:data:`BENCHES`)."""
@@ -111,7 +111,7 @@ def add_arguments(parser):
     import argparse
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.description = "Benchmarks whose figures go into closing notes and the README:\n" + "\n".join(
+    parser.description = "Benchmarks whose figures go into closing notes and docs/benchmarks.md:\n" + "\n".join(
         f"  {name:<10} {text}" for name, (_, _, text) in sorted(BENCHES.items())
     )
     parser.add_argument("what", choices=sorted(BENCHES), help="which benchmark (listed above)")
