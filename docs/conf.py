@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 project = "ros_lnn"
 author = "ros_lnn maintainers"
-copyright = "ros_lnn maintainers, Apache-2.0"  # noqa: A001 - Sphinx's name for it
+copyright = "ros_lnn maintainers, Apache-2.0"
 release = re.search(r"<version>\s*([^<\s]+)\s*</version>", (ROOT / "package.xml").read_text()).group(1)
 version = release
 
@@ -19,5 +19,8 @@ myst_heading_anchors = 4
 root_doc = "index"
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 html_theme = "alabaster"
-html_theme_options = {"description": "Physics-structured learned dynamics for ROS 2 robots", "fixed_sidebar": True}
+html_theme_options = {
+    "description": "Physics-structured learned dynamics for ROS 2 robots",
+    "fixed_sidebar": True,
+}
 html_title = "ros_lnn"

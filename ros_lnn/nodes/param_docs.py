@@ -1,7 +1,7 @@
 """The parameter tables of docs/parameters.md, rendered from the nodes' :class:`~.params.ParameterTable`\\ s:
 name, default, when a change applies, the rule and the description of every parameter.
 
-    python -m ros_lnn.nodes.param_docs                # rewrite docs/parameters.md's tables between their markers
+    python -m ros_lnn.nodes.param_docs     # rewrite docs/parameters.md's tables between their markers
 
 test/nodes/test_param_docs.py holds the page to this rendering.
 """

@@ -111,9 +111,8 @@ def add_arguments(parser):
     import argparse
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.description = "Benchmarks whose figures go into closing notes and docs/benchmarks.md:\n" + "\n".join(
-        f"  {name:<10} {text}" for name, (_, _, text) in sorted(BENCHES.items())
-    )
+    listing = "\n".join(f"  {name:<10} {text}" for name, (_, _, text) in sorted(BENCHES.items()))
+    parser.description = "Benchmarks whose figures go into closing notes and docs/benchmarks.md:\n" + listing
     parser.add_argument("what", choices=sorted(BENCHES), help="which benchmark (listed above)")
     parser.add_argument(
         "studies",
