@@ -82,9 +82,9 @@ test-jazzy-all: $(JAZZY_VENV)/.msgs-installed
 
 # ruff (lint + format check) and mypy, configured in pyproject.toml
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check ros_lnn test launch
-	$(VENV)/bin/ruff format --check ros_lnn test launch
-	$(VENV)/bin/mypy ros_lnn
+	$(VENV)/bin/ruff check ros_lnn ros_lnn_lab test launch docs/conf.py
+	$(VENV)/bin/ruff format --check ros_lnn ros_lnn_lab test launch docs/conf.py
+	$(VENV)/bin/mypy ros_lnn ros_lnn_lab
 
 # the documentation (docs/: Sphinx + MyST, as rosdoc2 builds a package's docs), warnings as errors
 docs: $(VENV)/.installed

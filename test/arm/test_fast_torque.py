@@ -156,7 +156,7 @@ def test_fast_band_share_and_coherence_against_a_hand_made_torque():
     from scipy.signal import butter, filtfilt
 
     from ros_lnn.arm.samples import Samples
-    from ros_lnn.commands.bench.realarm import fast_band
+    from ros_lnn_lab.bench.realarm import fast_band
 
     rng = np.random.default_rng(5)
     n = 20000

@@ -5,9 +5,9 @@ import json
 
 import numpy as np
 
-from ros_lnn.commands.bench.control import bench_control
 from ros_lnn.commands.demo import add_dac_demo_arguments, run_dac_demo
 from ros_lnn.demos.dac import simulate_demo
+from ros_lnn_lab.bench.control import bench_control
 
 
 def test_demo_writes_figures_and_a_summary(tmp_path):
@@ -40,7 +40,7 @@ def test_bench_reports_every_size_and_law():
 def test_dac_node_bench_is_dispatched_by_ros_lnn_bench():
     import importlib
 
-    from ros_lnn.commands.bench import BENCHES
+    from ros_lnn_lab.bench import BENCHES
 
     module, func, _ = BENCHES["dac-node"]
     assert callable(getattr(importlib.import_module(module), func))

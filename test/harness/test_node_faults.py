@@ -1,4 +1,4 @@
-"""Fault injection (ros_lnn/harness/faults.py): servo_lnn, sim and dac_controller each in their own
+"""Fault injection (ros_lnn_lab/harness/faults.py): servo_lnn, sim and dac_controller each in their own
 process, abused over DDS and through their lifecycle and parameter services; every case must leave the
 process alive, its services answering within 1 s, every output finite, the case counted (or refused),
 and normal output resuming. The long soak of the same cases is `ros-lnn bench fault`."""
@@ -15,7 +15,7 @@ from conftest import HAVE_RCLPY, requires_rclpy
 pytestmark = [requires_rclpy, pytest.mark.ros]
 
 if HAVE_RCLPY:
-    from ros_lnn.harness import fault_registry, faults
+    from ros_lnn_lab.harness import fault_registry, faults
 
     CASES = [case for build in fault_registry.CASES.values() for case in build()]
 else:

@@ -1,7 +1,7 @@
 """Crash and restart with real processes: the closed loop of dac_ros2_control.launch.py without
 ros2_control (dac_chain_sim ← effort_watchdog ← dac_controller, and effort_observer watching), each
 node its own process started the way launch starts it (name, namespace, remappings, a parameters
-file) and kept alive as launch's respawn keeps it (ros_lnn.harness.supervisor). dac_controller is
+file) and kept alive as launch's respawn keeps it (ros_lnn_lab.harness.supervisor). dac_controller is
 killed by SIGKILL: it comes back active by itself with the parameters it started with, and while it is
 down the watchdog sends zero efforts; effort_observer is killed mid-motion: it starts its momentum
 integration again cleanly. No collision is reported at any time (the arm and the observer's model are
@@ -27,8 +27,8 @@ if HAVE_RCLPY:
     from std_msgs.msg import Float64MultiArray
 
     from _ros_harness import Harness
-    from ros_lnn.harness.supervisor import Supervised, node_command, write_params
     from ros_lnn.nodes.qos import SENSOR_QOS
+    from ros_lnn_lab.harness.supervisor import Supervised, node_command, write_params
 
 ROOT = Path(__file__).resolve().parents[2]
 URDF = ROOT / "config" / "dac_chain.urdf"

@@ -14,7 +14,7 @@ from ros_lnn.models.hnn import HNN  # noqa: E402
 from ros_lnn.physics.chain import PlanarChain  # noqa: E402
 from ros_lnn.physics.chain_motion import chain_trajectories, to_absolute  # noqa: E402
 from ros_lnn.training.trainer import train_acceleration  # noqa: E402
-from ros_lnn.zoo.rollouts import model_rollout  # noqa: E402
+from ros_lnn_lab.studies.rollouts import model_rollout  # noqa: E402
 
 
 def chain_data(n=2, trajectories=3, seed=1):

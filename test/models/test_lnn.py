@@ -15,7 +15,7 @@ from ros_lnn.physics.chain import PlanarChain  # noqa: E402
 from ros_lnn.physics.nonholonomic import SYSTEMS, make_dataset, rolling_disk  # noqa: E402
 from ros_lnn.training.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from ros_lnn.training.trainer import train_acceleration  # noqa: E402
-from ros_lnn.zoo.partial_cost import torch_link_lagrangian  # noqa: E402
+from ros_lnn_lab.studies.partial_cost import torch_link_lagrangian  # noqa: E402
 
 RNG = np.random.default_rng(5)
 

@@ -17,7 +17,7 @@ from ros_lnn.physics.chain import PlanarChain  # noqa: E402
 from ros_lnn.physics.chain_motion import chain_trajectories, integrate, to_absolute, to_relative  # noqa: E402
 from ros_lnn.physics.simulate import simulate  # noqa: E402
 from ros_lnn.training.trainer import train_acceleration  # noqa: E402
-from ros_lnn.zoo.tlnn_study import (  # noqa: E402
+from ros_lnn_lab.studies.tlnn_study import (  # noqa: E402
     DEFAULTS,
     MODELS,
     make_model,

@@ -460,7 +460,7 @@ def test_rate_bench_with_the_feeder_in_another_process():
     """The node bench's process feeder: every joint state sent at a modest rate comes back as an effort
     command (the 1 kHz figure itself belongs to `ros-lnn bench control`, not to a test). A deep input
     queue: with the default newest-state-only queue a loaded machine supersedes states by design."""
-    from ros_lnn.commands.bench.control import bench_node_rate
+    from ros_lnn_lab.bench.control import bench_node_rate
 
     out = bench_node_rate(1.5, rate_hz=100.0, feeder="process", input_queue_depth=100)
     assert out["feeder"] == "process" and out["sent"] > 0

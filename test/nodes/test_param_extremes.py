@@ -29,10 +29,10 @@ if HAVE_RCLPY:
     from std_msgs.msg import Float64MultiArray
 
     from _ros_harness import Harness
-    from ros_lnn.harness.faults import numbers
     from ros_lnn.nodes.params import CONFIGURE, LIVE, STARTUP
     from ros_lnn.nodes.qos import SENSOR_QOS
     from ros_lnn.nodes.stamps import ns_to_stamp
+    from ros_lnn_lab.harness.faults import numbers
 
 ROOT = Path(__file__).resolve().parents[2]
 URDF = ROOT / "config" / "dac_chain.urdf"

@@ -138,7 +138,7 @@ def test_help_texts_a_user_can_act_on(capsys):
     """Top level: the whole description; demo: the live default; bench: every benchmark; train --data:
     no path into a development tree."""
     from ros_lnn.cli import DESCRIPTION
-    from ros_lnn.commands.bench import BENCHES
+    from ros_lnn_lab.bench import BENCHES
 
     top = " ".join(_help([], capsys).split())
     assert " ".join(DESCRIPTION.split()) in top and "``" not in top

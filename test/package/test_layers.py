@@ -5,8 +5,12 @@ deployment path free of torch and of the training side, the library free of ROS 
 Counting rule: every import statement counts wherever it sits: at module level, inside a function,
 under ``if TYPE_CHECKING``. A function-level import defers a dependency, it does not remove it, so
 a cycle through one is still a cycle (it only shows up later, at the first call). Dynamic imports
-(``importlib.import_module``) are the command-line dispatch of ``cli.py`` and ``commands/bench/__init__.py``,
-the top of the graph, and are not followed.
+(``importlib.import_module``) are the command-line dispatch of ``cli.py`` and
+``ros_lnn_lab/bench/__init__.py``, the top of the graph, and are not followed.
+
+The lab (``ros_lnn_lab``: benchmarks, the fault/flood/soak harness, the papers' studies) is scanned with
+the product: it may import the product, the product never imports it — but for ``ros-lnn bench``, the
+command that hands over to the lab's benchmarks.
 """
 
 import ast
@@ -19,6 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "ros_lnn"
+LAB = ROOT / "ros_lnn_lab"
 
 #: What each part of the package may import from the others (docs/architecture.md: nodes → estimation/control/
 #: inference/physics; commands → training → families → models → physics; bags need no torch).
@@ -49,7 +54,8 @@ ALLOWED = {
         "bags",
         "ros_lnn",
     },
-    "zoo": {"errors", "physics", "models", "families", "training"},
+    # the lab: the papers' studies, the harness that drives the nodes, the benchmarks
+    "lab.studies": {"errors", "physics", "models", "families", "training"},
     # arm.residual, arm.training and arm.delan are its torch side: DeLaN builds on models, both train
     # through training's loop and early stopping
     "arm": {
@@ -77,7 +83,7 @@ ALLOWED = {
         "ros_lnn",
     },
     # the fault-injection harness: drives the nodes over ROS for the tests and 'ros-lnn bench fault'
-    "harness": {
+    "lab.harness": {
         "errors",
         "files",
         "shipped",
@@ -105,7 +111,6 @@ ALLOWED = {
         "models",
         "families",
         "training",
-        "zoo",
         "arm",
         "nodes",
         "ros_lnn",
@@ -124,21 +129,45 @@ ALLOWED = {
         "models",
         "families",
         "training",
-        "zoo",
         "arm",
         "nodes",
-        "harness",
         "demos",
         "commands",
         "ros_lnn",
+        "lab.bench",  # only ros-lnn bench, handing over (test_the_product_never_imports_the_lab)
     },
     "cli": {"errors", "files", "ros_lnn"},
+    # the benchmarks: anything of the product and of the lab
+    "lab.bench": {
+        "errors",
+        "files",
+        "timing",
+        "shipped",
+        "physics",
+        "bags",
+        "recordings",
+        "estimation",
+        "inference",
+        "control",
+        "models",
+        "families",
+        "training",
+        "arm",
+        "nodes",
+        "demos",
+        "commands",
+        "ros_lnn",
+        "lab.harness",
+        "lab.studies",
+        "lab",
+    },
+    "lab": set(),
 }
 #: The deployment path (and what it stands on) runs without torch and without the training side; so does
 #: the fault harness, which drives the nodes where they are deployed.
 DEPLOYMENT = {
     "nodes",
-    "harness",
+    "lab.harness",
     "inference",
     "estimation",
     "control",
@@ -156,7 +185,7 @@ TRAINING_SIDE = {
     "ros_lnn.models",
     "ros_lnn.families",
     "ros_lnn.training",
-    "ros_lnn.zoo",
+    "ros_lnn_lab.studies",
     "ros_lnn.arm.residual",
     "ros_lnn.arm.training",
     "ros_lnn.arm.delan",
@@ -172,7 +201,6 @@ LIBRARY = {
     "models",
     "families",
     "training",
-    "zoo",
     "errors",
     "files",
     "timing",
@@ -198,7 +226,7 @@ ROS = {
 
 def module_files() -> dict:
     out = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted([*PACKAGE.rglob("*.py"), *LAB.rglob("*.py")]):
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -237,8 +265,11 @@ def internal(names) -> set:
 
 
 def part(module: str) -> str:
-    """The layer a module belongs to: its subpackage, or the top-level module's name."""
+    """The layer a module belongs to: its subpackage (``lab.<subpackage>`` in the lab), or the top-level
+    module's name."""
     parts = module.split(".")
+    if parts[0] == "ros_lnn_lab":
+        return f"lab.{parts[1]}" if len(parts) > 1 else "lab"
     return parts[1] if len(parts) > 1 else "ros_lnn"
 
 
@@ -320,7 +351,7 @@ def test_nothing_in_the_library_imports_nodes_the_harness_demos_commands_or_the_
         for m, names in GRAPH.items()
         if part(m) in LIBRARY
         for n in internal(names)
-        if part(n) in ("nodes", "harness", "demos", "commands", "cli")
+        if part(n) in ("nodes", "lab.harness", "demos", "commands", "cli")
     ]
     assert wrong == []
 
@@ -394,3 +425,17 @@ def test_family_registry_and_option_rules_need_no_torch():
     assert res.returncode == 0 and res.stdout.startswith("refused") and "--epsilon" in res.stdout, res.stderr[
         -2000:
     ]
+
+
+def test_the_product_never_imports_the_lab():
+    """What a robot installs (nodes, library, the user's commands) never imports the lab, but for
+    ``ros-lnn bench`` handing over to it."""
+    wrong = [
+        f"{m} -> {n}"
+        for m, names in GRAPH.items()
+        if not m.startswith("ros_lnn_lab") and m != "ros_lnn.commands.bench"
+        for n in names
+        if n == "ros_lnn_lab" or n.startswith("ros_lnn_lab.")
+    ]
+    assert wrong == []
+    assert any(n.startswith("ros_lnn_lab") for n in GRAPH["ros_lnn.commands.bench"])

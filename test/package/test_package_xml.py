@@ -51,7 +51,7 @@ def imports(paths) -> dict:
                 continue
             for name in names:
                 top = name.split(".")[0]
-                if top not in sys.stdlib_module_names and top != "ros_lnn":
+                if top not in sys.stdlib_module_names and top not in ("ros_lnn", "ros_lnn_lab"):
                     found.setdefault(top, set()).add(path.relative_to(ROOT).as_posix())
     return found
 
@@ -77,7 +77,11 @@ def package_files(*subpackages) -> list:
 @pytest.mark.skipif(not HAVE_RCLPY, reason="needs the ament index of a ROS environment")
 def test_every_ros_package_the_code_imports_is_an_unconditional_exec_depend():
     deps, index = declared(), ros_packages()
-    used = imports(sorted((ROOT / "ros_lnn").rglob("*.py")) + sorted((ROOT / "launch").glob("*.launch.py")))
+    used = imports(
+        sorted((ROOT / "ros_lnn").rglob("*.py"))
+        + sorted((ROOT / "ros_lnn_lab").rglob("*.py"))
+        + sorted((ROOT / "launch").glob("*.launch.py"))
+    )
     ros = {m for m in used if m in index or m in ("launch", "launch_ros")}
     assert {"rclpy", "rcl_interfaces", "std_msgs", "launch_ros"} <= ros  # the scan sees what it must
     for module in sorted(ros):
@@ -90,7 +94,9 @@ def test_every_ros_package_the_code_imports_is_an_unconditional_exec_depend():
 def test_every_python_library_has_its_rosdep_key_and_deployment_ones_are_unconditional():
     deps = declared()
     deployment = imports(package_files(*DEPLOYMENT))
-    everywhere = imports(sorted((ROOT / "ros_lnn").rglob("*.py")))
+    everywhere = imports(
+        sorted((ROOT / "ros_lnn").rglob("*.py")) + sorted((ROOT / "ros_lnn_lab").rglob("*.py"))
+    )
     libraries = {m for m in everywhere if m in ROSDEP_KEYS or not _is_ros_module(m)}
     unknown = libraries - set(ROSDEP_KEYS)
     assert not unknown, f"no rosdep key known for {sorted(unknown)}: add it to package.xml and to ROSDEP_KEYS"

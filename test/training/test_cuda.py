@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is n
 
 
 def _delan_data(n=256, joints=3, seed=0):
-    from ros_lnn.zoo.delan_reference import arm_data
+    from ros_lnn_lab.studies.delan_reference import arm_data
 
     return arm_data(joints, n, seed=seed)
 
@@ -57,7 +57,7 @@ def test_training_on_cuda_gives_the_cpu_run():
 
 
 def test_the_analytic_step_equals_autograd_on_cuda():
-    from ros_lnn.commands.bench.train import paper_data, step_rates
+    from ros_lnn_lab.bench.train import paper_data, step_rates
 
     train, free, servo, norm = paper_data()
     r = step_rates(train, free, servo, norm, torch.device("cuda"), steps=3, rounds=2)
@@ -65,7 +65,7 @@ def test_the_analytic_step_equals_autograd_on_cuda():
 
 
 def test_the_bench_runs_on_cuda():
-    from ros_lnn.commands.bench.train import bench_train
+    from ros_lnn_lab.bench.train import bench_train
 
     res = bench_train(
         argparse.Namespace(quick=True, scale_samples=20_000), steps=2, rounds=2, schedule_epochs=4
