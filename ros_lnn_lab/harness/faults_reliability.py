@@ -114,7 +114,7 @@ def effort_observer_cases():
             "refused",
             "every torque would be inf: the observer silent",
         ),
-        ("urdf of 1 MiB", _unconfigured_set_refused("urdf", MIB, "at most 1024"), "refused", ""),
+        ("urdf of 1 MiB", _unconfigured_set_refused("urdf", MIB, "at most 4096"), "refused", ""),
         (
             "deactivate, activate while streaming",
             _lifecycle(("deactivate", True), ("activate", True)),
