@@ -14,7 +14,7 @@ DATA=${2:-}
 EPOCHS=${EPOCHS:-30}  # the CPU side-by-side's epochs (it runs on one CPU thread whatever the machine)
 (nvidia-smi -L; python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
   torch.cuda.is_available() and torch.cuda.get_device_name(0))') 2>&1 | tee "$OUT/device.txt"
-python3 -m pytest -q -p no:cacheprovider test/training/test_cuda.py test/commands/test_bench_train.py 2>&1 | tee "$OUT/cuda_tests.txt"
+python3 -m pytest -q -p no:cacheprovider test/training/test_cuda.py test/bench/test_bench_train.py 2>&1 | tee "$OUT/cuda_tests.txt"
 args=(bench train --epochs "$EPOCHS" --json "$OUT/bench_train.json")
 [ -n "${QUICK:-}" ] && args+=(--quick --scale-samples 20000)  # a smoke run of this script
 [ -n "$REF" ] && args+=(--reference "$REF")
