@@ -16,6 +16,10 @@ sizes with reversals, each ending in a dwell of 1–3 s.
    12 % of its effort limit, 0.15–0.3 s, random sign, 0.2 s into the dwell; free motion and standing
    between them for the false alarms.
 
+Per model, the missed pushes with how much of each changed the measured torque on its joint and how far
+the joint moved (:func:`torque_reach`: a push stiction holds never reaches the drive's torque), and how
+many of the pushes that reached it by at least the joint's rest threshold were detected.
+
 Last line: ``collision detection at rest: N pushes; learned: detected D, false alarms F in S s,
 smallest detected P %; least-squares fit: detected D0, false alarms F0, smallest detected P0 %; ratio
 P/P0 = X``.
@@ -38,6 +42,23 @@ SETTLE_S = 0.1  # a push counts as detected up to this long after it ended
 GAIN = 50.0
 
 FRACTIONS = (0.03, 0.045, 0.06, 0.08, 0.10, 0.12)
+
+
+def torque_reach(t, q, tau, push, before_s: float = 0.15) -> tuple[float, float]:
+    """How much of ``push`` the sensors could see: the change of the measured torque on its joint (the
+    mean over the push's second half against the mean over ``before_s`` before it; N·m, signed so that a
+    push the drive takes up in full gives ``|push.magnitude|``) and the joint's largest displacement
+    during the push (rad). A push that stiction holds without motion leaves the drive's torque — and so
+    every torque-based observer — unchanged."""
+    j = push.joint
+    before = (t >= push.start - before_s) & (t < push.start)
+    during = (t >= push.start + 0.5 * push.duration) & (t < push.end)
+    window = (t >= push.start) & (t < push.end)
+    if not (before.any() and during.any()):
+        return float("nan"), float("nan")
+    change = float(np.mean(tau[during, j]) - np.mean(tau[before, j]))
+    moved = float(np.max(np.abs(q[window, j] - np.mean(q[before, j]))))
+    return -change * float(np.sign(push.magnitude)), moved
 
 
 def _program(gen_arm, duration: float, seed: int, dwell=(1.0, 3.0)):
@@ -157,10 +178,25 @@ def bench_collision_at_rest(args) -> dict:
                 test.t[keep], r[keep], test.qd[keep], thresholds[name], pushes, SETTLE_S
             )
     sizes = np.array([100 * abs(p.magnitude) / limits[p.joint] for p in pushes])
-    figures: dict = {"pushes": len(pushes), "fractions_percent": [100 * f for f in FRACTIONS]}
+    reach = [torque_reach(test.t, test.q, test.tau, p) for p in pushes]
+    figures: dict = {
+        "pushes": len(pushes),
+        "fractions_percent": [100 * f for f in FRACTIONS],
+        "reached_nm": [r for r, _ in reach],
+        "moved_mrad": [1e3 * m for _, m in reach],
+    }
     for name, res in found.items():
         hit = np.array([d is not None for d in res["delays"]])
-        missed = [f"j{p.joint + 1} {s:.1f} %" for p, s, h in zip(pushes, sizes, hit) if not h]
+        rest_th = thresholds[name].rest
+        seen = np.array(
+            [rest_th is not None and abs(r) >= rest_th[p.joint] for (r, _), p in zip(reach, pushes)]
+        )
+        missed = [
+            f"j{p.joint + 1} {s:.1f} % ({abs(p.magnitude):.2f} N·m, reached the torque {r:+.2f}, moved "
+            f"{1e3 * m:.2f} mrad)"
+            for p, s, h, (r, m) in zip(pushes, sizes, hit, reach)
+            if not h
+        ]
         say(f"{name}: missed {missed or 'none'}; false alarms at {res['false_alarm_times'] or 'none'}")
         figures[name] = {
             "detected": int(hit.sum()),
@@ -171,7 +207,14 @@ def bench_collision_at_rest(args) -> dict:
             if hit.any()
             else float("nan"),
             "thresholds": thresholds[name].to_dict(),
+            # pushes whose change of the measured torque is at least the joint's rest threshold
+            "reached_threshold": int(seen.sum()),
+            "detected_of_reached": int((hit & seen).sum()),
         }
+        say(
+            f"{name}: {int(seen.sum())} pushes changed the measured torque by at least the rest threshold; "
+            f"detected {int((hit & seen).sum())} of them"
+        )
     figures["runtime_s"] = time.perf_counter() - start
     a, b = figures["learned"], figures["fit"]
     figures["ratio"] = a["smallest_detected_percent"] / b["smallest_detected_percent"]
