@@ -18,17 +18,11 @@ import numpy as np
 
 from ..control.pipeline import DacPipeline
 from ..errors import ConfigError
+from ..shipped import demo_arm_path
 from .dac_controller_params import gains_from_values
 
 #: ``() -> (URDF text, where it came from)``: the robot's description (parameter, else topic), or ("", "").
 DescriptionSource = Callable[[], tuple[str, str]]
-
-
-def shipped_model_path() -> Path:
-    """The demo arm's shipped URDF, config/dac_chain.urdf (:mod:`ros_lnn.shipped`)."""
-    from ..shipped import shipped_path
-
-    return shipped_path("config", "dac_chain.urdf")
 
 
 def controller_model(values: dict, description: DescriptionSource, logger, limits=None):
@@ -53,7 +47,7 @@ def controller_model(values: dict, description: DescriptionSource, logger, limit
                 "no robot_description (parameter or topic) and no model_path: the shipped demo arm "
                 "config/dac_chain.urdf"
             )
-            model = load_model(shipped_model_path())
+            model = load_model(demo_arm_path())
             model.gravity = np.asarray(gravity, float)
             return model, None, "the shipped demo arm"
     return model_from_urdf(text, source, gravity=gravity), None, f"robot_description from the {source}"
