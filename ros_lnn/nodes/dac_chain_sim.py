@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from rclpy.node import Node
@@ -54,6 +53,7 @@ from ..shipped import demo_arm_path
 from .clocks import MAX_CATCH_UP
 from .dac_chain_sim_params import PARAMETERS
 from .diagnostics import warn_throttled
+from .model_params import resolve_model_path
 from .params import ParameterValues
 from .process import node_main
 from .qos import COMMAND_QOS, SENSOR_QOS, output_publisher, output_qos
@@ -78,7 +78,7 @@ class DacChainSim(ParameterValues, Node):
                 p("robot_description"), "parameter robot_description", gravity=gravity
             )
         else:
-            self.model = load_model(Path(p("model_path")) if p("model_path") else demo_arm_path())
+            self.model = load_model(resolve_model_path(p("model_path"), demo_arm_path))
             self.model.gravity = np.asarray(gravity, float)
         self.pinocchio = PinocchioModel(self.model)
         model_names = list(self.pinocchio.joint_names)
