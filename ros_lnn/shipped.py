@@ -60,3 +60,9 @@ def find(*parts: str) -> Path | None:
 def shipped_path(*parts: str) -> Path:
     """The shipped file ``parts``, else its source-tree path (which says it is missing when opened)."""
     return find(*parts) or SOURCE_TREE.joinpath(*parts)
+
+
+def demo_arm_path() -> Path:
+    """The demo arm's URDF, ``config/dac_chain.urdf``: the default model of ``dac_controller`` and
+    ``dac_chain_sim`` and the arm of ``ros-lnn demo dac``."""
+    return shipped_path("config", "dac_chain.urdf")

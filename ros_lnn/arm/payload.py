@@ -179,12 +179,10 @@ def identify_payload(
 
 def model_mapping(model: ArmModel):
     """The mapping the model was trained with (its metadata), for reading and filtering a recording."""
-    from dataclasses import fields
-
     from .mapping import ArmMapping
 
     values = dict(model.meta.get("mapping") or {"actuated_joints": list(model.joints)})
-    known = {f.name for f in fields(ArmMapping)}
+    known = ArmMapping.known_keys(arm=True)
     return ArmMapping.from_dict({k: v for k, v in values.items() if k in known}, f"{model.path} metadata")
 
 

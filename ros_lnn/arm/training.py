@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -197,7 +197,7 @@ def train_arm(
             enabled,
             identification={k: v for k, v in fit.report.items() if k != "bodies"},
             metrics=metrics,
-            mapping={k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(mapping).items()},
+            mapping={k: (list(v) if isinstance(v, tuple) else v) for k, v in mapping.arm_dict().items()},
             data={
                 "train": [r.name for r in train],
                 "validation": [r.name for r in validation],

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError, DataError
+from ..estimation.trajectory import quintic_coefficients
 from ..physics.multibody.pin import JointSpaceData, PinocchioModel, kinematics
 from .dac import (
     LAWS,
@@ -105,19 +106,9 @@ class JointTrajectorySampler:
             a = np.asarray(accelerations, float)
             if a.shape != q.shape or not np.all(np.isfinite(a)):
                 raise DataError("joint trajectory: accelerations must be finite, one per joint and point")
-            # power-basis coefficients in s ∈ [0, 1] per segment (ros_lnn.estimation.trajectory's quintic)
+            # power-basis coefficients in s ∈ [0, 1] per segment (the estimation's quintic)
             p0, p1, v0, v1, a0, a1 = q[:-1], q[1:], h * v[:-1], h * v[1:], h * h * a[:-1], h * h * a[1:]
-            self._quintic = np.stack(
-                [
-                    p0,
-                    v0,
-                    0.5 * a0,
-                    10 * (p1 - p0) - 6 * v0 - 4 * v1 - 1.5 * a0 + 0.5 * a1,
-                    -15 * (p1 - p0) + 8 * v0 + 7 * v1 + 1.5 * a0 - a1,
-                    6 * (p1 - p0) - 3 * (v0 + v1) - 0.5 * (a0 - a1),
-                ],
-                axis=1,
-            )
+            self._quintic = np.stack(quintic_coefficients(p0, v0, a0, p1, v1, a1), axis=1)
 
     def __call__(self, t: float):
         """``(q, q̇, q̈)`` at ``t`` (before the first point: the first at rest; after the last: the last)."""

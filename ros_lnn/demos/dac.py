@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ..shipped import demo_arm_path
+
 CIRCLE_RADIUS, CIRCLE_PERIOD = 0.12, 4.0
 Q_START = np.array([0.0, -0.8, 1.4, 0.6, 0.4])
 OBSTACLE = (np.array([0.4636, 0.0991, 0.1080]), 0.02)
@@ -35,11 +37,10 @@ def simulate_demo(duration: float = 6.0, dt: float = 4e-3, avoidance: bool = Tru
     from ..control.dac import Gains, end_effector_state
     from ..control.obstacles import clearances
     from ..control.pipeline import DacPipeline, circle_path
-    from ..nodes.dac_controller import shipped_model_path
     from ..physics.multibody.build import load_model
     from ..physics.multibody.pin_sim import port_efforts, rk4_step
 
-    arm = load_model(shipped_model_path())
+    arm = load_model(demo_arm_path())
     pipe = DacPipeline(
         arm,
         "end_effector",
@@ -172,11 +173,10 @@ EXCITATION_AMPLITUDE = (0.35, 0.35, 0.3, 0.5, 0.6)
 def demo_plant():
     """``(arm, Plant)``: the certain model (the shipped URDF) and the arm with
     :data:`DEMO_MISMATCH_VALUES`."""
-    from ..nodes.dac_controller import shipped_model_path
     from ..physics.multibody.build import load_model
     from ..physics.multibody.pin_plant import Plant, PlantMismatch
 
-    arm = load_model(shipped_model_path())
+    arm = load_model(demo_arm_path())
     return arm, Plant(arm, PlantMismatch(**DEMO_MISMATCH_VALUES))
 
 

@@ -76,7 +76,7 @@ class ServoPlan:
             q, dq, ddq = _poly(c, s)
             return PlanSample(q, dq / h, ddq / (h * h), False, False)
         a0, a1 = self.qdd[i] * h * h, self.qdd[i + 1] * h * h
-        c = _quintic(p0, v0, a0, p1, v1, a1)
+        c = quintic_coefficients(p0, v0, a0, p1, v1, a1)
         q, dq, ddq = _poly(c, s)
         return PlanSample(q, dq / h, ddq / (h * h), False, True)
 
@@ -85,7 +85,9 @@ def _cubic(p0, v0, p1, v1):
     return [p0, v0, 3 * (p1 - p0) - 2 * v0 - v1, 2 * (p0 - p1) + v0 + v1]
 
 
-def _quintic(p0, v0, a0, p1, v1, a1):
+def quintic_coefficients(p0, v0, a0, p1, v1, a1):
+    """Power-basis coefficients in s ∈ [0, 1] of the quintic from (position, h·velocity, h²·acceleration)
+    at s = 0 to those at s = 1 (numbers, or arrays: elementwise)."""
     return [
         p0,
         v0,

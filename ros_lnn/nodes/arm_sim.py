@@ -30,7 +30,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ..errors import ConfigError
 from .arm_sim_params import PARAMETERS
-from .dac_chain_sim import MAX_CATCH_UP
+from .clocks import MAX_CATCH_UP
 from .diagnostics import warn_throttled
 from .params import ParameterValues
 from .process import node_main

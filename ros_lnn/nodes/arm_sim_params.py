@@ -5,6 +5,12 @@ line. The defaults are ``ros-lnn bench armcontrol``'s simulated Panda."""
 from __future__ import annotations
 
 from .params import MAX_DESCRIPTION, STARTUP, Param, ParameterTable
+from .simulator_params import (
+    COMMAND_TIMEOUT_PARAMETER,
+    hold_until_command_parameter,
+    initial_positions_parameter,
+    lockstep_parameters,
+)
 
 
 def _noise(name: str, default: float, what: str) -> Param:
@@ -59,14 +65,8 @@ PARAMETERS = ParameterTable(
     _noise("noise_qd", 1e-3, "velocity noise [rad/s or m/s]"),
     _noise("noise_tau", 0.02, "torque sensor noise on the published effort [N m or N]"),
     Param("noise_seed", 0, "seed of the sensor noise", STARTUP, ge=0, le=2**31 - 1),
-    Param(
-        "initial_positions",
-        [],
-        "initial joint positions (joints order); empty = the middle of each joint's range",
-        STARTUP,
-        items=float,
-        ge=-1e3,
-        le=1e3,
+    initial_positions_parameter(
+        "initial joint positions (joints order); empty = the middle of each joint's range"
     ),
     Param("rate_hz", 500.0, "joint_states rate: one control period per state", STARTUP, gt=0.0, le=10000.0),
     Param("substeps", 1, "RK4 steps per period", STARTUP, ge=1, le=1000),
@@ -79,27 +79,11 @@ PARAMETERS = ParameterTable(
         ge=0,
         le=100,
     ),
-    Param("command_timeout_s", 0.2, "commands older than this count as zero", STARTUP, ge=0.0, le=3600.0),
-    Param(
-        "hold_until_command",
+    COMMAND_TIMEOUT_PARAMETER,
+    hold_until_command_parameter(
         True,
         "hold the arm still until the first effort command arrives (its brakes on until the controller runs)",
-        STARTUP,
     ),
-    Param(
-        "lockstep",
-        False,
-        "one period per effort command, simulated time on /clock (controller with use_sim_time) instead of "
-        "wall time",
-        STARTUP,
-    ),
-    Param(
-        "lockstep_timeout_s",
-        0.05,
-        "lockstep: wall time after which a missing command steps anyway [s]",
-        STARTUP,
-        gt=0.0,
-        le=3600.0,
-    ),
+    *lockstep_parameters("period", gt=0.0),
     Param("frame_id", "", "frame_id of joint_states", STARTUP),
 )

@@ -5,6 +5,10 @@ clock stops too and a timer on it would never fire. Stamps and ages stay on ROS 
 
 from __future__ import annotations
 
+#: Most steps a simulator node's timer tick takes to catch up with the clock (``dac_chain_sim``,
+#: ``arm_sim``); further behind, the stamps re-anchor and the simulated time runs slower.
+MAX_CATCH_UP = 10
+
 
 def steady_clock():
     """A clock that never stops nor jumps (rclpy's STEADY_TIME)."""

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from rclpy.node import Node
@@ -50,16 +49,16 @@ from ..errors import RosLnnError
 from ..physics.multibody.pin import PinocchioModel
 from ..physics.multibody.pin_plant import Plant, PlantMismatch, mismatch_from_values
 from ..physics.multibody.pin_sim import port_efforts, rk4_step
+from ..shipped import demo_arm_path
+from .clocks import MAX_CATCH_UP
 from .dac_chain_sim_params import PARAMETERS
-from .dac_controller import shipped_model_path
 from .diagnostics import warn_throttled
+from .model_params import resolve_model_path
 from .params import ParameterValues
 from .process import node_main
 from .qos import COMMAND_QOS, SENSOR_QOS, output_publisher, output_qos
 from .stamps import ns_to_stamp
 
-#: Most RK4 steps one timer tick takes to catch up with the clock; further behind, the stamps re-anchor.
-MAX_CATCH_UP = 10
 #: Largest friction rate × step the simulator takes (explicit RK4 diverges on a decaying mode past ≈ 2.8).
 MAX_FRICTION_STEP = 2.5
 
@@ -79,7 +78,7 @@ class DacChainSim(ParameterValues, Node):
                 p("robot_description"), "parameter robot_description", gravity=gravity
             )
         else:
-            self.model = load_model(Path(p("model_path")) if p("model_path") else shipped_model_path())
+            self.model = load_model(resolve_model_path(p("model_path"), demo_arm_path))
             self.model.gravity = np.asarray(gravity, float)
         self.pinocchio = PinocchioModel(self.model)
         model_names = list(self.pinocchio.joint_names)

@@ -5,6 +5,12 @@ node with one line."""
 from __future__ import annotations
 
 from .params import MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable, vector3
+from .simulator_params import (
+    COMMAND_TIMEOUT_PARAMETER,
+    hold_until_command_parameter,
+    initial_positions_parameter,
+    lockstep_parameters,
+)
 
 PARAMETERS = ParameterTable(
     Param(
@@ -29,39 +35,15 @@ PARAMETERS = ParameterTable(
         items=str,
         unique=True,
     ),
-    Param(
-        "initial_positions",
-        [],
-        "initial joint angles (joint_names order); empty = zeros",
-        STARTUP,
-        items=float,
-        ge=-1e3,
-        le=1e3,
-    ),
+    initial_positions_parameter("initial joint angles (joint_names order); empty = zeros"),
     vector3("gravity", [0.0, 0.0, -9.81], "gravity [m/s²]", STARTUP),
     Param("rate_hz", 500.0, "joint_states rate; one RK4 step per period", STARTUP, ge=1.0, le=100000.0),
-    Param(
-        "lockstep",
-        False,
-        "one step per effort command, simulated time on /clock (controller with use_sim_time) instead of "
-        "wall time",
-        STARTUP,
-    ),
-    Param(
-        "lockstep_timeout_s",
-        0.05,
-        "lockstep: wall time after which a missing command steps anyway [s]",
-        STARTUP,
-        ge=0.001,
-        le=3600.0,
-    ),
-    Param("command_timeout_s", 0.2, "commands older than this count as zero", STARTUP, ge=0.0, le=3600.0),
-    Param(
-        "hold_until_command",
+    *lockstep_parameters("step", ge=0.001),
+    COMMAND_TIMEOUT_PARAMETER,
+    hold_until_command_parameter(
         False,
         "hold the arm still until the first effort command arrives, as a robot keeps its brakes "
         "on until its controller runs",
-        STARTUP,
     ),
     Param(
         "disturbance",

@@ -65,7 +65,6 @@ from .dac_controller_build import (
     load_residual,
     make_pipeline,
     residual_limit,
-    shipped_model_path,
 )
 from .dac_controller_diagnostics import (
     REJECT_REASONS,
@@ -93,7 +92,7 @@ from .qos import COMMAND_QOS, input_qos, output_publisher
 from .robot_description import RobotDescription
 from .stamps import stamp_ns
 
-__all__ = ["DacControllerNode", "main", "shipped_model_path", "start"]
+__all__ = ["DacControllerNode", "main", "start"]
 
 
 class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, LifecycleNode):

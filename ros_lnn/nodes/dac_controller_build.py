@@ -6,7 +6,8 @@ The certain model (:func:`controller_model`): ``model_path`` an arm model (``.on
 train --urdf``, its ``ros_lnn_arm`` metadata): its identified rigid body, on the kinematics of the
 robot's description checked against the model's URDF, with its friction and residual as the
 compensated term; a URDF or YAML file: that description; empty: the robot's description (parameter
-or topic), else the shipped demo arm. ``robot_description`` set as a parameter is the model of a URDF
+or topic), else the shipped demo arm (which file ``model_path`` names:
+:func:`.model_params.resolve_model_path`). ``robot_description`` set as a parameter is the model of a URDF
 controller even with ``model_path`` set (as before the topic was read)."""
 
 from __future__ import annotations
@@ -18,17 +19,12 @@ import numpy as np
 
 from ..control.pipeline import DacPipeline
 from ..errors import ConfigError
+from ..shipped import demo_arm_path
 from .dac_controller_params import gains_from_values
+from .model_params import model_file, resolve_model_path
 
 #: ``() -> (URDF text, where it came from)``: the robot's description (parameter, else topic), or ("", "").
 DescriptionSource = Callable[[], tuple[str, str]]
-
-
-def shipped_model_path() -> Path:
-    """The demo arm's shipped URDF, config/dac_chain.urdf (:mod:`ros_lnn.shipped`)."""
-    from ..shipped import shipped_path
-
-    return shipped_path("config", "dac_chain.urdf")
 
 
 def controller_model(values: dict, description: DescriptionSource, logger, limits=None):
@@ -43,7 +39,7 @@ def controller_model(values: dict, description: DescriptionSource, logger, limit
     if values["robot_description"]:
         text, source = values["robot_description"], "parameter robot_description"
     elif path:
-        model = load_model(Path(path))
+        model = load_model(model_file(values))
         model.gravity = np.asarray(gravity, float)
         return model, None, f"model {path}"
     else:
@@ -53,7 +49,7 @@ def controller_model(values: dict, description: DescriptionSource, logger, limit
                 "no robot_description (parameter or topic) and no model_path: the shipped demo arm "
                 "config/dac_chain.urdf"
             )
-            model = load_model(shipped_model_path())
+            model = load_model(demo_arm_path())
             model.gravity = np.asarray(gravity, float)
             return model, None, "the shipped demo arm"
     return model_from_urdf(text, source, gravity=gravity), None, f"robot_description from the {source}"
@@ -66,7 +62,7 @@ def arm_controller_model(values: dict, description: DescriptionSource, logger, l
     from ..arm.description import description_mismatch
     from ..arm.model import ArmModel
 
-    path = Path(values["model_path"]).expanduser()
+    path = model_file(values)
     model = ArmModel(path, limits=limits)
     names = list(values["joint_names"])
     if names and names != list(model.joints):
@@ -188,7 +184,7 @@ def load_residual(value: str, pipeline: DacPipeline, logger, limits=None):
     its joints differ."""
     from ..inference.residual import ResidualRuntime
 
-    path = Path(value).expanduser()
+    path = resolve_model_path(value)
     runtime = ResidualRuntime(path, pipeline.joint_names, limits=limits)
     trained_on = runtime.certain_model.get("name")
     if trained_on and trained_on != pipeline.model.name:

@@ -84,9 +84,9 @@ def build_observer(values: dict, description=lambda: ("", "")):
     if values["model_path"]:
         from ..arm.description import description_mismatch
         from ..arm.model import ArmModel
-        from .model_params import model_limits
+        from .model_params import model_file, model_limits
 
-        model = ArmModel(values["model_path"], threads=values["model_threads"], limits=model_limits(values))
+        model = ArmModel(model_file(values), threads=values["model_threads"], limits=model_limits(values))
         joints = tuple(values["joints"] or model.joints)
         if joints != model.joints:
             raise ConfigError(f"parameter joints {list(joints)} differ from the model's {list(model.joints)}")

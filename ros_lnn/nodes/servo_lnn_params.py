@@ -1,11 +1,10 @@
 """The parameters of ``servo_lnn`` (:mod:`.params`): its table, the rules tied to its parameters and
-how a ``model_path`` value names a file."""
+its ``model_path`` default."""
 
 from __future__ import annotations
 
-import os
-
 from ..files import output_file_problem
+from . import model_params
 from .input_params import (
     INPUT_TIMEOUT_PARAMETER,
     MAX_COMMAND_POINTS_PARAMETER,
@@ -190,12 +189,8 @@ PARAMETERS = ParameterTable(
 
 
 def resolve_model_path(value: str):
-    """``model_path`` parameter: empty = the shipped model; a bare file name that is not a file here =
-    a model installed in share/ros_lnn/models (or the source tree's models/); otherwise a path."""
+    """The model file of ``model_path`` (the nodes' one rule, :func:`.model_params.resolve_model_path`);
+    empty: the shipped ``crane_servo_lnn.onnx``."""
     from ..inference.runtime import default_model_path
 
-    if not value:
-        return default_model_path()
-    if not os.path.isfile(value) and os.sep not in value:
-        return default_model_path(value)
-    return value
+    return model_params.resolve_model_path(value, default_model_path)

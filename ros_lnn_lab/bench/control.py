@@ -479,10 +479,9 @@ def bench_dac_node(args) -> dict:
 
 
 def _demo_arm():
-    from ros_lnn.nodes.dac_controller import shipped_model_path
+    from ros_lnn.shipped import demo_arm_path
 
-    path = shipped_model_path()
-    return path.read_text()
+    return demo_arm_path().read_text()
 
 
 def simulator_rates(reps: int, dt: float = 2e-3) -> dict:

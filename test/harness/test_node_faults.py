@@ -38,6 +38,9 @@ def test_enough_cases_for_the_nodes():
     names = {(c.target, c.name) for c in CASES}
     assert len(names) == len(CASES)
     assert sum(c.target in ("servo_lnn", "sim") for c in CASES) >= 35
+    # dac_controller: 45 cases, and its own 34 of faults_dac.py (with 10 of the 45, the 44 cases of
+    # test/nodes/test_dac_node_faults.py, the in-process rig they were)
+    assert sum(c.target == "dac_controller" for c in CASES) >= 45 + 34
 
 
 def test_forged_metadata_is_what_the_runtime_reads(tmp_path):

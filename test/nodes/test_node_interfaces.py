@@ -155,8 +155,6 @@ def test_a_default_subscriber_receives_every_output_of_the_nodes(ctx, harness):
         box = boxes[topic] = []
         h.probe.create_subscription(msg_type, topic, box.append, 10)
     arm = h.probe.create_publisher(JointState, f"{ns}_arm/joint_states", 10)
-    from ros_lnn.nodes.dac_controller import shipped_model_path  # noqa: F401 - the arm's joints below
-
     joints = dac.pipeline.joint_names
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not all(boxes.values()):

@@ -14,6 +14,7 @@ command that hands over to the lab's benchmarks.
 """
 
 import ast
+import re
 import subprocess
 import sys
 import textwrap
@@ -343,6 +344,73 @@ def test_imports_go_down_the_layers():
             if here == there == "commands":  # a command imports library code, not another command
                 wrong.append(f"{module} -> {name} (a command importing a command)")
     assert wrong == []
+
+
+#: The nodes: the executables setup.py registers (``<name> = ros_lnn.nodes.<module>:main``).
+NODES = sorted(re.findall(r"=\s*ros_lnn\.nodes\.(\w+):main", (ROOT / "setup.py").read_text()))
+
+
+def node_of(module: str) -> str | None:
+    """The node a module of ``ros_lnn.nodes`` belongs to: ``ros_lnn.nodes.<node>`` and
+    ``ros_lnn.nodes.<node>_*`` (its parameters, build, messages, ...) are that node's; every other module
+    of ``ros_lnn.nodes`` (params, lifecycle, process, diagnostics, qos, ...) is shared node code."""
+    name = module.removeprefix("ros_lnn.nodes.")
+    if name == module:
+        return None
+    owners = [n for n in NODES if name == n or name.startswith(n + "_")]
+    return max(owners, key=len) if owners else None
+
+
+def node_imports_across(graph: dict) -> list:
+    """``"a -> b"`` for every import of one node's module from another node's module, or from shared node
+    code into a node's module."""
+    wrong = []
+    for module, names in graph.items():
+        if not module.startswith("ros_lnn.nodes."):
+            continue
+        here = node_of(module)
+        for name in sorted(names):
+            there = node_of(name)
+            if there is not None and there != here:
+                wrong.append(f"{module} -> {name}")
+    return wrong
+
+
+def test_the_nodes_are_the_executables():
+    assert NODES == [
+        "arm_sim",
+        "dac_chain_sim",
+        "dac_controller",
+        "effort_observer",
+        "effort_watchdog",
+        "servo_lnn",
+        "sim",
+    ]
+    assert node_of("ros_lnn.nodes.dac_controller_build") == "dac_controller"
+    assert node_of("ros_lnn.nodes.sim_params") == "sim"
+    assert node_of("ros_lnn.nodes.dac_chain_sim_params") == "dac_chain_sim"
+    assert node_of("ros_lnn.nodes.params") is None  # shared node code
+    assert node_of("ros_lnn.shipped") is None
+
+
+def test_no_node_imports_another():
+    """A node's modules import the library and the shared node code, never another node's modules; the
+    shared node code imports no node's module."""
+    assert node_imports_across({m: internal(names) for m, names in GRAPH.items()}) == []
+
+
+def test_a_node_importing_another_would_be_found():
+    graph = {
+        "ros_lnn.nodes.dac_chain_sim": {"ros_lnn.nodes.dac_controller", "ros_lnn.nodes.params"},
+        "ros_lnn.nodes.arm_sim": {"ros_lnn.nodes.dac_chain_sim_params", "ros_lnn.nodes.clocks"},
+        "ros_lnn.nodes.qos": {"ros_lnn.nodes.sim"},
+        "ros_lnn.nodes.sim": {"ros_lnn.nodes.sim_params"},
+    }
+    assert node_imports_across(graph) == [
+        "ros_lnn.nodes.dac_chain_sim -> ros_lnn.nodes.dac_controller",
+        "ros_lnn.nodes.arm_sim -> ros_lnn.nodes.dac_chain_sim_params",
+        "ros_lnn.nodes.qos -> ros_lnn.nodes.sim",
+    ]
 
 
 def test_nothing_in_the_library_imports_nodes_the_harness_demos_commands_or_the_cli():

@@ -62,7 +62,7 @@ def test_every_finder_uses_the_one_order(places):
     from ros_lnn.arm.simulation import panda_urdf
     from ros_lnn.errors import ConfigError, ModelError
     from ros_lnn.inference.runtime import default_model_path
-    from ros_lnn.nodes.dac_controller import shipped_model_path
+    from ros_lnn.shipped import demo_arm_path
     from ros_lnn.training.effort_residuals import shipped_config
 
     source, share, prefix = places
@@ -70,7 +70,7 @@ def test_every_finder_uses_the_one_order(places):
         default_model_path("m.onnx")
     with pytest.raises(ConfigError, match="not installed"):
         panda_urdf()
-    assert shipped_model_path() == source / "config" / "dac_chain.urdf"  # missing: says so when opened
+    assert demo_arm_path() == source / "config" / "dac_chain.urdf"  # missing: says so when opened
     assert shipped_config("c.yaml") == source / "config" / "c.yaml"
     found = [
         _put(share, "models", "m.onnx"),
@@ -81,6 +81,6 @@ def test_every_finder_uses_the_one_order(places):
     assert [
         default_model_path("m.onnx"),
         panda_urdf(),
-        shipped_model_path(),
+        demo_arm_path(),
         shipped_config("c.yaml"),
     ] == found
