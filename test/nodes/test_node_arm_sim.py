@@ -33,15 +33,18 @@ PARAMS = {
 
 
 def test_lockstep_states_equal_the_library_arm_under_the_same_commands(ctx):
-    node = ArmSim(
-        "arm_sim",
-        namespace="/as",
-        context=ctx,
-        parameter_overrides=[Parameter(k, value=v) for k, v in PARAMS.items()],
-    )
-    h = Harness(node, context=ctx)
+    # the idle state comes once, at the node's first timer tick: the probe is matched before it spins
+    h = Harness(context=ctx)
     try:
         states = h.collect(JointState, "/as/joint_states", QoSProfile(depth=1000))
+        node = ArmSim(
+            "arm_sim",
+            namespace="/as",
+            context=ctx,
+            parameter_overrides=[Parameter(k, value=v) for k, v in PARAMS.items()],
+        )
+        h.wait(lambda: node.pub.get_subscription_count() >= 1, 30, "the probe matched on joint_states")
+        h.add(node)
         pub = h.publisher(Float64MultiArray, "/as/effort_commands", 10)
         h.wait(lambda: len(states) >= 1, 30, "the first (idle) state")
         with h.lock:
