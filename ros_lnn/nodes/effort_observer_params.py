@@ -103,6 +103,15 @@ PARAMETERS = ParameterTable(
         CONFIGURE,
         choices=("measured", "neutral"),
     ),
+    Param(
+        "output_rate_hz",
+        100.0,
+        "rate of ~/model_effort, ~/external_effort and ~/external_wrench (Hz, chosen by the inputs' "
+        "stamps; 0 = every joint state); every joint state is still observed and checked for "
+        "collisions, and ~/collision goes out at the state it begins",
+        ge=0.0,
+        le=100000.0,
+    ),
     Param("wrench_frame", "", "URDF frame of ~/external_wrench; empty = not published", CONFIGURE),
     Param("wrench_damping", 0.01, "damping λ of the Jacobian's pseudo-inverse", CONFIGURE, ge=0.0, le=10.0),
     MODEL_THREADS_PARAMETER,

@@ -21,6 +21,7 @@ keeps running and never publishes a non-finite number.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from array import array
 from typing import TYPE_CHECKING
@@ -88,6 +89,7 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         self.estimator: ServoEstimator | None = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
+        self.input_lock = threading.RLock()  # the joint_states path against timers and commands
         self.counts = dict.fromkeys(INVALID_REASONS + COUNTED, 0)
         self.values = PARAMETERS.attach(
             self,
@@ -270,6 +272,10 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         detail = self.reader.merge.detail
         self.counts["missing_joint"] += self.reader.take_dropped()
         warn_throttled(self, "missing_joint", f"joint_states part dropped (missing_joint): {detail}")
+
+    def _on_joint_states(self, raws: list) -> None:
+        for raw in raws:
+            self._on_joint_state(raw)
 
     def _on_joint_state(self, raw: bytes) -> None:
         try:
@@ -458,8 +464,8 @@ def start(node: ServoLnnNode) -> bool:
 
 
 def main(argv=None) -> int:
-    """The node process. Executor: the SingleThreadedExecutor unless ROS_LNN_EXECUTOR=events (about a
-    third less CPU per sample, but services starve under an input flood: nodes/process.py)."""
+    """The node process, on the executor of ROS_LNN_EXECUTOR (default ``intake``: joint_states on a
+    thread of their own, the rest on the SingleThreadedExecutor; nodes/process.py)."""
     return node_main(
         "servo_lnn",
         ServoLnnNode,

@@ -231,7 +231,9 @@ def test_calibrate_sets_rest_thresholds_from_standing_stretches(tmp_path):
     # the calibration's changes are the detector's, sample by sample
     changes = ob._rest_changes(t[:25000], r[:25000], qd[:25000], 2, th.still_velocity, th.settle_s)
     det = ob.CollisionDetector(replace(th, rest=np.ones(2), static=np.full(2, 1e300)))
-    seen = np.array([det._rest_change(t[k], r[k], qd[k]) for k in range(25000)])
+    standing = np.all(np.abs(qd) < th.still_velocity, axis=1)
+    seen = [det._rest_change(t[k], r[k], standing[k]) for k in range(25000)]
+    seen = np.array([np.zeros(2) if c is None else c for c in seen])  # None: no change
     settled = ~np.isnan(changes)
     np.testing.assert_allclose(seen[settled], changes[settled], atol=1e-12)
     assert np.all(seen[~settled] == 0.0) and settled.sum() > 10000

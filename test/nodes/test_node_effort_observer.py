@@ -121,6 +121,7 @@ def test_pulses_are_detected_and_estimated_within_10_percent_over_dds(make, mode
             "wrench_frame": "panda_hand_tcp",
             "input_queue_depth": 5000,
             "diagnostics_period_s": 0.2,
+            "output_rate_hz": 0.0,  # every joint state's outputs
         }
     )
     assert start(node), node.last_error
@@ -213,7 +214,9 @@ def test_configure_errors_are_one_line_and_the_node_stays_unconfigured(make, tmp
 
 
 def test_urdf_nominal_observer_runs_without_a_model(make, pulse_run):
-    node, h = make({"urdf": str(URDF), "joints": list(JOINTS), "method": "direct"}, name="nominal")
+    node, h = make(
+        {"urdf": str(URDF), "joints": list(JOINTS), "method": "direct", "output_rate_hz": 0.0}, name="nominal"
+    )
     assert start(node), node.last_error
     # reliable like 10, deep enough that a probe slower than the node drops nothing of the 150 counted
     ext = h.collect(JointState, "/obs/nominal/external_effort", QoSProfile(depth=5000))
@@ -271,7 +274,14 @@ def test_joint_states_split_over_two_publishers_equal_the_observer_fed_whole_sta
     from ros_lnn.arm import observer as ob
 
     node, h = make(
-        {"urdf": str(URDF), "joints": list(JOINTS), "gains": [K], "input_queue_depth": 1000}, name="split"
+        {
+            "urdf": str(URDF),
+            "joints": list(JOINTS),
+            "gains": [K],
+            "input_queue_depth": 1000,
+            "output_rate_hz": 0.0,
+        },
+        name="split",
     )
     assert start(node), node.last_error
     ext = h.collect(JointState, "/obs/split/external_effort", QoSProfile(depth=1000))

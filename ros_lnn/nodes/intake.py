@@ -1,0 +1,128 @@
+"""A node's joint_states on a thread of its own, every queued message taken at each wake-up.
+
+rclpy's SingleThreadedExecutor rebuilds its wait set from every entity of the node at each wake-up —
+parameter and lifecycle services, timers, QoS event handlers (ros2/rclpy#1389) — and takes one message
+per subscription per turn: at 1 kHz that was two thirds of the estimator process's CPU. The
+EventsExecutor costs less but keeps one unbounded FIFO of events, so under an input flood service
+requests wait behind the backlog and its memory grows.
+
+:class:`Intake` keeps the services on the SingleThreadedExecutor and moves the hot subscription out of
+its wait set (it is created in :class:`IntakeGroup`, a callback group no executor that honours
+callback groups runs). A thread waits on a wait set of its own — that subscription and a guard
+condition to stop it — and at each wake-up takes every message queued (at most ``limit``: the
+subscription's keep-last depth, the bound on what a flood can queue) and hands them, in order, in one
+list to ``callback`` under ``lock``, the lock the node's timers and transitions take. Services and
+parameters are answered by the executor thread meanwhile (the intake thread releases the GIL while it
+waits; under a flood Python hands the GIL over every few milliseconds).
+
+rclpy's EventsExecutor does not honour callback groups: a node spun by it keeps a plain subscription
+(:func:`subscribe`). The wait set is rclpy's own (``_rclpy.WaitSet``, the one its executors build),
+the same on Jazzy and Kilted.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from rclpy.callback_groups import CallbackGroup
+
+#: Wait at most this long before checking whether the intake was stopped (it is also woken at once).
+WAIT_NS = 200_000_000
+
+
+class IntakeGroup(CallbackGroup):
+    """A callback group no executor serves: its entities are taken by an :class:`Intake`."""
+
+    def can_execute(self, entity) -> bool:
+        return False
+
+    def beginning_execution(self, entity) -> bool:
+        return False
+
+    def ending_execution(self, entity) -> None:
+        pass
+
+
+class Intake:
+    """``node``'s subscription ``sub`` (created in an :class:`IntakeGroup`) served by a thread of its
+    own: ``callback(messages)`` with every message queued at a wake-up (serialized bytes for a raw
+    subscription), at most ``limit`` at a time, under ``lock``. ``on_error(exc)`` gets what the loop
+    itself meets (the callback must handle its own)."""
+
+    def __init__(self, node, sub, callback: Callable[[list], None], lock, limit: int, on_error=None):
+        from rclpy.guard_condition import GuardCondition
+
+        self.node, self.sub, self.callback, self.lock = node, sub, callback, lock
+        self.limit = max(1, int(limit))
+        self.on_error = on_error
+        self.batches = 0  # wake-ups that took at least one message
+        self.taken = 0
+        self._stop = threading.Event()
+        self._wake = GuardCondition(None, None, context=node.context)
+        self._thread = threading.Thread(target=self._run, name=f"intake {sub.topic_name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
+        context = self.node.context
+        wait_set = _rclpy.WaitSet(1, 1, 0, 0, 0, 0, context.handle)
+        sub, handle, wake = self.sub, self.sub.handle, self._wake.handle
+        msg_type, raw = sub.msg_type, sub.raw
+        while not self._stop.is_set():
+            try:
+                with handle, wake, context.handle:
+                    wait_set.clear_entities()
+                    wait_set.add_subscription(handle)
+                    wait_set.add_guard_condition(wake)
+                    wait_set.wait(WAIT_NS)
+                    if self._stop.is_set():
+                        return
+                    messages: list[Any] = []
+                    while len(messages) < self.limit:
+                        taken = handle.take_message(msg_type, raw)
+                        if taken is None:
+                            break
+                        messages.append(taken[0])
+            except Exception as exc:  # noqa: BLE001 - a destroyed handle or a shut-down context ends the loop
+                if not self._stop.is_set() and self.on_error is not None and context.ok():
+                    self.on_error(exc)
+                return
+            if messages:
+                self.batches += 1
+                self.taken += len(messages)
+                with self.lock:
+                    self.callback(messages)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the thread (it finishes the batch it is in) and wait for it; the subscription is the
+        node's to destroy afterwards."""
+        self._stop.set()
+        try:
+            self._wake.trigger()
+        except Exception:  # noqa: BLE001 - a context already shut down wakes the wait set itself
+            pass
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout_s)
+        self._wake.destroy()
+
+
+def subscribe(node, msg_type, topic: str, qos, callback: Callable[[list], None], lock, intake: bool):
+    """A raw subscription of ``topic`` whose messages go to ``callback(messages)`` in order: on an
+    :class:`Intake` thread (``intake``), else through the executor one at a time. Returns (the
+    subscription, the intake or None); the caller destroys the subscription after stopping the intake."""
+    if not intake:
+        sub = node.create_subscription(msg_type, topic, lambda raw: callback([raw]), qos, raw=True)
+        return sub, None
+    sub = node.create_subscription(
+        msg_type, topic, lambda raw: None, qos, raw=True, callback_group=IntakeGroup()
+    )
+    from .diagnostics import report_error
+
+    return sub, Intake(node, sub, callback, lock, qos.depth, lambda exc: report_error(node, "intake", exc))
