@@ -18,7 +18,9 @@ EXECUTOR_ENV = "ROS_LNN_EXECUTOR"
 #: next service request (seconds) and the queue's memory grows for as long as the flood lasts. The
 #: intake keeps the SingleThreadedExecutor's bounds (what the node cannot take is dropped in the
 #: subscription's keep-last queue, ``input_queue_depth``; services answered between its turns) at
-#: less CPU than either (README, *Floods* and *Benchmarks*: the figures).
+#: less CPU than either (docs/benchmarks.md, *Executors*: the figures). Nodes without a joint_states
+#: intake run the SingleThreadedExecutor under ``intake``. Each node process logs the executor it runs
+#: (``executor: ...``, :func:`executor_description`).
 EXECUTORS = ("intake", "single", "events")
 DEFAULT_EXECUTOR = "intake"
 
@@ -37,6 +39,15 @@ def make_executor(context=None, kind: str | None = None, default: str = DEFAULT_
 
     chosen = executor_kind(kind, default)
     return detected(context, "single" if chosen == "intake" else chosen)
+
+
+def executor_description(executor, node) -> str:
+    """What a node process runs: the executor's class, and whether the node's joint_states go to an
+    intake thread (``intake``, a node with a joint_states intake: :mod:`.intake`)."""
+    name = type(executor).__name__
+    if getattr(node, "input_intake", False) and hasattr(node, "_on_joint_states"):
+        return f"intake (joint_states on a thread of their own, the rest on the {name})"
+    return name
 
 
 def init_ros(argv) -> None:
@@ -89,7 +100,9 @@ def run_node_process(node, start=None, on_exit=None, executor: str = DEFAULT_EXE
         if start is not None and param(node, "autostart") and not start(node):
             code = 1
         else:
-            spin(node, make_executor(node.context, kind))
+            executor = make_executor(node.context, kind)
+            node.get_logger().info(f"executor: {executor_description(executor, node)}")
+            spin(node, executor)
     finally:
         if on_exit is not None:
             on_exit(node)

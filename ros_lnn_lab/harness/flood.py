@@ -12,6 +12,7 @@ that its busy loop never delays the probe's clock (one GIL).
 from __future__ import annotations
 
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -252,15 +253,13 @@ def measure_flood(
     (before, peak, after ``settle_s``), what the node received and processed."""
     import rclpy
 
-    from ros_lnn.nodes.process import EXECUTOR_ENV, executor_kind
-
     env = dict(os.environ if env is None else env)
     namespace = f"/flood{os.getpid()}"
     proc = NodeProcess(target, namespace, env, extra)
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
     prober = Prober(proc.fqn, context)
-    result: dict = {"node": target.name, "executor": executor_kind(env.get(EXECUTOR_ENV))}
+    result: dict = {"node": target.name, "executor": "unknown"}
     try:
         if not prober.wait_ready():
             raise RuntimeError(f"{target.name} did not come up: " + " | ".join(proc.log[-5:]))
@@ -312,6 +311,7 @@ def measure_flood(
                 "alive": proc.alive(),
             }
         )
+        result["executor"] = executor_of(proc.log)
         result["rss_after_ratio"] = rss_after / rss_start if rss_start else float("nan")
         result["passed"] = bool(
             result["flood"]["p99_ms"] <= 100.0
@@ -326,8 +326,18 @@ def measure_flood(
     return result
 
 
+def executor_of(log) -> str:
+    """The executor a node process ran, as its ``executor: ...`` log line says (:mod:`ros_lnn.nodes.process`);
+    "unknown" without one."""
+    for line in log:
+        found = re.search(r"\]: executor: (.+)$", line)
+        if found:
+            return found.group(1).strip()
+    return "unknown"
+
+
 def main(argv=None) -> int:
-    """The flooder process: ``python -m ros_lnn_lab.harness.flood TOPIC crane|arm RATE_HZ DURATION_S``;
+    """The flooder process: ``python -m ros_lnn_lab.harness.flood TOPIC crane|arm|panda RATE_HZ DURATION_S``;
     prints ``<sent> <seconds>``."""
     topic, kind, rate, duration = (argv if argv is not None else sys.argv[1:])[:4]
     sent, seconds = publish_flood(topic, kind, float(rate), float(duration))
