@@ -245,7 +245,9 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         return super().on_activate(state)
 
     def _open_io(self) -> None:
-        lifecycle.subscribe_joint_states(self, self.values["input_queue_depth"])
+        lifecycle.subscribe_joint_states(
+            self, self.values["input_queue_depth"], self.values["input_batch_period_s"]
+        )
         self._timers.append(self.create_timer(self.values["diagnostics_period_s"], self._publish_diagnostics))
         assert self.observer is not None  # activate follows a successful configure
         self.observer.reset()
@@ -330,18 +332,25 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         observer = self.observer
         assert observer is not None  # subscriptions live from activate to deactivate
         # a gap longer than input_timeout_s before a sample restarts the integration there (_restart)
-        before = np.concatenate(([np.nan if self._last_t is None else self._last_t], t[:-1]))
-        with np.errstate(invalid="ignore"):
-            gaps = set(np.flatnonzero(t - before > self.values["input_timeout_s"]).tolist())
+        before = np.empty_like(t)
+        before[0] = t[0] if self._last_t is None else self._last_t
+        before[1:] = t[:-1]
+        gaps = np.flatnonzero(t - before > self.values["input_timeout_s"]).tolist()
         self._last_t = float(t[-1])
-        r, efforts = np.empty_like(q), np.empty_like(q)
-        for a, b in itertools.pairwise(sorted({0, len(t), *gaps})):
-            if a in gaps:
-                self._restart(float(t[a] - before[a]))
-            r[a:b] = observer.update_batch(t[a:b], q[a:b], qd[a:b], tau[a:b])
-            efforts[a:b] = observer.model_efforts
+        if not gaps:  # the usual batch: one stretch
+            r = observer.update_batch(t, q, qd, tau)
+            efforts = observer.model_efforts
             if self.detector is not None:
-                self._detect(t[a:b], stamps[a:b], frames[a:b], r[a:b], qd[a:b], t_start)
+                self._detect(t, stamps, frames, r, qd, t_start)
+        else:
+            r, efforts = np.empty_like(q), np.empty_like(q)
+            for a, b in itertools.pairwise(sorted({0, len(t), *gaps})):
+                if a in gaps:
+                    self._restart(float(t[a] - before[a]))
+                r[a:b] = observer.update_batch(t[a:b], q[a:b], qd[a:b], tau[a:b])
+                efforts[a:b] = observer.model_efforts
+                if self.detector is not None:
+                    self._detect(t[a:b], stamps[a:b], frames[a:b], r[a:b], qd[a:b], t_start)
         self._publish_outputs(stamps, frames, q, qd, r, efforts)
         self.counts["processed"] += len(stamps)
         latency = time.perf_counter() - t_start
@@ -442,6 +451,8 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             "latency_p99_us": summary["latency_p99_us"],
             "method": self.values["method"],
             **dict(self.counts),
+            "input_wakeups": sum(i.wakeups for i in self._intakes),
+            "input_batches": sum(i.batches for i in self._intakes),
             **{f"last_collision_{k}": v for k, v in self.last_collision.items() if k != "index"},
         }
         msg = DiagnosticArray()

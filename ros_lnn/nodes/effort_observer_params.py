@@ -121,6 +121,16 @@ PARAMETERS = ParameterTable(
         100,
         "joint_states subscription depth (best effort, keep last)",
     ),
+    Param(
+        "input_batch_period_s",
+        0.002,
+        "the joint_states intake thread takes what queued at most once per this period (s; a state "
+        "after a quiet spell at once): a few states per ONNX call at 1 kHz, at most this much more "
+        "latency; 0 = at every arrival (the intake: ROS_LNN_EXECUTOR intake, the default)",
+        CONFIGURE,
+        ge=0.0,
+        le=0.1,
+    ),
     INPUT_TIMEOUT_PARAMETER,
     diagnostics_period_parameter(CONFIGURE, "period of /diagnostics"),
     Param(

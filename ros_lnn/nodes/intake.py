@@ -11,7 +11,11 @@ its wait set (it is created in :class:`IntakeGroup`, a callback group no executo
 callback groups runs). A thread waits on a wait set of its own — that subscription and a guard
 condition to stop it — and at each wake-up takes every message queued (at most ``limit``: the
 subscription's keep-last depth, the bound on what a flood can queue) and hands them, in order, in one
-list to ``callback`` under ``lock``, the lock the node's timers and transitions take. Services and
+list to ``callback`` under ``lock``, the lock the node's timers and transitions take. With a
+``period_s``, the thread takes what queued at most once per period (it sleeps out the rest of the
+period after a batch; a message after a quiet spell is taken at once): at 1 kHz a node whose cost is
+mostly per call (one ONNX Runtime call per batch) then handles a few samples per wake-up, at the price
+of at most one period of latency. Services and
 parameters are answered by the executor thread meanwhile (the intake thread releases the GIL while it
 waits; under a flood Python hands the GIL over every few milliseconds).
 
@@ -23,6 +27,7 @@ the same on Jazzy and Kilted.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -51,12 +56,17 @@ class Intake:
     subscription), at most ``limit`` at a time, under ``lock``. ``on_error(exc)`` gets what the loop
     itself meets (the callback must handle its own)."""
 
-    def __init__(self, node, sub, callback: Callable[[list], None], lock, limit: int, on_error=None):
+    def __init__(
+        self, node, sub, callback: Callable[[list], None], lock, limit: int, on_error=None, period_s=0.0
+    ):
         from rclpy.guard_condition import GuardCondition
 
         self.node, self.sub, self.callback, self.lock = node, sub, callback, lock
         self.limit = max(1, int(limit))
+        self.period_s = max(0.0, float(period_s))
         self.on_error = on_error
+        self.wakeups = 0  # returns from the wait
+        self.wakeups = 0  # returns from the wait
         self.batches = 0  # wake-ups that took at least one message
         self.taken = 0
         self._stop = threading.Event()
@@ -78,6 +88,7 @@ class Intake:
                     wait_set.add_subscription(handle)
                     wait_set.add_guard_condition(wake)
                     wait_set.wait(WAIT_NS)
+                    self.wakeups += 1
                     if self._stop.is_set():
                         return
                     messages: list[Any] = []
@@ -91,10 +102,14 @@ class Intake:
                     self.on_error(exc)
                 return
             if messages:
+                started = time.monotonic()
                 self.batches += 1
                 self.taken += len(messages)
                 with self.lock:
                     self.callback(messages)
+                rest = started + self.period_s - time.monotonic()
+                if rest > 0 and self._stop.wait(rest):
+                    return
 
     @property
     def alive(self) -> bool:
@@ -113,10 +128,20 @@ class Intake:
         self._wake.destroy()
 
 
-def subscribe(node, msg_type, topic: str, qos, callback: Callable[[list], None], lock, intake: bool):
+def subscribe(
+    node,
+    msg_type,
+    topic: str,
+    qos,
+    callback: Callable[[list], None],
+    lock,
+    intake: bool,
+    period_s: float = 0.0,
+):
     """A raw subscription of ``topic`` whose messages go to ``callback(messages)`` in order: on an
-    :class:`Intake` thread (``intake``), else through the executor one at a time. Returns (the
-    subscription, the intake or None); the caller destroys the subscription after stopping the intake."""
+    :class:`Intake` thread (``intake``; at most once per ``period_s``), else through the executor one
+    at a time. Returns (the subscription, the intake or None); the caller destroys the subscription
+    after stopping the intake."""
     if not intake:
         sub = node.create_subscription(msg_type, topic, lambda raw: callback([raw]), qos, raw=True)
         return sub, None
@@ -125,4 +150,6 @@ def subscribe(node, msg_type, topic: str, qos, callback: Callable[[list], None],
     )
     from .diagnostics import report_error
 
-    return sub, Intake(node, sub, callback, lock, qos.depth, lambda exc: report_error(node, "intake", exc))
+    return sub, Intake(
+        node, sub, callback, lock, qos.depth, lambda exc: report_error(node, "intake", exc), period_s
+    )

@@ -279,6 +279,8 @@ def run_observer_rate(
         "driver_cpu_pct_of_one_core": 100 * driver_cpu / wall,
         "node_received": diag_float("received"),
         "node_processed": diag_float("processed"),
+        "node_input_wakeups": diag_float("input_wakeups"),
+        "node_input_batches": diag_float("input_batches"),
         "in_node_median_us_last_2s": diag_float("latency_median_us"),
         "in_node_p99_us_last_2s": diag_float("latency_p99_us"),
     }
@@ -324,7 +326,8 @@ def bench_observer_node(args) -> dict:
     say(
         f"sent {r['sent']} ({r['send_rate_hz']:.0f}/s), external_effort received {r['outputs_received']}, "
         f"collision events {r['collision_events']}; node counted received {r['node_received']:.0f}, "
-        f"processed {r['node_processed']:.0f} at its last /diagnostics; in-node latency (last 2 s) median "
+        f"processed {r['node_processed']:.0f} at its last /diagnostics in {r['node_input_batches']:.0f} "
+        f"batches (intake wake-ups {r['node_input_wakeups']:.0f}); in-node latency (last 2 s) median "
         f"{r['in_node_median_us_last_2s']:.0f} us, p99 {r['in_node_p99_us_last_2s']:.0f} us; end-to-end "
         f"max {r['e2e_max_us'] / 1e3:.1f} ms; node CPU {r['node_cpu_pct_of_one_core']:.0f} % of one core, "
         f"driver {r['driver_cpu_pct_of_one_core']:.0f} %; load average at the end {os.getloadavg()[0]:.1f}"
