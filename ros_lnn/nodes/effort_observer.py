@@ -9,12 +9,13 @@ configure   load the arm model (``model_path``: an ``.onnx`` from ``ros-lnn trai
             calibrate-observer``; check every parameter (one error line when any does not fit; the
             node stays unconfigured)
 activate    subscribe ``joint_states`` (position, velocity and effort of every model joint; effort =
-            measured joint torque, or motor current × ``effort_gains``) and publish per input sample,
-            with the input's stamp:
+            measured joint torque, or motor current × ``effort_gains``); every sample is observed
+            and checked for collisions; published with the input's stamp, at ``output_rate_hz``
+            (chosen by the stamps; 0: every sample):
               ~/model_effort     sensor_msgs/JointState      model joints: q, q̇, effort = τ̂(q, q̇, q̈_f)
               ~/external_effort  sensor_msgs/JointState      model joints: q, q̇, effort = estimated τ_ext
               ~/external_wrench  geometry_msgs/WrenchStamped at ``wrench_frame`` (its own axes), when set
-            and, when ``thresholds`` is set:
+            and, when ``thresholds`` is set, at once:
               ~/collision        sensor_msgs/JointState      one message at each collision onset: name =
                                  the joints whose |τ_ext| crossed their threshold at that sample, effort =
                                  their τ_ext (signed, N·m), position = their threshold at that sample
@@ -29,6 +30,11 @@ deactivate  stop the subscription; cleanup drops the model.
 direct residual ``τ̂(q, q̇, q̈_f) − τ`` (``method: direct``), both a first-order lag of gain ``gains``
 (1/s) per joint (:mod:`ros_lnn.arm.observer`). Every output is reliable (a default-QoS subscriber
 receives it); the input is subscribed best effort. No torch: Pinocchio and ONNX Runtime.
+
+Every joint state queued at a wake-up is handled as one batch (:meth:`MomentumObserver.update_batch`:
+one ONNX Runtime call, Pinocchio per state, the integration and the detection per sample, the same
+values as sample by sample); on the default ``intake`` executor (:mod:`.intake`) a thread of its own
+takes them, at most once per ``input_batch_period_s``.
 """
 
 from __future__ import annotations
@@ -470,8 +476,8 @@ def start(node: EffortObserverNode) -> bool:
 
 
 def main(argv=None) -> int:
-    # the EventsExecutor by default: at 1 kHz the SingleThreadedExecutor's per-callback cost drops more
-    # than half of the states (docs/benchmarks.md, Floods: the trade-off and ROS_LNN_EXECUTOR)
+    # the process default (intake): joint_states batched on a thread of their own (docs/nodes.md,
+    # Executors and floods)
     return node_main(
         "effort_observer",
         EffortObserverNode,
