@@ -25,7 +25,8 @@ def bench_flood(args) -> dict:
     model = getattr(args, "model", None) or ""
     print(
         f"joint_states flood: {machine_description()}; load average {os.getloadavg()[0]:.1f}; "
-        f"{rate:.0f} Hz for {duration:.0f} s; {EXECUTOR_ENV} {executor_kind()} (what each node ran: its line)",
+        f"{rate:.0f} Hz for {duration:.0f} s; {EXECUTOR_ENV} {executor_kind()} (the executor each node "
+        "ran: on its line)",
         flush=True,
     )
     results = []
@@ -39,7 +40,8 @@ def bench_flood(args) -> dict:
         results.append(r)
         f = r["flood"]
         print(
-            f"{r['node']:<15} executor {r['executor']}; sent {r['sent']} ({r['sent_rate_hz']:.0f} Hz), node received {r['received']}, "
+            f"{r['node']:<15} executor {r['executor']}; sent {r['sent']} ({r['sent_rate_hz']:.0f} Hz), "
+            f"node received {r['received']}, "
             f"processed {r['processed']}; services idle p99 {r['idle']['p99_ms']:.1f} ms, during the flood "
             f"p50 {f['p50_ms']:.1f} / p99 {f['p99_ms']:.1f} / max {f['max_ms']:.1f} ms ({f['calls']} calls, "
             f"{f['missed']} unanswered), after p99 {r['after']['p99_ms']:.1f} ms; "

@@ -36,7 +36,13 @@ def test_effort_observer_under_a_short_flood_answers_and_names_its_executor():
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
     r = measure_flood(
-        effort_observer_target(), "panda", rate_hz=5000.0, duration_s=2.0, settle_s=1.0, env=env, log=lambda *_: None
+        effort_observer_target(),
+        "panda",
+        rate_hz=5000.0,
+        duration_s=2.0,
+        settle_s=1.0,
+        env=env,
+        log=lambda *_: None,
     )
     assert r["alive"] and r["processed"] > 0 and r["received"] <= r["sent"] + 1
     assert r["executor"].startswith("intake"), r["executor"]

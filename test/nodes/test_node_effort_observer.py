@@ -249,7 +249,13 @@ def test_a_gap_in_the_joint_states_restarts_the_integration(make):
     assert np.max(reference[400:]) > 0.5  # what integrating across the gap reads
 
     node, h = make(
-        {"urdf": str(URDF), "joints": list(JOINTS), "gains": [K], "input_timeout_s": 0.2, "output_rate_hz": 0.0},
+        {
+            "urdf": str(URDF),
+            "joints": list(JOINTS),
+            "gains": [K],
+            "input_timeout_s": 0.2,
+            "output_rate_hz": 0.0,
+        },
         name="gap",
     )
     assert start(node), node.last_error
