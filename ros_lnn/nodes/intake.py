@@ -35,6 +35,8 @@ from rclpy.callback_groups import CallbackGroup
 
 #: Wait at most this long before checking whether the intake was stopped (it is also woken at once).
 WAIT_NS = 200_000_000
+#: After each batch the thread stays out of the node's lock at least this long (s).
+YIELD_S = 0.0005
 
 
 class IntakeGroup(CallbackGroup):
@@ -107,8 +109,11 @@ class Intake:
                 self.taken += len(messages)
                 with self.lock:
                     self.callback(messages)
-                rest = started + self.period_s - time.monotonic()
-                if rest > 0 and self._stop.wait(rest):
+                # out of the lock for at least YIELD_S: Python's locks are not fair, and a thread that
+                # takes the lock again at once (a full queue under a flood) could starve the executor's
+                # timers that wait for it, and the services queued behind them
+                rest = max(started + self.period_s - time.monotonic(), YIELD_S)
+                if self._stop.wait(rest):
                     return
 
     @property
