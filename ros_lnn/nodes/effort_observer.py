@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import itertools
 import sys
-import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -68,6 +67,7 @@ from .diagnostics import (
 )
 from .effort_observer_messages import OutputRate, collision_marker, output_builders
 from .effort_observer_params import PARAMETERS
+from .intake import InputLock
 from .joint_state_reader import NOT_REJECTED, READ_REASONS, JointStateReader, merge_window_ns
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .process import node_main
@@ -169,7 +169,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         self._last_t: float | None = None  # stamp of the last sample taken [s from _t0_ns]
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
-        self.input_lock = threading.RLock()  # the joint_states path against the diagnostics timer
+        self.input_lock = InputLock()  # the joint_states path against the diagnostics timer
         self.counts = dict.fromkeys(INVALID_REASONS + COUNTED, 0)
         self.values = PARAMETERS.attach(self, configured=lambda: self.observer is not None)
         self.description = RobotDescription(self)

@@ -39,6 +39,44 @@ WAIT_NS = 200_000_000
 YIELD_S = 0.0005
 
 
+class InputLock:
+    """The lock between a node's joint_states intake thread and its other callbacks (timers, commands:
+    :func:`.diagnostics.guarded` takes it), re-entrant. The intake defers to them: before it takes the
+    lock for a batch it waits (at most ``DEFER_S``) while a callback waits for the lock, so a thread
+    that comes back for the lock at once under a flood cannot starve them — Python's locks are not
+    fair."""
+
+    DEFER_S = 0.05
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._state = threading.Condition(threading.Lock())
+        self._waiting = 0  # callbacks waiting for the lock
+
+    def __enter__(self) -> InputLock:
+        if self._lock.acquire(blocking=False):
+            return self
+        with self._state:
+            self._waiting += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._state:
+                self._waiting -= 1
+                self._state.notify_all()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._lock.release()
+
+    def for_intake(self) -> threading.RLock:
+        """The lock, once no callback waits for it (or after ``DEFER_S``), for ``with``."""
+        with self._state:
+            if self._waiting:
+                self._state.wait_for(lambda: not self._waiting, self.DEFER_S)
+        return self._lock
+
+
 class IntakeGroup(CallbackGroup):
     """A callback group no executor serves: its entities are taken by an :class:`Intake`."""
 
@@ -107,7 +145,8 @@ class Intake:
                 started = time.monotonic()
                 self.batches += 1
                 self.taken += len(messages)
-                with self.lock:
+                lock = self.lock.for_intake() if isinstance(self.lock, InputLock) else self.lock
+                with lock:
                     self.callback(messages)
                 # out of the lock for at least YIELD_S: Python's locks are not fair, and a thread that
                 # takes the lock again at once (a full queue under a flood) could starve the executor's
@@ -142,11 +181,13 @@ def subscribe(
     lock,
     intake: bool,
     period_s: float = 0.0,
+    limit: int | None = None,
 ):
     """A raw subscription of ``topic`` whose messages go to ``callback(messages)`` in order: on an
-    :class:`Intake` thread (``intake``; at most once per ``period_s``), else through the executor one
-    at a time. Returns (the subscription, the intake or None); the caller destroys the subscription
-    after stopping the intake."""
+    :class:`Intake` thread (``intake``; at most once per ``period_s``, at most ``limit`` messages at a
+    time, default the subscription's depth), else through the executor one at a time. Returns (the
+    subscription, the intake or None); the caller destroys the subscription after stopping the
+    intake."""
     if not intake:
         sub = node.create_subscription(msg_type, topic, lambda raw: callback([raw]), qos, raw=True)
         return sub, None
@@ -156,5 +197,11 @@ def subscribe(
     from .diagnostics import report_error
 
     return sub, Intake(
-        node, sub, callback, lock, qos.depth, lambda exc: report_error(node, "intake", exc), period_s
+        node,
+        sub,
+        callback,
+        lock,
+        min(qos.depth, limit or qos.depth),
+        lambda exc: report_error(node, "intake", exc),
+        period_s,
     )

@@ -36,11 +36,14 @@ def activate_io(node, open_io: Callable[[], None]) -> bool:
     return True
 
 
-def subscribe_joint_states(node, queue_depth: int, batch_period_s: float = 0.0) -> None:
+def subscribe_joint_states(
+    node, queue_depth: int, batch_period_s: float = 0.0, batch_limit: int | None = None
+) -> None:
     """``joint_states`` as serialized bytes into ``node._on_joint_states`` (a list of them, in order),
     kept in ``node._subs``: on an intake thread of its own when ``node.input_intake`` (the node
     process's default executor, :mod:`.process`), its wake-ups under ``node.input_lock``, at most one
-    per ``batch_period_s``; else through the executor, one message at a time (:mod:`.intake`)."""
+    per ``batch_period_s`` and ``batch_limit`` messages (default: the queue's depth) at a time; else
+    through the executor, one message at a time (:mod:`.intake`)."""
     from sensor_msgs.msg import JointState
 
     from .intake import subscribe
@@ -55,6 +58,7 @@ def subscribe_joint_states(node, queue_depth: int, batch_period_s: float = 0.0) 
         node.input_lock,
         getattr(node, "input_intake", False),
         batch_period_s,
+        batch_limit,
     )
     node._subs.append(sub)
     if intake is not None:

@@ -21,7 +21,6 @@ keeps running and never publishes a non-finite number.
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from array import array
 from typing import TYPE_CHECKING
@@ -48,6 +47,7 @@ from .diagnostics import (
     report_error,
     warn_throttled,
 )
+from .intake import InputLock
 from .joint_state_reader import NOT_REJECTED, JointStateReader, merge_window_ns, trajectory_size
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .messages import (
@@ -71,6 +71,8 @@ if TYPE_CHECKING:
 
 #: Bigger array commands are refused before they are read.
 MAX_ARRAY_COMMAND_BYTES = 4096
+#: joint_states per wake-up of the intake thread (ROS_LNN_EXECUTOR intake: nodes/intake.py).
+INTAKE_BATCH = 10
 
 
 def _accept(parameters):
@@ -89,7 +91,7 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         self.estimator: ServoEstimator | None = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
-        self.input_lock = threading.RLock()  # the joint_states path against timers and commands
+        self.input_lock = InputLock()  # the joint_states path against timers and commands
         self.counts = dict.fromkeys(INVALID_REASONS + COUNTED, 0)
         self.values = PARAMETERS.attach(
             self,
@@ -222,7 +224,9 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
 
     def _open_io(self) -> None:
         v = self.values
-        lifecycle.subscribe_joint_states(self, v["input_queue_depth"])
+        # one message at a time through the estimator: short batches keep the node's lock (its timers,
+        # and the services behind them) free every few ms under a flood
+        lifecycle.subscribe_joint_states(self, v["input_queue_depth"], batch_limit=INTAKE_BATCH)
         kind = v["servo_command_type"]
         if kind == "trajectory":
             self._subs.append(
