@@ -9,15 +9,16 @@ requests wait behind the backlog and its memory grows.
 :class:`Intake` keeps the services on the SingleThreadedExecutor and moves the hot subscription out of
 its wait set (it is created in :class:`IntakeGroup`, a callback group no executor that honours
 callback groups runs). A thread waits on a wait set of its own — that subscription and a guard
-condition to stop it — and at each wake-up takes every message queued (at most ``limit``: the
-subscription's keep-last depth, the bound on what a flood can queue) and hands them, in order, in one
-list to ``callback`` under ``lock``, the lock the node's timers and transitions take. With a
-``period_s``, the thread takes what queued at most once per period (it sleeps out the rest of the
-period after a batch; a message after a quiet spell is taken at once): at 1 kHz a node whose cost is
-mostly per call (one ONNX Runtime call per batch) then handles a few samples per wake-up, at the price
-of at most one period of latency. Services and
-parameters are answered by the executor thread meanwhile (the intake thread releases the GIL while it
-waits; under a flood Python hands the GIL over every few milliseconds).
+condition to stop it — and at each wake-up takes every message queued (at most ``limit``, by default
+the subscription's keep-last depth, the bound on what a flood can queue) and hands them, in order, in
+one list to ``callback`` under ``lock``, the lock the node's timers and commands take
+(:class:`InputLock`: the intake defers to them, and stays out of it at least ``YIELD_S`` after each
+batch). With a ``period_s``, the thread takes what queued at most once per period (it sleeps out the
+rest of the period after a batch; a message after a quiet spell is taken at once): at 1 kHz a node
+whose cost is mostly per call (one ONNX Runtime call per batch) then handles a few samples per
+wake-up, at the price of at most one period of latency. Services and parameters are answered by the
+executor thread meanwhile (the intake thread releases the GIL while it waits and sleeps; an intake
+process hands the GIL over every 1 ms: :mod:`.process`).
 
 rclpy's EventsExecutor does not honour callback groups: a node spun by it keeps a plain subscription
 (:func:`subscribe`). The wait set is rclpy's own (``_rclpy.WaitSet``, the one its executors build),
