@@ -115,16 +115,19 @@ class ArmModel:
             )
         self._outputs = [*GRAPH_OUTPUTS, STATE_OUTPUT] if stateful else list(GRAPH_OUTPUTS)
 
-    def _graph(self, q, qd, friction_state=None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    def _graph(
+        self, q, qd, friction_state=None, state_after: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Friction, residual and (``state_after``, with friction memory) the state after each sample."""
         q = np.atleast_2d(np.asarray(q, dtype=np.float32))
         qd = np.atleast_2d(np.asarray(qd, dtype=np.float32))
         feed = {"q": q, "qd": qd}
         if self.memory is not None:
             state = self.memory.neutral_state(q) if friction_state is None else friction_state
             feed[STATE_INPUT] = np.asarray(state, dtype=np.float32).reshape(len(q), self.n, self.memory.k)
-        out = self.session.run(self._outputs, feed)
-        after = out[2].astype(float) if self.memory is not None else None
-        return out[0].astype(float), out[1].astype(float), after
+        with_state = state_after and self.memory is not None
+        out = self.session.run(self._outputs if with_state else list(GRAPH_OUTPUTS), feed)
+        return out[0].astype(float), out[1].astype(float), out[2].astype(float) if with_state else None
 
     def friction_torque(self, qd) -> np.ndarray:
         """The memoryless friction ``f_v q̇ + f_c tanh(q̇/v) + f_o`` (N, n)."""
@@ -179,7 +182,7 @@ class ArmModel:
         (``friction_state``: the state before it, (n, K); None starts neutral). A model without memory
         returns None as its state."""
         state = None if friction_state is None else np.asarray(friction_state)[None]
-        f, r, after = self._graph(q, qd, state)
+        f, r, after = self._graph(q, qd, state, state_after=True)
         return (f + r)[0], None if after is None else after[0]
 
     def mass_matrix(self, q) -> np.ndarray:

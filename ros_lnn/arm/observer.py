@@ -55,6 +55,7 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 from . import friction
+from .presliding import advance
 from .rigid_body import ArmRigidBody, pinocchio
 
 METHODS = ("momentum", "direct")
@@ -76,6 +77,8 @@ class RigidDynamics:
         self._ix = np.ix_(arm.order, arm.order)
         self._q = np.zeros(arm.n)
         self._qd = np.zeros(arm.n)
+        self._in_order = bool(np.array_equal(arm.order, np.arange(arm.n)))
+        self._lower = np.tril_indices(arm.n, -1)
 
     def _set(self, q, qd=None):
         self._q[self.arm.order] = q
@@ -102,6 +105,41 @@ class RigidDynamics:
             return np.zeros_like(qd)
         return friction.torque(self.phi, qd, self.coulomb_velocity)
 
+    def non_rigid_batch(self, q, qd) -> np.ndarray:
+        """:meth:`non_rigid_torque` at each state of a batch in time order (B, n)."""
+        return np.asarray(self.non_rigid_torque(q, qd), dtype=float).reshape(np.shape(qd))
+
+    def rigid_batch(self, q, qd) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(M, C, g) stacked over a batch of states (B, n): the values of :meth:`mass_matrix`,
+        :meth:`coriolis_matrix` and :meth:`gravity_torque` at each, Pinocchio called once per term and
+        state, the rest over the whole batch."""
+        pin, model, data = self._pin, self.arm.model, self._data
+        B, n = q.shape
+        M, C, g = np.empty((B, n, n)), np.empty((B, n, n)), np.empty((B, n))
+        if not self._in_order:
+            q, qd = self._model_order(q), self._model_order(qd)
+        for k in range(B):
+            qk, vk = q[k], qd[k]
+            M[k] = pin.crba(model, data, qk)  # its upper triangle: the lower one is filled below
+            C[k] = pin.computeCoriolisMatrix(model, data, qk, vk)
+            g[k] = pin.computeGeneralizedGravity(model, data, qk)
+        lo, up = self._lower
+        M[:, lo, up] = M[:, up, lo]
+        if self._in_order:
+            return M, C, g
+        order = self.arm.order
+        return M[:, order[:, None], order], C[:, order[:, None], order], g[:, order]
+
+    def _model_order(self, x: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(x)
+        out[:, self.arm.order] = x
+        return out
+
+    def batch_terms(self, q, qd) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(M, C, g, τ_nr) stacked over a batch of states in time order (B, n): :meth:`terms` at each,
+        the non-rigid torque of the whole batch in one call."""
+        return (*self.rigid_batch(q, qd), self.non_rigid_batch(q, qd))
+
     def terms(self, q, qd) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(M, C, g, τ_nr) at one state (1-D q, q̇)."""
         q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
@@ -120,7 +158,11 @@ class ModelDynamics(RigidDynamics):
     ``r``, and the momentum observer takes inertial torques from the measured momentum, not from q̈.
 
     A model with friction memory (:mod:`ros_lnn.arm.presliding`) advances its friction state with every
-    state it is asked about (one call of :meth:`non_rigid_torque` per joint state, in time order).
+    state it is asked about (one call of :meth:`non_rigid_torque` per joint state, or of
+    :meth:`non_rigid_batch` per batch, in time order): the state is advanced in numpy (float64, the
+    play operators of :func:`ros_lnn.arm.presliding.advance`) and the graph evaluates the torque at the
+    state before each sample, so a batch — its states computed first, one graph call — gives what the
+    samples one by one give.
     At the start — and after :meth:`reset` — the state is unknown: ``start`` ``"measured"`` sets it
     from the first joint state's torque (:meth:`start_from`: the torque the rest of the model leaves
     unexplained at the start is taken as the friction the joints hold; no contact at start, as a torque
@@ -157,9 +199,16 @@ class ModelDynamics(RigidDynamics):
         self.friction_state = state_matching(self.model.memory, q, unexplained)
 
     def non_rigid_torque(self, q, qd) -> np.ndarray:
-        if not self.has_memory:
-            return self.model.non_rigid_torque(np.atleast_2d(q), np.atleast_2d(qd))[0]
-        torque, self.friction_state = self.model.step_non_rigid(q, qd, self.friction_state)
+        return self.non_rigid_batch(np.atleast_2d(q), np.atleast_2d(qd))[0]
+
+    def non_rigid_batch(self, q, qd) -> np.ndarray:
+        memory = self.model.memory
+        if memory is None:
+            return self.model.non_rigid_torque(q, qd)
+        q = np.asarray(q, dtype=float)
+        states = memory.states(q, first=self.friction_state)  # neutral at q[0] when None
+        torque = self.model.non_rigid_torque(q, qd, states)
+        self.friction_state = advance(states[-1], q[-1], memory.widths)
         return torque
 
 
@@ -208,6 +257,46 @@ class _Observer:
         if self._t is None and hasattr(self.dyn, "start_from"):
             self.dyn.start_from(q, qd, tau)
 
+    def update_batch(self, t, q, qd, tau) -> np.ndarray:
+        """:meth:`update` at each of a batch of joint states in time order — ``t`` (B,), ``q``, ``q̇``,
+        ``τ`` (B, n) — in one go: r at each (B, n), and ``model_efforts`` (B, n) (``model_effort`` the
+        last). The same values as sample by sample, to round-off (a restart where a time does not
+        increase included); the dynamics' friction and residual of each stretch in one call, Pinocchio
+        once per state, the filter and the integration over the stretch sample by sample."""
+        t = np.asarray(t, dtype=float).reshape(-1)
+        q, qd, tau = (np.asarray(x, dtype=float).reshape(len(t), self.n) for x in (q, qd, tau))
+        r, efforts = np.empty((len(t), self.n)), np.empty((len(t), self.n))
+        restarts = np.flatnonzero(t[1:] <= t[:-1]) + 1 if len(t) > 1 else ()
+        for a, b in itertools.pairwise([0, *restarts, len(t)]):
+            if a == b:
+                continue
+            if self._t is not None and t[a] <= self._t:
+                self.reset()
+            self._first(q[a], qd[a], tau[a])
+            self._stretch(t[a:b], q[a:b], qd[a:b], tau[a:b], r[a:b], efforts[a:b])
+        self.model_efforts = efforts
+        if len(t):
+            self.model_effort = efforts[-1]
+        return r
+
+    def _batch_terms(self, q, qd):
+        dyn = self.dyn
+        if hasattr(dyn, "batch_terms"):
+            return dyn.batch_terms(q, qd)
+        return tuple(np.array(x) for x in zip(*(dyn.terms(a, b) for a, b in zip(q, qd))))
+
+    def _filtered_qdd(self, t, qd) -> tuple[np.ndarray, np.ndarray]:
+        """The causal filter's q̈ at each sample (zeros before it is ready) and where it was ready."""
+        qdd, ready = np.zeros_like(qd), np.zeros(len(t), dtype=bool)
+        for k in range(len(t)):
+            d = self.deriv.update(t[k], qd[k])
+            if d is not None:
+                qdd[k], ready[k] = d[0], True
+        return qdd, ready
+
+    def _stretch(self, t, q, qd, tau, r, efforts) -> None:
+        raise NotImplementedError
+
 
 class MomentumObserver(_Observer):
     """De Luca's generalized-momentum observer, one joint state at a time (see the module text)."""
@@ -240,6 +329,31 @@ class MomentumObserver(_Observer):
         self._t, self._p, self._beta = t, p, beta
         return self.r
 
+    def _stretch(self, t, q, qd, tau, r, efforts) -> None:
+        """:meth:`update` over samples whose times increase (after the observer's last)."""
+        M, C, g, tnr = self._batch_terms(q, qd)
+        v = qd[:, :, None]
+        p = (M @ v)[:, :, 0]
+        beta = tau + (C.transpose(0, 2, 1) @ v)[:, :, 0] - g - tnr
+        qdd, _ = self._filtered_qdd(t, qd)
+        efforts[:] = (M @ qdd[:, :, None])[:, :, 0] + (C @ v)[:, :, 0] + g + tnr
+        if self._t is None:  # the first state after a (re)start only sets p and β
+            r[0] = self.r
+            self._t, self._p, self._beta = t[0], p[0], beta[0]
+            t, p, beta, r = t[1:], p[1:], beta[1:], r[1:]
+        if len(t):
+            dt = (t - np.concatenate(([self._t], t[:-1])))[:, None]
+            ext = (p - np.concatenate((self._p[None], p[:-1]))) / dt - 0.5 * (
+                beta + np.concatenate((self._beta[None], beta[:-1]))
+            )
+            a = np.exp(-self.K * dt)
+            step = (1.0 - a) * ext
+            rk = self.r
+            for k in range(len(t)):  # the first-order lag, sample by sample
+                rk = r[k] = a[k] * rk + step[k]
+            self.r = rk
+            self._t, self._p, self._beta = t[-1], p[-1], beta[-1]
+
 
 class DirectObserver(_Observer):
     """``τ̂(q, q̇, q̈_f) − τ`` through a first-order lag of gain ``K`` (see the module text)."""
@@ -261,6 +375,22 @@ class DirectObserver(_Observer):
         self._t = t
         return self.r
 
+    def _stretch(self, t, q, qd, tau, r, efforts) -> None:
+        """:meth:`update` over samples whose times increase (after the observer's last)."""
+        M, C, g, tnr = self._batch_terms(q, qd)
+        qdd, ready = self._filtered_qdd(t, qd)
+        efforts[:] = (M @ qdd[:, :, None])[:, :, 0] + (C @ qd[:, :, None])[:, :, 0] + g + tnr
+        t_before = np.concatenate([[np.nan if self._t is None else self._t], t[:-1]])
+        a = np.exp(-self.K * (t - t_before)[:, None])
+        step = (1.0 - a) * (efforts - tau)
+        rk = self.r
+        for k in range(len(t)):
+            if ready[k] and not np.isnan(t_before[k]):
+                rk = a[k] * rk + step[k]
+            r[k] = rk
+        self.r = r[-1].copy()
+        self._t = float(t[-1])
+
 
 def make_observer(dynamics, method: str = "momentum", gain=100.0, window: int = 9):
     if method == "momentum":
@@ -281,44 +411,19 @@ def friction_state_start(observer, start: str) -> None:
         observer.dyn.start = start
 
 
-class _Replayed:
-    """Per-state terms of ``dyn`` with friction + residual taken from a table computed for the whole
-    recording in one ONNX Runtime call (``run_observer``: the per-sample call was most of its time)."""
-
-    def __init__(self, dyn: RigidDynamics, table: np.ndarray):
-        self.dyn, self.table, self.k = dyn, table, 0
-        self.n, self.joints = dyn.n, dyn.joints
-
-    def terms(self, q, qd):
-        q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
-        out = (
-            self.dyn.mass_matrix(q),
-            self.dyn.coriolis_matrix(q, qd),
-            self.dyn.gravity_torque(q),
-            self.table[self.k],
-        )
-        self.k += 1
-        return out
+#: Joint states per :meth:`MomentumObserver.update_batch` call of :func:`run_observer`.
+RUN_CHUNK = 4096
 
 
 def run_observer(observer, t, q, qd, tau) -> np.ndarray:
-    """The observer over a whole recording: r (N, n) — the same steps as sample by sample."""
+    """The observer over a whole recording: r (N, n) — the same steps as sample by sample, in batches
+    (:meth:`MomentumObserver.update_batch`: friction and residual in one graph call per batch)."""
     observer.reset()
-    dyn = observer.dyn
-    if isinstance(dyn, ModelDynamics):
-        q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
-        first = None
-        if dyn.has_memory and len(q):
-            dyn.start_from(q[0], qd[0], tau[0])
-            first = dyn.friction_state
-        states = dyn.model.friction_states(q, first=first)
-        observer.dyn = _Replayed(dyn, dyn.model.non_rigid_torque(q, qd, states))
+    t = np.asarray(t, dtype=float)
     out = np.empty((len(t), observer.n))
-    try:
-        for k in range(len(t)):
-            out[k] = observer.update(float(t[k]), q[k], qd[k], tau[k])
-    finally:
-        observer.dyn = dyn
+    for a in range(0, len(t), RUN_CHUNK):
+        b = a + RUN_CHUNK
+        out[a:b] = observer.update_batch(t[a:b], q[a:b], qd[a:b], tau[a:b])
     return out
 
 
@@ -467,7 +572,8 @@ class Onset:
 
 class CollisionDetector:
     """Per-joint threshold with hysteresis: :meth:`update` returns the joints whose collision began at
-    this sample; ``active`` says which are in collision, ``peak`` their largest |r| so far."""
+    this sample; ``active`` says which are in collision, ``peak`` their largest |r| so far,
+    ``last_peak`` each joint's largest |r| in its latest collision (kept after it ended)."""
 
     def __init__(self, thresholds: Thresholds):
         self.th = thresholds
@@ -476,54 +582,93 @@ class CollisionDetector:
 
     def reset(self) -> None:
         self.active = np.zeros(self.n, dtype=bool)
-        self.peak = np.zeros(self.n)
-        self._below_since = np.full(self.n, np.nan)
+        self.peak = np.zeros(self.n)  # 0 where not active
+        self.last_peak = np.zeros(self.n)
+        self._below_since = np.full(self.n, np.nan)  # NaN where not active
+        self._any_active = False
+        self._cleared = True  # the rest test's state below holds nothing (the arm moved, or a start)
         self._standing_since: float | None = None
         self._sum, self._count = np.zeros(self.n), 0
         self.baseline = np.full(self.n, np.nan)  # the settled residual of a standing arm (NaN: none)
 
-    def _rest_change(self, t: float, r, qd) -> np.ndarray:
-        """Per joint ``|r − baseline| / rest`` once the arm has settled (0 before, and without rest
-        thresholds); keeps the baselines: each the mean residual over the second half of the settling
-        time (a mean, not one noisy sample)."""
+    def _rest_change(self, t: float, r, standing: bool) -> np.ndarray | None:
+        """Per joint ``|r − baseline| / rest`` once the arm has settled (None, no change, before and
+        without rest thresholds); keeps the baselines: each the mean residual over the second half of
+        the settling time (a mean, not one noisy sample). ``standing``: every joint below
+        ``still_velocity`` (the whole arm: a joint standing while others move feels their imperfectly
+        modelled motion)."""
         th = self.th
-        # the whole arm: a joint standing while others move feels their (imperfectly modelled) motion
-        if not np.all(np.abs(np.asarray(qd, dtype=float)) < th.still_velocity):
-            self._standing_since, self._sum, self._count = None, np.zeros(self.n), 0
-            self.baseline = np.full(self.n, np.nan)
-            return np.zeros(self.n)
+        if not standing:
+            if not self._cleared:
+                self._standing_since, self._sum, self._count = None, np.zeros(self.n), 0
+                self.baseline = np.full(self.n, np.nan)
+                self._cleared = True
+            return None
+        self._cleared = False
         if self._standing_since is None:
             self._standing_since = t
         age = t - self._standing_since
         if age < th.settle_s:
             if age >= 0.5 * th.settle_s:
                 self._sum, self._count = self._sum + r, self._count + 1
-            return np.zeros(self.n)
+            return None
         fresh = np.isnan(self.baseline) & ~self.active
-        if fresh.any():
+        any_fresh = fresh.any()
+        if any_fresh:
             mean = (self._sum + r) / (self._count + 1)
             self.baseline = np.where(fresh, mean, self.baseline)
         if th.rest is None:
-            return np.zeros(self.n)
+            return None
         change = np.abs(r - np.where(np.isnan(self.baseline), r, self.baseline)) / th.rest
-        return np.where(fresh, 0.0, change)
+        return np.where(fresh, 0.0, change) if any_fresh else change
 
     def update(self, t: float, r, qd) -> list[Onset]:
         r = np.asarray(r, dtype=float)
         band = self.th.band(qd)
+        standing = bool(np.all(np.abs(np.asarray(qd, dtype=float)) < self.th.still_velocity))
+        return self._step(t, r, band, np.abs(r), self._rest_change(t, r, standing))
+
+    def update_batch(self, t, r, qd) -> list[tuple[int, list[Onset]]]:
+        """:meth:`update` at each sample of a batch in time order — ``t`` (B,), ``r``, ``q̇`` (B, n) —
+        in order: (index, onsets) of the samples where a collision began, the same as sample by sample.
+        The bands and the speed test of the whole batch at once; the hysteresis runs only at the
+        samples where it can act (a joint in collision or over its band, a change at rest)."""
+        t = np.asarray(t, dtype=float).reshape(-1)
+        r, qd = (np.asarray(x, dtype=float).reshape(len(t), self.n) for x in (r, qd))
+        th = self.th
+        speed = np.abs(qd)
+        band = th.velocity_slope * speed + th.static
         mag = np.abs(r)
-        change = self._rest_change(t, r, qd)
-        over = (mag > band) | (change > 1.0)
+        over = (mag > band).any(axis=1)
+        standing = (speed < th.still_velocity).all(axis=1)
+        out = []
+        for k in range(len(t)):
+            change = self._rest_change(t[k], r[k], standing[k])
+            if not (over[k] or self._any_active or (change is not None and (change > 1.0).any())):
+                continue  # nothing in collision, nothing over: active, peak and hold timers stay as they are
+            onsets = self._step(t[k], r[k], band[k], mag[k], change)
+            if onsets:
+                out.append((k, onsets))
+        return out
+
+    def _step(self, t: float, r, band, mag, change) -> list[Onset]:
+        over = mag > band
+        if change is not None:
+            over |= change > 1.0
         onsets = [Onset(t, int(j), float(r[j]), float(band[j])) for j in np.flatnonzero(over & ~self.active)]
         self.active |= over
         self.peak = np.where(self.active, np.maximum(self.peak, mag), 0.0)
-        low = self.active & (mag < self.th.release * band) & (change < self.th.release)
+        self.last_peak = np.where(self.active, self.peak, self.last_peak)
+        low = self.active & (mag < self.th.release * band)
+        if change is not None:
+            low &= change < self.th.release
         self._below_since = np.where(low, np.where(np.isnan(self._below_since), t, self._below_since), np.nan)
         ended = low & (t - self._below_since >= self.th.hold_s)
         if ended.any():
             self.active &= ~ended
             self.peak[ended] = 0.0
             self._below_since[ended] = np.nan
+        self._any_active = bool(self.active.any())
         return onsets
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import time
@@ -160,7 +161,9 @@ def report_error(node, where: str, exc: BaseException) -> None:
 
 
 def guarded(where: str):
-    """Decorator for a node's callback: any exception goes to :func:`report_error`, never the executor."""
+    """Decorator for a node's callback: any exception goes to :func:`report_error`, never the executor;
+    run under the node's ``input_lock`` where it has one (the lock its joint_states intake takes:
+    :mod:`.intake`)."""
 
     def wrap(method):
         # functools.wraps keeps the signature visible: rclpy passes a timer's TimerInfo only to
@@ -168,7 +171,8 @@ def guarded(where: str):
         @functools.wraps(method)
         def callback(self, *args):
             try:
-                return method(self, *args)
+                with getattr(self, "input_lock", None) or contextlib.nullcontext():
+                    return method(self, *args)
             except Exception as exc:  # noqa: BLE001 - a callback must never take the process down
                 report_error(self, where, exc)
                 return None

@@ -9,12 +9,13 @@ configure   load the arm model (``model_path``: an ``.onnx`` from ``ros-lnn trai
             calibrate-observer``; check every parameter (one error line when any does not fit; the
             node stays unconfigured)
 activate    subscribe ``joint_states`` (position, velocity and effort of every model joint; effort =
-            measured joint torque, or motor current × ``effort_gains``) and publish per input sample,
-            with the input's stamp:
+            measured joint torque, or motor current × ``effort_gains``); every sample is observed
+            and checked for collisions; published with the input's stamp, at ``output_rate_hz``
+            (chosen by the stamps; 0: every sample):
               ~/model_effort     sensor_msgs/JointState      model joints: q, q̇, effort = τ̂(q, q̇, q̈_f)
               ~/external_effort  sensor_msgs/JointState      model joints: q, q̇, effort = estimated τ_ext
               ~/external_wrench  geometry_msgs/WrenchStamped at ``wrench_frame`` (its own axes), when set
-            and, when ``thresholds`` is set:
+            and, when ``thresholds`` is set, at once:
               ~/collision        sensor_msgs/JointState      one message at each collision onset: name =
                                  the joints whose |τ_ext| crossed their threshold at that sample, effort =
                                  their τ_ext (signed, N·m), position = their threshold at that sample
@@ -29,10 +30,16 @@ deactivate  stop the subscription; cleanup drops the model.
 direct residual ``τ̂(q, q̇, q̈_f) − τ`` (``method: direct``), both a first-order lag of gain ``gains``
 (1/s) per joint (:mod:`ros_lnn.arm.observer`). Every output is reliable (a default-QoS subscriber
 receives it); the input is subscribed best effort. No torch: Pinocchio and ONNX Runtime.
+
+Every joint state queued at a wake-up is handled as one batch (:meth:`MomentumObserver.update_batch`:
+one ONNX Runtime call, Pinocchio per state, the integration and the detection per sample, the same
+values as sample by sample); on the default ``intake`` executor (:mod:`.intake`) a thread of its own
+takes them, at most once per ``input_batch_period_s``.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -58,12 +65,15 @@ from .diagnostics import (
     status_name,
     warn_throttled,
 )
+from .effort_observer_messages import OutputRate, collision_marker, output_builders
 from .effort_observer_params import PARAMETERS
+from .intake import InputLock
 from .joint_state_reader import NOT_REJECTED, READ_REASONS, JointStateReader, merge_window_ns
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .process import node_main
 from .qos import COMMAND_QOS, output_publisher
 from .robot_description import RobotDescription
+from .serialized import PackedMessages, PackersByFrame
 
 if TYPE_CHECKING:
     from ..arm.observer import CollisionDetector, DirectObserver, MomentumObserver
@@ -159,6 +169,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         self._last_t: float | None = None  # stamp of the last sample taken [s from _t0_ns]
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
+        self.input_lock = InputLock()  # the joint_states path against the diagnostics timer
         self.counts = dict.fromkeys(INVALID_REASONS + COUNTED, 0)
         self.values = PARAMETERS.attach(self, configured=lambda: self.observer is not None)
         self.description = RobotDescription(self)
@@ -168,6 +179,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         self.last_input: float | None = None
         self.last_collision: dict = {}
         self._collision_end: float | None = None
+        self._output_rate = OutputRate()
 
     # -- lifecycle ------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
@@ -189,6 +201,11 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             self.joints, n, merge_window_ns=merge_window_ns(self.values["joint_state_merge_window_s"])
         )
         self.detector = CollisionDetector(self.thresholds) if self.thresholds is not None else None
+        wrench_frame = self.wrench.frame if self.wrench is not None else None
+        self._packers = PackersByFrame(
+            lambda frame: PackedMessages(output_builders(frame, list(self.joints), wrench_frame), 4 * n + 6)
+        )
+        self._sample = np.zeros(4 * n + 6)
         pub = self.create_lifecycle_publisher
         self._pubs = {
             "model_effort": output_publisher(pub, JointState, "~/model_effort"),
@@ -234,13 +251,16 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         return super().on_activate(state)
 
     def _open_io(self) -> None:
-        lifecycle.subscribe_joint_states(self, self.values["input_queue_depth"])
+        lifecycle.subscribe_joint_states(
+            self, self.values["input_queue_depth"], self.values["input_batch_period_s"]
+        )
         self._timers.append(self.create_timer(self.values["diagnostics_period_s"], self._publish_diagnostics))
         assert self.observer is not None  # activate follows a successful configure
         self.observer.reset()
         if self.detector is not None:
             self.detector.reset()
         self._t0_ns = self._last_t = None
+        self._output_rate.reset()
         lifecycle.restart_input(self)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
@@ -248,65 +268,99 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         return super().on_deactivate(state)
 
     # -- per sample -----------------------------------------------------------------------------
-    def _on_joint_state(self, raw: bytes) -> None:
+    def _on_joint_states(self, raws: list) -> None:
+        """Every joint state queued at one wake-up, in order (one at a time through an executor)."""
         try:
-            self._process(raw)
+            self._process(raws)
         except Exception as exc:  # noqa: BLE001 - never into the executor: counted, logged, the stream goes on
             report_error(self, "joint_states", exc)
 
-    def _reject(self, reason: str, detail: str) -> None:
-        self.counts[reason] += 1
+    def _reject(self, reason: str, detail: str, count: int = 1) -> None:
+        self.counts[reason] += count
         if reason not in NOT_REJECTED:
             warn_throttled(self, reason, f"joint_states skipped ({reason}): {detail}")
 
-    def _process(self, raw: bytes) -> None:
+    def _read(self, raws: list):
+        """(stamps, frames, [q | q̇ | τ] (B, 3n)) of the messages that give a joint state, in order (the
+        rest counted)."""
+        reader, n = self.reader, len(self.joints)
+        states = np.empty((len(raws), 3 * n))
+        stamps: list[int] = []
+        frames: list[str] = []
+        for raw in raws:
+            try:
+                reason = reader.read(raw)
+            except Exception as exc:  # noqa: BLE001 - one unreadable message never costs the batch
+                report_error(self, "joint_states", exc)
+                continue
+            if reader.merge is not None and reader.merge.dropped:
+                detail = reader.merge.detail
+                self.counts["missing_joint"] += reader.take_dropped()
+                warn_throttled(self, "missing_joint", f"joint_states part dropped: {detail}")
+            if reason:
+                self._reject(reason, reader.detail)
+            elif reader.qd is None:
+                self._reject("no_velocity", "the observer needs the joint velocities")
+            elif reader.effort_free is None:
+                self._reject("no_effort", "the observer needs the measured joint efforts")
+            else:
+                row = states[len(stamps)]
+                row[:n], row[n : 2 * n] = reader.q, reader.qd
+                np.multiply(reader.effort_free, self.effort_gains, out=row[2 * n :])
+                stamps.append(reader.stamp_ns)
+                frames.append(reader.frame_id)
+        states = states[: len(stamps)]
+        finite = np.isfinite(states).all(axis=1)
+        if not finite.all():
+            self._reject(
+                "non_finite", "NaN or inf in the joints' position, velocity or effort", int((~finite).sum())
+            )
+            keep = np.flatnonzero(finite)
+            stamps, frames, states = [stamps[i] for i in keep], [frames[i] for i in keep], states[keep]
+        return stamps, frames, states
+
+    def _process(self, raws: list) -> None:
         t_start = time.perf_counter()
-        self.counts["received"] += 1
-        self.stats.arrive(t_start)
+        self.counts["received"] += len(raws)
+        self.stats.arrivals.extend(itertools.repeat(t_start, len(raws)))
         self.last_input = t_start
-        reader = self.reader
-        reason = reader.read(raw)
-        if reader.merge is not None and reader.merge.dropped:
-            detail = reader.merge.detail
-            self.counts["missing_joint"] += reader.take_dropped()
-            warn_throttled(self, "missing_joint", f"joint_states part dropped: {detail}")
-        if reason:
-            return self._reject(reason, reader.detail)
-        if reader.qd is None:
-            return self._reject("no_velocity", "the observer needs the joint velocities")
-        if reader.effort_free is None:
-            return self._reject("no_effort", "the observer needs the measured joint efforts")
-        q, qd = reader.q.copy(), reader.qd.copy()
-        tau = reader.effort_free * self.effort_gains
-        if not (np.isfinite(q).all() and np.isfinite(qd).all() and np.isfinite(tau).all()):
-            return self._reject("non_finite", "NaN or inf in the joints' position, velocity or effort")
-        ns = reader.stamp_ns
-        if self._t0_ns is None or ns < self._t0_ns:
-            self._t0_ns = ns
-        t = (ns - self._t0_ns) * 1e-9
+        stamps, frames, states = self._read(raws)
+        if not stamps:
+            return
+        n = len(self.joints)
+        q, qd, tau = states[:, :n], states[:, n : 2 * n], states[:, 2 * n :]
+        t, t0 = np.empty(len(stamps)), self._t0_ns
+        for k, ns in enumerate(stamps):
+            if t0 is None or ns < t0:  # a stamp before the first restarts the observer's time
+                t0 = ns
+            t[k] = (ns - t0) * 1e-9
+        self._t0_ns = t0
         observer = self.observer
         assert observer is not None  # subscriptions live from activate to deactivate
-        if self._last_t is not None and t - self._last_t > self.values["input_timeout_s"]:
-            self._restart(t - self._last_t)
-        self._last_t = t
-        r = observer.update(t, q, qd, tau)
-        stamp = Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-        frame = reader.frame_id
-        names = list(self.joints)
-        pubs = self._pubs
-        pubs["model_effort"].publish(self._joint_state(stamp, frame, names, q, qd, observer.model_effort))
-        pubs["external_effort"].publish(self._joint_state(stamp, frame, names, q, qd, r))
-        if self.wrench is not None:
-            w = self.wrench.wrench(q, r)
-            msg = WrenchStamped()
-            msg.header.stamp, msg.header.frame_id = stamp, self.wrench.frame
-            f, m = msg.wrench.force, msg.wrench.torque
-            f.x, f.y, f.z, m.x, m.y, m.z = (float(v) for v in w)
-            pubs["external_wrench"].publish(msg)
-        if self.detector is not None:
-            self._detect(t, stamp, frame, r, qd, t_start)
-        self.counts["processed"] += 1
-        self.stats.latency(time.perf_counter() - t_start)
+        # a gap longer than input_timeout_s before a sample restarts the integration there (_restart)
+        before = np.empty_like(t)
+        before[0] = t[0] if self._last_t is None else self._last_t
+        before[1:] = t[:-1]
+        gaps = np.flatnonzero(t - before > self.values["input_timeout_s"]).tolist()
+        self._last_t = float(t[-1])
+        if not gaps:  # the usual batch: one stretch
+            r = observer.update_batch(t, q, qd, tau)
+            efforts = observer.model_efforts
+            if self.detector is not None:
+                self._detect(t, stamps, frames, r, qd, t_start)
+        else:
+            r, efforts = np.empty_like(q), np.empty_like(q)
+            for a, b in itertools.pairwise(sorted({0, len(t), *gaps})):
+                if a in gaps:
+                    self._restart(float(t[a] - before[a]))
+                r[a:b] = observer.update_batch(t[a:b], q[a:b], qd[a:b], tau[a:b])
+                efforts[a:b] = observer.model_efforts
+                if self.detector is not None:
+                    self._detect(t[a:b], stamps[a:b], frames[a:b], r[a:b], qd[a:b], t_start)
+        self._publish_outputs(stamps, frames, q, qd, r, efforts)
+        self.counts["processed"] += len(stamps)
+        latency = time.perf_counter() - t_start
+        self.stats.latencies.extend(itertools.repeat((time.perf_counter(), latency), len(stamps)))
 
     def _restart(self, gap_s: float) -> None:
         """A gap in the stream (its publisher restarted, the arm's driver paused): the momentum the
@@ -319,60 +373,63 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         self.counts["restarts"] += 1
         self.get_logger().info(f"joint_states resumed after {gap_s:.2f} s: observer integration restarted")
 
-    @staticmethod
-    def _joint_state(stamp, frame, names, q, qd, effort) -> JointState:
-        msg = JointState()
-        msg.header.stamp, msg.header.frame_id = stamp, frame
-        msg.name = names
-        msg.position, msg.velocity, msg.effort = q.tolist(), qd.tolist(), [float(x) for x in effort]
-        return msg
+    def _publish_outputs(self, stamps, frames, q, qd, r, efforts) -> None:
+        """~/model_effort, ~/external_effort and ~/external_wrench of the samples due at
+        ``output_rate_hz`` (by their stamps), written into pre-serialized messages."""
+        rate, pubs, n = self.values["output_rate_hz"], self._pubs, len(self.joints)
+        topics = ("model_effort", "external_effort", "external_wrench")
+        for k, ns in enumerate(stamps):
+            if not self._output_rate.due(ns, rate):
+                continue
+            sample = self._sample
+            sample[:n], sample[n : 2 * n], sample[2 * n : 3 * n], sample[3 * n : 4 * n] = (
+                q[k],
+                qd[k],
+                efforts[k],
+                r[k],
+            )
+            if self.wrench is not None:
+                sample[4 * n :] = self.wrench.wrench(q[k], r[k])
+            sec, nanosec = divmod(ns, 1_000_000_000)
+            for topic, msg in zip(topics, self._packers[frames[k]].messages(sec, nanosec, sample)):
+                pubs[topic].publish(msg)
 
-    def _detect(self, t, stamp, frame, r, qd, now) -> None:
+    def _detect(self, t, stamps, frames, r, qd, now) -> None:
+        """Every sample through the detector in order; each onset published at once."""
         det = self.detector
         assert det is not None  # called from _process only when there is a detector
         was_active = det.active.any()
-        onsets = det.update(t, r, qd)
-        if onsets:
+        events = det.update_batch(t, r, qd)
+        for k, onsets in events:
             self.counts["collisions"] += 1
+            ns = stamps[k]
+            stamp = Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
             msg = JointState()
-            msg.header.stamp, msg.header.frame_id = stamp, frame
+            msg.header.stamp, msg.header.frame_id = stamp, frames[k]
             msg.name = [self.joints[o.joint] for o in onsets]
             msg.effort = [o.residual for o in onsets]
             msg.position = [o.threshold for o in onsets]
             self._pubs["collision"].publish(msg)
             first = max(onsets, key=lambda o: abs(o.residual) / o.threshold)
-            self._pubs["collision_marker"].publish(self._marker(stamp, self.joints[first.joint]))
-            self.last_collision = {
-                "joint": self.joints[first.joint],
-                "stamp_s": round(stamp.sec + stamp.nanosec * 1e-9, 6),
-                "peak": abs(first.residual),
-            }
+            joint = self.joints[first.joint]
+            self._pubs["collision_marker"].publish(
+                collision_marker(stamp, self._links.get(joint, ""), self.values["collision_hold_s"])
+            )
+            self.last_collision = {"joint": joint, "stamp_s": round(ns * 1e-9, 6), "index": first.joint}
             warn_throttled(
                 self,
                 "collision",
                 f"collision on {', '.join(msg.name)}: τ_ext {np.round(msg.effort, 2).tolist()} N·m",
                 period_s=0.5,
             )
-            if not was_active:
-                self._publish_diagnostics()
+        if events and not was_active:
+            self._publish_diagnostics()
+        if "index" in self.last_collision:
+            self.last_collision["peak"] = float(det.last_peak[self.last_collision["index"]])
         if det.active.any():
-            j = int(np.argmax(np.where(det.active, det.peak, -1.0)))
-            if self.last_collision.get("joint") == self.joints[j]:
-                self.last_collision["peak"] = max(self.last_collision["peak"], float(det.peak[j]))
             self._collision_end = None
-        elif was_active:
+        elif was_active or events:
             self._collision_end = now
-
-    def _marker(self, stamp, joint: str) -> Marker:
-        """A red sphere on the link ``joint`` moves (RViz places it through /tf), for collision_hold_s."""
-        m = Marker(ns="collision", id=0, type=Marker.SPHERE, action=Marker.ADD)
-        m.header.stamp, m.header.frame_id = stamp, self._links.get(joint, "")
-        m.pose.orientation.w = 1.0
-        m.scale.x = m.scale.y = m.scale.z = 0.15
-        m.color.r, m.color.g, m.color.b, m.color.a = 1.0, 0.1, 0.1, 0.6
-        hold = float(self.values["collision_hold_s"]) or 0.5
-        m.lifetime.sec, m.lifetime.nanosec = int(hold), int((hold % 1) * 1e9)
-        return m
 
     # -- diagnostics ----------------------------------------------------------------------------
     @guarded("diagnostics")
@@ -400,7 +457,9 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             "latency_p99_us": summary["latency_p99_us"],
             "method": self.values["method"],
             **dict(self.counts),
-            **{f"last_collision_{k}": v for k, v in self.last_collision.items()},
+            "input_wakeups": sum(i.wakeups for i in self._intakes),
+            "input_batches": sum(i.batches for i in self._intakes),
+            **{f"last_collision_{k}": v for k, v in self.last_collision.items() if k != "index"},
         }
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
@@ -417,14 +476,13 @@ def start(node: EffortObserverNode) -> bool:
 
 
 def main(argv=None) -> int:
-    # the EventsExecutor by default: at 1 kHz the SingleThreadedExecutor's per-callback cost drops more
-    # than half of the states (docs/benchmarks.md, Floods: the trade-off and ROS_LNN_EXECUTOR)
+    # the process default (intake): joint_states batched on a thread of their own (docs/nodes.md,
+    # Executors and floods)
     return node_main(
         "effort_observer",
         EffortObserverNode,
         argv,
         compat.autostart_or_stay_unconfigured(start),
-        executor="events",
     )
 
 

@@ -103,6 +103,15 @@ PARAMETERS = ParameterTable(
         CONFIGURE,
         choices=("measured", "neutral"),
     ),
+    Param(
+        "output_rate_hz",
+        100.0,
+        "rate of ~/model_effort, ~/external_effort and ~/external_wrench (Hz, chosen by the inputs' "
+        "stamps; 0 = every joint state); every joint state is still observed and checked for "
+        "collisions, and ~/collision goes out at the state it begins",
+        ge=0.0,
+        le=100000.0,
+    ),
     Param("wrench_frame", "", "URDF frame of ~/external_wrench; empty = not published", CONFIGURE),
     Param("wrench_damping", 0.01, "damping λ of the Jacobian's pseudo-inverse", CONFIGURE, ge=0.0, le=10.0),
     MODEL_THREADS_PARAMETER,
@@ -111,6 +120,16 @@ PARAMETERS = ParameterTable(
     input_queue_parameter(
         100,
         "joint_states subscription depth (best effort, keep last)",
+    ),
+    Param(
+        "input_batch_period_s",
+        0.002,
+        "the joint_states intake thread takes what queued at most once per this period (s; a state "
+        "after a quiet spell at once): a few states per ONNX call at 1 kHz, at most this much more "
+        "latency; 0 = at every arrival (the intake: ROS_LNN_EXECUTOR intake, the default)",
+        CONFIGURE,
+        ge=0.0,
+        le=0.1,
     ),
     INPUT_TIMEOUT_PARAMETER,
     diagnostics_period_parameter(CONFIGURE, "period of /diagnostics"),

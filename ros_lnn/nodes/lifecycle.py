@@ -36,17 +36,33 @@ def activate_io(node, open_io: Callable[[], None]) -> bool:
     return True
 
 
-def subscribe_joint_states(node, queue_depth: int) -> None:
-    """``joint_states`` as serialized bytes into ``node._on_joint_state``, kept in ``node._subs``."""
+def subscribe_joint_states(
+    node, queue_depth: int, batch_period_s: float = 0.0, batch_limit: int | None = None
+) -> None:
+    """``joint_states`` as serialized bytes into ``node._on_joint_states`` (a list of them, in order),
+    kept in ``node._subs``: on an intake thread of its own when ``node.input_intake`` (the node
+    process's default executor, :mod:`.process`), its wake-ups under ``node.input_lock``, at most one
+    per ``batch_period_s`` and ``batch_limit`` messages (default: the queue's depth) at a time; else
+    through the executor, one message at a time (:mod:`.intake`)."""
     from sensor_msgs.msg import JointState
 
+    from .intake import subscribe
     from .qos import input_qos
 
-    node._subs.append(
-        node.create_subscription(
-            JointState, "joint_states", node._on_joint_state, input_qos(queue_depth), raw=True
-        )
+    sub, intake = subscribe(
+        node,
+        JointState,
+        "joint_states",
+        input_qos(queue_depth),
+        node._on_joint_states,
+        node.input_lock,
+        getattr(node, "input_intake", False),
+        batch_period_s,
+        batch_limit,
     )
+    node._subs.append(sub)
+    if intake is not None:
+        node._intakes = (*node._intakes, intake)
 
 
 def restart_input(node) -> None:
@@ -60,7 +76,8 @@ class LifecycleTeardown:
     """Teardown shared by the lifecycle nodes (put it before ``LifecycleNode`` in the bases).
 
     Subscriptions and timers live in ``self._subs`` / ``self._timers`` and go on :meth:`_drop_io`
-    (deactivate, cleanup, error); the attributes named in ``_io_attributes`` (timers also kept by
+    (deactivate, cleanup, error, and when the node is destroyed), the intake threads of
+    ``self._intakes`` stopped first; the attributes named in ``_io_attributes`` (timers also kept by
     name) are reset to None with them. Cleanup and shutdown also destroy the lifecycle publishers in
     ``self._pubs`` and drop what configure built, the attribute named ``_configured_attribute``."""
 
@@ -68,6 +85,7 @@ class LifecycleTeardown:
     _io_attributes: tuple = ()
     _subs: list[Subscription[Any]]
     _timers: list[Timer]
+    _intakes: tuple = ()  # the joint_states intake threads (subscribe_joint_states)
 
     if TYPE_CHECKING:  # provided by rclpy's Node, which follows this mixin in the bases
 
@@ -76,6 +94,9 @@ class LifecycleTeardown:
         def destroy_timer(self, timer: Timer) -> bool: ...
 
     def _drop_io(self) -> None:
+        for intake in self._intakes:
+            intake.stop()
+        self._intakes = ()
         for sub in self._subs:
             self.destroy_subscription(sub)
         for timer in self._timers:
@@ -83,6 +104,11 @@ class LifecycleTeardown:
         self._subs, self._timers = [], []
         for name in self._io_attributes:
             setattr(self, name, None)
+
+    def destroy_node(self):
+        if getattr(self, "_subs", None) is not None:
+            self._drop_io()  # an intake thread never outlives its subscription
+        return super().destroy_node()  # type: ignore[misc]
 
     def on_cleanup(self, state):
         from rclpy.lifecycle import TransitionCallbackReturn

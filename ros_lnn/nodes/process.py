@@ -3,35 +3,54 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from .params import param
 
-#: Environment variable that picks the executor of every node process ("events" or "single").
+#: Environment variable that picks the executor of every node process (one of :data:`EXECUTORS`).
 EXECUTOR_ENV = "ROS_LNN_EXECUTOR"
-#: The default (``node_main(executor=...)`` sets a node's own: effort_observer "events", for its 1 kHz):
-#: the SingleThreadedExecutor. Each wait returns every ready entity and one turn serves them all,
-#: services included, one message per subscription; what arrives faster than the node
-#: processes stays in the subscription's keep-last queue (``input_queue_depth``) and is dropped there.
-#: Under a 20 kHz joint_states flood services answer within tens of ms and memory stays flat
-#: (``ros-lnn bench flood``, issue 23). rclpy's EventsExecutor ("events") costs ~25-35 % less CPU per
-#: estimator sample, but its event queue is one unbounded FIFO: under an input faster than the node,
-#: every arrival queues an event ahead of the next service request, which then waits seconds (or
-#: never comes back) and the queue's memory grows for as long as the flood lasts.
-DEFAULT_EXECUTOR = "single"
+#: ``intake`` (the default): services, parameters and timers on the SingleThreadedExecutor, the
+#: joint_states of ``servo_lnn`` and ``effort_observer`` on a thread of their own that takes every
+#: queued message at each wake-up (:mod:`.intake`); ``single``: everything on the
+#: SingleThreadedExecutor, one message per turn; ``events``: everything on rclpy's EventsExecutor.
+#: The SingleThreadedExecutor rebuilds its wait set from every entity at each wake-up, which at 1 kHz
+#: cost the estimator process two thirds of its CPU; the EventsExecutor costs less but keeps one
+#: unbounded FIFO of events, so under an input faster than the node every arrival queues ahead of the
+#: next service request (seconds) and the queue's memory grows for as long as the flood lasts. The
+#: intake keeps the SingleThreadedExecutor's bounds (what the node cannot take is dropped in the
+#: subscription's keep-last queue, ``input_queue_depth``; services answered between its turns) at
+#: less CPU than either (docs/benchmarks.md, *Executors*: the figures). Nodes without a joint_states
+#: intake run the SingleThreadedExecutor under ``intake``. Each node process logs the executor it runs
+#: (``executor: ...``, :func:`executor_description`).
+EXECUTORS = ("intake", "single", "events")
+DEFAULT_EXECUTOR = "intake"
+#: The interpreter's thread switch interval in an ``intake`` process (Python's default: 5 ms).
+INTAKE_SWITCH_INTERVAL_S = 0.001
 
 
 def executor_kind(kind: str | None = None, default: str = DEFAULT_EXECUTOR) -> str:
-    """``kind``, else $ROS_LNN_EXECUTOR, else ``default`` (the node's; :data:`DEFAULT_EXECUTOR`)."""
-    return kind or os.environ.get(EXECUTOR_ENV, default)
+    """``kind``, else $ROS_LNN_EXECUTOR, else ``default``; an unknown name reads as the default."""
+    chosen = kind or os.environ.get(EXECUTOR_ENV, default)
+    return chosen if chosen in EXECUTORS else default
 
 
 def make_executor(context=None, kind: str | None = None, default: str = DEFAULT_EXECUTOR):
     """The executor of a node process (:func:`executor_kind`): rclpy's EventsExecutor for "events"
     (the SingleThreadedExecutor, with one logged warning, where rclpy lacks it: :mod:`.compat`), the
-    SingleThreadedExecutor for "single"."""
+    SingleThreadedExecutor for "single" and "intake" (whose nodes take their joint_states themselves)."""
     from .compat import make_executor as detected
 
-    return detected(context, executor_kind(kind, default))
+    chosen = executor_kind(kind, default)
+    return detected(context, "single" if chosen == "intake" else chosen)
+
+
+def executor_description(executor, node) -> str:
+    """What a node process runs: the executor's class, and whether the node's joint_states go to an
+    intake thread (``intake``, a node with a joint_states intake: :mod:`.intake`)."""
+    name = type(executor).__name__
+    if getattr(node, "input_intake", False) and hasattr(node, "_on_joint_states"):
+        return f"intake (joint_states on a thread of their own, the rest on the {name})"
+    return name
 
 
 def init_ros(argv) -> None:
@@ -70,18 +89,28 @@ def node_main(
 
 def run_node_process(node, start=None, on_exit=None, executor: str = DEFAULT_EXECUTOR) -> int:
     """Body of a node executable after :func:`init_ros`: ``start(node)`` when given and the node's
-    ``autostart`` parameter is set, then spin on the executor of :func:`make_executor` until
+    ``autostart`` parameter is set (``node.input_intake`` set first: whether its joint_states go to an
+    intake thread, the ``intake`` executor), then spin on the executor of :func:`make_executor` until
     SIGINT/SIGTERM (exit code 0); ``on_exit(node)`` and teardown always run. Exit code 1 when ``start``
     reports failure (the lifecycle node executables wrap it in
     :func:`.compat.autostart_or_stay_unconfigured`, which keeps the node up)."""
     import rclpy
 
     code = 0
+    kind = executor_kind(default=executor)
+    node.input_intake = kind == "intake"
+    if node.input_intake:
+        # two Python threads (the intake, the executor): under an input flood the intake thread holds the
+        # GIL while it works through a full queue, and each step of a service call waits for it to be
+        # handed over (every 5 ms by default); 1 ms keeps the services' latency down
+        sys.setswitchinterval(INTAKE_SWITCH_INTERVAL_S)
     try:
         if start is not None and param(node, "autostart") and not start(node):
             code = 1
         else:
-            spin(node, make_executor(node.context, default=executor))
+            executor = make_executor(node.context, kind)
+            node.get_logger().info(f"executor: {executor_description(executor, node)}")
+            spin(node, executor)
     finally:
         if on_exit is not None:
             on_exit(node)

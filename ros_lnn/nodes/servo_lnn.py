@@ -47,6 +47,7 @@ from .diagnostics import (
     report_error,
     warn_throttled,
 )
+from .intake import InputLock
 from .joint_state_reader import NOT_REJECTED, JointStateReader, merge_window_ns, trajectory_size
 from .lifecycle import LifecycleTeardown, configure_and_activate
 from .messages import (
@@ -70,6 +71,8 @@ if TYPE_CHECKING:
 
 #: Bigger array commands are refused before they are read.
 MAX_ARRAY_COMMAND_BYTES = 4096
+#: joint_states per wake-up of the intake thread (ROS_LNN_EXECUTOR intake: nodes/intake.py).
+INTAKE_BATCH = 10
 
 
 def _accept(parameters):
@@ -88,6 +91,7 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         self.estimator: ServoEstimator | None = None
         self.last_error = ""
         self._subs, self._timers, self._pubs = [], [], {}
+        self.input_lock = InputLock()  # the joint_states path against timers and commands
         self.counts = dict.fromkeys(INVALID_REASONS + COUNTED, 0)
         self.values = PARAMETERS.attach(
             self,
@@ -220,7 +224,9 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
 
     def _open_io(self) -> None:
         v = self.values
-        lifecycle.subscribe_joint_states(self, v["input_queue_depth"])
+        # one message at a time through the estimator: short batches keep the node's lock (its timers,
+        # and the services behind them) free every few ms under a flood
+        lifecycle.subscribe_joint_states(self, v["input_queue_depth"], batch_limit=INTAKE_BATCH)
         kind = v["servo_command_type"]
         if kind == "trajectory":
             self._subs.append(
@@ -270,6 +276,10 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         detail = self.reader.merge.detail
         self.counts["missing_joint"] += self.reader.take_dropped()
         warn_throttled(self, "missing_joint", f"joint_states part dropped (missing_joint): {detail}")
+
+    def _on_joint_states(self, raws: list) -> None:
+        for raw in raws:
+            self._on_joint_state(raw)
 
     def _on_joint_state(self, raw: bytes) -> None:
         try:
@@ -458,8 +468,8 @@ def start(node: ServoLnnNode) -> bool:
 
 
 def main(argv=None) -> int:
-    """The node process. Executor: the SingleThreadedExecutor unless ROS_LNN_EXECUTOR=events (about a
-    third less CPU per sample, but services starve under an input flood: nodes/process.py)."""
+    """The node process, on the executor of ROS_LNN_EXECUTOR (default ``intake``: joint_states on a
+    thread of their own, the rest on the SingleThreadedExecutor; nodes/process.py)."""
     return node_main(
         "servo_lnn",
         ServoLnnNode,

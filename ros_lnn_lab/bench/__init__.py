@@ -37,8 +37,8 @@ BENCHES = {
     "flood": (
         "ros_lnn_lab.bench.flood",
         "bench_flood",
-        "servo_lnn and dac_controller each under a 20 kHz joint_states flood (--rate Hz, --duration s, "
-        "default 30): service latency p99 during it, resident memory before and after",
+        "servo_lnn, dac_controller and effort_observer each under a 20 kHz joint_states flood (--rate Hz, "
+        "--duration s, default 30): service latency p99 during it, resident memory before and after",
     ),
     "soak": (
         "ros_lnn_lab.bench.soak",
@@ -127,6 +127,13 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
             "(--model: an arm model; default: one trained first)",
         },
     ),
+    "busy": (
+        ("--busy",),
+        {
+            "action": "store_true",
+            "help": "with --observer: a busy-loop process beside the node (the robot computer's other work)",
+        },
+    ),
     "dds": (
         ("--dds",),
         {
@@ -204,7 +211,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
 #: each benchmark's options (``--json`` for every one)
 TAKES = {
     "inference": ("model", "quick"),
-    "node": ("observer", "duration", "model", "quick"),
+    "node": ("observer", "busy", "duration", "model", "quick"),
     "control": ("duration", "model", "output", "quick"),
     "dac-node": ("duration", "model", "output", "quick"),
     "fault": ("duration", "model", "quick"),

@@ -12,16 +12,27 @@
    published as JointState (position, velocity, effort) at 1 kHz, stamped at 1 ms steps; the send time
    of each stamp is kept.
 
-Figures: processed = ``~/external_effort`` messages received / joint states sent; end-to-end latency =
-the input's send time (taken just before publishing) to the receipt of the ``~/external_effort`` with
-its stamp; CPU = the node process's user + system time over the run (/proc) per output received, which
-includes its DDS receive and send work and its /diagnostics timer. Last line:
-``effort_observer: 1 kHz processed P %, latency p50 A ms p99 B ms, CPU C us/sample``.
+   ``--busy``: a busy-loop process (``python -c "while True: pass"``) runs beside it, as the
+   controller, the driver and the planners share the robot computer's cores.
+4. The floor, timed alone in this process on the same states: Pinocchio's M, C, g and the wrench
+   frame's Jacobian per state, and the model's friction + residual for one state (one graph call,
+   its friction state given) — what no observer of this model can skip.
+
+Figures: processed = the joint states the node processed (its ``/diagnostics`` count once the stream
+ended) / joint states sent; end-to-end latency = the input's send time (taken just before publishing)
+to the receipt of the ``~/external_effort`` with its stamp (the node's default ``output_rate_hz``:
+the samples at 100 Hz); CPU = the node process's user + system time over the run (/proc) per joint
+state processed, which includes its DDS receive and send work and its /diagnostics timer. Last line:
+``effort_observer: 1 kHz processed P %, latency p50 A ms p99 B ms, CPU C us/sample; floor F us
+(Pinocchio M, C, g, J X us + model one sample Y us), node/floor R``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -102,6 +113,50 @@ def stream(duration_s: float, seed: int = 12):
     return JOINTS, run.q, run.qd, run.tau
 
 
+def floor_us(model_path: Path, states, frame: str = WRENCH_FRAME) -> dict:
+    """The observer's floor per joint state, thread CPU timed alone (µs, means over the states):
+    Pinocchio's M, C, g and ``frame``'s Jacobian (``rigid``), and the model's friction + residual for
+    one state, one graph call each with its friction state (``model``)."""
+    from ros_lnn.arm.model import ArmModel
+    from ros_lnn.arm.observer import WrenchEstimator
+    from ros_lnn.arm.rigid_body import pinocchio
+
+    _, q, qd, _ = states
+    model = ArmModel(model_path)
+    pin, body = pinocchio(), model.rigid
+    data = body.model.createData()
+    jacobian = WrenchEstimator(model.nominal, frame).jacobian
+    qm, vm = np.zeros_like(q), np.zeros_like(qd)
+    qm[:, body.order], vm[:, body.order] = q, qd  # Pinocchio's joint order
+    start = time.thread_time_ns()
+    for k in range(len(q)):
+        pin.crba(body.model, data, qm[k])
+        pin.computeCoriolisMatrix(body.model, data, qm[k], vm[k])
+        pin.computeGeneralizedGravity(body.model, data, qm[k])
+        jacobian(q[k])
+    rigid = (time.thread_time_ns() - start) / len(q) / 1e3
+    friction = model.friction_states(q)
+    start = time.thread_time_ns()
+    for k in range(len(q)):
+        model.non_rigid_torque(q[k : k + 1], qd[k : k + 1], None if friction is None else friction[k : k + 1])
+    one = (time.thread_time_ns() - start) / len(q) / 1e3
+    return {"rigid": rigid, "model": one, "total": rigid + one}
+
+
+@contextlib.contextmanager
+def busy_loop(on: bool):
+    """A process that spins a core for as long as the block runs (``on``), else nothing."""
+    if not on:
+        yield None
+        return
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def run_observer_rate(
     model: Path, thresholds: Path, states, rate_hz: float, duration_s: float, domain_env: dict
 ) -> dict:
@@ -120,6 +175,7 @@ def run_observer_rate(
         f"thresholds:={thresholds}",
         f"wrench_frame:={WRENCH_FRAME}",
         "robot_description_timeout_s:=0.0",  # no robot_state_publisher here: the model's URDF
+        "diagnostics_period_s:=0.25",  # its processed count soon after the stream ends
     ]
     proc = launch_node("ros_lnn.nodes.effort_observer", ns, params, domain_env)
     driver = BenchDriver("bench_observer_driver", ns, proc)
@@ -175,7 +231,17 @@ def run_observer_rate(
             pub.publish(msg)
             t_next += period
         send_wall = time.monotonic() - wall0
-        time.sleep(1.0)  # the last outputs arrive, and one more /diagnostics
+        # the last outputs arrive, and /diagnostics counts every state the node took: the same
+        # received and processed counts twice, half a second apart (it publishes every 0.25 s)
+        time.sleep(1.0)
+        deadline, counts = time.monotonic() + 10.0, None
+        while time.monotonic() < deadline:
+            with lock:
+                now = (last_diagnostics.get("received"), last_diagnostics.get("processed"))
+            if now == counts and now[0] is not None and now[0] == now[1]:
+                break
+            counts = now
+            time.sleep(0.5)
         cpu = _cpu_seconds(proc.pid) - cpu0
         wall = time.monotonic() - wall0
         driver_cpu = time.process_time() - driver0
@@ -195,22 +261,26 @@ def run_observer_rate(
         except (KeyError, ValueError):
             return float("nan")
 
+    processed = diag_float("processed")
+    processed = 0.0 if processed != processed else processed  # no /diagnostics: nothing counted
     return {
         "rate_hz": rate_hz,
         "duration_s": n / rate_hz,
         "sent": n,
         "send_rate_hz": n / send_wall,
         "outputs_received": outputs,
-        "fraction_processed": outputs / n,
+        "fraction_processed": processed / n,
         "collision_events": collisions[0],
         "e2e_median_us": _pct(e2e_us, 50),
         "e2e_p99_us": _pct(e2e_us, 99),
         "e2e_max_us": float(e2e_us.max()) if e2e_us.size else float("nan"),
         "node_cpu_pct_of_one_core": 100 * cpu / wall,
-        "node_cpu_us_per_sample": 1e6 * cpu / max(outputs, 1),
+        "node_cpu_us_per_sample": 1e6 * cpu / max(processed, 1.0),
         "driver_cpu_pct_of_one_core": 100 * driver_cpu / wall,
         "node_received": diag_float("received"),
         "node_processed": diag_float("processed"),
+        "node_input_wakeups": diag_float("input_wakeups"),
+        "node_input_batches": diag_float("input_batches"),
         "in_node_median_us_last_2s": diag_float("latency_median_us"),
         "in_node_p99_us_last_2s": diag_float("latency_p99_us"),
     }
@@ -243,16 +313,21 @@ def bench_observer_node(args) -> dict:
         )
         thresholds = write_thresholds(model, workdir / "thresholds.yaml")
         states = stream(duration + 0.1)
+        busy = bool(getattr(args, "busy", False))
         say(
             f"model {model.name}: {described}; momentum observer K {GAIN:g} 1/s, thresholds "
             f"{100 * THRESHOLD_FRACTION:g} % of the effort limits, wrench at {WRENCH_FRAME}; executor "
-            f"{executor_kind(default='events')}; {rate:.0f} Hz for {duration:g} s"
+            f"{executor_kind()}; {rate:.0f} Hz for {duration:g} s"
+            + ("; a busy-loop process beside it" if busy else "")
         )
-        r = run_observer_rate(model, thresholds, states, rate, duration, env)
+        with busy_loop(busy):
+            r = run_observer_rate(model, thresholds, states, rate, duration, env)
+        floor = floor_us(model, states)
     say(
         f"sent {r['sent']} ({r['send_rate_hz']:.0f}/s), external_effort received {r['outputs_received']}, "
         f"collision events {r['collision_events']}; node counted received {r['node_received']:.0f}, "
-        f"processed {r['node_processed']:.0f} at its last /diagnostics; in-node latency (last 2 s) median "
+        f"processed {r['node_processed']:.0f} at its last /diagnostics in {r['node_input_batches']:.0f} "
+        f"batches (intake wake-ups {r['node_input_wakeups']:.0f}); in-node latency (last 2 s) median "
         f"{r['in_node_median_us_last_2s']:.0f} us, p99 {r['in_node_p99_us_last_2s']:.0f} us; end-to-end "
         f"max {r['e2e_max_us'] / 1e3:.1f} ms; node CPU {r['node_cpu_pct_of_one_core']:.0f} % of one core, "
         f"driver {r['driver_cpu_pct_of_one_core']:.0f} %; load average at the end {os.getloadavg()[0]:.1f}"
@@ -260,7 +335,9 @@ def bench_observer_node(args) -> dict:
     print(
         f"effort_observer: {rate / 1000:.0f} kHz processed {100 * r['fraction_processed']:.2f} %, latency "
         f"p50 {r['e2e_median_us'] / 1e3:.2f} ms p99 {r['e2e_p99_us'] / 1e3:.2f} ms, CPU "
-        f"{r['node_cpu_us_per_sample']:.0f} us/sample",
+        f"{r['node_cpu_us_per_sample']:.0f} us/sample; floor {floor['total']:.0f} us (Pinocchio M, C, g, J "
+        f"{floor['rigid']:.0f} us + model one sample {floor['model']:.0f} us), node/floor "
+        f"{r['node_cpu_us_per_sample'] / floor['total']:.2f}",
         flush=True,
     )
     return {
@@ -271,7 +348,10 @@ def bench_observer_node(args) -> dict:
         "gain": GAIN,
         "threshold_fraction_of_effort_limit": THRESHOLD_FRACTION,
         "wrench_frame": WRENCH_FRAME,
-        "executor": executor_kind(default="events"),
+        "executor": executor_kind(),
+        "busy_loop": busy,
         "load_average_1min_end": os.getloadavg()[0],
+        "floor_us": floor,
+        "node_over_floor": r["node_cpu_us_per_sample"] / floor["total"],
         **r,
     }

@@ -12,6 +12,7 @@ that its busy loop never delays the probe's clock (one GIL).
 from __future__ import annotations
 
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -22,6 +23,9 @@ from typing import Any
 import numpy as np
 
 from ros_lnn_lab.harness.faults import ARM_JOINTS, ARM_POSE, NodeProcess, Target, crane_state
+
+PANDA_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
+PANDA_POSE = (0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785)
 
 #: A probe without an answer within this long counts as missed (and as this latency in the figures).
 PROBE_TIMEOUT_S = 2.0
@@ -40,15 +44,40 @@ def rss_bytes(pid: int) -> int:
 
 
 def flood_message(kind: str) -> bytes:
-    """The flood's JointState, serialized: the crane's (``servo_lnn``) or the arm's (``dac_controller``)."""
+    """The flood's JointState, serialized: the crane's (``servo_lnn``), the arm's (``dac_controller``) or
+    a Panda's with efforts (``effort_observer``)."""
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
 
     if kind == "crane":
         msg = crane_state(0.1, time.time_ns())
+    elif kind == "panda":
+        zeros = [0.0] * len(PANDA_JOINTS)
+        msg = JointState(name=list(PANDA_JOINTS), position=list(PANDA_POSE), velocity=zeros, effort=zeros)
     else:
         msg = JointState(name=list(ARM_JOINTS), position=list(ARM_POSE), velocity=[0.0] * len(ARM_JOINTS))
     return serialize_message(msg)
+
+
+def effort_observer_target() -> Target:
+    """``effort_observer`` with the URDF-nominal dynamics of the shipped Panda (no model to train)."""
+    from ros_lnn.shipped import shipped_path
+
+    return Target(
+        "effort_observer",
+        "ros_lnn.nodes.effort_observer",
+        {
+            "autostart": True,
+            "urdf": str(shipped_path("config", "robots", "panda", "panda.urdf")),  # a file: a short argument
+            "joints": list(PANDA_JOINTS),
+            "robot_description_timeout_s": 0.0,
+            "diagnostics_period_s": 0.1,
+        },
+        True,
+        inputs={"joint_states": "sensor_msgs/JointState"},
+        outputs={"effort_observer/external_effort": "sensor_msgs/JointState"},
+        heartbeat="effort_observer/external_effort",
+    )
 
 
 def publish_flood(topic: str, kind: str, rate_hz: float, duration_s: float) -> tuple[int, float]:
@@ -230,7 +259,7 @@ def measure_flood(
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
     prober = Prober(proc.fqn, context)
-    result: dict = {"node": target.name, "executor": env.get("ROS_LNN_EXECUTOR", "events")}
+    result: dict = {"node": target.name, "executor": "unknown"}
     try:
         if not prober.wait_ready():
             raise RuntimeError(f"{target.name} did not come up: " + " | ".join(proc.log[-5:]))
@@ -282,6 +311,7 @@ def measure_flood(
                 "alive": proc.alive(),
             }
         )
+        result["executor"] = executor_of(proc.log)
         result["rss_after_ratio"] = rss_after / rss_start if rss_start else float("nan")
         result["passed"] = bool(
             result["flood"]["p99_ms"] <= 100.0
@@ -296,8 +326,18 @@ def measure_flood(
     return result
 
 
+def executor_of(log) -> str:
+    """The executor a node process ran, as its ``executor: ...`` log line says (:mod:`ros_lnn.nodes.process`);
+    "unknown" without one."""
+    for line in log:
+        found = re.search(r"\]: executor: (.+)$", line)
+        if found:
+            return found.group(1).strip()
+    return "unknown"
+
+
 def main(argv=None) -> int:
-    """The flooder process: ``python -m ros_lnn_lab.harness.flood TOPIC crane|arm RATE_HZ DURATION_S``;
+    """The flooder process: ``python -m ros_lnn_lab.harness.flood TOPIC crane|arm|panda RATE_HZ DURATION_S``;
     prints ``<sent> <seconds>``."""
     topic, kind, rate, duration = (argv if argv is not None else sys.argv[1:])[:4]
     sent, seconds = publish_flood(topic, kind, float(rate), float(duration))

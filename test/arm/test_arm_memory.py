@@ -151,3 +151,60 @@ def test_evaluate_prints_the_phases_and_the_floor(arm_data, tmp_path):
     assert doc["test"]["torque_rre_standing_mean_percent"] == pytest.approx(
         entry["torque_rre_standing_mean_percent"]
     )
+
+
+class _GraphStepDynamics:
+    """The observer's dynamics built independently, sample by sample: the arm model's own M, C, g
+    (a fresh Pinocchio workspace each) and friction + residual from its graph with the friction state
+    in and out (:meth:`ArmModel.step_non_rigid`: the graph advances the state), started as
+    ``friction_state_start: measured`` starts it."""
+
+    def __init__(self, model):
+        self.model, self.n, self.joints, self.state = model, model.n, model.joints, None
+
+    def reset(self):
+        self.state = None
+
+    def start_from(self, q, qd, tau):
+        from ros_lnn.arm.presliding import state_matching
+
+        m = self.model
+        if m.memory is None:
+            return
+        unexplained = tau - m.gravity_torque(q) - m.coriolis_matrix(q, qd) @ qd - m.non_rigid_torque(q, qd)[0]
+        self.state = state_matching(m.memory, q, unexplained)
+
+    def terms(self, q, qd):
+        m = self.model
+        torque, self.state = m.step_non_rigid(q, qd, self.state)
+        return m.mass_matrix(q), m.coriolis_matrix(q, qd), m.gravity_torque(q), torque
+
+
+@pytest.mark.parametrize("memory", ["auto", "off"])
+def test_the_batched_observer_gives_what_the_graph_sample_by_sample_gives(arm_data, memory):
+    """The pushes on the standing arm through the momentum observer in a node's batches (one graph
+    call per batch, the friction state advanced per sample in numpy) against the observer fed sample
+    by sample by dynamics built apart (the graph's own state out, float32): the same residual to the
+    graph's float32 round-off, the same collision onsets."""
+    _, _, models, pushes, rec = arm_data
+    model = models[memory]
+    t, q, qd, tau = rec.t, rec.q, rec.qd, rec.effort
+    one = ob.make_observer(_GraphStepDynamics(model), "momentum", 100.0)
+    r_one = np.array([one.update(float(t[k]), q[k], qd[k], tau[k]) for k in range(len(t))])
+    batched = ob.make_observer(model, "momentum", 100.0)
+    r_batch = np.empty_like(r_one)
+    rng = np.random.default_rng(7)
+    a = 0
+    while a < len(t):
+        b = min(len(t), a + int(rng.choice([1, 2, 5, 20, 100])))
+        r_batch[a:b] = batched.update_batch(t[a:b], q[a:b], qd[a:b], tau[a:b])
+        a = b
+    np.testing.assert_allclose(r_batch, r_one, rtol=0, atol=2e-3)
+    static = 0.04 * np.array([87, 87, 87, 87, 12, 12, 12], dtype=float)  # half a push
+    th = ob.Thresholds(JOINTS, static, np.zeros(7), hold_s=0.1)
+    found = []
+    for r in (r_one, r_batch):
+        det = ob.CollisionDetector(th)
+        found.append([(k, o.joint) for k, onsets in det.update_batch(t, r, qd) for o in onsets])
+    assert found[0] == found[1]
+    assert {j for _, j in found[0]} >= {p.joint for p in pushes}

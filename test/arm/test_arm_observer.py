@@ -5,6 +5,7 @@ motor torque, and are compared with the torque the simulator applied."""
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import replace
 from pathlib import Path
 
@@ -231,7 +232,9 @@ def test_calibrate_sets_rest_thresholds_from_standing_stretches(tmp_path):
     # the calibration's changes are the detector's, sample by sample
     changes = ob._rest_changes(t[:25000], r[:25000], qd[:25000], 2, th.still_velocity, th.settle_s)
     det = ob.CollisionDetector(replace(th, rest=np.ones(2), static=np.full(2, 1e300)))
-    seen = np.array([det._rest_change(t[k], r[k], qd[k]) for k in range(25000)])
+    standing = np.all(np.abs(qd) < th.still_velocity, axis=1)
+    seen = [det._rest_change(t[k], r[k], standing[k]) for k in range(25000)]
+    seen = np.array([np.zeros(2) if c is None else c for c in seen])  # None: no change
     settled = ~np.isnan(changes)
     np.testing.assert_allclose(seen[settled], changes[settled], atol=1e-12)
     assert np.all(seen[~settled] == 0.0) and settled.sum() > 10000
@@ -268,3 +271,56 @@ def test_observer_imports_no_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _uneven_batches(n: int, seed: int):
+    """Batch bounds as a node's wake-ups take them: mostly one or a few samples, sometimes dozens."""
+    rng = np.random.default_rng(seed)
+    bounds = [0]
+    while bounds[-1] < n:
+        bounds.append(min(n, bounds[-1] + int(rng.choice([1, 1, 2, 3, 7, 16, 64]))))
+    return list(itertools.pairwise(bounds))
+
+
+def _restarted(x, at: int = 1500, back_to: int = 1200):
+    """The stream with a piece repeated: its time goes back at ``at`` (a restarted publisher)."""
+    return np.concatenate((x[:at], x[back_to:]))
+
+
+@pytest.mark.parametrize("method", ["momentum", "direct"])
+def test_batched_observer_and_detector_give_what_the_samples_one_by_one_give(method):
+    """update_batch over a node's uneven batches — irregular stamps, and a time that goes back inside a
+    batch (a restart) — against update sample by sample (Pinocchio per state through RigidDynamics'
+    own per-sample calls): the same r and model effort to round-off, and the detector's update_batch
+    the same onsets as its update sample by sample (the bands and the rest test included)."""
+    data = run(0.3)
+    t, q, qd, tau = (_restarted(x) for x in (data.t, data.q, data.qd, data.tau))
+    th = ob.Thresholds(
+        JOINTS, np.array([1.5, 1.5, 1.5, 1.5, 0.4, 0.4, 0.4]), np.full(7, 0.3), hold_s=0.02,
+        rest=np.full(7, 0.3), still_velocity=1.0, settle_s=0.05,
+    )  # fmt: skip
+    one = ob.make_observer(panda(), method, K)
+    det_one = ob.CollisionDetector(th)
+    r_one, effort_one, onsets_one = np.empty_like(q), np.empty_like(q), []
+    for k in range(len(t)):
+        r_one[k] = one.update(float(t[k]), q[k], qd[k], tau[k])
+        effort_one[k] = one.model_effort
+        onsets_one += [(k, o.joint, o.residual) for o in det_one.update(float(t[k]), r_one[k], qd[k])]
+    batched = ob.make_observer(panda(), method, K)
+    det = ob.CollisionDetector(th)
+    r_batch, effort_batch, onsets = np.empty_like(q), np.empty_like(q), []
+    for a, b in _uneven_batches(len(t), seed=4):
+        r_batch[a:b] = batched.update_batch(t[a:b], q[a:b], qd[a:b], tau[a:b])
+        effort_batch[a:b] = batched.model_efforts
+        onsets += [
+            (a + k, o.joint, o.residual) for k, found in det.update_batch(t[a:b], r_batch[a:b], qd[a:b])
+            for o in found
+        ]  # fmt: skip
+    scale = np.abs(r_one).max()
+    np.testing.assert_allclose(r_batch, r_one, rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(effort_batch, effort_one, rtol=1e-9, atol=1e-9)
+    assert len(onsets_one) >= 4  # the pulses (and the restart) are detected
+    assert [o[:2] for o in onsets] == [o[:2] for o in onsets_one]
+    np.testing.assert_allclose([o[2] for o in onsets], [o[2] for o in onsets_one], atol=1e-9 * scale)
+    np.testing.assert_array_equal(det.active, det_one.active)
+    np.testing.assert_allclose(det.peak, det_one.peak, atol=1e-9 * scale)

@@ -121,6 +121,7 @@ def test_pulses_are_detected_and_estimated_within_10_percent_over_dds(make, mode
             "wrench_frame": "panda_hand_tcp",
             "input_queue_depth": 5000,
             "diagnostics_period_s": 0.2,
+            "output_rate_hz": 0.0,  # every joint state's outputs
         }
     )
     assert start(node), node.last_error
@@ -213,7 +214,9 @@ def test_configure_errors_are_one_line_and_the_node_stays_unconfigured(make, tmp
 
 
 def test_urdf_nominal_observer_runs_without_a_model(make, pulse_run):
-    node, h = make({"urdf": str(URDF), "joints": list(JOINTS), "method": "direct"}, name="nominal")
+    node, h = make(
+        {"urdf": str(URDF), "joints": list(JOINTS), "method": "direct", "output_rate_hz": 0.0}, name="nominal"
+    )
     assert start(node), node.last_error
     # reliable like 10, deep enough that a probe slower than the node drops nothing of the 150 counted
     ext = h.collect(JointState, "/obs/nominal/external_effort", QoSProfile(depth=5000))
@@ -246,7 +249,14 @@ def test_a_gap_in_the_joint_states_restarts_the_integration(make):
     assert np.max(reference[400:]) > 0.5  # what integrating across the gap reads
 
     node, h = make(
-        {"urdf": str(URDF), "joints": list(JOINTS), "gains": [K], "input_timeout_s": 0.2}, name="gap"
+        {
+            "urdf": str(URDF),
+            "joints": list(JOINTS),
+            "gains": [K],
+            "input_timeout_s": 0.2,
+            "output_rate_hz": 0.0,
+        },
+        name="gap",
     )
     assert start(node), node.last_error
     ext = h.collect(JointState, "/obs/gap/external_effort", QoSProfile(depth=5000))
@@ -265,13 +275,72 @@ def test_a_gap_in_the_joint_states_restarts_the_integration(make):
     assert len(after) == 250 and np.abs(after).max() < 0.05, np.abs(after).max()
 
 
+def test_the_intake_thread_takes_queued_states_in_batches_and_outputs_at_output_rate_hz(make, pulse_run):
+    """The process's default (the intake): joint_states on a thread of their own, every state queued
+    at a wake-up in one batch (at most one per input_batch_period_s). Every state is observed — the
+    ~/external_effort at 100 Hz (the first stamp at or after each 10 ms) equal the library observer fed
+    every state — and deactivate stops the thread."""
+    from ros_lnn.arm import observer as ob
+
+    node, h = make(
+        {
+            "urdf": str(URDF),
+            "joints": list(JOINTS),
+            "gains": [K],
+            "input_queue_depth": 1000,
+            "input_batch_period_s": 0.01,
+            "output_rate_hz": 100.0,
+        },
+        name="intake",
+    )
+    node.input_intake = True  # what run_node_process sets for ROS_LNN_EXECUTOR intake (the default)
+    assert start(node), node.last_error
+    (intake,) = node._intakes
+    assert intake.alive
+    ext = h.collect(JointState, "/obs/intake/external_effort", QoSProfile(depth=1000))
+    pub = h.publisher(JointState, "/obs/joint_states", 10)
+    h.wait(lambda: h.probe.count_publishers("/obs/intake/external_effort") >= 1)
+    time.sleep(0.3)
+    n = 300
+    msgs = joint_states(pulse_run)[:n]
+    for k, m in enumerate(msgs):
+        pub.publish(m)
+        time.sleep(0.0005)
+        if k % 50 == 49:
+            h.wait(lambda k=k: node.counts["received"] >= k - 50, 60, "the node to keep up")
+    h.wait(lambda: node.counts["processed"] == n, 60, "every state processed")
+    assert intake.taken == n and intake.batches < n / 2  # several states per wake-up
+    reference = ob.make_observer(arm(), "momentum", K, 9)
+    expected = {}
+    for k in range(n):
+        r = reference.update(pulse_run.t[k], pulse_run.q[k], pulse_run.qd[k], pulse_run.tau[k])
+        if k % 10 == 0:  # 1 kHz stamps from the first: every tenth is due at 100 Hz
+            expected[stamp_ns(msgs[k].header.stamp)] = r.copy()
+    h.wait(lambda: len(ext) >= len(expected), 10, "external_effort")
+    time.sleep(0.2)
+    with h.lock:
+        got = {stamp_ns(m.header.stamp): np.array(m.effort) for m in ext}
+    assert set(got) == set(expected)
+    for stamp, r in got.items():
+        np.testing.assert_allclose(r, expected[stamp], rtol=1e-9, atol=1e-9)
+    h.call(lambda: node.trigger_deactivate())
+    assert not intake.alive and node._intakes == ()
+
+
 def test_joint_states_split_over_two_publishers_equal_the_observer_fed_whole_states(make, pulse_run):
     """Joints 1-4 (and the gripper) from one publisher, 5-7 from another, stamped 50 µs apart: every
     ~/external_effort equals the momentum observer of ros_lnn.arm.observer fed the whole states."""
     from ros_lnn.arm import observer as ob
 
     node, h = make(
-        {"urdf": str(URDF), "joints": list(JOINTS), "gains": [K], "input_queue_depth": 1000}, name="split"
+        {
+            "urdf": str(URDF),
+            "joints": list(JOINTS),
+            "gains": [K],
+            "input_queue_depth": 1000,
+            "output_rate_hz": 0.0,
+        },
+        name="split",
     )
     assert start(node), node.last_error
     ext = h.collect(JointState, "/obs/split/external_effort", QoSProfile(depth=1000))
