@@ -74,8 +74,8 @@ def run_live_demo(
     from ..nodes.messages import ENERGY_TYPE, PREDICTION_TYPE, energy_dict, prediction_arrays
     from ..nodes.process import EXECUTOR_ENV, make_executor
     from ..nodes.qos import SENSOR_QOS
-    from ..nodes.servo_lnn import ServoLnnNode, start
-    from ..nodes.sim import SimNode
+    from ..nodes.servo_lnn.node import ServoLnnNode, start
+    from ..nodes.sim.node import SimNode
     from ..nodes.stamps import stamp_ns
 
     out = out or sys.stdout

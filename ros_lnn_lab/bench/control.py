@@ -289,7 +289,7 @@ def _bench_node_rate_process(
     import rclpy
     from rclpy.parameter import Parameter
 
-    from ros_lnn.nodes.dac_controller import DacControllerNode, start
+    from ros_lnn.nodes.dac_controller.node import DacControllerNode, start
     from ros_lnn.nodes.params import param as C_param
     from ros_lnn.nodes.process import make_executor
 
@@ -362,7 +362,7 @@ def _bench_node_rate_thread(duration: float, rate_hz: float) -> dict:
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from ros_lnn.nodes.dac_controller import DacControllerNode, start
+    from ros_lnn.nodes.dac_controller.node import DacControllerNode, start
     from ros_lnn.nodes.qos import SENSOR_QOS
 
     ctx = rclpy.Context()

@@ -131,7 +131,7 @@ def callback_cost(model: str, n: int = 3000) -> dict:
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import JointState
 
-    from ros_lnn.nodes.servo_lnn import ServoLnnNode, start
+    from ros_lnn.nodes.servo_lnn.node import ServoLnnNode, start
     from ros_lnn.nodes.stamps import ns_to_stamp
 
     context = rclpy.Context()

@@ -24,7 +24,7 @@ def demo_values(reaction: str) -> tuple[dict, np.ndarray]:
     ``limit_reaction`` and ``fault_reaction`` set to ``reaction``; the simulator's initial positions."""
     import yaml
 
-    from ros_lnn.nodes.dac_controller_params import PARAMETERS
+    from ros_lnn.nodes.dac_controller.parameters import PARAMETERS
     from ros_lnn.shipped import shipped_path
 
     doc = yaml.safe_load(shipped_path("config", "dac_demo.yaml").read_text())
@@ -39,8 +39,8 @@ def run_stop(reaction: str, duration: float = 10.0, change_at: float = 2.0, gain
     """The demo loop with the gains set to ``gain`` at ``change_at``; the stop's figures (module text)."""
     from ros_lnn.control.closed_loop import sampled_loop
     from ros_lnn.control.protective_stop import SETTLED_SPEED
-    from ros_lnn.nodes.dac_controller_build import built_in_circle, make_pipeline
-    from ros_lnn.nodes.dac_controller_params import gains_from_values
+    from ros_lnn.nodes.dac_controller.build import built_in_circle, make_pipeline
+    from ros_lnn.nodes.dac_controller.parameters import gains_from_values
     from ros_lnn.physics.multibody.build import load_model
     from ros_lnn.shipped import shipped_path
 

@@ -50,7 +50,7 @@ def _arm_trajectory(names=ARM_JOINTS, points=((0.5, ARM_POSE, None), (1.0, ARM_P
 
 
 def _defaults(names) -> dict:
-    from ros_lnn.nodes.dac_controller_params import PARAMETERS
+    from ros_lnn.nodes.dac_controller.parameters import PARAMETERS
 
     return {name: PARAMETERS.params[name].default for name in names}
 

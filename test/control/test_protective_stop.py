@@ -102,8 +102,8 @@ def test_a_violation_on_the_closed_loop_coasts_with_zero_efforts_and_comes_to_re
     """The arm at Q0 with joint5 at 9 rad/s (beyond 1.2 × 6): the stop latches at once. Zero efforts:
     the arm coasts and falls past its limits. The stop: every joint at rest inside the limits, held."""
     from ros_lnn.control.closed_loop import sampled_loop
-    from ros_lnn.nodes.dac_controller_build import make_pipeline
-    from ros_lnn.nodes.dac_controller_params import PARAMETERS
+    from ros_lnn.nodes.dac_controller.build import make_pipeline
+    from ros_lnn.nodes.dac_controller.parameters import PARAMETERS
     from ros_lnn.physics.multibody.build import load_model
 
     values = PARAMETERS.coerce({p.name: p.default for p in PARAMETERS} | {"limit_reaction": reaction})

@@ -157,7 +157,7 @@ def test_a_load_that_takes_too_long_is_refused_and_errors_pass_through(tmp_path)
 def test_dac_controller_refuses_a_learned_port_over_its_limit_at_configure(ctx, tmp_path):
     from rclpy.parameter import Parameter
 
-    from ros_lnn.nodes.dac_controller import DacControllerNode, start
+    from ros_lnn.nodes.dac_controller.node import DacControllerNode, start
 
     path = _write(tmp_path, _chain(500, weights=300_000))
     for name, value, words in (

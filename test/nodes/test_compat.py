@@ -19,7 +19,7 @@ if HAVE_RCLPY:
 
     from _ros_harness import Harness
     from ros_lnn.nodes import compat
-    from ros_lnn.nodes.servo_lnn import ServoLnnNode
+    from ros_lnn.nodes.servo_lnn.node import ServoLnnNode
 
 
 @pytest.fixture

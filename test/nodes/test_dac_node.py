@@ -28,7 +28,7 @@ if HAVE_RCLPY:
     from visualization_msgs.msg import MarkerArray
 
     from _ros_harness import Harness
-    from ros_lnn.nodes.dac_controller import DacControllerNode, start
+    from ros_lnn.nodes.dac_controller.node import DacControllerNode, start
     from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
     from ros_lnn.nodes.serialized import SerializedTemplate
     from ros_lnn.nodes.stamps import ns_to_stamp
@@ -288,7 +288,7 @@ def test_lifecycle_transitions(make, ctx):
 def test_closed_loop_over_topics_with_the_chain_simulator(ctx):
     """dac_chain_sim (joint efforts in, joint_states out) + dac_controller: the tool reaches the target."""
     from ros_lnn.control.dac import end_effector_state
-    from ros_lnn.nodes.dac_chain_sim import DacChainSim
+    from ros_lnn.nodes.dac_chain_sim.node import DacChainSim
 
     ns = f"/loop{next(_ns)}"
     urdf = URDF.read_text()
@@ -343,7 +343,7 @@ def test_the_simulator_keeps_real_time_and_holds_until_the_first_command(ctx):
     """dac_chain_sim driven tick by tick: a late tick takes the steps it missed (stamps k·dt apart, one
     state each), a tick further behind than MAX_CATCH_UP re-anchors; hold_until_command keeps the arm
     where it starts until an effort command arrives, then gravity moves it."""
-    from ros_lnn.nodes.dac_chain_sim import MAX_CATCH_UP, DacChainSim
+    from ros_lnn.nodes.dac_chain_sim.node import MAX_CATCH_UP, DacChainSim
     from ros_lnn.nodes.stamps import stamp_ns
 
     ns = f"/rt{next(_ns)}"
@@ -390,7 +390,7 @@ def test_the_lockstep_simulator_steps_once_per_command_on_its_own_clock(ctx):
     """dac_chain_sim with lockstep: each effort command takes exactly one step, stamped and published on
     /clock at k·dt from 0 whatever the wall time in between; without commands it steps only after
     lockstep_timeout_s (holding the arm while braked)."""
-    from ros_lnn.nodes.dac_chain_sim import DacChainSim
+    from ros_lnn.nodes.dac_chain_sim.node import DacChainSim
     from ros_lnn.nodes.stamps import stamp_ns
 
     ns = f"/ls{next(_ns)}"
@@ -475,7 +475,7 @@ def test_commands_are_published_from_serialized_templates():
     """The per-sample path publishes bytes: they must be the ordinary message for any values."""
     from rclpy.serialization import deserialize_message
 
-    from ros_lnn.nodes.dac_controller import array_msg, port_layout
+    from ros_lnn.nodes.dac_controller.node import array_msg, port_layout
 
     layout = port_layout(["a", "b"])
     template = SerializedTemplate(lambda _, v: array_msg(v, layout), (12,), stamp_format=None)

@@ -31,7 +31,7 @@ if HAVE_RCLPY:
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     from _ros_harness import Harness
-    from ros_lnn.nodes.dac_controller import DacControllerNode, start
+    from ros_lnn.nodes.dac_controller.node import DacControllerNode, start
     from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
     from ros_lnn.nodes.stamps import ns_to_stamp, stamp_ns
 

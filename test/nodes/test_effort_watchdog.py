@@ -19,7 +19,7 @@ if HAVE_RCLPY:
     from std_msgs.msg import Float64MultiArray
 
     from _ros_harness import Harness
-    from ros_lnn.nodes.effort_watchdog import EffortWatchdogNode
+    from ros_lnn.nodes.effort_watchdog.node import EffortWatchdogNode
 
 JOINTS = ["joint1", "joint2", "joint3"]
 TIMEOUT = 0.3

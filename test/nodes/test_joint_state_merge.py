@@ -212,7 +212,7 @@ def test_the_controllers_joint_order_merges_parts_and_refuses_what_it_must():
     part is refused with the missing joints named."""
     import numpy as np
 
-    from ros_lnn.nodes.dac_controller_inputs import JointOrder
+    from ros_lnn.nodes.dac_controller.inputs import JointOrder
 
     joints = ["a", "b", "c"]
     order = JointOrder(joints, 0.002)

@@ -66,7 +66,7 @@ def test_a_path_that_worked_still_works(tmp_path, monkeypatch):
     """What the nodes took before the rule: servo_lnn a file or a shipped model's name, dac_controller and
     dac_chain_sim a file (``~`` expanded for arm models and residual_model)."""
     monkeypatch.chdir(tmp_path)
-    from ros_lnn.nodes.servo_lnn_params import resolve_model_path as servo_model
+    from ros_lnn.nodes.servo_lnn.parameters import resolve_model_path as servo_model
 
     assert servo_model("") == SOURCE_TREE / "models" / "crane_servo_lnn.onnx"
     assert servo_model("crane_servo_lnn.onnx") == SOURCE_TREE / "models" / "crane_servo_lnn.onnx"
@@ -77,7 +77,7 @@ def test_a_path_that_worked_still_works(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(
     "module",
-    ["servo_lnn_params", "dac_controller_build", "dac_chain_sim", "effort_observer"],
+    ["servo_lnn/parameters", "dac_controller/build", "dac_chain_sim/node", "effort_observer/node"],
 )
 def test_every_node_that_takes_a_model_path_goes_through_the_rule(module):
     """No node reads a path out of ``model_path`` itself (``Path(values["model_path"])``, ``expanduser``):

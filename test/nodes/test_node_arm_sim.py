@@ -18,7 +18,7 @@ if HAVE_RCLPY:
     from std_msgs.msg import Float64MultiArray
 
     from _ros_harness import Harness
-    from ros_lnn.nodes.arm_sim import ArmSim, simulated_arm
+    from ros_lnn.nodes.arm_sim.node import ArmSim, simulated_arm
 
 Q0 = [0.1, -0.3, 0.2, -1.8, 0.1, 1.6, 0.4]
 PARAMS = {
@@ -51,7 +51,7 @@ def test_lockstep_states_equal_the_library_arm_under_the_same_commands(ctx):
             first = len(states)
             held = np.array(states[-1].position)
         np.testing.assert_allclose(held, Q0)  # brakes on until the first command
-        from ros_lnn.nodes.arm_sim_params import PARAMETERS
+        from ros_lnn.nodes.arm_sim.parameters import PARAMETERS
 
         library = simulated_arm({p.name: p.default for p in PARAMETERS} | PARAMS)
         rng = np.random.default_rng(0)
@@ -75,7 +75,7 @@ def test_lockstep_states_equal_the_library_arm_under_the_same_commands(ctx):
 
 def test_the_true_arm_differs_from_the_urdf_and_bad_parameters_are_one_line(ctx):
     from ros_lnn.arm import simulation as sim
-    from ros_lnn.nodes.arm_sim_params import PARAMETERS
+    from ros_lnn.nodes.arm_sim.parameters import PARAMETERS
 
     values = {p.name: p.default for p in PARAMETERS}
     arm, truth, friction, _ = sim.panda_generator()

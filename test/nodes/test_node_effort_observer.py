@@ -25,7 +25,7 @@ if HAVE_RCLPY:
     from visualization_msgs.msg import Marker
 
     from _ros_harness import Harness
-    from ros_lnn.nodes.effort_observer import EffortObserverNode, start
+    from ros_lnn.nodes.effort_observer.node import EffortObserverNode, start
     from ros_lnn.nodes.stamps import ns_to_stamp, stamp_ns
 
 URDF = Path(__file__).resolve().parents[2] / "config" / "robots" / "panda" / "panda.urdf"

@@ -30,7 +30,7 @@ if HAVE_RCLPY:
     from _ros_harness import Harness
     from ros_lnn.nodes.messages import ENERGY_TYPE, PREDICTION_TYPE, energy_dict, prediction_arrays
     from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
-    from ros_lnn.nodes.servo_lnn import ServoLnnNode, start
+    from ros_lnn.nodes.servo_lnn.node import ServoLnnNode, start
     from ros_lnn.nodes.stamps import ns_to_stamp, seconds_to_duration, stamp_ns
 
 _names = itertools.count()
@@ -91,10 +91,10 @@ def test_a_default_subscriber_receives_every_output_of_the_nodes(ctx, harness):
     from rosgraph_msgs.msg import Clock
     from std_msgs.msg import Float64MultiArray
 
-    from ros_lnn.nodes.dac_chain_sim import DacChainSim
-    from ros_lnn.nodes.dac_controller import DacControllerNode
-    from ros_lnn.nodes.dac_controller import start as start_dac
-    from ros_lnn.nodes.sim import SimNode
+    from ros_lnn.nodes.dac_chain_sim.node import DacChainSim
+    from ros_lnn.nodes.dac_controller.node import DacControllerNode
+    from ros_lnn.nodes.dac_controller.node import start as start_dac
+    from ros_lnn.nodes.sim.node import SimNode
 
     ns = f"/rel{next(_names)}"
     sim = SimNode(namespace=ns, context=ctx, parameter_overrides=[Parameter("rate_hz", value=200.0)])

@@ -20,7 +20,7 @@ if HAVE_RCLPY:
 
     from _ros_harness import Harness
     from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
-    from ros_lnn.nodes.servo_lnn import ServoLnnNode, start
+    from ros_lnn.nodes.servo_lnn.node import ServoLnnNode, start
     from ros_lnn.nodes.stamps import ns_to_stamp, stamp_ns
 
 

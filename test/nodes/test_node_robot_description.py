@@ -22,7 +22,8 @@ if HAVE_RCLPY:
     from std_msgs.msg import String
 
     from _ros_harness import Harness
-    from ros_lnn.nodes import dac_controller, effort_observer
+    from ros_lnn.nodes.dac_controller import node as dac_controller
+    from ros_lnn.nodes.effort_observer import node as effort_observer
     from ros_lnn.nodes.robot_description import description_qos
 
 _ns = itertools.count()

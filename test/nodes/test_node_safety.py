@@ -28,11 +28,11 @@ if HAVE_RCLPY:
     from std_msgs.msg import Float64MultiArray
 
     from _ros_harness import Harness
-    from ros_lnn.nodes.dac_controller import DacControllerNode
-    from ros_lnn.nodes.dac_controller import start as start_dac
+    from ros_lnn.nodes.dac_controller.node import DacControllerNode
+    from ros_lnn.nodes.dac_controller.node import start as start_dac
     from ros_lnn.nodes.qos import SENSOR_QOS
-    from ros_lnn.nodes.servo_lnn import ServoLnnNode
-    from ros_lnn.nodes.servo_lnn import start as start_servo
+    from ros_lnn.nodes.servo_lnn.node import ServoLnnNode
+    from ros_lnn.nodes.servo_lnn.node import start as start_servo
 
 ROOT = Path(__file__).resolve().parents[2]
 URDF = ROOT / "config" / "dac_chain.urdf"
@@ -267,7 +267,7 @@ def _configure_with_log(ctx, path) -> tuple:
 def test_latency_log_is_written_under_exactly_its_name(ctx, tmp_path):
     import numpy as np
 
-    from ros_lnn.nodes.servo_lnn import write_latency_log
+    from ros_lnn.nodes.servo_lnn.node import write_latency_log
 
     path = tmp_path / "lat.log"
     node, ok = _configure_with_log(ctx, str(path))

@@ -31,7 +31,7 @@ if HAVE_RCLPY:
     from ros_lnn.nodes.messages import ENERGY_TYPE, PREDICTION_TYPE, energy_dict, prediction_arrays
     from ros_lnn.nodes.params import param
     from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
-    from ros_lnn.nodes.servo_lnn import ServoLnnNode, start
+    from ros_lnn.nodes.servo_lnn.node import ServoLnnNode, start
     from ros_lnn.nodes.stamps import duration_ns, ns_to_stamp, seconds_to_duration, stamp_ns
 
 
@@ -256,7 +256,7 @@ def test_joint_states_split_over_two_publishers_equal_the_estimator_fed_whole_st
 
     from ros_lnn.estimation.servo_estimator import ServoEstimator
     from ros_lnn.inference.runtime import ServoLnnRuntime
-    from ros_lnn.nodes.servo_lnn_report import servo_diagnostics
+    from ros_lnn.nodes.servo_lnn.report import servo_diagnostics
 
     config = {"qdd_filter_window": 7, "command_timeout_s": 0.5, "free_joint_forces": [0.2]}
     node, h, ns = make({**config, "joint_state_merge_window_s": 0.001})
@@ -712,9 +712,9 @@ def test_process_whose_autostart_fails_stays_unconfigured_and_can_be_configured_
 
 
 def test_every_parameter_is_declared_with_a_description(ctx):
-    from ros_lnn.nodes.servo_lnn import PARAMETERS as EST
-    from ros_lnn.nodes.sim import PARAMETERS as SIM
-    from ros_lnn.nodes.sim import SimNode
+    from ros_lnn.nodes.servo_lnn.node import PARAMETERS as EST
+    from ros_lnn.nodes.sim.node import PARAMETERS as SIM
+    from ros_lnn.nodes.sim.node import SimNode
 
     est = ServoLnnNode(namespace="/describe", context=ctx)
     sim = SimNode(namespace="/describe", context=ctx)

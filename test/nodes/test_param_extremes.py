@@ -132,20 +132,18 @@ def _command(k: int):
 
 def _specs() -> dict:
     from ros_lnn.inference.runtime import default_model_path
-    from ros_lnn.nodes import (
-        dac_chain_sim,
-        dac_chain_sim_params,
-        dac_controller,
-        dac_controller_params,
-        effort_observer,
-        effort_observer_params,
-        effort_watchdog,
-        effort_watchdog_params,
-        servo_lnn,
-        servo_lnn_params,
-        sim,
-        sim_params,
-    )
+    from ros_lnn.nodes.dac_chain_sim import node as dac_chain_sim
+    from ros_lnn.nodes.dac_chain_sim import parameters as dac_chain_sim_params
+    from ros_lnn.nodes.dac_controller import node as dac_controller
+    from ros_lnn.nodes.dac_controller import parameters as dac_controller_params
+    from ros_lnn.nodes.effort_observer import node as effort_observer
+    from ros_lnn.nodes.effort_observer import parameters as effort_observer_params
+    from ros_lnn.nodes.effort_watchdog import node as effort_watchdog
+    from ros_lnn.nodes.effort_watchdog import parameters as effort_watchdog_params
+    from ros_lnn.nodes.servo_lnn import node as servo_lnn
+    from ros_lnn.nodes.servo_lnn import parameters as servo_lnn_params
+    from ros_lnn.nodes.sim import node as sim
+    from ros_lnn.nodes.sim import parameters as sim_params
 
     urdf = URDF.read_text()
     return {

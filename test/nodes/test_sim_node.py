@@ -28,7 +28,7 @@ if HAVE_RCLPY:
     from _ros_harness import Harness
     from ros_lnn.nodes.messages import ENERGY_TYPE, PREDICTION_TYPE, energy_dict, prediction_arrays
     from ros_lnn.nodes.qos import COMMAND_QOS, SENSOR_QOS
-    from ros_lnn.nodes.sim import SimNode
+    from ros_lnn.nodes.sim.node import SimNode
     from ros_lnn.nodes.stamps import ns_to_stamp, seconds_to_duration, stamp_ns
 
 

@@ -85,7 +85,7 @@ def evaluate_launch_file(path: Path, prefix: Path, overrides: dict, monkeypatch)
 
 def node_parameters(executable: str) -> dict:
     """name -> default of every parameter the ros_lnn node declares."""
-    module = importlib.import_module(f"ros_lnn.nodes.{executable}")
+    module = importlib.import_module(f"ros_lnn.nodes.{executable}.parameters")
     return {p.name: p.default for p in module.PARAMETERS}
 
 
@@ -280,9 +280,9 @@ def test_every_config_file_and_the_default_model_are_installed(setup_kwargs):
 
 def _node_table(kind):
     if kind == "servo_lnn":
-        from ros_lnn.nodes.servo_lnn import PARAMETERS
+        from ros_lnn.nodes.servo_lnn.node import PARAMETERS
     else:
-        from ros_lnn.nodes.sim import PARAMETERS
+        from ros_lnn.nodes.sim.node import PARAMETERS
     return PARAMETERS
 
 
@@ -342,8 +342,8 @@ def test_rviz_config_shows_robot_and_estimator_markers():
 def test_rcl_loads_the_parameter_files_into_the_nodes():
     import rclpy
 
-    from ros_lnn.nodes.servo_lnn import ServoLnnNode
-    from ros_lnn.nodes.sim import SimNode
+    from ros_lnn.nodes.servo_lnn.node import ServoLnnNode
+    from ros_lnn.nodes.sim.node import SimNode
 
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
@@ -469,7 +469,7 @@ def test_arm_launch_runs_robot_state_publisher_on_xacro_output(install_prefix, m
 
 @pytest.mark.skipif(not HAVE_RCLPY, reason="the node modules import rclpy")
 def test_the_arm_rviz_config_and_the_controller_parameters():
-    from ros_lnn.nodes.dac_controller_params import PARAMETERS
+    from ros_lnn.nodes.dac_controller.parameters import PARAMETERS
 
     rviz = yaml.safe_load((ROOT / "config" / "arm.rviz").read_text())
     displays = {d["Class"]: d for d in rviz["Visualization Manager"]["Displays"]}

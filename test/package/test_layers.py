@@ -351,14 +351,14 @@ NODES = sorted(re.findall(r"=\s*ros_lnn\.nodes\.(\w+):main", (ROOT / "setup.py")
 
 
 def node_of(module: str) -> str | None:
-    """The node a module of ``ros_lnn.nodes`` belongs to: ``ros_lnn.nodes.<node>`` and
-    ``ros_lnn.nodes.<node>_*`` (its parameters, build, messages, ...) are that node's; every other module
-    of ``ros_lnn.nodes`` (params, lifecycle, process, diagnostics, qos, ...) is shared node code."""
+    """The node a module of ``ros_lnn.nodes`` belongs to: the package ``ros_lnn.nodes.<node>`` and its
+    modules (``node``, ``parameters``, ``build``, ``messages``, ...) are that node's; every other module of
+    ``ros_lnn.nodes`` (params, lifecycle, process, diagnostics, qos, ...) is shared node code."""
     name = module.removeprefix("ros_lnn.nodes.")
     if name == module:
         return None
-    owners = [n for n in NODES if name == n or name.startswith(n + "_")]
-    return max(owners, key=len) if owners else None
+    head = name.split(".")[0]
+    return head if head in NODES else None
 
 
 def node_imports_across(graph: dict) -> list:
@@ -386,10 +386,11 @@ def test_the_nodes_are_the_executables():
         "servo_lnn",
         "sim",
     ]
-    assert node_of("ros_lnn.nodes.dac_controller_build") == "dac_controller"
-    assert node_of("ros_lnn.nodes.sim_params") == "sim"
-    assert node_of("ros_lnn.nodes.dac_chain_sim_params") == "dac_chain_sim"
+    assert node_of("ros_lnn.nodes.dac_controller.build") == "dac_controller"
+    assert node_of("ros_lnn.nodes.sim.parameters") == "sim"
+    assert node_of("ros_lnn.nodes.dac_chain_sim.parameters") == "dac_chain_sim"
     assert node_of("ros_lnn.nodes.params") is None  # shared node code
+    assert node_of("ros_lnn.nodes.simulator_params") is None  # shared by the two arm simulators
     assert node_of("ros_lnn.shipped") is None
 
 
@@ -402,13 +403,13 @@ def test_no_node_imports_another():
 def test_a_node_importing_another_would_be_found():
     graph = {
         "ros_lnn.nodes.dac_chain_sim": {"ros_lnn.nodes.dac_controller", "ros_lnn.nodes.params"},
-        "ros_lnn.nodes.arm_sim": {"ros_lnn.nodes.dac_chain_sim_params", "ros_lnn.nodes.clocks"},
+        "ros_lnn.nodes.arm_sim.node": {"ros_lnn.nodes.dac_chain_sim.parameters", "ros_lnn.nodes.clocks"},
         "ros_lnn.nodes.qos": {"ros_lnn.nodes.sim"},
-        "ros_lnn.nodes.sim": {"ros_lnn.nodes.sim_params"},
+        "ros_lnn.nodes.sim.node": {"ros_lnn.nodes.sim.parameters"},
     }
     assert node_imports_across(graph) == [
         "ros_lnn.nodes.dac_chain_sim -> ros_lnn.nodes.dac_controller",
-        "ros_lnn.nodes.arm_sim -> ros_lnn.nodes.dac_chain_sim_params",
+        "ros_lnn.nodes.arm_sim.node -> ros_lnn.nodes.dac_chain_sim.parameters",
         "ros_lnn.nodes.qos -> ros_lnn.nodes.sim",
     ]
 
@@ -507,3 +508,19 @@ def test_the_product_never_imports_the_lab():
     ]
     assert wrong == []
     assert any(n.startswith("ros_lnn_lab") for n in GRAPH["ros_lnn.commands.bench"])
+
+
+def test_one_folder_per_node():
+    """Every node is a package ``ros_lnn/nodes/<node>/``: its rclpy node (``node.py``, with ``main``), its
+    parameter table (``parameters.py``), ``python -m`` (``__main__.py``); no node module lies loose."""
+    nodes_dir = PACKAGE / "nodes"
+    for node in NODES:
+        folder = nodes_dir / node
+        for name in ("__init__.py", "__main__.py", "node.py", "parameters.py"):
+            assert (folder / name).is_file(), f"{node}: {name} missing"
+    loose = [
+        p.stem
+        for p in nodes_dir.glob("*.py")
+        if any(p.stem == n or p.stem.startswith(n + "_") for n in NODES)
+    ]
+    assert loose == [], f"node modules outside their folder: {loose}"

@@ -78,7 +78,7 @@ def test_controllers_yaml_matches_the_ros2_control_joints():
 def test_dac_controller_configures_from_the_ros2_control_urdf_with_the_controllers_joint_order(ctx):
     from rclpy.parameter import Parameter
 
-    from ros_lnn.nodes.dac_controller import DacControllerNode, start
+    from ros_lnn.nodes.dac_controller.node import DacControllerNode, start
 
     joints = yaml.safe_load(CONTROLLERS.read_text())["effort_controller"]["ros__parameters"]["joints"]
     node = DacControllerNode(

@@ -10,7 +10,7 @@ from geometry_msgs.msg import Point
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from visualization_msgs.msg import Marker, MarkerArray
 
-from .serialized import SerializedTemplate
+from ..serialized import SerializedTemplate
 
 
 def port_layout(body_names) -> list:

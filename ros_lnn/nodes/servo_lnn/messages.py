@@ -10,10 +10,10 @@ from geometry_msgs.msg import Point
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
 
-from .messages import driving_force_msg, energy_values_msg, prediction_msg
-from .servo_lnn_params import AXES
-from .stamps import duration_ns, seconds_to_duration
-from .trajectory_command import trajectory_arrays
+from ..messages import driving_force_msg, energy_values_msg, prediction_msg
+from ..stamps import duration_ns, seconds_to_duration
+from ..trajectory_command import trajectory_arrays
+from .parameters import AXES
 
 
 def plan_arrays(msg: JointTrajectory, servo_joints, now_ns):

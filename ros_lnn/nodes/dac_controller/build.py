@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..control.pipeline import DacPipeline
-from ..errors import ConfigError
-from ..shipped import demo_arm_path
-from .dac_controller_params import gains_from_values
-from .model_params import model_file, resolve_model_path
+from ...control.pipeline import DacPipeline
+from ...errors import ConfigError
+from ...shipped import demo_arm_path
+from ..model_params import model_file, resolve_model_path
+from .parameters import gains_from_values
 
 #: ``() -> (URDF text, where it came from)``: the robot's description (parameter, else topic), or ("", "").
 DescriptionSource = Callable[[], tuple[str, str]]
@@ -29,8 +29,8 @@ DescriptionSource = Callable[[], tuple[str, str]]
 
 def controller_model(values: dict, description: DescriptionSource, logger, limits=None):
     """``(certain multibody model, compensation or None, what it is)`` from the parameter values."""
-    from ..physics.multibody.build import load_model
-    from ..physics.multibody.urdf import model_from_urdf
+    from ...physics.multibody.build import load_model
+    from ...physics.multibody.urdf import model_from_urdf
 
     gravity = [float(g) for g in values["gravity"]]
     path = values["model_path"]
@@ -58,9 +58,9 @@ def controller_model(values: dict, description: DescriptionSource, logger, limit
 def arm_controller_model(values: dict, description: DescriptionSource, logger, limits=None):
     """An arm model's certain model and compensated term; the robot's description, when there is one,
     must agree with the model's URDF (one ConfigError line naming what differs)."""
-    from ..arm.compensation import ArmCompensation, certain_model
-    from ..arm.description import description_mismatch
-    from ..arm.model import ArmModel
+    from ...arm.compensation import ArmCompensation, certain_model
+    from ...arm.description import description_mismatch
+    from ...arm.model import ArmModel
 
     path = model_file(values)
     model = ArmModel(path, limits=limits)
@@ -97,7 +97,7 @@ def arm_controller_model(values: dict, description: DescriptionSource, logger, l
 def end_effector_link(model, values: dict) -> str | None:
     """``ee_link``; a joint law, which uses the end effector only for its marker, takes the last body's
     CoM where the model has no such link (the default tool0 on an arm model of a Panda)."""
-    from ..control.joint_laws import JOINT_LAWS
+    from ...control.joint_laws import JOINT_LAWS
 
     link = values["ee_link"] or None
     if link and values["law"] in JOINT_LAWS and link not in getattr(model, "frames", {}):
@@ -146,7 +146,7 @@ def make_pipeline(model, values: dict, compensation=None) -> DacPipeline:
 def protective_stop(pipeline: DacPipeline, values: dict):
     """The stop of ``limit_reaction`` / ``fault_reaction`` ``brake``: every joint braked at
     ``stop_rate`` to rest, kept inside the soft limits where the joint limits are enforced."""
-    from ..control.protective_stop import ProtectiveStop
+    from ...control.protective_stop import ProtectiveStop
 
     guard = pipeline.joint_limits
     if guard is None:
@@ -163,7 +163,7 @@ def protective_stop(pipeline: DacPipeline, values: dict):
 def joint_limit_guard(model, pipeline: DacPipeline, values: dict):
     """The position and velocity limits of ``pipeline``'s joints: the URDF's, or ``position_limits`` /
     ``velocity_limits``, with the soft-limit gains and violation tolerances of ``values``."""
-    from ..control.joint_limits import JointLimitGuard, joint_limits_from_model
+    from ...control.joint_limits import JointLimitGuard, joint_limits_from_model
 
     limits = joint_limits_from_model(
         model, pipeline.joint_names, values["position_limits"], values["velocity_limits"]
@@ -182,7 +182,7 @@ def joint_limit_guard(model, pipeline: DacPipeline, values: dict):
 def load_residual(value: str, pipeline: DacPipeline, logger, limits=None):
     """The learned port ``residual_model`` (ONNX Runtime); ModelError (configure fails, one line) when
     its joints differ."""
-    from ..inference.residual import ResidualRuntime
+    from ...inference.residual import ResidualRuntime
 
     path = resolve_model_path(value)
     runtime = ResidualRuntime(path, pipeline.joint_names, limits=limits)
@@ -213,7 +213,7 @@ def residual_limit(value, pipeline: DacPipeline, residual) -> np.ndarray:
 
 def fault_monitor(values: dict):
     """The fault monitor of ``saturation_timeout_s``, ``task_error_limit`` and ``fault_window_s``."""
-    from ..control.monitor import FaultMonitor
+    from ...control.monitor import FaultMonitor
 
     return FaultMonitor(
         float(values["saturation_timeout_s"]),
@@ -224,7 +224,7 @@ def fault_monitor(values: dict):
 
 def built_in_circle(values: dict, t0: float):
     """Law III's built-in circle (``circle_radius`` > 0) started at ``t0``: t -> the circle's target."""
-    from ..control.pipeline import circle_path
+    from ...control.pipeline import circle_path
 
     path = circle_path(
         values["circle_center"],

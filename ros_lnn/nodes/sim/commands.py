@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..estimation.trajectory import ServoPlan
-from .stamps import duration_ns
-from .trajectory_command import trajectory_arrays
+from ...estimation.trajectory import ServoPlan
+from ..stamps import duration_ns
+from ..trajectory_command import trajectory_arrays
 
 
 def servo_plan(msg, servo_names, to_sim_s) -> ServoPlan:

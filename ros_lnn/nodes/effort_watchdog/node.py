@@ -33,12 +33,12 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Float64MultiArray
 
-from ..errors import ConfigError
-from .clocks import steady_timer
-from .diagnostics import diagnostic_status, status_name, warn_throttled
-from .effort_watchdog_params import PARAMETERS
-from .process import node_main
-from .qos import COMMAND_QOS
+from ...errors import ConfigError
+from ..clocks import steady_timer
+from ..diagnostics import diagnostic_status, status_name, warn_throttled
+from ..process import node_main
+from ..qos import COMMAND_QOS
+from .parameters import PARAMETERS
 
 RELAY_IN_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.BEST_EFFORT

@@ -3,8 +3,8 @@ reference system they describe."""
 
 from __future__ import annotations
 
-from .input_params import MAX_COMMAND_POINTS_PARAMETER, diagnostics_period_parameter
-from .params import STARTUP, Param, ParameterTable
+from ..input_params import MAX_COMMAND_POINTS_PARAMETER, diagnostics_period_parameter
+from ..params import STARTUP, Param, ParameterTable
 
 
 def _chain_lists(values: dict) -> str:
@@ -188,10 +188,10 @@ PARAMETERS = ParameterTable(
 def build_system(values: dict):
     kind = values["system"]
     if kind == "crane":
-        from ..physics.crane import Crane
+        from ...physics.crane import Crane
 
         return Crane(values["crane_m1"], values["crane_m2"], values["crane_length"], values["gravity"])
-    from ..physics.chain import Link, PlanarChain
+    from ...physics.chain import Link, PlanarChain
 
     joints = values["chain_joints"]
     links = [

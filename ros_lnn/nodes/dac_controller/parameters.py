@@ -5,13 +5,13 @@ read at configure or activate and refused while the node is configured."""
 
 from __future__ import annotations
 
-from ..control.dac import LAWS, Gains
-from ..control.joint_laws import JOINT_LAWS
-from ..errors import ConfigError
-from .input_params import MERGE_WINDOW_PARAMETER, diagnostics_period_parameter, input_queue_parameter
-from .model_params import MODEL_LIMIT_PARAMETERS
-from .params import CONFIGURE, LIVE, MAX_PATH, STARTUP, Param, ParameterTable, vector3
-from .robot_description import description_parameters
+from ...control.dac import LAWS, Gains
+from ...control.joint_laws import JOINT_LAWS
+from ...errors import ConfigError
+from ..input_params import MERGE_WINDOW_PARAMETER, diagnostics_period_parameter, input_queue_parameter
+from ..model_params import MODEL_LIMIT_PARAMETERS
+from ..params import CONFIGURE, LIVE, MAX_PATH, STARTUP, Param, ParameterTable, vector3
+from ..robot_description import description_parameters
 
 
 def _obstacle_quadruples(values) -> str:

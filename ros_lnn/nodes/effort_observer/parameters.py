@@ -3,15 +3,15 @@ parameters."""
 
 from __future__ import annotations
 
-from .input_params import (
+from ..input_params import (
     INPUT_TIMEOUT_PARAMETER,
     MERGE_WINDOW_PARAMETER,
     diagnostics_period_parameter,
     input_queue_parameter,
 )
-from .model_params import MODEL_LIMIT_PARAMETERS, MODEL_THREADS_PARAMETER
-from .params import CONFIGURE, MAX_PATH, STARTUP, Param, ParameterTable
-from .robot_description import description_parameters
+from ..model_params import MODEL_LIMIT_PARAMETERS, MODEL_THREADS_PARAMETER
+from ..params import CONFIGURE, MAX_PATH, STARTUP, Param, ParameterTable
+from ..robot_description import description_parameters
 
 
 def _gain_count(values: dict) -> str:

@@ -4,8 +4,8 @@ line. The defaults are ``ros-lnn bench armcontrol``'s simulated Panda."""
 
 from __future__ import annotations
 
-from .params import MAX_DESCRIPTION, STARTUP, Param, ParameterTable
-from .simulator_params import (
+from ..params import MAX_DESCRIPTION, STARTUP, Param, ParameterTable
+from ..simulator_params import (
     COMMAND_TIMEOUT_PARAMETER,
     hold_until_command_parameter,
     initial_positions_parameter,

@@ -1,6 +1,6 @@
 """``dac_controller``: lifecycle node running the tensor-invariant DAC (seed 004) on a robot's joint states.
 
-configure   build the certain model (:func:`.dac_controller_build.controller_model`: an arm model's
+configure   build the certain model (:func:`.build.controller_model`: an arm model's
             identified rigid body with its friction and residual, a URDF from ``robot_description``
             (parameter, else the topic, transient local) or ``model_path`` (URDF/YAML), else the shipped
             config/dac_chain.urdf), the law and the effort map
@@ -54,11 +54,18 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
-from ..control.pipeline import DacPipeline, PipelineOutput
-from ..errors import RosLnnError
-from . import compat
-from .clocks import steady_timer
-from .dac_controller_build import (
+from ...control.pipeline import DacPipeline, PipelineOutput
+from ...errors import RosLnnError
+from .. import compat
+from ..clocks import steady_timer
+from ..diagnostics import CountWindow, RateLatency, warn_throttled
+from ..lifecycle import LifecycleTeardown, configure_and_activate
+from ..params import ParameterValues
+from ..process import node_main
+from ..qos import COMMAND_QOS, input_qos, output_publisher
+from ..robot_description import RobotDescription
+from ..stamps import stamp_ns
+from .build import (
     built_in_circle,
     controller_model,
     fault_monitor,
@@ -66,14 +73,14 @@ from .dac_controller_build import (
     make_pipeline,
     residual_limit,
 )
-from .dac_controller_diagnostics import (
+from .diagnostics import (
     REJECT_REASONS,
     RESIDUAL_COUNTS,
     controller_diagnostics,
     controller_values,
 )
-from .dac_controller_faults import LATCHED_REACTIONS, FaultReactions
-from .dac_controller_inputs import (
+from .faults import LATCHED_REACTIONS, FaultReactions
+from .inputs import (
     JointOrder,
     TargetFrames,
     orientation_problem,
@@ -82,15 +89,8 @@ from .dac_controller_inputs import (
     trajectory_arrays,
     trajectory_problem,
 )
-from .dac_controller_messages import array_msg, command_templates, effort_layout, marker_array, port_layout
-from .dac_controller_params import GAIN_PARAMETERS, PARAMETERS, gains_from_values
-from .diagnostics import CountWindow, RateLatency, warn_throttled
-from .lifecycle import LifecycleTeardown, configure_and_activate
-from .params import ParameterValues
-from .process import node_main
-from .qos import COMMAND_QOS, input_qos, output_publisher
-from .robot_description import RobotDescription
-from .stamps import stamp_ns
+from .messages import array_msg, command_templates, effort_layout, marker_array, port_layout
+from .parameters import GAIN_PARAMETERS, PARAMETERS, gains_from_values
 
 __all__ = ["DacControllerNode", "main", "start"]
 
@@ -174,8 +174,8 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
 
     # -- lifecycle ------------------------------------------------------------------------------
     def build_pipeline(self) -> DacPipeline:
-        from ..control.frames import FrameTable
-        from .model_params import model_limits
+        from ...control.frames import FrameTable
+        from ..model_params import model_limits
 
         self.check_all_parameters()
         limits = model_limits(self.values)
@@ -223,7 +223,7 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         n_port, n_eff = 6 * model.n_bodies, len(self.pipeline.joint_names)
         self._templates = command_templates(self._port_layout, self._effort_layout)
         self._zero_commands = (np.zeros(n_port), np.zeros(n_eff))
-        from ..control.monitor import reach_bound
+        from ...control.monitor import reach_bound
 
         self._workspace = reach_bound(
             self.pipeline.pinocchio.pin, self.pipeline.pinocchio.frame_ids["end_effector"]

@@ -3,17 +3,17 @@ its ``model_path`` default."""
 
 from __future__ import annotations
 
-from ..files import output_file_problem
-from . import model_params
-from .input_params import (
+from ...files import output_file_problem
+from .. import model_params
+from ..input_params import (
     INPUT_TIMEOUT_PARAMETER,
     MAX_COMMAND_POINTS_PARAMETER,
     MERGE_WINDOW_PARAMETER,
     diagnostics_period_parameter,
     input_queue_parameter,
 )
-from .model_params import MODEL_LIMIT_PARAMETERS, MODEL_THREADS_PARAMETER
-from .params import CONFIGURE, MAX_PATH, STARTUP, Param, ParameterTable
+from ..model_params import MODEL_LIMIT_PARAMETERS, MODEL_THREADS_PARAMETER
+from ..params import CONFIGURE, MAX_PATH, STARTUP, Param, ParameterTable
 
 COMMAND_TYPES = ("trajectory", "array", "none")
 AXES = {
@@ -191,6 +191,6 @@ PARAMETERS = ParameterTable(
 def resolve_model_path(value: str):
     """The model file of ``model_path`` (the nodes' one rule, :func:`.model_params.resolve_model_path`);
     empty: the shipped ``crane_servo_lnn.onnx``."""
-    from ..inference.runtime import default_model_path
+    from ...inference.runtime import default_model_path
 
     return model_params.resolve_model_path(value, default_model_path)

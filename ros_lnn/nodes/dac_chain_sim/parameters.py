@@ -4,8 +4,8 @@ node with one line."""
 
 from __future__ import annotations
 
-from .params import MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable, vector3
-from .simulator_params import (
+from ..params import MAX_DESCRIPTION, MAX_PATH, STARTUP, Param, ParameterTable, vector3
+from ..simulator_params import (
     COMMAND_TIMEOUT_PARAMETER,
     hold_until_command_parameter,
     initial_positions_parameter,

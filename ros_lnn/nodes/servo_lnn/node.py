@@ -36,38 +36,38 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
-from ..errors import RosLnnError
-from ..estimation.servo_estimator import ServoEstimator
-from . import compat, lifecycle
-from .clocks import steady_timer
-from .diagnostics import (
+from ...errors import RosLnnError
+from ...estimation.servo_estimator import ServoEstimator
+from .. import compat, lifecycle
+from ..clocks import steady_timer
+from ..diagnostics import (
     CountWindow,
     RateLatency,
     guarded,
     report_error,
     warn_throttled,
 )
-from .intake import InputLock
-from .joint_state_reader import NOT_REJECTED, JointStateReader, merge_window_ns, trajectory_size
-from .lifecycle import LifecycleTeardown, configure_and_activate
-from .messages import (
+from ..intake import InputLock
+from ..joint_state_reader import NOT_REJECTED, JointStateReader, merge_window_ns, trajectory_size
+from ..lifecycle import LifecycleTeardown, configure_and_activate
+from ..messages import (
     ENERGY_TYPE,
     PREDICTION_TYPE,
     report_interfaces,
 )
-from .params import ParameterValues
-from .process import node_main
-from .qos import COMMAND_QOS, output_publisher
-from .serialized import PackedMessages, PackersByFrame
-from .servo_lnn_messages import output_builders, plan_arrays, rollout_msg, servo_markers
-from .servo_lnn_params import PARAMETERS, resolve_model_path
-from .servo_lnn_report import COUNTED, INVALID_REASONS, servo_diagnostics, servo_values, write_latency_log
-from .trajectory_command import command_bound_problem
+from ..params import ParameterValues
+from ..process import node_main
+from ..qos import COMMAND_QOS, output_publisher
+from ..serialized import PackedMessages, PackersByFrame
+from ..trajectory_command import command_bound_problem
+from .messages import output_builders, plan_arrays, rollout_msg, servo_markers
+from .parameters import PARAMETERS, resolve_model_path
+from .report import COUNTED, INVALID_REASONS, servo_diagnostics, servo_values, write_latency_log
 
 if TYPE_CHECKING:
     from rclpy.timer import Timer
 
-    from ..inference.runtime import ServoLnnRuntime
+    from ...inference.runtime import ServoLnnRuntime
 
 #: Bigger array commands are refused before they are read.
 MAX_ARRAY_COMMAND_BYTES = 4096
@@ -163,8 +163,8 @@ class ServoLnnNode(ParameterValues, LifecycleTeardown, LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _configure(self) -> None:
-        from ..inference.runtime import ServoLnnRuntime
-        from .model_params import model_limits
+        from ...inference.runtime import ServoLnnRuntime
+        from ..model_params import model_limits
 
         PARAMETERS.check(self)
         v = self.values

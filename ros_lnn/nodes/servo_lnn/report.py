@@ -9,11 +9,11 @@ from array import array
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 
-from ..errors import RosLnnError
-from ..estimation.servo_estimator import SKIP_REASONS
-from ..files import open_output, output_file_problem
-from .diagnostics import diagnostic_status, input_status, status_name
-from .joint_state_reader import HELD, NOT_REJECTED, READ_REASONS
+from ...errors import RosLnnError
+from ...estimation.servo_estimator import SKIP_REASONS
+from ...files import open_output, output_file_problem
+from ..diagnostics import diagnostic_status, input_status, status_name
+from ..joint_state_reader import HELD, NOT_REJECTED, READ_REASONS
 
 #: joint_states skipped, by reason (the reader's, the node's stamp checks, the estimator's).
 INVALID_REASONS = READ_REASONS + ("stale", "future", "clock_not_started") + SKIP_REASONS

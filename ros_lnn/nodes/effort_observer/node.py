@@ -53,9 +53,9 @@ from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import Marker
 
-from ..errors import ConfigError, RosLnnError
-from . import compat, lifecycle
-from .diagnostics import (
+from ...errors import ConfigError, RosLnnError
+from .. import compat, lifecycle
+from ..diagnostics import (
     CountWindow,
     RateLatency,
     diagnostic_status,
@@ -65,18 +65,18 @@ from .diagnostics import (
     status_name,
     warn_throttled,
 )
-from .effort_observer_messages import OutputRate, collision_marker, output_builders
-from .effort_observer_params import PARAMETERS
-from .intake import InputLock
-from .joint_state_reader import NOT_REJECTED, READ_REASONS, JointStateReader, merge_window_ns
-from .lifecycle import LifecycleTeardown, configure_and_activate
-from .process import node_main
-from .qos import COMMAND_QOS, output_publisher
-from .robot_description import RobotDescription
-from .serialized import PackedMessages, PackersByFrame
+from ..intake import InputLock
+from ..joint_state_reader import NOT_REJECTED, READ_REASONS, JointStateReader, merge_window_ns
+from ..lifecycle import LifecycleTeardown, configure_and_activate
+from ..process import node_main
+from ..qos import COMMAND_QOS, output_publisher
+from ..robot_description import RobotDescription
+from ..serialized import PackedMessages, PackersByFrame
+from .messages import OutputRate, collision_marker, output_builders
+from .parameters import PARAMETERS
 
 if TYPE_CHECKING:
-    from ..arm.observer import CollisionDetector, DirectObserver, MomentumObserver
+    from ...arm.observer import CollisionDetector, DirectObserver, MomentumObserver
 
 INVALID_REASONS = READ_REASONS + ("no_velocity", "no_effort", "non_finite")
 COUNTED = ("received", "processed", "collisions", "internal_error", "parameter_refused", "restarts")
@@ -86,15 +86,15 @@ def build_observer(values: dict, description=lambda: ("", "")):
     """(observer, joints, effort gains, thresholds or None, wrench estimator or None, description, the
     link each joint moves) from the node's parameter values; ``description()``: the robot's URDF and where
     it came from (its parameter or topic; ``("", "")``: none). Raises RosLnnError with the reason."""
-    from ..arm import observer as ob
-    from ..arm.description import child_links
-    from ..arm.rigid_body import ArmRigidBody
+    from ...arm import observer as ob
+    from ...arm.description import child_links
+    from ...arm.rigid_body import ArmRigidBody
 
     model = None
     if values["model_path"]:
-        from ..arm.description import description_mismatch
-        from ..arm.model import ArmModel
-        from .model_params import model_file, model_limits
+        from ...arm.description import description_mismatch
+        from ...arm.model import ArmModel
+        from ..model_params import model_file, model_limits
 
         model = ArmModel(model_file(values), threads=values["model_threads"], limits=model_limits(values))
         joints = tuple(values["joints"] or model.joints)
@@ -194,7 +194,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
             self.last_error = text if isinstance(exc, RosLnnError) else f"{type(exc).__name__}: {text}"
             self.get_logger().error(f"configure failed: {self.last_error}")
             return TransitionCallbackReturn.FAILURE
-        from ..arm.observer import CollisionDetector
+        from ...arm.observer import CollisionDetector
 
         n = len(self.joints)
         self.reader = JointStateReader(
@@ -240,7 +240,7 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
                 )
             )
             if not text:
-                from ..arm.rigid_body import urdf_text
+                from ...arm.rigid_body import urdf_text
 
                 return urdf_text(path), f"file {path} (parameter urdf)"
         return self.description.take(text, float(self.values["robot_description_timeout_s"]))

@@ -8,8 +8,8 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
-from .dac_controller_faults import LATCHED_REACTIONS, STOP_TEXT
-from .diagnostics import diagnostic_status, status_name
+from ..diagnostics import diagnostic_status, status_name
+from .faults import LATCHED_REACTIONS, STOP_TEXT
 
 #: What the learned port did, counted per joint state (``residual_state`` of the effort command).
 RESIDUAL_COUNTS = ("residual_clipped", "residual_non_finite")

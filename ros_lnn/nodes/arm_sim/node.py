@@ -28,20 +28,20 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from ..errors import ConfigError
-from .arm_sim_params import PARAMETERS
-from .clocks import MAX_CATCH_UP
-from .diagnostics import warn_throttled
-from .params import ParameterValues
-from .process import node_main
-from .qos import COMMAND_QOS, SENSOR_QOS, output_publisher, output_qos
-from .stamps import ns_to_stamp
+from ...errors import ConfigError
+from ..clocks import MAX_CATCH_UP
+from ..diagnostics import warn_throttled
+from ..params import ParameterValues
+from ..process import node_main
+from ..qos import COMMAND_QOS, SENSOR_QOS, output_publisher, output_qos
+from ..stamps import ns_to_stamp
+from .parameters import PARAMETERS
 
 
 def simulated_arm(values: dict):
     """The :class:`~ros_lnn.arm.simulation.SimulatedArm` of the parameter values."""
-    from ..arm import simulation as sim
-    from ..arm.rigid_body import ArmRigidBody
+    from ...arm import simulation as sim
+    from ...arm.rigid_body import ArmRigidBody
 
     text = values["robot_description"] or sim.panda_urdf().read_text()
     joints = values["joints"] or (sim.PANDA_JOINTS if not values["robot_description"] else [])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .diagnostics import warn_throttled
+from ..diagnostics import warn_throttled
 
 #: Fault reactions that stop the arm until the node is deactivated and activated again.
 LATCHED_REACTIONS = ("brake", "zero")
@@ -116,7 +116,7 @@ class FaultReactions:
                 return port
         if state == "clipped":
             self.counts["residual_clipped"] += 1
-        from ..physics.multibody.pin import effort_port
+        from ...physics.multibody.pin import effort_port
 
         assert self.pipeline is not None  # called from _on_joint_state
         extra = out.efforts.residual_part

@@ -28,13 +28,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ..errors import ConfigError
-from ..estimation.trajectory import CriticallyDampedServo
-from ..physics.excitation import make_excitation
-from ..physics.stepper import FixedStepSimulator
-from .diagnostics import CountWindow, diagnostic_status, guarded, status_name, warn_throttled
-from .joint_state_reader import trajectory_size
-from .messages import (
+from ...errors import ConfigError
+from ...estimation.trajectory import CriticallyDampedServo
+from ...physics.excitation import make_excitation
+from ...physics.stepper import FixedStepSimulator
+from ..diagnostics import CountWindow, diagnostic_status, guarded, status_name, warn_throttled
+from ..joint_state_reader import trajectory_size
+from ..messages import (
     ENERGY_FIELDS,
     ENERGY_TYPE,
     PREDICTION_TYPE,
@@ -44,14 +44,14 @@ from .messages import (
     prediction_msg,
     report_interfaces,
 )
-from .params import ParameterValues
-from .process import node_main
-from .qos import COMMAND_QOS, output_publisher
-from .serialized import PackedMessages, PackersByFrame
-from .sim_commands import plan_state, servo_plan
-from .sim_params import PARAMETERS, build_system
-from .stamps import ns_to_stamp, seconds_to_duration, stamp_ns
-from .trajectory_command import command_bound_problem
+from ..params import ParameterValues
+from ..process import node_main
+from ..qos import COMMAND_QOS, output_publisher
+from ..serialized import PackedMessages, PackersByFrame
+from ..stamps import ns_to_stamp, seconds_to_duration, stamp_ns
+from ..trajectory_command import command_bound_problem
+from .commands import plan_state, servo_plan
+from .parameters import PARAMETERS, build_system
 
 #: Bigger array or effort commands are refused before they are read.
 MAX_ARRAY_COMMAND_BYTES = 4096

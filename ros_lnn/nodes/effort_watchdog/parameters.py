@@ -3,8 +3,8 @@ parameters."""
 
 from __future__ import annotations
 
-from .input_params import diagnostics_period_parameter
-from .params import STARTUP, Param, ParameterTable
+from ..input_params import diagnostics_period_parameter
+from ..params import STARTUP, Param, ParameterTable
 
 
 def _period_within_timeout(values: dict) -> str:

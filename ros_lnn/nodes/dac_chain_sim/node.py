@@ -45,19 +45,19 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from ..errors import RosLnnError
-from ..physics.multibody.pin import PinocchioModel
-from ..physics.multibody.pin_plant import Plant, PlantMismatch, mismatch_from_values
-from ..physics.multibody.pin_sim import port_efforts, rk4_step
-from ..shipped import demo_arm_path
-from .clocks import MAX_CATCH_UP
-from .dac_chain_sim_params import PARAMETERS
-from .diagnostics import warn_throttled
-from .model_params import resolve_model_path
-from .params import ParameterValues
-from .process import node_main
-from .qos import COMMAND_QOS, SENSOR_QOS, output_publisher, output_qos
-from .stamps import ns_to_stamp
+from ...errors import RosLnnError
+from ...physics.multibody.pin import PinocchioModel
+from ...physics.multibody.pin_plant import Plant, PlantMismatch, mismatch_from_values
+from ...physics.multibody.pin_sim import port_efforts, rk4_step
+from ...shipped import demo_arm_path
+from ..clocks import MAX_CATCH_UP
+from ..diagnostics import warn_throttled
+from ..model_params import resolve_model_path
+from ..params import ParameterValues
+from ..process import node_main
+from ..qos import COMMAND_QOS, SENSOR_QOS, output_publisher, output_qos
+from ..stamps import ns_to_stamp
+from .parameters import PARAMETERS
 
 #: Largest friction rate × step the simulator takes (explicit RK4 diverges on a decaying mode past ≈ 2.8).
 MAX_FRICTION_STEP = 2.5
@@ -68,8 +68,8 @@ class DacChainSim(ParameterValues, Node):
         super().__init__(node_name, **kwargs)
         self.values = PARAMETERS.attach(self)
         PARAMETERS.check(self)
-        from ..physics.multibody.build import load_model
-        from ..physics.multibody.urdf import model_from_urdf
+        from ...physics.multibody.build import load_model
+        from ...physics.multibody.urdf import model_from_urdf
 
         p = self.p
         gravity = [float(g) for g in p("gravity")]

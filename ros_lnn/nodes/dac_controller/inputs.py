@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .stamps import duration_ns
+from ..stamps import duration_ns
 
 if TYPE_CHECKING:
-    from ..control.frames import FrameTable
+    from ...control.frames import FrameTable
 
 #: Longest ~/joint_trajectory taken: bounds the work one message can cause.
 MAX_TRAJECTORY_POINTS = 10_000
@@ -58,7 +58,7 @@ class TargetFrames:
             )
         from rclpy.time import Time
 
-        from ..control.frames import to_world
+        from ...control.frames import to_world
 
         try:
             tf = self.buffer.lookup_transform(world, frame, Time()).transform
@@ -175,7 +175,7 @@ class JointOrder:
     the joints (a gripper's: ignored), else why it was rejected."""
 
     def __init__(self, joints, window_s: float):
-        from .joint_state_reader import JointStateMerge
+        from ..joint_state_reader import JointStateMerge
 
         self.joints = list(joints)
         self._bad = ("bad_joint_state", f"joint_states must name {self.joints} with positions", 0, None, None)
