@@ -6,20 +6,18 @@ Families (:mod:`ros_lnn.families`): ``servo_lnn`` (default; the ServoLNN paper's
 ``lnn_nh`` (nonholonomic examples; ``lnn`` also chains), ``tlnn`` / ``node`` (planar chains). This
 module turns the options into a :class:`~ros_lnn.training.spec.RunSpec`, runs it
 (:func:`ros_lnn.training.run.run`) and prints the result. A config whose mapping lists
-``actuated_joints`` trains a fully actuated arm's model instead (:func:`train_arm_model`).
+``actuated_joints`` trains a fully actuated arm's model instead, from the same RunSpec
+(:func:`ros_lnn.arm.run.run_arm`).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import types
 import typing
-from pathlib import Path
 
 from ..bags.mapping import SERVO_TYPES
-from ..errors import ConfigError
 from ..families.base import BAG_MAPPING_OPTIONS
 from ..training.spec import RunSpec, command_line
 
@@ -151,102 +149,25 @@ def canonical_command(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..arm.mapping import is_arm_config
+    """One spec for every run: a model family's (:func:`ros_lnn.training.run.run`) or, when the mapping
+    lists ``actuated_joints``, an arm's (:func:`ros_lnn.arm.run.run_arm`); the same lines after either."""
+    from ..arm.run import is_arm_run, run_arm
     from ..training.run import run as run_training
 
-    if args.config and is_arm_config(args.config):
-        return train_arm_model(args)
-
-    result = run_training(run_spec(args), progress=lambda line: print(line, flush=True))
-    if result is None:  # torchrun: another rank exports and reports
-        return 0
-    print(result.test_summary)
-    if result.report is not None:
-        print(f"report: {result.report['dir']} ({', '.join(result.report['files'])})")
-    print(f"wrote {result.out} ({result.history['seconds']:.0f} s training on {result.history['device']})")
-    return 0
-
-
-def _arm_urdf(args, mapping) -> str:
-    """``--urdf`` (parsed into ``robot_description``), else the mapping's, relative to the config."""
-    given = getattr(args, "robot_description", None)
-    urdf = given or mapping.robot_description
-    if not urdf:
-        raise ConfigError("an arm model needs the robot's URDF: --urdf, or robot_description in the config")
-    if not given and not Path(urdf).is_absolute() and args.config:
-        urdf = str(Path(args.config).parent / urdf)
-    return urdf
-
-
-def train_arm_model(args) -> int:
-    """The fully actuated arm's ``ros-lnn train``: chosen when the config's mapping lists
-    ``actuated_joints``."""
-    from ..arm.mapping import ArmMapping
-    from ..arm.recording import read_arm_bag
-    from ..arm.residual import ResidualOptions
-    from ..arm.training import train_arm
-    from ..files import output_file_problem
-
-    if not args.bag:
-        raise ConfigError("an arm model trains on recordings: give --bag BAG...")
-    if args.data:
-        raise ConfigError("--data is for the reference systems; an arm model trains on --bag")
-    mapping = ArmMapping.from_yaml(args.config)
-    urdf = _arm_urdf(args, mapping)
-    out = Path(args.out or "models/arm.onnx")
-    if out.suffix != ".onnx":
-        raise ConfigError(f"--out {out}: an arm model is written as .onnx")
-    problem = output_file_problem(out, create_parents=True)
-    if problem:
-        raise ConfigError(f"--out {out}: {problem}")
-    train_recs = [read_arm_bag(b, mapping) for b in args.bag]
-    val_recs = [read_arm_bag(b, mapping) for b in args.val_bag] if args.val_bag else None
-    print(
-        f"arm model: {mapping.describe()}; training on {', '.join(r.name for r in train_recs)} "
-        f"({sum(r.duration for r in train_recs):.1f} s together)",
-        flush=True,
-    )
-    options = ResidualOptions()
-    if args.epochs:
-        options.epochs = args.epochs
-    if args.lr:
-        options.lr = args.lr
-    if args.weight_decay is not None:
-        options.weight_decay = args.weight_decay
-    if args.patience:
-        options.patience = args.patience
-    result = train_arm(
-        train_recs,
-        urdf,
-        mapping,
-        out=out,
-        validation=val_recs,
-        options=options,
-        progress=lambda s: print(s, flush=True),
-    )
-    from ..arm.evaluation import evaluate_arm, plot_torque
-    from ..arm.model import ArmModel
-
-    model = ArmModel(out)
-    test = [read_arm_bag(b, mapping) for b in args.test_bag] if args.test_bag else []
-    tested = evaluate_arm(model, test, mapping, keep_series=True) if test else {}
-    for name, m in tested.items():
-        print(
-            f"test {name}: torque rre {m['torque_rre_mean_percent']:.2f} % "
-            f"(least-squares fit alone {m['least_squares_fit']['torque_rre_mean_percent']:.2f} %)"
-        )
-    if not args.no_report:
-        folder = Path(args.report or out.with_name(f"{out.stem}_report"))
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, m in tested.items():
-            plot_torque(folder, f"test_{name}", m.pop("series"), model.joints)
-        report = {
-            "metrics": result.metrics,
-            "identification": model.meta.get("identification"),
-            "test": tested,
-        }
-        (folder / "metrics.json").write_text(json.dumps(report, indent=2))
-        (folder / "training.log").write_text("\n".join(result.log) + "\n")
-        print(f"report: {folder} (metrics.json, training.log{', torque plots' if tested else ''})")
-    print(f"wrote {result.path} ({result.train_s:.0f} s)")
+    spec = run_spec(args)
+    progress = lambda line: print(line, flush=True)  # noqa: E731
+    if is_arm_run(spec):
+        arm = run_arm(spec, progress)
+        summary, out, report, trained = arm.test_summary, arm.out, arm.report, f"{arm.seconds:.0f} s"
+    else:
+        result = run_training(spec, progress=progress)
+        if result is None:  # torchrun: another rank exports and reports
+            return 0
+        summary, out, report = result.test_summary, result.out, result.report
+        trained = f"{result.history['seconds']:.0f} s training on {result.history['device']}"
+    if summary:
+        print(summary)
+    if report is not None:
+        print(f"report: {report['dir']} ({', '.join(report['files'])})")
+    print(f"wrote {out} ({trained})")
     return 0

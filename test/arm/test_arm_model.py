@@ -280,9 +280,8 @@ def test_cli_train_evaluate_and_bench_on_the_arm_flow(tmp_path, bags, trained):
 
 
 def test_arm_urdf_from_the_option_or_the_config_relative_to_it(tmp_path):
-    import argparse
-
-    from ros_lnn.commands.train import _arm_urdf
+    from ros_lnn.arm.run import arm_urdf
+    from ros_lnn.training.spec import RunSpec
 
     (tmp_path / "robots").mkdir()
     config = tmp_path / "arm.yaml"
@@ -290,10 +289,10 @@ def test_arm_urdf_from_the_option_or_the_config_relative_to_it(tmp_path):
         f"bag:\n  actuated_joints: [{', '.join(JOINTS)}]\n  robot_description: robots/arm.urdf\n"
     )
     mapping = ArmMapping.from_yaml(config)
-    args = argparse.Namespace(config=str(config), robot_description=None)
-    assert Path(_arm_urdf(args, mapping)) == tmp_path / "robots" / "arm.urdf"
-    args.robot_description = str(URDF)  # --urdf wins over the config
-    assert _arm_urdf(args, mapping) == str(URDF)
+    spec = RunSpec(bag_config=str(config))
+    assert Path(arm_urdf(spec, mapping)) == tmp_path / "robots" / "arm.urdf"
+    spec = RunSpec(bag_config=str(config), bag_mapping={"robot_description": str(URDF)})  # --urdf wins
+    assert arm_urdf(spec, mapping) == str(URDF)
 
 
 def test_bench_realarm_last_line_on_a_generated_arm(tmp_path, bags):
