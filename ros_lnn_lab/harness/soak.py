@@ -284,9 +284,7 @@ def run_soak(
     growth measured is what repeating them adds."""
     rng = np.random.default_rng(seed)
     cases = soak_cases()
-    env = dict(os.environ if env is None else env)
-    # the observer on the SingleThreadedExecutor, as docs/nodes.md advises below 400 Hz: the cases flood it
-    env.setdefault("ROS_LNN_EXECUTOR", "single")
+    env = dict(os.environ if env is None else env)  # the nodes on their default executor (intake) unless set
     driver = LiveDriver(list(live_targets(rate_hz).values()), env=env)
     result = SoakResult(duration_s, window_s(duration_s))
     try:

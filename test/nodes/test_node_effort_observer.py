@@ -437,3 +437,45 @@ def test_calibrate_observer_command_writes_thresholds_the_node_loads(make, model
         )
         == 2
     )
+
+
+def test_a_residual_that_overflows_is_never_published_and_the_integration_restarts(make, pulse_run):
+    """One joint state with a finite but absurd velocity (1e200 rad/s: Cᵀq̇ overflows) makes the
+    momentum observer's residual non-finite — and, integrated, every residual after it (the library
+    observer fed the same states: its own reference below). The node drops such samples, counts them
+    and starts its integration again: nothing non-finite is published and the outputs resume."""
+    import warnings
+
+    from ros_lnn.arm.observer import make_observer
+
+    msgs = joint_states(pulse_run)[:300]
+    bad = 150
+    msgs[bad].velocity = [1e200 if i < 7 else 0.0 for i in range(8)]
+    qd = pulse_run.qd[:300].copy()
+    qd[bad] = 1e200
+    library = make_observer(arm(), "momentum", K)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        poisoned = library.update_batch(pulse_run.t[:300], pulse_run.q[:300], qd, pulse_run.tau[:300])
+    assert not np.isfinite(poisoned[bad:]).any()  # without the guard: non-finite from there on
+
+    node, h = make(
+        {"urdf": str(URDF), "joints": list(JOINTS), "gains": [K], "output_rate_hz": 0.0}, name="overflow"
+    )
+    assert start(node), node.last_error
+    ext = h.collect(JointState, "/obs/overflow/external_effort", QoSProfile(depth=5000))
+    pub = h.publisher(JointState, "/obs/joint_states", 10)
+    for n, m in enumerate(msgs):
+        pub.publish(m)
+        time.sleep(0.001)
+        if n % 20 == 19:
+            h.wait(lambda n=n: node.counts["received"] >= n - 20, 60, "the node to keep up")
+    h.wait(lambda: node.counts["received"] == len(msgs), 60, "every state received")
+    h.wait(
+        lambda: node.counts["processed"] + node.counts["non_finite_output"] == len(msgs), 60, "all handled"
+    )
+    assert node.counts["non_finite_output"] >= 1
+    efforts = np.array([m.effort for m in ext])
+    assert len(efforts) == node.counts["processed"] and np.isfinite(efforts).all()
+    last = stamp_ns(msgs[-1].header.stamp)
+    assert any(stamp_ns(m.header.stamp) == last for m in ext)  # the outputs resumed

@@ -79,7 +79,15 @@ if TYPE_CHECKING:
     from ...arm.observer import CollisionDetector, DirectObserver, MomentumObserver
 
 INVALID_REASONS = READ_REASONS + ("no_velocity", "no_effort", "non_finite")
-COUNTED = ("received", "processed", "collisions", "internal_error", "parameter_refused", "restarts")
+COUNTED = (
+    "received",
+    "processed",
+    "collisions",
+    "internal_error",
+    "parameter_refused",
+    "restarts",
+    "non_finite_output",
+)
 
 
 def build_observer(values: dict, description=lambda: ("", "")):
@@ -357,10 +365,30 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
                 efforts[a:b] = observer.model_efforts
                 if self.detector is not None:
                     self._detect(t[a:b], stamps[a:b], frames[a:b], r[a:b], qd[a:b], t_start)
+        finite = np.isfinite(r).all(axis=1) & np.isfinite(efforts).all(axis=1)
+        if not finite.all():
+            kept = self._drop_non_finite(finite, stamps, frames, q, qd, r, efforts)
+            stamps, frames, q, qd, r, efforts = kept
         self._publish_outputs(stamps, frames, q, qd, r, efforts)
         self.counts["processed"] += len(stamps)
         latency = time.perf_counter() - t_start
         self.stats.latencies.extend(itertools.repeat((time.perf_counter(), latency), len(stamps)))
+
+    def _drop_non_finite(self, finite, stamps, frames, *arrays):
+        """A sample whose residual or model effort is not finite is never published: counted
+        (``non_finite_output``), logged, and the integration restarted — a non-finite r would stay in
+        the observer's state for good."""
+        bad = int((~finite).sum())
+        self.counts["non_finite_output"] += bad
+        warn_throttled(
+            self, "non_finite_output", f"{bad} samples: non-finite residual, dropped; observer restarted"
+        )
+        assert self.observer is not None
+        self.observer.reset()
+        if self.detector is not None:
+            self.detector.reset()
+        keep = np.flatnonzero(finite)
+        return ([stamps[i] for i in keep], [frames[i] for i in keep], *(a[keep] for a in arrays))
 
     def _restart(self, gap_s: float) -> None:
         """A gap in the stream (its publisher restarted, the arm's driver paused): the momentum the
