@@ -90,7 +90,9 @@ def _open_session(path: Path, threads: int, limits: ModelLimits | None = None):
 
 
 class ServoLnnRuntime:
-    """An exported model, ready to evaluate on the CPU."""
+    """An exported model, ready to evaluate on the CPU. One thread at a time: a single sample runs
+    through buffers bound once (:meth:`evaluate_flat`), shared by every call — the nodes call it under
+    their input lock; a second thread takes a runtime of its own."""
 
     def __init__(
         self,

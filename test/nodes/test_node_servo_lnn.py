@@ -116,6 +116,16 @@ def outputs(h, ns, name="servo_lnn"):
     }
 
 
+def reference_runtime(node):
+    """The node's model in a runtime of the test's own: the references are computed while the node
+    still runs, and a runtime evaluates one sample at a time (its bound buffers are shared between
+    calls), so the test must not call the node's."""
+    from ros_lnn.inference.runtime import ServoLnnRuntime
+
+    rt = node.runtime
+    return ServoLnnRuntime(rt.path, free_joints=rt.free_joints, servo_joints=rt.servo_joints)
+
+
 def send(h, pub, msgs, pace_s=0.004):
     import time
 
@@ -141,7 +151,7 @@ def plan_msg(base_ns, times, q, qd=None, qdd=None, joints=("cart_joint",)):
 
 def test_outputs_equal_runtime_with_commanded_acceleration(make):
     node, h, ns = make({"marker_rate_hz": 1000.0, "force_scale": 0.1})
-    rt = node.runtime
+    rt = reference_runtime(node)
     out = outputs(h, ns)
     markers = h.collect(MarkerArray, f"{ns}/servo_lnn/markers", COMMAND_QOS)
     cmd = h.publisher(JointTrajectory, f"{ns}/servo_commands", COMMAND_QOS)
@@ -202,7 +212,7 @@ def test_outputs_equal_runtime_with_commanded_acceleration(make):
 
 def test_estimated_acceleration_from_velocity_stream(make):
     node, h, ns = make({"qdd_filter_window": 7})
-    rt = node.runtime
+    rt = reference_runtime(node)
     out = outputs(h, ns)
     js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     base = node.get_clock().now().nanoseconds
@@ -226,7 +236,7 @@ def test_estimated_acceleration_from_velocity_stream(make):
 
 def test_velocity_free_stream_is_differentiated(make):
     node, h, ns = make()
-    rt = node.runtime
+    rt = reference_runtime(node)
     out = outputs(h, ns)
     js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     base = node.get_clock().now().nanoseconds
@@ -366,7 +376,7 @@ def test_bad_inputs_are_skipped_counted_and_never_crash(make):
     # the age check on (the stale case is 5 s old), with room for a loaded runner's waits: the good
     # states' stamps advance 2 ms each, and the last ones go out seconds after the first
     node, h, ns = make({"max_input_age_s": 3.0, "command_timeout_s": 0.1})
-    rt = node.runtime
+    rt = reference_runtime(node)
     out = outputs(h, ns)
     js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     cmd = h.publisher(JointTrajectory, f"{ns}/servo_commands", COMMAND_QOS)
@@ -463,7 +473,7 @@ def test_parameter_changes(make):
     from rcl_interfaces.srv import SetParameters
 
     node, h, ns = make()
-    rt = node.runtime
+    rt = reference_runtime(node)
     out = outputs(h, ns)
     js = h.publisher(JointState, f"{ns}/joint_states", SENSOR_QOS)
     client = h.probe.create_client(SetParameters, f"{ns}/servo_lnn/set_parameters")
@@ -504,7 +514,7 @@ def test_absurd_free_joint_forces_are_refused_at_the_set_counted_and_logged(make
     from rcl_interfaces.srv import SetParameters
 
     node, h, ns = make({"free_joint_forces": [0.4], "diagnostics_period_s": 0.1})
-    rt = node.runtime
+    rt = reference_runtime(node)
     logged: list[str] = []
     real_warning = node.get_logger().warning
     node.get_logger().warning = lambda text, **kw: (logged.append(text), real_warning(text, **kw))
@@ -578,7 +588,7 @@ def test_diagnostics_report_rate_latency_counts_and_model(make):
 
 def test_array_commands_with_accelerations(make):
     node, h, ns = make({"servo_command_type": "array"})
-    rt = node.runtime
+    rt = reference_runtime(node)
     out = outputs(h, ns)
     cmd = h.publisher(Float64MultiArray, f"{ns}/servo_commands", COMMAND_QOS)
     cmd.publish(Float64MultiArray(data=[0.1, 0.2, -1.5]))  # q, q̇, q̈ of cart_joint
@@ -600,7 +610,7 @@ def test_array_commands_with_accelerations(make):
 
 def test_predicted_trajectory_over_the_servo_plan(make):
     node, h, ns = make({"rollout_horizon_s": 0.2, "rollout_dt_s": 0.02, "rollout_rate_hz": 100.0})
-    rt = node.runtime
+    rt = reference_runtime(node)
     rollouts = h.collect(JointTrajectory, f"{ns}/servo_lnn/predicted_trajectory", COMMAND_QOS)
     cmd = h.publisher(JointTrajectory, f"{ns}/servo_commands", COMMAND_QOS)
     base = node.get_clock().now().nanoseconds
