@@ -23,11 +23,16 @@ def configure_and_activate(node, configured) -> bool:
 def activate_io(node, open_io: Callable[[], None]) -> bool:
     """The activate transition's work: ``open_io()`` opens the subscriptions and timers and resets the
     per-run state. True (logged "activated") when it did; False when it raised: what it opened is
-    dropped and the reason reported (the node stays inactive)."""
+    dropped and the reason reported (the node stays inactive). It runs under the node's input lock
+    (where it has one): an intake thread started by ``open_io`` takes its first batch only after the
+    per-run state was reset, not while it is (a stream already flowing at a respawn)."""
+    import contextlib
+
     from .diagnostics import report_error
 
     try:
-        open_io()
+        with getattr(node, "input_lock", None) or contextlib.nullcontext():
+            open_io()
     except Exception as exc:  # noqa: BLE001 - an activation that fails leaves the node inactive, with the reason
         node._drop_io()
         report_error(node, "activate", exc)
