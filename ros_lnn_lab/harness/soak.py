@@ -35,6 +35,7 @@ import numpy as np
 
 from ros_lnn_lab.harness import fault_registry, faults
 from ros_lnn_lab.harness.faults import Driver, Target
+from ros_lnn_lab.harness.flood import rss_bytes
 
 #: The per-sample nodes whose processing latency is watched.
 LATENCY_NODES = ("servo_lnn", "dac_controller", "effort_observer")
@@ -179,18 +180,6 @@ class LiveDriver(Driver):
             if math.isfinite(p99):
                 with self.lock:
                     self.latencies.append((now, node, p99))
-
-
-def rss_bytes(pid: int) -> int:
-    """Resident memory of a process (VmRSS), 0 when it is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 #: Cases whose check needs the node's input to be the case's alone: a joint-limit violation must be the
