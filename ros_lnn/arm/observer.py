@@ -16,7 +16,14 @@ measured joint torque, ``τ_nr``: friction + the learned residual):
 
   the exact solution of the first-order lag over a step on which ``d`` is constant (the sum form above
   with ``r`` integrated exactly), so an irregular or long ``Δt`` (a dropped sample) never makes it
-  unstable; for ``K Δt ≪ 1`` it is De Luca's formula with the trapezoid rule.
+  unstable; for ``K Δt ≪ 1`` it is De Luca's formula with the trapezoid rule. ``effort_timing`` says
+  what a joint state's ``τ`` is (:data:`EFFORT_TIMINGS`): ``sampled`` — the torque at the stamp (a
+  torque sensor, motor currents), averaged over the step with the trapezoid as the rest of β;
+  ``held_until_stamp`` — the torque the joints held over the step that ended at the stamp (a
+  simulator's applied effort: dac_chain_sim, arm_sim, Gazebo), taken for the whole step;
+  ``held_from_stamp`` — the command computed at the stamp and held over the next step (a recording of
+  commands beside states: :mod:`ros_lnn.arm.simulation`). With the wrong one a step of the effort
+  Δτ (a watchdog zeroing a gravity-loaded arm) shows as a one-sample error ``(1 − e^{−KΔt}) Δτ / 2``.
 * :class:`DirectObserver` — the direct residual ``τ̂(q, q̇, q̈_f) − τ`` with ``q̈_f`` from a causal
   local-polynomial fit of the last samples of q̇ (:class:`ros_lnn.estimation.derivative.CausalPolyDerivative`),
   passed through the same first-order lag ``K``; it needs q̈, so contact during fast motion shows its
@@ -59,6 +66,9 @@ from .presliding import advance
 from .rigid_body import ArmRigidBody, pinocchio
 
 METHODS = ("momentum", "direct")
+#: What a joint state's effort is, as the weights of (this state's τ, the previous state's τ) over the
+#: step between them (module text).
+EFFORT_TIMINGS = {"sampled": (0.5, 0.5), "held_until_stamp": (1.0, 0.0), "held_from_stamp": (0.0, 1.0)}
 
 
 # -- dynamics ------------------------------------------------------------------------------------
@@ -303,10 +313,18 @@ class MomentumObserver(_Observer):
 
     method = "momentum"
 
+    def __init__(self, dynamics, gain=100.0, window: int = 9, effort_timing: str = "sampled"):
+        if effort_timing not in EFFORT_TIMINGS:
+            raise ConfigError(f"effort timing '{effort_timing}': one of {', '.join(EFFORT_TIMINGS)}")
+        self.effort_timing = effort_timing
+        self._w_now, self._w_prev = EFFORT_TIMINGS[effort_timing]
+        super().__init__(dynamics, gain, window)
+
     def reset(self) -> None:
         super().reset()
         self._p = np.zeros(self.n)
-        self._beta = np.zeros(self.n)
+        self._gamma = np.zeros(self.n)  # Cᵀq̇ − g − τ_nr: β without τ
+        self._tau = np.zeros(self.n)
 
     def update(self, t: float, q, qd, tau) -> np.ndarray:
         """Add a joint state (time s, q, q̇, measured τ); returns r, the external torque estimate.
@@ -318,15 +336,16 @@ class MomentumObserver(_Observer):
         self._first(q, qd, tau)
         M, C, g, tnr = self.dyn.terms(q, qd)
         p = M @ qd
-        beta = tau + C.T @ qd - g - tnr
+        gamma = C.T @ qd - g - tnr
         d = self.deriv.update(t, qd)
         self.model_effort = (M @ d[0] if d is not None else 0.0) + C @ qd + g + tnr
         if self._t is not None:
             dt = t - self._t
-            ext = (p - self._p) / dt - 0.5 * (beta + self._beta)
+            held = self._w_now * tau + self._w_prev * self._tau
+            ext = (p - self._p) / dt - 0.5 * (gamma + self._gamma) - held
             a = np.exp(-self.K * dt)
             self.r = a * self.r + (1.0 - a) * ext
-        self._t, self._p, self._beta = t, p, beta
+        self._t, self._p, self._gamma, self._tau = t, p, gamma, tau.copy()
         return self.r
 
     def _stretch(self, t, q, qd, tau, r, efforts) -> None:
@@ -334,17 +353,20 @@ class MomentumObserver(_Observer):
         M, C, g, tnr = self._batch_terms(q, qd)
         v = qd[:, :, None]
         p = (M @ v)[:, :, 0]
-        beta = tau + (C.transpose(0, 2, 1) @ v)[:, :, 0] - g - tnr
+        gamma = (C.transpose(0, 2, 1) @ v)[:, :, 0] - g - tnr
         qdd, _ = self._filtered_qdd(t, qd)
         efforts[:] = (M @ qdd[:, :, None])[:, :, 0] + (C @ v)[:, :, 0] + g + tnr
         if self._t is None:  # the first state after a (re)start only sets p and β
             r[0] = self.r
-            self._t, self._p, self._beta = t[0], p[0], beta[0]
-            t, p, beta, r = t[1:], p[1:], beta[1:], r[1:]
+            self._t, self._p, self._gamma, self._tau = t[0], p[0], gamma[0], tau[0].copy()
+            t, p, gamma, tau, r = t[1:], p[1:], gamma[1:], tau[1:], r[1:]
         if len(t):
             dt = (t - np.concatenate(([self._t], t[:-1])))[:, None]
-            ext = (p - np.concatenate((self._p[None], p[:-1]))) / dt - 0.5 * (
-                beta + np.concatenate((self._beta[None], beta[:-1]))
+            held = self._w_now * tau + self._w_prev * np.concatenate((self._tau[None], tau[:-1]))
+            ext = (
+                (p - np.concatenate((self._p[None], p[:-1]))) / dt
+                - 0.5 * (gamma + np.concatenate((self._gamma[None], gamma[:-1])))
+                - held
             )
             a = np.exp(-self.K * dt)
             step = (1.0 - a) * ext
@@ -352,7 +374,7 @@ class MomentumObserver(_Observer):
             for k in range(len(t)):  # the first-order lag, sample by sample
                 rk = r[k] = a[k] * rk + step[k]
             self.r = rk
-            self._t, self._p, self._beta = t[-1], p[-1], beta[-1]
+            self._t, self._p, self._gamma, self._tau = t[-1], p[-1], gamma[-1], tau[-1].copy()
 
 
 class DirectObserver(_Observer):
@@ -392,9 +414,15 @@ class DirectObserver(_Observer):
         self._t = float(t[-1])
 
 
-def make_observer(dynamics, method: str = "momentum", gain=100.0, window: int = 9):
+def make_observer(
+    dynamics, method: str = "momentum", gain=100.0, window: int = 9, effort_timing: str = "sampled"
+):
+    """The observer of ``method``; ``effort_timing`` (module text) matters to the momentum observer only
+    (the direct residual compares τ̂ and τ at the same stamp)."""
     if method == "momentum":
-        return MomentumObserver(dynamics, gain, window)
+        return MomentumObserver(dynamics, gain, window, effort_timing)
+    if effort_timing not in EFFORT_TIMINGS:
+        raise ConfigError(f"effort timing '{effort_timing}': one of {', '.join(EFFORT_TIMINGS)}")
     if method == "direct":
         return DirectObserver(dynamics, gain, window)
     raise ConfigError(f"observer method '{method}': one of {', '.join(METHODS)}")

@@ -44,6 +44,12 @@ def add_arguments(parser):
         help="observer gain K (1/s): one, or one per joint (50)",
     )
     parser.add_argument(
+        "--effort-timing",
+        choices=("sampled", "held_until_stamp", "held_from_stamp"),
+        default="sampled",
+        help="what the recordings' effort is, as the node's effort_timing (sampled: the torque at the stamp)",
+    )
+    parser.add_argument(
         "--margin",
         type=float,
         default=0.1,
@@ -85,7 +91,7 @@ def run(args) -> int:
         rec = read_arm_bag(bag, mapping)
         if rec.qd is None:
             raise ConfigError(f"{bag}: no joint velocities; the observer needs them")
-        observer = ob.make_observer(model, args.method, gains)
+        observer = ob.make_observer(model, args.method, gains, effort_timing=args.effort_timing)
         ob.friction_state_start(observer, args.friction_state_start)
         r = ob.run_observer(observer, rec.t, rec.q, rec.qd, rec.tau)
         keep = rec.t - rec.t[0] >= args.skip_s
@@ -98,6 +104,7 @@ def run(args) -> int:
     th.info["observer"] = {
         "method": args.method,
         "gains": [float(g) for g in args.gain],
+        "effort_timing": args.effort_timing,
         "model": Path(args.model).name,
     }
     spread = ob.spread_by_motion(runs, model.joints)

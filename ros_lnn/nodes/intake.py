@@ -107,7 +107,6 @@ class Intake:
         self.period_s = max(0.0, float(period_s))
         self.on_error = on_error
         self.wakeups = 0  # returns from the wait
-        self.wakeups = 0  # returns from the wait
         self.batches = 0  # wake-ups that took at least one message
         self.taken = 0
         self._stop = threading.Event()

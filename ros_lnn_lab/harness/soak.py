@@ -56,6 +56,8 @@ def live_targets(rate_hz: float) -> dict[str, Target]:
     sim.params = dict(sim.params, rate_hz=rate_hz)
     controller = faults.dac_controller_target()
     observer = fault_registry.TARGETS["effort_observer"]()
+    # dac_chain_sim's efforts are the ones held over the step that ended at each stamp
+    observer.params = dict(observer.params, effort_timing="held_until_stamp")
     arm = Target(
         "dac_chain_sim",
         "ros_lnn.nodes.dac_chain_sim",
@@ -85,8 +87,8 @@ def live_targets(rate_hz: float) -> dict[str, Target]:
         heartbeat="commands_out",
         remaps={"commands_in": "dac_controller/joint_effort_command"},
     )
-    # started in this order: the arm's simulator holds it until the first effort command, and the
-    # watchdog's zeros would release it to fall before the controller runs
+    # started in this order: the arm's simulator holds it until the first effort command that is not
+    # all zeros (the watchdog's zeros before the controller runs keep it held)
     targets = {t.name: t for t in (sim, servo, arm, controller, watchdog, observer)}
     for target in targets.values():
         target.normal = None  # the simulators feed them

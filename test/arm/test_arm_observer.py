@@ -324,3 +324,52 @@ def test_batched_observer_and_detector_give_what_the_samples_one_by_one_give(met
     np.testing.assert_allclose([o[2] for o in onsets], [o[2] for o in onsets_one], atol=1e-9 * scale)
     np.testing.assert_array_equal(det.active, det_one.active)
     np.testing.assert_allclose(det.peak, det_one.peak, atol=1e-9 * scale)
+
+
+def _effort_steps(dt: float = 0.005, steps: int = 120):
+    """The Panda released from rest under efforts that switch every 20 steps between gravity holding,
+    zero and twice gravity (a watchdog zeroing the command, then a controller back), each held over one
+    step (zero-order hold, the plant's RK4): ``(t, q, q̇, τ held until each stamp, τ from each stamp)``."""
+    arm = panda()
+    plant = sim.ArmPlant(arm, substeps=4)
+    q = np.array([0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8])
+    qd = np.zeros(7)
+    hold = arm.gravity_torque(q)
+    levels = (hold, 0.0 * hold, 2.0 * hold)
+    t, qs, qds, applied = [0.0], [q], [qd], []
+    for k in range(steps):
+        u = levels[(k // 20) % 3]
+        q, qd = plant.step(q, qd, u, dt)
+        applied.append(u)
+        t.append((k + 1) * dt)
+        qs.append(q)
+        qds.append(qd)
+    applied = np.array(applied)
+    until = np.vstack((applied[:1], applied))  # the effort over the step that ended at each stamp
+    start = np.vstack((applied, applied[-1:]))  # the effort over the step that starts at each stamp
+    return np.array(t), np.array(qs), np.array(qds), until, start, hold
+
+
+@pytest.mark.parametrize(
+    "timing,column", [("held_until_stamp", 3), ("held_from_stamp", 4)], ids=["until", "from"]
+)
+def test_the_momentum_observer_with_the_effort_timing_of_the_stream_sees_no_torque_at_effort_steps(
+    timing, column
+):
+    """No external torque acts: with the timing that matches how the efforts were held, r stays at the
+    integration's round-off through steps of the full gravity torque; read as ``sampled`` (the trapezoid)
+    every step shows as the one-sample error (1 − e^{−KΔt}) Δτ / 2 the module text predicts."""
+    data = _effort_steps()
+    t, q, qd, tau, hold = data[0], data[1], data[2], data[column], data[5]
+    matched = ob.run_observer(ob.MomentumObserver(panda(), K, effort_timing=timing), t, q, qd, tau)
+    trapezoid = ob.run_observer(ob.MomentumObserver(panda(), K), t, q, qd, tau)
+    worst = np.abs(hold).max()
+    assert np.abs(matched).max() < 2e-3 * worst, np.abs(matched).max()
+    dt = t[1] - t[0]
+    predicted = (1.0 - np.exp(-K * dt)) * 2.0 * worst / 2  # the largest step: 0 → 2 × gravity
+    assert 0.9 * predicted < np.abs(trapezoid).max() < 1.1 * predicted, (np.abs(trapezoid).max(), predicted)
+
+
+def test_an_unknown_effort_timing_is_refused():
+    with pytest.raises(ConfigError, match="effort timing"):
+        ob.make_observer(panda(), "direct", K, effort_timing="late")

@@ -341,9 +341,12 @@ def test_closed_loop_over_topics_with_the_chain_simulator(ctx):
 
 def test_the_simulator_keeps_real_time_and_holds_until_the_first_command(ctx):
     """dac_chain_sim driven tick by tick: a late tick takes the steps it missed (stamps k·dt apart, one
-    state each), a tick further behind than MAX_CATCH_UP re-anchors; hold_until_command keeps the arm
-    where it starts until an effort command arrives, then gravity moves it."""
-    from ros_lnn.nodes.dac_chain_sim.node import MAX_CATCH_UP, DacChainSim
+    state each); a tick further behind than MAX_CATCH_UP takes that many and the simulated time falls
+    behind the clock (the stamps stay the physics'); more than MAX_LAG_S behind, the stamps jump to the
+    clock, by at least that. hold_until_command keeps the arm where it starts through zero efforts (a
+    watchdog's) until a command that is not all zeros arrives."""
+    from ros_lnn.nodes.clocks import MAX_CATCH_UP, MAX_LAG_S
+    from ros_lnn.nodes.dac_chain_sim.node import DacChainSim
     from ros_lnn.nodes.stamps import stamp_ns
 
     ns = f"/rt{next(_ns)}"
@@ -370,20 +373,93 @@ def test_the_simulator_keeps_real_time_and_holds_until_the_first_command(ctx):
         stamps = np.array([stamp_ns(m.header.stamp) for m in sent])
         np.testing.assert_array_equal(np.diff(stamps), 2_000_000)
         assert sim.lagged or abs(clock - stamps[-1]) < 3_000_000
-        time.sleep(0.1)  # fifty periods: more than MAX_CATCH_UP
-        before = sim.steps
-        sim._step()
-        assert sim.steps - before == MAX_CATCH_UP and sim.lagged >= 1
-        for m in sent:  # brakes on: nothing moved
-            assert list(m.position) == q_init and not any(m.velocity)
         effort = Float64MultiArray()
         effort.data = [0.0] * 5
-        sim._on_effort(effort)  # the controller is up (zero efforts: gravity acts)
+        sim._on_effort(effort)  # zeros, as a watchdog sends before any controller: still braked
+        time.sleep(0.1)  # fifty periods: more than MAX_CATCH_UP
+        before, anchor = sim.steps, sim._stamp_anchor_ns
+        sim._step()
+        clock = sim.get_clock().now().nanoseconds
+        assert sim.braked and sim.lagged >= 1
+        assert sim.steps - before == len(sent) - before == MAX_CATCH_UP
+        stamps = np.array([stamp_ns(m.header.stamp) for m in sent])
+        np.testing.assert_array_equal(np.diff(stamps), 2_000_000)  # no jump: the stamps are the physics'
+        assert sim._stamp_anchor_ns == anchor and clock - stamps[-1] > 60_000_000  # behind the clock
+        for m in sent:  # brakes on: nothing moved
+            assert list(m.position) == q_init and not any(m.velocity)
+        time.sleep(MAX_LAG_S + 0.1)  # more than MAX_LAG_S behind: the stamps jump to the clock
+        before = len(sent)
+        sim._step()
+        clock = sim.get_clock().now().nanoseconds
+        jump = stamp_ns(sent[before].header.stamp) - stamp_ns(sent[before - 1].header.stamp)
+        assert len(sent) - before == MAX_CATCH_UP and jump >= MAX_LAG_S * 1e9
+        assert abs(clock - stamp_ns(sent[-1].header.stamp)) < 10_000_000
+        effort.data = [0.0, 0.0, 0.0, 0.0, 1e-3]
+        sim._on_effort(effort)  # the controller is up: gravity acts
         time.sleep(0.05)
         sim._step()
         assert not sim.braked and np.abs(np.array(sent[-1].position) - q_init).max() > 1e-4
     finally:
         sim.destroy_node()
+
+
+def test_a_late_simulator_tick_publishes_the_physics_at_its_stamps(ctx):
+    """The arm falls from rest (a small held effort released the brakes); a tick 0.1 s late: every
+    published state — before and after it, the simulated time behind the clock — is the arm's motion
+    at its stamp, checked
+    against an independent integration (Pinocchio's ABA from the URDF through scipy's adaptive
+    Runge-Kutta, tight tolerances)."""
+    import pinocchio as pin
+    from scipy.integrate import solve_ivp
+
+    from ros_lnn.nodes.dac_chain_sim.node import DacChainSim
+    from ros_lnn.nodes.stamps import stamp_ns
+
+    q_init = np.array([0.0, -0.8, 1.4, 0.6, 0.4])
+    u = np.array([0.0, 0.0, 0.0, 0.0, 1e-3])
+    sim = DacChainSim(
+        namespace=f"/rt{next(_ns)}",
+        context=ctx,
+        parameter_overrides=[
+            Parameter("robot_description", value=URDF.read_text()),
+            Parameter("initial_positions", value=q_init.tolist()),
+            Parameter("rate_hz", value=500.0),
+            Parameter("hold_until_command", value=True),
+            Parameter("command_timeout_s", value=10.0),
+        ],
+    )
+    sent = []
+    sim.pub.publish = sent.append
+    try:
+        effort = Float64MultiArray()
+        effort.data = u.tolist()
+        sim._on_effort(effort)
+        sim._step()
+        start = stamp_ns(sent[0].header.stamp)
+        for _ in range(5):
+            time.sleep(0.01)
+            sim._step()
+        time.sleep(0.1)
+        sim._step()
+        assert sim.lagged >= 1
+    finally:
+        sim.destroy_node()
+    model = pin.buildModelFromXML(URDF.read_text())
+    data = model.createData()
+    order = [model.getJointId(n) - 1 for n in sim.joint_names]  # joint_names in the model's q order
+    u_model = np.zeros(model.nv)
+    u_model[order] = u
+
+    def rhs(_, x):
+        return np.concatenate((x[model.nq :], pin.aba(model, data, x[: model.nq], x[model.nq :], u_model)))
+
+    x0 = np.zeros(2 * model.nv)
+    x0[order] = q_init
+    stamps = np.array([(stamp_ns(m.header.stamp) - start) * 1e-9 for m in sent]) + 0.002  # first: one step
+    truth = solve_ivp(rhs, (0.0, stamps[-1]), x0, t_eval=stamps, rtol=1e-10, atol=1e-12).y.T
+    published = np.array([m.position for m in sent])
+    assert np.abs(published[0] - q_init).max() > 0 and sim.lagged  # it fell, and a tick was late
+    np.testing.assert_allclose(published, truth[:, order], atol=1e-6)
 
 
 def test_the_lockstep_simulator_steps_once_per_command_on_its_own_clock(ctx):
@@ -415,7 +491,7 @@ def test_the_lockstep_simulator_steps_once_per_command_on_its_own_clock(ctx):
         sim._lockstep_idle()  # within the timeout: nothing
         assert len(sent) == 1 and list(sent[0].position) == q_init
         effort = Float64MultiArray()
-        effort.data = [0.0] * 5
+        effort.data = [0.0, 0.0, 0.0, 0.0, 1e-3]  # not all zeros: the brakes open
         for _ in range(3):
             sim._on_effort(effort)
             time.sleep(0.01)  # five periods of wall time between commands: still one step each

@@ -414,6 +414,7 @@ def test_calibrate_observer_command_writes_thresholds_the_node_loads(make, model
     assert th.joints == JOINTS and th.info["observer"] == {
         "method": "momentum",
         "gains": [K],
+        "effort_timing": "sampled",
         "model": model_path.name,
     }
     other = simulate_arm(arm(), 6.0, friction=friction(), seed=24)

@@ -12,9 +12,10 @@ Subscribes ``effort_commands`` (Float64MultiArray, ``joints`` order: remap it to
 torque of the period that ended at the stamp) at ``rate_hz``. A command acts ``command_delay_steps``
 periods after the state it was computed from (1: at the next tick, as a robot's torque interface
 applies it); commands older than ``command_timeout_s`` count as zero. It keeps real time as
-``dac_chain_sim`` does (stamps ``k · dt`` from the start, a late tick catches up, re-anchored beyond
-10 periods behind), or steps once per command with ``lockstep`` (simulated time on ``/clock``). With
-``hold_until_command`` the arm stays still until the first command.
+``dac_chain_sim`` does (stamps ``k · dt`` from the start, a late tick catches up by at most 10
+periods, the stamps re-anchored beyond 0.25 s behind), or steps once per command with
+``lockstep`` (simulated time on ``/clock``). With ``hold_until_command`` the arm stays still until the
+first command that is not all zeros.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ...errors import ConfigError
-from ..clocks import MAX_CATCH_UP
+from ..clocks import catch_up
 from ..diagnostics import warn_throttled
 from ..params import ParameterValues
 from ..process import node_main
@@ -96,6 +97,7 @@ class ArmSim(ParameterValues, Node):
         if u.size != len(self.joints) or not np.all(np.isfinite(u)):
             return warn_throttled(self, "effort", f"effort_commands needs {len(self.joints)} finite values")
         self.effort, self.effort_time = u, time.monotonic()
+        self.braked = self.braked and not u.any()  # zeros (a watchdog's before any controller) keep them on
         if self.clock_pub is not None:
             self._step_once()
 
@@ -104,13 +106,14 @@ class ArmSim(ParameterValues, Node):
         now = self.get_clock().now().nanoseconds
         if self._anchor_ns is None:
             self._anchor_ns = now - self._dt_ns
-        due = round((now - self._anchor_ns) / self._dt_ns) - self.steps
-        if due > MAX_CATCH_UP:
+        anchor, steps = catch_up(now, self._anchor_ns, self.steps, self._dt_ns)
+        if (behind := round((now - anchor) / self._dt_ns) - self.steps) > steps:
             self.lagged += 1
-            warn_throttled(self, "lagged", f"{due} periods behind the clock: the simulated time runs slower")
-            self._anchor_ns += (due - MAX_CATCH_UP) * self._dt_ns
-            due = MAX_CATCH_UP
-        for _ in range(due):
+            warn_throttled(
+                self, "lagged", f"{behind} periods behind the clock: the simulated time runs slower"
+            )
+        self._anchor_ns = anchor
+        for _ in range(steps):
             self._step_once()
 
     def _lockstep_idle(self):
@@ -119,7 +122,6 @@ class ArmSim(ParameterValues, Node):
 
     def _step_once(self):
         fresh = self.effort_time is not None and time.monotonic() - self.effort_time <= self.timeout
-        self.braked = self.braked and self.effort_time is None
         if not self.braked:
             self.arm.step(self.effort if fresh else np.zeros(len(self.joints)), self.dt)
         self.steps += 1

@@ -82,7 +82,8 @@ PARAMETERS = ParameterTable(
     COMMAND_TIMEOUT_PARAMETER,
     hold_until_command_parameter(
         True,
-        "hold the arm still until the first effort command arrives (its brakes on until the controller runs)",
+        "hold the arm still until the first effort command that is not all zeros arrives (its brakes on "
+        "until the controller runs; a watchdog's zeros keep them on)",
     ),
     *lockstep_parameters("period", gt=0.0),
     Param("frame_id", "", "frame_id of joint_states", STARTUP),

@@ -7,8 +7,9 @@ e.g. the controller's ``~/port_command`` or a disturbance); publishes ``joint_st
 velocity, applied effort) at ``rate_hz``, integrating RK4 in joint coordinates on Pinocchio's ABA (the
 joints cannot drift apart: nothing to stabilise). Commands older than ``command_timeout_s`` fall back to
 zero. A constant disturbance wrench on the last body can be set with ``disturbance``. With
-``hold_until_command`` the arm stays where it starts until the first effort command arrives (brakes on
-until the controller runs), so a launch does not drop it while the nodes discover each other.
+``hold_until_command`` the arm stays where it starts until the first effort command that is not all
+zeros arrives (brakes on until the controller runs; an effort watchdog's zeros before any controller keep
+them on), so a launch does not drop it while the nodes discover each other.
 
 Plant mismatch (all off by default): the simulated arm can differ from the description the controller
 uses as real arms do — joint friction (``friction_viscous``, ``friction_coulomb`` with the
@@ -22,9 +23,11 @@ The simulated arm keeps real time, as hardware does: a late timer tick takes the
 (the efforts held, as a real plant holds its last command) and publishes each state. Stamps are the
 simulated time of the state, as a robot's hardware clock stamps its samples: the node clock at the
 start plus ``k · dt``, so timer jitter never reaches the stamps (it would reach any q̈ estimated from
-them). A machine too slow for ``rate_hz`` (more than ``MAX_CATCH_UP`` periods behind) slows the
-simulated time instead: the stamps are re-anchored (one jump, not a drift), counted in ``lagged`` and
-logged.
+them). A tick more than ``MAX_CATCH_UP`` periods late (a busy machine) takes that many: the simulated
+time falls behind the clock and the stamps stay those of the physics; more than ``MAX_LAG_S`` (0.25 s)
+behind, the stamps jump once to the clock (:func:`ros_lnn.nodes.clocks.catch_up`), counted in
+``lagged`` and logged. A fast-swinging arm (one dropped with zero effort) is integrated in up to 4 RK4
+sub-steps of at most 0.05 rad per joint.
 
 With ``lockstep`` the simulation waits for its controller instead of keeping wall time, as a
 simulator in lockstep does: each effort command advances one step, the simulated time (from 0) is
@@ -36,6 +39,7 @@ message or a late controller never stalls the arm.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 
@@ -50,7 +54,7 @@ from ...physics.multibody.pin import PinocchioModel
 from ...physics.multibody.pin_plant import Plant, PlantMismatch, mismatch_from_values
 from ...physics.multibody.pin_sim import port_efforts, rk4_step
 from ...shipped import demo_arm_path
-from ..clocks import MAX_CATCH_UP
+from ..clocks import catch_up
 from ..diagnostics import warn_throttled
 from ..model_params import resolve_model_path
 from ..params import ParameterValues
@@ -61,6 +65,9 @@ from .parameters import PARAMETERS
 
 #: Largest friction rate × step the simulator takes (explicit RK4 diverges on a decaying mode past ≈ 2.8).
 MAX_FRICTION_STEP = 2.5
+#: Largest joint rotation (rad) in one RK4 sub-step, and the most sub-steps a step takes.
+MAX_SUBSTEP_RAD = 0.05
+MAX_SUBSTEPS = 4
 
 
 class DacChainSim(ParameterValues, Node):
@@ -101,7 +108,7 @@ class DacChainSim(ParameterValues, Node):
         self._dt_ns = round(self.dt * 1e9)
         self.counts = dict.fromkeys(("steps", "non_finite_state", "parameter_refused"), 0)
         self.steps = 0  # RK4 steps taken: the simulated time is steps · dt
-        self.lagged = 0  # re-anchors: the machine fell more than MAX_CATCH_UP periods behind
+        self.lagged = 0  # ticks that left the simulated time behind the clock (clocks.catch_up)
         self._stamp_anchor_ns: int | None = None  # node clock at simulated time 0
         self.timeout = float(p("command_timeout_s"))
         self.braked = bool(p("hold_until_command"))
@@ -171,6 +178,7 @@ class DacChainSim(ParameterValues, Node):
                 self, "effort", f"effort_commands needs {len(self.joint_names)} finite values"
             )
         self.effort, self.effort_time = u[self._to_model], time.monotonic()
+        self.braked = self.braked and not u.any()  # zeros (a watchdog's before any controller) keep them on
         if self.lockstep:
             self._step_once()
 
@@ -206,18 +214,23 @@ class DacChainSim(ParameterValues, Node):
         now = self.get_clock().now().nanoseconds
         if self._stamp_anchor_ns is None:
             self._stamp_anchor_ns = now - self._dt_ns  # the first tick takes one step
-        due = round((now - self._stamp_anchor_ns) / self._dt_ns) - self.steps
-        if due > MAX_CATCH_UP:
+        anchor, steps = catch_up(now, self._stamp_anchor_ns, self.steps, self._dt_ns)
+        behind = round((now - anchor) / self._dt_ns) - self.steps - steps
+        if behind > 0:
             self.lagged += 1
             warn_throttled(
                 self,
                 "lagged",
-                f"{due} steps behind the clock: this machine cannot simulate at {1 / self.dt:g} Hz; "
-                "the simulated time runs slower than the clock",
+                f"{behind + steps} steps behind the clock: this machine cannot simulate at {1 / self.dt:g} Hz "
+                "now; the simulated time runs slower"
+                + (
+                    f" (the stamps jumped {(anchor - self._stamp_anchor_ns) * 1e-9:.2f} s to the clock)"
+                    if anchor != self._stamp_anchor_ns
+                    else ""
+                ),
             )
-            self._stamp_anchor_ns += (due - MAX_CATCH_UP) * self._dt_ns
-            due = MAX_CATCH_UP
-        for _ in range(due):  # an early tick (due 0) waits for the next
+        self._stamp_anchor_ns = anchor
+        for _ in range(steps):  # an early tick (nothing due) waits for the next
             self._step_once()
 
     def _lockstep_idle(self):
@@ -227,11 +240,15 @@ class DacChainSim(ParameterValues, Node):
 
     def _step_once(self):
         efforts, effort = self.effort_function()
-        self.braked = self.braked and self.effort_time is None
         if not self.braked:
             fd = self.plant.forward_dynamics
+            # sub-steps so that no joint turns more than MAX_SUBSTEP_RAD in one: a fast-swinging arm (a
+            # dropped one) stays on its physics instead of RK4 feeding it energy
+            n = min(MAX_SUBSTEPS, max(1, math.ceil(float(np.abs(self.qd).max()) * self.dt / MAX_SUBSTEP_RAD)))
+            h, q, qd = self.dt / n, self.q, self.qd
             with np.errstate(all="ignore"):
-                q, qd = rk4_step(self.pinocchio, self.q, self.qd, self.dt, efforts, self.t, dynamics=fd)
+                for k in range(n):
+                    q, qd = rk4_step(self.pinocchio, q, qd, h, efforts, self.t + k * h, dynamics=fd)
             if np.all(np.isfinite(q)) and np.all(np.isfinite(qd)):
                 self.q, self.qd = q, qd
             else:  # efforts or a disturbance the physics cannot follow: stopped where it was

@@ -42,8 +42,8 @@ PARAMETERS = ParameterTable(
     COMMAND_TIMEOUT_PARAMETER,
     hold_until_command_parameter(
         False,
-        "hold the arm still until the first effort command arrives, as a robot keeps its brakes "
-        "on until its controller runs",
+        "hold the arm still until the first effort command that is not all zeros arrives, as a robot "
+        "keeps its brakes on until its controller runs (a watchdog's zeros keep them on)",
     ),
     Param(
         "disturbance",

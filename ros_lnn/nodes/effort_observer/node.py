@@ -141,7 +141,11 @@ def build_observer(values: dict, description=lambda: ("", "")):
     if len(effort_gains) != n or not all(np.isfinite(effort_gains)) or 0.0 in effort_gains:
         raise ConfigError(f"parameter effort_gains needs {n} finite, non-zero values (or none)")
     observer = ob.make_observer(
-        dynamics, values["method"], gains if len(gains) == n else gains[0], values["qdd_filter_window"]
+        dynamics,
+        values["method"],
+        gains if len(gains) == n else gains[0],
+        values["qdd_filter_window"],
+        values["effort_timing"],
     )
     ob.friction_state_start(observer, values["friction_state_start"])
     thresholds = None
@@ -149,12 +153,12 @@ def build_observer(values: dict, description=lambda: ("", "")):
         thresholds = ob.Thresholds.load(values["thresholds"]).reordered(joints)
         made_for = thresholds.info.get("observer") or {}
         wanted = {"method": values["method"], "gains": [float(g) for g in gains]}
+        if "effort_timing" in made_for:  # thresholds calibrated before it was recorded: sampled
+            wanted["effort_timing"] = values["effort_timing"]
         if made_for and {k: made_for.get(k) for k in wanted} != wanted:
             raise ConfigError(
-                f"thresholds {values['thresholds']} were calibrated for the {made_for.get('method')} "
-                f"observer with gains {made_for.get('gains')}; this node runs {wanted['method']} with "
-                f"{wanted['gains']} "
-                "(calibrate again, or set method and gains as calibrated)"
+                f"thresholds {values['thresholds']} were calibrated for the {_observer_text(made_for)}; "
+                f"this node runs the {_observer_text(wanted)} (calibrate again, or set them as calibrated)"
             )
     wrench = None
     if values["wrench_frame"]:
@@ -164,6 +168,11 @@ def build_observer(values: dict, description=lambda: ("", "")):
         wrench = ob.WrenchEstimator(kin, values["wrench_frame"], values["wrench_damping"])
     links = child_links(urdf or (model.meta["urdf"] if model is not None else ""))
     return observer, joints, np.asarray(effort_gains, dtype=float), thresholds, wrench, described, links
+
+
+def _observer_text(observer: dict) -> str:
+    text = f"{observer.get('method')} observer with gains {observer.get('gains')}"
+    return text + (f", effort_timing {observer['effort_timing']}" if "effort_timing" in observer else "")
 
 
 class EffortObserverNode(LifecycleTeardown, LifecycleNode):
@@ -345,11 +354,11 @@ class EffortObserverNode(LifecycleTeardown, LifecycleNode):
         self._t0_ns = t0
         observer = self.observer
         assert observer is not None  # subscriptions live from activate to deactivate
-        # a gap longer than input_timeout_s before a sample restarts the integration there (_restart)
+        # a gap longer than restart_gap_s before a sample restarts the integration there (_restart)
         before = np.empty_like(t)
         before[0] = t[0] if self._last_t is None else self._last_t
         before[1:] = t[:-1]
-        gaps = np.flatnonzero(t - before > self.values["input_timeout_s"]).tolist()
+        gaps = np.flatnonzero(t - before > self.values["restart_gap_s"]).tolist()
         self._last_t = float(t[-1])
         if not gaps:  # the usual batch: one stretch
             r = observer.update_batch(t, q, qd, tau)

@@ -64,6 +64,17 @@ PARAMETERS = ParameterTable(
         le=10000.0,
     ),
     Param(
+        "effort_timing",
+        "sampled",
+        "what the effort of a joint state is (momentum method): sampled = the torque at its stamp (torque "
+        "sensors, motor currents); held_until_stamp = the effort the joints held over the step that ended "
+        "at its stamp (a simulator's applied effort: dac_chain_sim, arm_sim, Gazebo); held_from_stamp = "
+        "the command held from its stamp on. The wrong one shows each effort step Δτ as a one-sample "
+        "τ_ext of (1 − e^(−K Δt)) Δτ / 2",
+        CONFIGURE,
+        choices=("sampled", "held_until_stamp", "held_from_stamp"),
+    ),
+    Param(
         "qdd_filter_window",
         9,
         "samples of the causal fit that estimates q̈ (τ̂ and the direct method)",
@@ -132,6 +143,15 @@ PARAMETERS = ParameterTable(
         le=0.1,
     ),
     INPUT_TIMEOUT_PARAMETER,
+    Param(
+        "restart_gap_s",
+        0.1,
+        "a step between two joint states' stamps longer than this restarts the observer's integration at "
+        "the later one (r from 0, counted in restarts): over a gap (lost messages, a stalled driver) the "
+        "trapezoid is no estimate of the momentum's change. A persistent contact shows again within 3/K",
+        ge=0.001,
+        le=3600.0,
+    ),
     diagnostics_period_parameter(CONFIGURE, "period of /diagnostics"),
     Param(
         "autostart",
