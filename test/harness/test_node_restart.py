@@ -7,9 +7,9 @@ down the watchdog sends zero efforts; effort_observer is killed mid-motion: it s
 integration again cleanly. The observer's model and the arm are the same URDF: there is no external
 torque to find, and the observer reads the simulator's efforts as what they are (held over the step
 before each stamp: ``effort_timing``), so the watchdog's zeros and the controller's first efforts show as
-nothing. While the controller is down the demo arm (light distal links, no drives) falls and whips;
-the observer is killed once the respawned controller holds it again. The figures (SIGKILL to active, the watchdog's
-zeros after the last command) are printed; timing is asserted nowhere."""
+nothing. The arm has drive inertia (_with_drives); while the controller is down it falls, and the
+observer is killed once the respawned controller holds it again. The figures (SIGKILL to active, the
+watchdog's zeros after the last command) are printed; timing is asserted nowhere."""
 
 from __future__ import annotations
 

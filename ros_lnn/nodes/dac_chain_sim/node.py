@@ -221,8 +221,8 @@ class DacChainSim(ParameterValues, Node):
             warn_throttled(
                 self,
                 "lagged",
-                f"{behind + steps} steps behind the clock: this machine cannot simulate at {1 / self.dt:g} Hz "
-                "now; the simulated time runs slower"
+                f"{behind + steps} steps behind the clock: this machine cannot simulate at "
+                f"{1 / self.dt:g} Hz now; the simulated time runs slower"
                 + (
                     f" (the stamps jumped {(anchor - self._stamp_anchor_ns) * 1e-9:.2f} s to the clock)"
                     if anchor != self._stamp_anchor_ns
