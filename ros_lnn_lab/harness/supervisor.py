@@ -35,6 +35,20 @@ def write_params(path, name: str, values: dict) -> Path:
     return path
 
 
+def _die_with_parent() -> None:
+    """In the child, before its command runs: SIGTERM when the thread that started it ends (Linux's
+    PR_SET_PDEATHSIG) — a supervisor killed without :meth:`Supervised.stop` (SIGKILL, a crash, a test run
+    interrupted) leaves no node running behind it, loading the machine and talking on its domain. The
+    first start is from the caller's thread, each respawn from the supervisor's watcher thread: both live
+    as long as the supervision."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class Supervised:
     """One node process under respawn. ``events``: ``(time.monotonic(), what, pid)`` for every start,
     exit and kill; ``log``: its output lines (all runs)."""
@@ -60,7 +74,12 @@ class Supervised:
 
     def _spawn(self) -> None:
         proc = subprocess.Popen(
-            self.command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            self.command,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
         threading.Thread(target=self._drain, args=(proc,), daemon=True).start()
         with self._lock:
