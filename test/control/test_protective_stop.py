@@ -121,3 +121,59 @@ def test_a_violation_on_the_closed_loop_coasts_with_zero_efforts_and_comes_to_re
     tail = slice(-250, None)  # the last 0.5 s
     assert np.abs(log.qd[tail]).max() < SETTLED_SPEED
     assert np.ptp(log.q[tail], axis=0).max() < 1e-6  # held against gravity, not sinking
+
+
+def _late_stop_run(latency_known: bool, seed: int = 1, delay_steps: int = 10, dt: float = 0.005):
+    """The demo arm (Pinocchio's ABA, RK4 in sub-steps, efforts held over each step) from three random
+    states moving at up to 8 rad/s, under the stop evaluated on states ``delay_steps`` steps old (a loop
+    50 ms late); ``latency_known``: the stop is told how late. The largest |q̇| of each run's last
+    0.5 s."""
+    model = pin.buildModelFromXML(URDF.read_text())
+    data = model.createData()
+
+    def step(q, qd, u, n=10):
+        h = dt / n
+        for _ in range(n):
+            a1 = pin.aba(model, data, q, qd, u)
+            a2 = pin.aba(model, data, q + h / 2 * qd, qd + h / 2 * a1, u)
+            a3 = pin.aba(model, data, q + h / 2 * (qd + h / 2 * a1), qd + h / 2 * a2, u)
+            a4 = pin.aba(model, data, q + h * (qd + h / 2 * a2), qd + h * a3, u)
+            q, qd = q + h * (qd + h / 6 * (a1 + a2 + a3)), qd + h / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+        return q, qd
+
+    rng = np.random.default_rng(seed)
+    ends = []
+    for _ in range(3):
+        stop = ProtectiveStop([40.0, 40.0, 25.0, 12.0, 6.0], 50.0, [-3.0] * 5, [3.0] * 5, [6.0] * 5)
+        if latency_known:
+            stop.latency_s = (delay_steps + 1) * dt  # the state's age and the hold until the next command
+        q, qd = rng.uniform(-3, 3, 5), rng.uniform(-8, 8, 5)
+        seen = [(q, qd)] * (delay_steps + 1)
+        speeds = []
+        for _ in range(2000):
+            late_q, late_qd = seen[-1 - delay_steps]
+            u = stop.effort(late_q, late_qd, lambda a, b, c: pin.rnea(model, data, a, b, c))
+            q, qd = step(q, qd, u)
+            seen.append((q, qd))
+            speeds.append(np.abs(qd).max())
+        ends.append(max(speeds[-100:]))
+    return ends
+
+
+def test_a_late_loop_brakes_softer_and_still_brings_the_arm_to_rest():
+    """At 50 1/s a brake acting on 55 ms old states is past the stability bound (k_d τ = 2.75 > π/2): the
+    arm never comes to rest, it whips. Told its latency, the stop brakes at 0.3 / 55 ms ≈ 5.5 1/s and every
+    run ends at rest."""
+    assert all(end > 5.0 for end in _late_stop_run(latency_known=False))
+    assert all(end < 0.5 for end in _late_stop_run(latency_known=True))
+
+
+def test_the_braking_rate_is_bounded_by_the_latency():
+    stop = _one_joint()
+    assert stop.braking_rate() == 50.0  # latency unknown: the rate as set
+    stop.latency_s = 0.002  # 0.3 / 0.002 = 150: above the rate
+    assert stop.braking_rate() == 50.0
+    stop.latency_s = 0.03  # 0.3 / 0.03 = 10
+    assert stop.braking_rate() == pytest.approx(10.0)
+    # moving inside the soft limits: q̈ = 10 (0 − 0.1) = −1
+    assert stop.effort([0.0], [0.1], _unit_inertia) == pytest.approx([-1.0])

@@ -259,6 +259,7 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         self.last_output: PipelineOutput | None = None
         self._target_timeout = float(self.p("target_timeout_s"))  # read once: the message path stays lean
         self._state_timeout = float(self.p("state_timeout_s"))
+        self._last_stamp = 0  # of the last joint state (ns): the protective stop's latency
         self._targets.start_tf(self, self.p("use_tf"))
         assert self.pipeline is not None  # activate follows a successful configure
         self._joint_order = JointOrder(self.pipeline.joint_names, float(self.p("joint_state_merge_window_s")))
@@ -343,6 +344,21 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         except (RosLnnError, IndexError, ValueError, OverflowError, TypeError) as exc:
             self._reject("bad_trajectory", f"~/joint_trajectory: {exc}")
 
+    def _set_stop_latency(self, stamp: int) -> None:
+        """How late the protective stop acts on this state — its age plus the interval since the last
+        one (the hold until the next command) — so a late loop brakes softer (:mod:`ros_lnn.control.
+        protective_stop`); unknown for an unstamped state."""
+        stop = self.pipeline.protective_stop if self.pipeline is not None else None
+        last, self._last_stamp = self._last_stamp, stamp
+        if stop is None:
+            return
+        if not stamp:
+            stop.latency_s = 0.0
+            return
+        age = max(0, self.get_clock().now().nanoseconds - stamp)
+        interval = stamp - last if last and 0 < stamp - last < self._state_timeout * 1e9 else 0
+        stop.latency_s = (age + interval) * 1e-9
+
     def _on_joint_state(self, msg: JointState) -> None:
         assert self.pipeline is not None  # subscriptions live from activate to deactivate
         t0, c0 = time.perf_counter(), time.thread_time()
@@ -356,6 +372,7 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
             self.counts[reason] += 1
             warn_throttled(self, reason, text)
             return self._publish_commands(*self._zero_commands)
+        self._set_stop_latency(stamp)
         reason, text, state_stamp, q, qd = self._joint_order.read(names, msg.position, msg.velocity, stamp)
         if reason in ("partial", "other_joints"):  # a part held for merging, or another device's joints
             self.counts[reason] += 1

@@ -241,7 +241,9 @@ PARAMETERS = ParameterTable(
         "stop_rate",
         50.0,
         "protective stop (limit_reaction / fault_reaction brake): the joints' velocities decay at this "
-        "rate, as fast as the effort limits allow; the hold after rest is critically damped [1/s]",
+        "rate, as fast as the effort limits allow, and at most 0.3 / the loop's latency (a joint "
+        "state's age plus its interval: a late loop brakes softer, never faster than it can follow); "
+        "the hold after rest is critically damped [1/s]",
         CONFIGURE,
         ge=1.0,
         le=1000.0,
