@@ -344,7 +344,7 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         except (RosLnnError, IndexError, ValueError, OverflowError, TypeError) as exc:
             self._reject("bad_trajectory", f"~/joint_trajectory: {exc}")
 
-    def _set_stop_latency(self, stamp: int) -> None:
+    def _set_stop_latency(self, now_ns: int, stamp: int) -> None:
         """How late the protective stop acts on this state — its age plus the interval since the last
         one (the hold until the next command) — so a late loop brakes softer (:mod:`ros_lnn.control.
         protective_stop`); unknown for an unstamped state."""
@@ -355,7 +355,7 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         if not stamp:
             stop.latency_s = 0.0
             return
-        age = max(0, self.get_clock().now().nanoseconds - stamp)
+        age = max(0, now_ns - stamp)
         interval = stamp - last if last and 0 < stamp - last < self._state_timeout * 1e9 else 0
         stop.latency_s = (age + interval) * 1e-9
 
@@ -365,14 +365,15 @@ class DacControllerNode(FaultReactions, ParameterValues, LifecycleTeardown, Life
         self.stats.arrive()
         names = msg.name
         stamp = stamp_ns(msg.header.stamp)
-        reason, text = stamp_problem(self.get_clock().now().nanoseconds, stamp, self._state_timeout)
+        now_ns = self.get_clock().now().nanoseconds
+        reason, text = stamp_problem(now_ns, stamp, self._state_timeout)
         if reason == "future_stamp":
             return self._reject(reason, text)
         if reason:  # no age to judge, or too old: zero efforts
             self.counts[reason] += 1
             warn_throttled(self, reason, text)
             return self._publish_commands(*self._zero_commands)
-        self._set_stop_latency(stamp)
+        self._set_stop_latency(now_ns, stamp)
         reason, text, state_stamp, q, qd = self._joint_order.read(names, msg.position, msg.velocity, stamp)
         if reason in ("partial", "other_joints"):  # a part held for merging, or another device's joints
             self.counts[reason] += 1
